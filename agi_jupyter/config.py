@@ -1,0 +1,453 @@
+"""Settings and where they come from (DESIGN.md section 6).
+
+Precedence, highest first: explicit arguments > project ``.agi/config.json`` > global
+``~/.config/agi/config.json`` > traitlets (``c.AgiJupyter.*``, passed in as a dict) > environment
+variables > built-in defaults. Layers are plain dicts merged key by key (``providers`` merges per
+provider), then validated once by pydantic, so an error names the layer it came from.
+
+Credentials are never read from config files or requests: only from the environment or from the
+global credentials file that ``agi setup`` writes with mode 0600. ``ProviderSettings.api_key`` is
+excluded from ``repr`` so a settings object can be logged safely.
+
+This is the only module that reads environment variables; everything else gets a ``Config``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agi_jupyter.errors import ConfigError, UsageError
+
+Wire = Literal["openai-responses", "openai-chat", "anthropic"]
+
+PROJECT_DIRNAME = ".agi"
+CONFIG_FILENAME = "config.json"
+CREDENTIALS_FILENAME = "credentials.json"
+
+
+@dataclass(frozen=True)
+class KnownProvider:
+    name: str
+    wire: Wire
+    default_base_url: str | None
+    key_env: tuple[str, ...]
+    base_url_env: tuple[str, ...] = ()
+    requires_key: bool = True
+    default_model: str | None = None
+    label: str = ""
+
+
+KNOWN_PROVIDERS: dict[str, KnownProvider] = {
+    p.name: p
+    for p in (
+        KnownProvider(
+            "openai",
+            "openai-responses",
+            None,
+            ("OPENAI_API_KEY",),
+            ("OPENAI_BASE_URL",),
+            default_model="gpt-5-mini",
+            label="OpenAI (Responses API)",
+        ),
+        KnownProvider(
+            "openai-chat",
+            "openai-chat",
+            None,
+            ("OPENAI_API_KEY",),
+            ("OPENAI_BASE_URL",),
+            default_model="gpt-5-mini",
+            label="OpenAI (Chat Completions)",
+        ),
+        KnownProvider(
+            "anthropic",
+            "anthropic",
+            None,
+            ("ANTHROPIC_API_KEY",),
+            ("ANTHROPIC_BASE_URL",),
+            default_model="claude-sonnet-4-6",
+            label="Anthropic",
+        ),
+        KnownProvider(
+            "google",
+            "openai-chat",
+            "https://generativelanguage.googleapis.com/v1beta/openai/",
+            ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+            default_model="gemini-2.5-flash",
+            label="Google Gemini (OpenAI-compatible endpoint)",
+        ),
+        KnownProvider(
+            "ollama",
+            "openai-chat",
+            "http://localhost:11434/v1",
+            ("OLLAMA_API_KEY",),
+            ("OLLAMA_BASE_URL",),
+            requires_key=False,
+            label="Ollama (local)",
+        ),
+        KnownProvider(
+            "lmstudio",
+            "openai-chat",
+            "http://localhost:1234/v1",
+            ("LMSTUDIO_API_KEY",),
+            ("LMSTUDIO_BASE_URL",),
+            requires_key=False,
+            label="LM Studio (local)",
+        ),
+        KnownProvider(
+            "vllm",
+            "openai-chat",
+            "http://localhost:8000/v1",
+            ("VLLM_API_KEY",),
+            ("VLLM_BASE_URL",),
+            requires_key=False,
+            label="vLLM (local)",
+        ),
+        KnownProvider(
+            "openrouter",
+            "openai-chat",
+            "https://openrouter.ai/api/v1",
+            ("OPENROUTER_API_KEY",),
+            label="OpenRouter",
+        ),
+        KnownProvider(
+            "compat",
+            "openai-chat",
+            None,
+            ("AGI_COMPAT_API_KEY",),
+            ("AGI_COMPAT_BASE_URL",),
+            requires_key=False,
+            label="Any OpenAI-compatible server",
+        ),
+        KnownProvider(
+            "fake",
+            "openai-chat",
+            None,
+            (),
+            ("AGI_FAKE_LLM_URL",),
+            requires_key=False,
+            default_model="echo",
+            label="Offline fake model (no network, for demos and tests)",
+        ),
+    )
+}
+
+# Which provider a bare model name belongs to, checked in order.
+_MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("claude", "anthropic"),
+    ("gpt", "openai"),
+    ("chatgpt", "openai"),
+    ("o1", "openai"),
+    ("o3", "openai"),
+    ("o4", "openai"),
+    ("codex", "openai"),
+    ("gemini", "google"),
+    ("echo", "fake"),
+    ("fake", "fake"),
+)
+
+
+def parse_model_spec(spec: str) -> tuple[str, str]:
+    """Split ``provider:model`` (or guess the provider of a bare model name).
+
+    Only the first colon separates, and only when its left side names a known provider, so
+    ``ollama:llama3:8b`` is the ``ollama`` provider's ``llama3:8b``.
+    """
+    spec = spec.strip()
+    head, sep, tail = spec.partition(":")
+    if sep and head in KNOWN_PROVIDERS:
+        if not tail:
+            default = KNOWN_PROVIDERS[head].default_model
+            if default is None:
+                raise UsageError(f"model spec {spec!r} names no model; use '{head}:<model>'")
+            return head, default
+        return head, tail
+    if spec in KNOWN_PROVIDERS and KNOWN_PROVIDERS[spec].default_model:
+        return spec, str(KNOWN_PROVIDERS[spec].default_model)
+    lowered = spec.lower()
+    for prefix, provider in _MODEL_PREFIXES:
+        if lowered.startswith(prefix):
+            return provider, spec
+    known = ", ".join(KNOWN_PROVIDERS)
+    raise UsageError(
+        f"cannot tell the provider of model {spec!r}; write it as 'provider:model' "
+        f"with one of: {known}"
+    )
+
+
+# --- validated file/layer schema -------------------------------------------------------------
+
+
+class _ProviderLayer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool | None = None
+    base_url: str | None = None
+    default_model: str | None = None
+
+
+class _Layer(BaseModel):
+    """What one config layer (a file, traitlets, env, explicit arguments) may contain."""
+
+    model_config = ConfigDict(extra="forbid")
+    default_agent: str | None = None
+    default_model: str | None = None
+    max_iterations: int | None = Field(default=None, ge=1, le=1000)
+    persist_deltas: bool | None = None
+    artifact_threshold: int | None = Field(default=None, ge=1024)
+    tool_timeout: float | None = Field(default=None, gt=0)
+    max_attempts: int | None = Field(default=None, ge=1, le=100)
+    retry_backoff: list[float] | None = None
+    providers: dict[str, _ProviderLayer] | None = None
+
+
+# --- resolved settings -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """A provider as configured: enabled, where it lives, and its key (never printed)."""
+
+    name: str
+    wire: Wire
+    base_url: str | None
+    enabled: bool
+    requires_key: bool
+    default_model: str | None
+    api_key: str | None = field(default=None, repr=False)
+
+    @property
+    def configured(self) -> bool:
+        """Enabled, and has a key when it needs one."""
+        return self.enabled and (self.api_key is not None or not self.requires_key)
+
+
+@dataclass(frozen=True)
+class Config:
+    project: Path
+    default_agent: str = "general"
+    default_model: str = "fake:echo"
+    default_model_is_fallback: bool = True
+    max_iterations: int = 10
+    persist_deltas: bool = False
+    artifact_threshold: int = 64 * 1024
+    tool_timeout: float = 120.0
+    max_attempts: int = 4
+    retry_backoff: tuple[float, ...] = (2.0, 4.0, 8.0)
+    providers: dict[str, ProviderSettings] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
+
+    @property
+    def agi_dir(self) -> Path:
+        return self.project / PROJECT_DIRNAME
+
+    def provider(self, name: str) -> ProviderSettings:
+        try:
+            return self.providers[name]
+        except KeyError:
+            raise UsageError(f"unknown provider {name!r}") from None
+
+    def resolve_model(self, spec: str | None = None) -> tuple[str, str]:
+        """``provider, model`` for an explicit spec, or the configured default."""
+        return parse_model_spec(spec or self.default_model)
+
+
+def global_config_dir(env: Mapping[str, str]) -> Path:
+    """``$AGI_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/agi``, else ``~/.config/agi``."""
+    if env.get("AGI_CONFIG_DIR"):
+        return Path(env["AGI_CONFIG_DIR"]).expanduser()
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")) / ".config")
+    return Path(base).expanduser() / "agi"
+
+
+def find_project(start: Path | str) -> Path:
+    """The nearest folder from ``start`` upwards that has ``.agi/``; else ``start`` itself."""
+    here = Path(start).expanduser().resolve()
+    if here.is_file():
+        here = here.parent
+    for folder in (here, *here.parents):
+        if (folder / PROJECT_DIRNAME).is_dir():
+            return folder
+    return here
+
+
+def load_config(
+    project: Path | str,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    traitlets: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Config:
+    """Resolve the settings of ``project`` from every layer (see the module docstring)."""
+    env = os.environ if env is None else env
+    project_dir = Path(project).expanduser().resolve()
+    global_dir = global_config_dir(env)
+    layers = [
+        ("environment", _env_layer(env)),
+        ("traitlets config", dict(traitlets or {})),
+        (str(global_dir / CONFIG_FILENAME), _read_json_file(global_dir / CONFIG_FILENAME)),
+        (
+            str(project_dir / PROJECT_DIRNAME / CONFIG_FILENAME),
+            _read_json_file(project_dir / PROJECT_DIRNAME / CONFIG_FILENAME),
+        ),
+        ("explicit arguments", dict(overrides or {})),
+    ]
+    merged: dict[str, Any] = {}
+    sources: list[str] = []
+    for name, data in layers:
+        if not data:
+            continue
+        _validate_layer(name, data)
+        _merge_into(merged, data)
+        sources.append(name)
+    credentials = read_credentials(global_dir / CREDENTIALS_FILENAME)
+    return _build(project_dir, merged, credentials, env, tuple(sources))
+
+
+def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
+    layer: dict[str, Any] = {}
+    for key, name in (("AGI_MODEL", "default_model"), ("AGI_AGENT", "default_agent")):
+        if env.get(key):
+            layer[name] = env[key]
+    if env.get("AGI_MAX_ITERATIONS"):
+        layer["max_iterations"] = env["AGI_MAX_ITERATIONS"]
+    if env.get("AGI_PERSIST_DELTAS"):
+        layer["persist_deltas"] = env["AGI_PERSIST_DELTAS"].lower() in ("1", "true", "yes")
+    providers: dict[str, Any] = {}
+    for known in KNOWN_PROVIDERS.values():
+        for var in known.base_url_env:
+            if env.get(var):
+                providers[known.name] = {"base_url": env[var]}
+                break
+    if providers:
+        layer["providers"] = providers
+    return layer
+
+
+def _read_json_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})"
+        ) from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read ({e.strerror})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: must hold a JSON object, not {type(data).__name__}")
+    return data
+
+
+def _validate_layer(source: str, data: Mapping[str, Any]) -> None:
+    providers = data.get("providers")
+    if isinstance(providers, Mapping):
+        for name, entry in providers.items():
+            if isinstance(entry, Mapping) and "api_key" in entry:
+                raise ConfigError(
+                    f"{source}: providers.{name}.api_key is not allowed here; keys belong in the "
+                    "environment or in the credentials file written by `agi setup`"
+                )
+            if name not in KNOWN_PROVIDERS:
+                raise ConfigError(
+                    f"{source}: unknown provider {name!r} (known: {', '.join(KNOWN_PROVIDERS)})"
+                )
+    try:
+        _Layer.model_validate(data)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
+            for err in e.errors()
+        )
+        raise ConfigError(f"{source}: {problems}") from None
+    model = data.get("default_model")
+    if isinstance(model, str):
+        try:
+            parse_model_spec(model)
+        except UsageError as e:
+            raise ConfigError(f"{source}: default_model: {e.message}") from None
+
+
+def _merge_into(target: dict[str, Any], layer: Mapping[str, Any]) -> None:
+    for key, value in layer.items():
+        if key == "providers" and isinstance(value, Mapping):
+            providers = target.setdefault("providers", {})
+            for name, entry in value.items():
+                providers.setdefault(name, {}).update(
+                    {k: v for k, v in dict(entry).items() if v is not None}
+                )
+        elif value is not None:
+            target[key] = value
+
+
+def read_credentials(path: Path) -> dict[str, str]:
+    """API keys by provider name from the global credentials file (missing file: none)."""
+    data = _read_json_file(path)
+    bad = [k for k, v in data.items() if not isinstance(v, str)]
+    if bad:
+        raise ConfigError(f"{path}: values must be strings (bad entries: {', '.join(bad)})")
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def _provider_settings(
+    merged: Mapping[str, Any], credentials: Mapping[str, str], env: Mapping[str, str]
+) -> dict[str, ProviderSettings]:
+    layers = merged.get("providers", {})
+    result: dict[str, ProviderSettings] = {}
+    for known in KNOWN_PROVIDERS.values():
+        layer = _ProviderLayer.model_validate(layers.get(known.name, {}))
+        key = credentials.get(known.name) or next(
+            (env[v] for v in known.key_env if env.get(v)), None
+        )
+        result[known.name] = ProviderSettings(
+            name=known.name,
+            wire=known.wire,
+            base_url=layer.base_url or known.default_base_url,
+            enabled=True if layer.enabled is None else layer.enabled,
+            requires_key=known.requires_key,
+            default_model=layer.default_model or known.default_model,
+            api_key=key,
+        )
+    return result
+
+
+def _fallback_model(providers: Mapping[str, ProviderSettings]) -> str:
+    """The default when none is configured: the first hosted provider with a key, else fake."""
+    for name in ("openai", "anthropic", "google"):
+        settings = providers[name]
+        if settings.enabled and settings.api_key and settings.default_model:
+            return f"{name}:{settings.default_model}"
+    return "fake:echo"
+
+
+def _build(
+    project: Path,
+    merged: Mapping[str, Any],
+    credentials: Mapping[str, str],
+    env: Mapping[str, str],
+    sources: tuple[str, ...],
+) -> Config:
+    layer = _Layer.model_validate(merged)
+    providers = _provider_settings(merged, credentials, env)
+    default_model = layer.default_model or _fallback_model(providers)
+    defaults = Config(project=project)
+    return Config(
+        project=project,
+        default_agent=layer.default_agent or defaults.default_agent,
+        default_model=default_model,
+        default_model_is_fallback=layer.default_model is None,
+        max_iterations=layer.max_iterations or defaults.max_iterations,
+        persist_deltas=bool(layer.persist_deltas),
+        artifact_threshold=layer.artifact_threshold or defaults.artifact_threshold,
+        tool_timeout=layer.tool_timeout or defaults.tool_timeout,
+        max_attempts=layer.max_attempts or defaults.max_attempts,
+        retry_backoff=tuple(layer.retry_backoff or defaults.retry_backoff),
+        providers=providers,
+        sources=sources,
+    )

@@ -1,0 +1,126 @@
+"""One exception tree for the whole package. Imports nothing from the package.
+
+    AgiError                      code, message, http_status, retryable
+    ├── UsageError                VALIDATION_ERROR (400): the caller passed something wrong
+    ├── ConfigError               CONFIG_ERROR (400): a config file or setting is invalid
+    │   └── ProviderNotConfigured PROVIDER_NOT_CONFIGURED (400): no key / SDK / base URL
+    ├── ProviderError             PROVIDER_ERROR (502): the model API failed
+    │   ├── ProviderHTTPError     PROVIDER_HTTP_ERROR: an HTTP error status (429, 5xx, 4xx)
+    │   └── ProviderDisconnected  PROVIDER_DISCONNECTED: the stream dropped or ended unfinished
+    ├── ToolError                 TOOL_ERROR: a tool failed (returned to the model, not raised)
+    │   ├── ToolDenied            TOOL_DENIED: the agent may not use this tool
+    │   └── PathOutsideProject    PATH_OUTSIDE_PROJECT: a path escapes the project root
+    ├── NotFound                  NOT_FOUND (404) and SESSION_/RUN_/ARTIFACT_NOT_FOUND
+    ├── Conflict                  CONFLICT (409)
+    │   └── RunTerminal           RUN_TERMINAL (409): the run already ended
+    └── RunCancelled              RUN_CANCELLED: the run was cancelled
+
+Messages never contain secrets: callers pass only what is safe to show to a user.
+"""
+
+from __future__ import annotations
+
+
+class AgiError(Exception):
+    code = "AGI_ERROR"
+    http_status = 500
+    retryable = False
+
+    def __init__(self, message: str, *, code: str | None = None, retryable: bool | None = None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        if retryable is not None:
+            self.retryable = retryable
+
+    def to_dict(self) -> dict[str, object]:
+        return {"code": self.code, "message": self.message, "retryable": self.retryable}
+
+
+class UsageError(AgiError):
+    code = "VALIDATION_ERROR"
+    http_status = 400
+
+
+class ConfigError(AgiError):
+    code = "CONFIG_ERROR"
+    http_status = 400
+
+
+class ProviderNotConfigured(ConfigError):
+    code = "PROVIDER_NOT_CONFIGURED"
+
+
+class ProviderError(AgiError):
+    code = "PROVIDER_ERROR"
+    http_status = 502
+
+
+class ProviderHTTPError(ProviderError):
+    code = "PROVIDER_HTTP_ERROR"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        retryable: bool | None = None,
+        retry_after: float | None = None,
+    ):
+        if retryable is None:
+            retryable = status == 408 or status == 409 or status == 429 or status >= 500
+        super().__init__(message, retryable=retryable)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class ProviderDisconnected(ProviderError):
+    code = "PROVIDER_DISCONNECTED"
+    retryable = True
+
+
+class ToolError(AgiError):
+    code = "TOOL_ERROR"
+    http_status = 400
+
+
+class ToolDenied(ToolError):
+    code = "TOOL_DENIED"
+    http_status = 403
+
+
+class PathOutsideProject(ToolError):
+    code = "PATH_OUTSIDE_PROJECT"
+    http_status = 403
+
+
+class NotFound(AgiError):
+    code = "NOT_FOUND"
+    http_status = 404
+
+
+class SessionNotFound(NotFound):
+    code = "SESSION_NOT_FOUND"
+
+
+class RunNotFound(NotFound):
+    code = "RUN_NOT_FOUND"
+
+
+class ArtifactNotFound(NotFound):
+    code = "ARTIFACT_NOT_FOUND"
+
+
+class Conflict(AgiError):
+    code = "CONFLICT"
+    http_status = 409
+
+
+class RunTerminal(Conflict):
+    code = "RUN_TERMINAL"
+
+
+class RunCancelled(AgiError):
+    code = "RUN_CANCELLED"
+    http_status = 409

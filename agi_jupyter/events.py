@@ -1,0 +1,223 @@
+"""The live event vocabulary (DESIGN.md section 4). Imports nothing from the package.
+
+Every consumer — the magic's display, the chat widget, NDJSON and SSE responses, the side panel,
+replay from the store — sees these same events. Each is a dataclass with a literal ``type``; on
+the wire it is a flat JSON object with ``type``, ``run_id``, ``seq`` (per run, increasing) and
+``ts`` plus its payload. ``seq`` and ``ts`` are stamped by the run's emitter, not by producers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+JSON = dict[str, Any]
+
+
+@dataclass(kw_only=True)
+class BaseEvent:
+    run_id: str = ""
+    seq: int = 0
+    ts: str = ""
+
+
+@dataclass(kw_only=True)
+class RunMeta(BaseEvent):
+    """Always the first event of a run."""
+
+    session_id: str
+    agent: str
+    provider: str
+    model: str
+    attempt: int = 1
+    type: Literal["run.meta"] = "run.meta"
+
+
+@dataclass(kw_only=True)
+class RunStatusEvent(BaseEvent):
+    status: str
+    type: Literal["run.status"] = "run.status"
+
+
+@dataclass(kw_only=True)
+class Iteration(BaseEvent):
+    iteration: int
+    max_iterations: int
+    type: Literal["iteration"] = "iteration"
+
+
+@dataclass(kw_only=True)
+class TextDelta(BaseEvent):
+    delta: str
+    type: Literal["output.text.delta"] = "output.text.delta"
+
+
+@dataclass(kw_only=True)
+class TextDone(BaseEvent):
+    text: str
+    type: Literal["output.text.done"] = "output.text.done"
+
+
+@dataclass(kw_only=True)
+class ReasoningDelta(BaseEvent):
+    delta: str
+    type: Literal["reasoning.delta"] = "reasoning.delta"
+
+
+@dataclass(kw_only=True)
+class ReasoningDone(BaseEvent):
+    text: str
+    type: Literal["reasoning.done"] = "reasoning.done"
+
+
+@dataclass(kw_only=True)
+class ToolCallStarted(BaseEvent):
+    tool_call_id: str
+    name: str
+    tool_type: str = "function"
+    type: Literal["tool.call.started"] = "tool.call.started"
+
+
+@dataclass(kw_only=True)
+class ToolCallArgumentsDelta(BaseEvent):
+    tool_call_id: str
+    delta: str
+    type: Literal["tool.call.arguments.delta"] = "tool.call.arguments.delta"
+
+
+@dataclass(kw_only=True)
+class ToolCallArgumentsDone(BaseEvent):
+    tool_call_id: str
+    arguments: JSON
+    type: Literal["tool.call.arguments.done"] = "tool.call.arguments.done"
+
+
+@dataclass(kw_only=True)
+class ToolCallDelta(BaseEvent):
+    """Live output of a running tool (shell stdout/stderr, patch progress)."""
+
+    tool_call_id: str
+    channel: str
+    chunk: str
+    type: Literal["tool.call.delta"] = "tool.call.delta"
+
+
+@dataclass(kw_only=True)
+class ToolCallOutput(BaseEvent):
+    tool_call_id: str
+    name: str
+    ok: bool
+    output: str
+    status: str = "completed"
+    artifact: JSON | None = None
+    type: Literal["tool.call.output"] = "tool.call.output"
+
+
+@dataclass(kw_only=True)
+class UsageEvent(BaseEvent):
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None = None
+    type: Literal["usage"] = "usage"
+
+
+@dataclass(kw_only=True)
+class MessageCompleted(BaseEvent):
+    message: JSON
+    type: Literal["message.completed"] = "message.completed"
+
+
+@dataclass(kw_only=True)
+class ErrorEvent(BaseEvent):
+    code: str
+    message: str
+    retryable: bool = False
+    type: Literal["error"] = "error"
+
+
+@dataclass(kw_only=True)
+class RunFinal(BaseEvent):
+    """Always the last event of a run: the whole run object."""
+
+    run: JSON = field(default_factory=dict)
+    type: Literal["run.final"] = "run.final"
+
+
+# Session-stream events (GET /sessions/{id}/stream) — not tied to one run.
+
+
+@dataclass(kw_only=True)
+class SessionCreated(BaseEvent):
+    session: JSON
+    type: Literal["session.created"] = "session.created"
+
+
+@dataclass(kw_only=True)
+class SessionUpdated(BaseEvent):
+    session: JSON
+    type: Literal["session.updated"] = "session.updated"
+
+
+@dataclass(kw_only=True)
+class MessageCreated(BaseEvent):
+    message: JSON
+    type: Literal["message.created"] = "message.created"
+
+
+Event = (
+    RunMeta
+    | RunStatusEvent
+    | Iteration
+    | TextDelta
+    | TextDone
+    | ReasoningDelta
+    | ReasoningDone
+    | ToolCallStarted
+    | ToolCallArgumentsDelta
+    | ToolCallArgumentsDone
+    | ToolCallDelta
+    | ToolCallOutput
+    | UsageEvent
+    | MessageCompleted
+    | ErrorEvent
+    | RunFinal
+    | SessionCreated
+    | SessionUpdated
+    | MessageCreated
+)
+
+EVENT_TYPES: dict[str, type[Any]] = {
+    str(cls.__dataclass_fields__["type"].default): cls
+    for cls in (
+        RunMeta, RunStatusEvent, Iteration, TextDelta, TextDone, ReasoningDelta, ReasoningDone,
+        ToolCallStarted, ToolCallArgumentsDelta, ToolCallArgumentsDone, ToolCallDelta,
+        ToolCallOutput, UsageEvent, MessageCompleted, ErrorEvent, RunFinal, SessionCreated,
+        SessionUpdated, MessageCreated,
+    )
+}  # fmt: skip
+
+# Streaming fragments: persisted to run_events only when persist_deltas is on.
+DELTA_TYPES: frozenset[str] = frozenset(
+    {"output.text.delta", "reasoning.delta", "tool.call.arguments.delta", "tool.call.delta"}
+)
+
+
+def is_persisted(event_type: str, *, persist_deltas: bool) -> bool:
+    """Whether an event of this type is written to ``run_events``."""
+    return persist_deltas or event_type not in DELTA_TYPES
+
+
+def event_to_dict(event: Event) -> JSON:
+    """The wire form: a flat JSON object with ``type`` first."""
+    data = asdict(event)
+    return {"type": data.pop("type"), **data}
+
+
+def event_from_dict(data: JSON) -> Event:
+    """Rebuild an event from its wire form; unknown keys are dropped so old rows stay readable."""
+    cls = EVENT_TYPES.get(str(data.get("type")))
+    if cls is None:
+        raise ValueError(f"unknown event type: {data.get('type')!r}")
+    fields = cls.__dataclass_fields__
+    event: Event = cls(**{k: v for k, v in data.items() if k in fields and k != "type"})
+    return event

@@ -1,0 +1,342 @@
+"""The records of the store: sessions, messages and their parts, runs, tool calls, artifacts.
+
+Plain dataclasses that import nothing from the package, so every layer can use them. Message
+parts carry a literal ``type`` so they round-trip losslessly through JSON (``part_to_dict`` /
+``part_from_dict``); the same part types make up the conversation sent to a provider.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Generic, Literal, TypeVar
+
+JSON = dict[str, Any]
+
+Role = Literal["system", "user", "assistant", "tool"]
+MessageStatus = Literal["pending", "complete", "error"]
+RunType = Literal["agent", "deep_research"]
+ExecutionMode = Literal["foreground_stream", "background", "kernel"]
+RunStatus = Literal[
+    "queued",
+    "running",
+    "waiting_webhook",
+    "processing_webhook",
+    "succeeded",
+    "failed",
+    "cancelled",
+]
+TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+ACTIVE_RUN_STATUSES: frozenset[str] = frozenset(
+    {"queued", "running", "waiting_webhook", "processing_webhook"}
+)
+ToolCallStatus = Literal["pending", "running", "completed", "failed", "skipped", "denied"]
+QueueMode = Literal["queue", "interrupt"]
+TaskStatus = Literal["pending", "in_progress", "done", "cancelled"]
+
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def new_id(prefix: str) -> str:
+    """A prefixed, time-ordered random id such as ``ses_01jd3k...``.
+
+    The first 10 characters encode the creation time in milliseconds (Crockford base32), so ids
+    sort by creation time, which keeps cursor pagination and "newest first" listings cheap.
+    """
+    millis = time.time_ns() // 1_000_000
+    stamp = "".join(_CROCKFORD[(millis >> shift) & 31] for shift in range(45, -1, -5))
+    rand = int.from_bytes(os.urandom(10), "big")
+    tail = "".join(_CROCKFORD[(rand >> shift) & 31] for shift in range(75, -1, -5))
+    return f"{prefix}_{stamp}{tail}"
+
+
+def utc_now() -> str:
+    """The current time as ISO-8601 UTC with milliseconds: ``2026-11-22T01:53:03.123Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# --- message parts ---------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class TextPart:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(kw_only=True)
+class ReasoningPart:
+    """Model reasoning. ``signature`` / ``provider_data`` keep what a provider needs echoed back
+    (Anthropic thinking signatures, OpenAI encrypted reasoning items)."""
+
+    text: str
+    signature: str | None = None
+    provider_data: JSON | None = None
+    type: Literal["reasoning"] = "reasoning"
+
+
+@dataclass(kw_only=True)
+class ToolCallPart:
+    tool_call_id: str
+    name: str
+    arguments: JSON = field(default_factory=dict)
+    type: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(kw_only=True)
+class ToolResultPart:
+    tool_call_id: str
+    name: str
+    output: str
+    is_error: bool = False
+    artifact_id: str | None = None
+    type: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(kw_only=True)
+class ImagePart:
+    mime: str
+    data_base64: str | None = None
+    url: str | None = None
+    type: Literal["image"] = "image"
+
+
+@dataclass(kw_only=True)
+class ErrorPart:
+    code: str
+    message: str
+    type: Literal["error"] = "error"
+
+
+@dataclass(kw_only=True)
+class ArtifactRefPart:
+    artifact_id: str
+    kind: str
+    title: str | None = None
+    type: Literal["artifact_ref"] = "artifact_ref"
+
+
+Part = (
+    TextPart
+    | ReasoningPart
+    | ToolCallPart
+    | ToolResultPart
+    | ImagePart
+    | ErrorPart
+    | ArtifactRefPart
+)
+
+_PART_TYPES: dict[str, type[Any]] = {
+    "text": TextPart,
+    "reasoning": ReasoningPart,
+    "tool_call": ToolCallPart,
+    "tool_result": ToolResultPart,
+    "image": ImagePart,
+    "error": ErrorPart,
+    "artifact_ref": ArtifactRefPart,
+}
+
+
+def part_to_dict(part: Part) -> JSON:
+    return asdict(part)
+
+
+def part_from_dict(data: JSON) -> Part:
+    """Rebuild a part from its JSON form; unknown keys are dropped so old rows stay readable."""
+    kind = data.get("type")
+    cls = _PART_TYPES.get(str(kind))
+    if cls is None:
+        raise ValueError(f"unknown message part type: {kind!r}")
+    fields = cls.__dataclass_fields__
+    part: Part = cls(**{k: v for k, v in data.items() if k in fields and k != "type"})
+    return part
+
+
+def parts_text(parts: list[Part]) -> str:
+    """The plain text of a list of parts (text parts only), for previews and search."""
+    return "".join(p.text for p in parts if isinstance(p, TextPart))
+
+
+@dataclass(kw_only=True)
+class ChatMessage:
+    """One message of the conversation sent to a provider (no persistence fields)."""
+
+    role: Role
+    parts: list[Part]
+
+
+# --- rows ------------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class Session:
+    id: str
+    title: str | None = None
+    agent: str = "general"
+    sdk: str = "native"
+    provider: str | None = None
+    model: str | None = None
+    system_prompt: str | None = None
+    thinking_level: str | None = None
+    queue_mode: QueueMode = "queue"
+    tool_config: JSON = field(default_factory=dict)
+    metadata: JSON = field(default_factory=dict)
+    notebook_path: str | None = None
+    message_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    created_at: str = ""
+    updated_at: str = ""
+
+
+@dataclass(kw_only=True)
+class Message:
+    id: str
+    session_id: str
+    role: Role
+    run_id: str | None = None
+    status: MessageStatus = "complete"
+    text: str = ""
+    meta: JSON = field(default_factory=dict)
+    parts: list[Part] = field(default_factory=list)
+    created_at: str = ""
+    updated_at: str = ""
+
+
+@dataclass(kw_only=True)
+class Run:
+    id: str
+    session_id: str
+    type: RunType = "agent"
+    execution_mode: ExecutionMode = "foreground_stream"
+    status: RunStatus = "queued"
+    provider: str | None = None
+    model: str | None = None
+    thinking_level: str | None = None
+    system_prompt: str | None = None
+    input_message_id: str | None = None
+    error: JSON | None = None
+    attempt: int = 0
+    max_attempts: int = 4
+    next_attempt_at: str | None = None
+    provider_response_id: str | None = None
+    last_webhook_event_id: str | None = None
+    loop_state: JSON | None = None
+    version: int = 0
+    owner: str | None = None
+    heartbeat_at: str | None = None
+    usage: JSON = field(default_factory=dict)
+    cost_usd: float = 0.0
+    notebook_path: str | None = None
+    cell_id: str | None = None
+    execution_count: int | None = None
+    request_hash: str | None = None
+    replayed_from: str | None = None
+    started_at: str | None = None
+    completed_at: str | None = None
+    created_at: str = ""
+    updated_at: str = ""
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_RUN_STATUSES
+
+
+@dataclass(kw_only=True)
+class RunEvent:
+    id: str
+    run_id: str
+    seq: int
+    type: str
+    payload: JSON = field(default_factory=dict)
+    created_at: str = ""
+
+
+@dataclass(kw_only=True)
+class ToolCall:
+    id: str
+    run_id: str
+    tool_call_id: str
+    name: str
+    message_id: str | None = None
+    args: JSON = field(default_factory=dict)
+    status: ToolCallStatus = "pending"
+    result: Any = None
+    is_error: bool = False
+    started_at: str | None = None
+    finished_at: str | None = None
+    created_at: str = ""
+    updated_at: str = ""
+
+
+@dataclass(kw_only=True)
+class Artifact:
+    """Metadata of an artifact. Small payloads live in ``data``/``text``; large ones in a file
+    under ``.agi/artifacts/<id>/`` named by ``path`` (relative to the project), with ``size`` and
+    ``sha256`` of its bytes."""
+
+    id: str
+    kind: str
+    run_id: str | None = None
+    session_id: str | None = None
+    message_part_id: str | None = None
+    title: str | None = None
+    mime: str | None = None
+    path: str | None = None
+    size: int = 0
+    sha256: str | None = None
+    data: JSON | None = None
+    text: str | None = None
+    created_at: str = ""
+    updated_at: str = ""
+
+
+@dataclass(kw_only=True)
+class WebhookEvent:
+    id: str
+    provider: str
+    event_id: str
+    type: str
+    response_id: str | None = None
+    payload: JSON = field(default_factory=dict)
+    received_at: str = ""
+    processed_at: str | None = None
+    processing_error: str | None = None
+    created_at: str = ""
+    updated_at: str = ""
+
+
+@dataclass(kw_only=True)
+class Task:
+    id: str
+    title: str
+    details: str | None = None
+    status: TaskStatus = "pending"
+    due_at: str | None = None
+    created_at: str = ""
+    updated_at: str = ""
+
+
+@dataclass(kw_only=True)
+class Capability:
+    id: str
+    name: str
+    description: str = ""
+    file_path: str = ""
+    tool_schema: JSON = field(default_factory=dict)
+    created_at: str = ""
+    updated_at: str = ""
+
+
+T = TypeVar("T")
+
+
+@dataclass(kw_only=True)
+class Page(Generic[T]):
+    """One page of a listing; pass ``next_cursor`` back to get the next page (None at the end)."""
+
+    items: list[T]
+    next_cursor: str | None = None

@@ -1,0 +1,178 @@
+"""Config precedence, provider enablement, credentials and clear errors for bad files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agi_jupyter.config import (
+    find_project,
+    load_config,
+    parse_model_spec,
+)
+from agi_jupyter.errors import ConfigError, UsageError
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    return folder
+
+
+def env_for(home: Path, **extra: str) -> dict[str, str]:
+    return {"HOME": str(home), **extra}
+
+
+def write_json(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def test_defaults_fall_back_to_offline_fake_model(project: Path, home: Path) -> None:
+    cfg = load_config(project, env=env_for(home))
+    assert cfg.default_model == "fake:echo"
+    assert cfg.default_model_is_fallback
+    assert cfg.default_agent == "general"
+    assert cfg.max_iterations == 10
+    assert cfg.artifact_threshold == 64 * 1024
+    assert cfg.resolve_model() == ("fake", "echo")
+    assert cfg.sources == ()
+
+
+def test_a_key_in_the_environment_picks_that_provider(project: Path, home: Path) -> None:
+    cfg = load_config(project, env=env_for(home, ANTHROPIC_API_KEY="sk-ant-test-123456"))
+    assert cfg.default_model == "anthropic:claude-sonnet-4-6"
+    assert cfg.providers["anthropic"].configured
+    assert not cfg.providers["openai"].configured
+
+
+def test_precedence_explicit_over_project_over_global_over_traitlets_over_env(
+    project: Path, home: Path
+) -> None:
+    env = env_for(home, AGI_MODEL="openai:from-env", AGI_AGENT="plan", AGI_MAX_ITERATIONS="3")
+    traitlets = {"default_model": "openai:from-traitlets", "max_iterations": 4}
+    write_json(home / ".config/agi/config.json", {"default_model": "openai:from-global"})
+    cfg = load_config(project, env=env, traitlets=traitlets)
+    assert cfg.default_model == "openai:from-global"
+    assert cfg.max_iterations == 4  # traitlets beat env
+    assert cfg.default_agent == "plan"  # only env sets it
+
+    write_json(project / ".agi/config.json", {"default_model": "anthropic:from-project"})
+    cfg = load_config(project, env=env, traitlets=traitlets)
+    assert cfg.default_model == "anthropic:from-project"
+
+    cfg = load_config(project, env=env, traitlets=traitlets, overrides={"default_model": "fake:x"})
+    assert cfg.default_model == "fake:x"
+    assert cfg.sources[0] == "environment"
+    assert cfg.sources[-1] == "explicit arguments"
+
+
+def test_provider_settings_merge_per_provider(project: Path, home: Path) -> None:
+    write_json(
+        home / ".config/agi/config.json", {"providers": {"ollama": {"base_url": "http://h:1/v1"}}}
+    )
+    write_json(project / ".agi/config.json", {"providers": {"ollama": {"enabled": False}}})
+    cfg = load_config(project, env=env_for(home))
+    ollama = cfg.providers["ollama"]
+    assert ollama.base_url == "http://h:1/v1"
+    assert not ollama.enabled
+    assert not ollama.configured
+
+
+def test_base_url_from_the_sdk_environment_variables(project: Path, home: Path) -> None:
+    cfg = load_config(project, env=env_for(home, OPENAI_BASE_URL="http://127.0.0.1:9/v1"))
+    assert cfg.providers["openai"].base_url == "http://127.0.0.1:9/v1"
+    assert cfg.providers["google"].base_url is not None
+    assert "generativelanguage" in cfg.providers["google"].base_url
+
+
+def test_credentials_file_wins_over_environment_and_never_prints(project: Path, home: Path) -> None:
+    write_json(home / ".config/agi/credentials.json", {"openai": "sk-from-file-abcdef"})
+    cfg = load_config(project, env=env_for(home, OPENAI_API_KEY="sk-from-env-abcdef"))
+    settings = cfg.providers["openai"]
+    assert settings.api_key == "sk-from-file-abcdef"
+    assert "sk-from" not in repr(settings)
+    assert "sk-from" not in repr(cfg)
+
+
+def test_malformed_json_names_the_file_and_position(project: Path, home: Path) -> None:
+    path = project / ".agi/config.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"default_model": "x",,}')
+    with pytest.raises(ConfigError) as info:
+        load_config(project, env=env_for(home))
+    assert str(path) in info.value.message
+    assert "line 1" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        ({"max_iterations": "many"}, "max_iterations"),
+        ({"max_iterations": 0}, "max_iterations"),
+        ({"defualt_model": "x"}, "defualt_model"),
+        ({"providers": {"nope": {}}}, "unknown provider 'nope'"),
+        ({"providers": {"openai": {"api_key": "sk-x"}}}, "api_key is not allowed"),
+        ([1, 2], "must hold a JSON object"),
+    ],
+)
+def test_invalid_config_values_are_clear_errors(
+    project: Path, home: Path, data: object, needle: str
+) -> None:
+    write_json(project / ".agi/config.json", data)
+    with pytest.raises(ConfigError) as info:
+        load_config(project, env=env_for(home))
+    assert needle in info.value.message
+    assert ".agi/config.json" in info.value.message
+    assert "sk-x" not in info.value.message
+
+
+def test_invalid_environment_value_names_the_environment(project: Path, home: Path) -> None:
+    with pytest.raises(ConfigError, match="environment: max_iterations"):
+        load_config(project, env=env_for(home, AGI_MAX_ITERATIONS="lots"))
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("openai:gpt-5-mini", ("openai", "gpt-5-mini")),
+        ("ollama:llama3:8b", ("ollama", "llama3:8b")),
+        ("claude-sonnet-4-6", ("anthropic", "claude-sonnet-4-6")),
+        ("gpt-4o", ("openai", "gpt-4o")),
+        ("o4-mini", ("openai", "o4-mini")),
+        ("gemini-2.5-pro", ("google", "gemini-2.5-pro")),
+        ("fake", ("fake", "echo")),
+        ("anthropic:", ("anthropic", "claude-sonnet-4-6")),
+    ],
+)
+def test_parse_model_spec(spec: str, expected: tuple[str, str]) -> None:
+    assert parse_model_spec(spec) == expected
+
+
+def test_unplaceable_model_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="provider:model"):
+        parse_model_spec("mystery-model")
+
+
+def test_find_project_walks_up_to_an_existing_agi_folder(tmp_path: Path) -> None:
+    (tmp_path / ".agi").mkdir()
+    nested = tmp_path / "a" / "b"
+    nested.mkdir(parents=True)
+    assert find_project(nested) == tmp_path.resolve()
+    lone = tmp_path.parent / f"{tmp_path.name}-other"
+    lone.mkdir()
+    assert find_project(lone) == lone.resolve()
+
+
+def test_unplaceable_default_model_in_a_file_names_the_file(project: Path, home: Path) -> None:
+    write_json(project / ".agi/config.json", {"default_model": "mystery-model"})
+    with pytest.raises(ConfigError, match=r"config\.json: default_model: cannot tell"):
+        load_config(project, env=env_for(home))
