@@ -1,0 +1,240 @@
+"""The ``Store`` protocol: everything above the store talks to it through this API only.
+
+``SqliteStore`` implements it over ``<project>/.agi/agi.sqlite``; a PostgreSQL store serving
+several server replicas can implement it later (the compare-and-set claim already works across
+processes and hosts). Conventions:
+
+- unknown ids raise a ``NotFound`` (``SessionNotFound``, ``RunNotFound``, ``ArtifactNotFound``,
+  or ``NotFound`` with codes ``MESSAGE_NOT_FOUND``, ``TOOL_CALL_NOT_FOUND``, ``TASK_NOT_FOUND``,
+  ``WEBHOOK_EVENT_NOT_FOUND``); the compare-and-set methods (``update_run_if``, ``claim_run``,
+  ``heartbeat``) return False instead, and listings of an unknown parent are empty;
+- unknown or store-managed field names, invalid enum values, bad limits or cursors raise
+  ``UsageError``; a uniqueness violation (tool_call_id per run, provider_response_id, a
+  ``seq`` already used) raises ``Conflict``;
+- every change to a run bumps its ``version`` (heartbeats too, so a recovery decided on a stale
+  read loses its compare-and-set);
+- listings with cursors are newest first and stable under inserts; the others are in creation
+  order;
+- times are ISO-8601 UTC strings with milliseconds (``records.utc_now()``), compared as text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
+
+from agi_jupyter.records import (
+    JSON,
+    Artifact,
+    Capability,
+    Message,
+    MessageStatus,
+    Page,
+    Part,
+    QueueMode,
+    Role,
+    Run,
+    RunEvent,
+    Session,
+    Task,
+    TaskStatus,
+    ToolCall,
+    ToolCallStatus,
+    WebhookEvent,
+)
+
+
+@runtime_checkable
+class Store(Protocol):
+    @property
+    def path(self) -> Path:
+        """Where the data lives (the SQLite file; it may not exist before the first write)."""
+        ...
+
+    def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    # --- sessions -------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        *,
+        title: str | None = None,
+        agent: str = "general",
+        sdk: str = "native",
+        provider: str | None = None,
+        model: str | None = None,
+        system_prompt: str | None = None,
+        thinking_level: str | None = None,
+        queue_mode: QueueMode = "queue",
+        tool_config: JSON | None = None,
+        metadata: JSON | None = None,
+        notebook_path: str | None = None,
+    ) -> Session: ...
+    def get_session(self, id: str) -> Session: ...
+    def list_sessions(
+        self, *, limit: int = 50, cursor: str | None = None, notebook_path: str | None = None
+    ) -> Page[Session]:
+        """Newest first; ``next_cursor`` is opaque and stable under inserts."""
+        ...
+
+    def update_session(self, id: str, /, **changes: Any) -> Session: ...
+    def delete_session(self, id: str) -> None:
+        """Cascades to messages, parts, runs, run events, tool calls, artifacts and their files."""
+        ...
+
+    def add_session_usage(
+        self, id: str, *, input_tokens: int, output_tokens: int, cost_usd: float
+    ) -> None: ...
+
+    # --- messages -------------------------------------------------------------------------
+
+    def add_message(
+        self,
+        session_id: str,
+        role: Role,
+        parts: Sequence[Part],
+        *,
+        run_id: str | None = None,
+        status: MessageStatus = "complete",
+        meta: JSON | None = None,
+    ) -> Message: ...
+    def update_message(
+        self,
+        id: str,
+        *,
+        parts: Sequence[Part] | None = None,
+        status: MessageStatus | None = None,
+        meta: JSON | None = None,
+    ) -> Message: ...
+    def get_message(self, id: str) -> Message: ...
+    def list_messages(
+        self, session_id: str, *, after_id: str | None = None, limit: int | None = None
+    ) -> list[Message]: ...
+
+    # --- runs -----------------------------------------------------------------------------
+
+    def create_run(self, session_id: str, /, **fields: Any) -> Run: ...
+    def get_run(self, id: str) -> Run: ...
+    def list_runs(
+        self,
+        *,
+        session_id: str | None = None,
+        statuses: Iterable[str] | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[Run]: ...
+    def update_run(self, id: str, /, **changes: Any) -> Run: ...
+    def update_run_if(self, id: str, expected_version: int, /, **changes: Any) -> bool: ...
+    def claim_run(self, id: str, expected_version: int, *, owner: str) -> bool: ...
+    def heartbeat(self, id: str, owner: str) -> bool: ...
+    def due_runs(self, *, now: str | None = None, limit: int = 10) -> list[Run]: ...
+    def stale_runs(self, *, heartbeat_before: str, limit: int = 10) -> list[Run]: ...
+    def get_run_by_response_id(self, response_id: str) -> Run | None: ...
+
+    # --- run events -----------------------------------------------------------------------
+
+    def append_run_event(
+        self, run_id: str, type: str, payload: JSON, *, seq: int | None = None
+    ) -> RunEvent:
+        """Numbered after the run's last event, or ``seq`` if given (it must increase)."""
+        ...
+
+    def append_run_events(
+        self, run_id: str, events: Sequence[tuple[str, JSON]]
+    ) -> list[RunEvent]: ...
+    def list_run_events(
+        self, run_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[RunEvent]: ...
+    def list_session_run_events(
+        self, session_id: str, *, after_cursor: int = 0, limit: int = 500
+    ) -> list[tuple[int, RunEvent]]: ...
+
+    # --- tool calls -----------------------------------------------------------------------
+
+    def create_tool_call(
+        self,
+        run_id: str,
+        tool_call_id: str,
+        name: str,
+        args: JSON,
+        *,
+        message_id: str | None = None,
+        status: ToolCallStatus = "pending",
+    ) -> ToolCall: ...
+    def update_tool_call(self, id: str, /, **changes: Any) -> ToolCall: ...
+    def get_tool_call(self, id: str) -> ToolCall: ...
+    def list_tool_calls(
+        self, *, run_id: str | None = None, session_id: str | None = None
+    ) -> list[ToolCall]: ...
+
+    # --- artifacts ------------------------------------------------------------------------
+
+    def create_artifact(
+        self,
+        kind: str,
+        *,
+        run_id: str | None = None,
+        session_id: str | None = None,
+        message_part_id: str | None = None,
+        title: str | None = None,
+        mime: str | None = None,
+        data: JSON | None = None,
+        text: str | None = None,
+        content: bytes | None = None,
+        filename: str | None = None,
+    ) -> Artifact: ...
+    def get_artifact(self, id: str) -> Artifact: ...
+    def read_artifact(self, id: str) -> bytes: ...
+    def list_artifacts(
+        self, *, run_id: str | None = None, session_id: str | None = None
+    ) -> list[Artifact]: ...
+
+    # --- webhook events -------------------------------------------------------------------
+
+    def insert_webhook_event(
+        self,
+        *,
+        provider: str,
+        event_id: str,
+        type: str,
+        payload: JSON,
+        response_id: str | None = None,
+    ) -> tuple[WebhookEvent, bool]: ...
+    def list_unprocessed_webhook_events(self, *, limit: int = 50) -> list[WebhookEvent]: ...
+    def mark_webhook_event_processed(self, id: str, *, error: str | None = None) -> bool: ...
+
+    # --- tasks ----------------------------------------------------------------------------
+
+    def create_task(
+        self, title: str, *, details: str | None = None, due_at: str | None = None
+    ) -> Task: ...
+    def get_task(self, id: str) -> Task: ...
+    def list_tasks(self, *, status: TaskStatus | None = None) -> list[Task]: ...
+    def update_task(self, id: str, /, **changes: Any) -> Task: ...
+    def delete_task(self, id: str) -> None: ...
+    def due_tasks(self, *, before: str) -> list[Task]: ...
+
+    # --- capabilities ---------------------------------------------------------------------
+
+    def upsert_capability(
+        self, name: str, *, description: str, file_path: str, tool_schema: JSON
+    ) -> Capability: ...
+    def get_capability(self, name: str) -> Capability | None: ...
+    def list_capabilities(self) -> list[Capability]: ...
+    def delete_capability(self, name: str) -> bool: ...
+
+    # --- stats ----------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """sessions, messages, runs, runs_by_status, tool_calls, tool_calls_by_name, artifacts,
+        tasks, webhook_events, input_tokens, output_tokens, total_tokens, cost_usd."""
+        ...

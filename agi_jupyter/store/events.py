@@ -1,0 +1,158 @@
+"""Run events (the persisted event log of each run) and tool calls.
+
+By default ``seq`` counts a run's events from 1 with no gaps: the next value is read and written
+inside one ``BEGIN IMMEDIATE`` transaction, so even two processes appending to the same run get
+distinct, consecutive numbers (the unique index on ``(run_id, seq)`` is the backstop). A caller
+that numbers a run's live events itself passes ``seq``; the store then checks it increases.
+
+The rowid of ``run_events`` only grows, and rows become visible in rowid order (SQLite has one
+writer at a time), so it serves as a global cursor for tailing a session's events from another
+process. (``VACUUM`` may renumber rowids: tailers then restart from 0.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agi_jupyter.errors import Conflict, NotFound
+from agi_jupyter.records import JSON, RunEvent, ToolCall, ToolCallStatus, new_id, utc_now
+from agi_jupyter.store.connection import StoreCore
+from agi_jupyter.store.rows import RUN_EVENTS, TOOL_CALLS, check_limit, dumps
+
+_EVENT_COLUMNS = RUN_EVENTS.select("e")
+_TOOL_SELECT = f"SELECT {TOOL_CALLS.select('t')} FROM tool_calls t"
+
+
+def _tool_call_not_found(id: str) -> NotFound:
+    return NotFound(f"tool call {id!r} not found", code="TOOL_CALL_NOT_FOUND")
+
+
+class EventsMixin(StoreCore):
+    # --- run events -----------------------------------------------------------------------
+
+    def append_run_event(
+        self, run_id: str, type: str, payload: JSON, *, seq: int | None = None
+    ) -> RunEvent:
+        """Append one event to a run's log, numbered after the run's last event, or ``seq``
+        when the caller numbers the run's events itself (live events that are not persisted
+        leave gaps); ``seq`` must be above the last one stored, else ``Conflict``."""
+        return self._append(run_id, [(type, payload)], seq)[0]
+
+    def append_run_events(self, run_id: str, events: Sequence[tuple[str, JSON]]) -> list[RunEvent]:
+        """Append several events in one transaction, numbered consecutively."""
+        return self._append(run_id, events, None) if events else []
+
+    def _append(
+        self, run_id: str, events: Sequence[tuple[str, JSON]], seq: int | None
+    ) -> list[RunEvent]:
+        now = utc_now()
+        payloads = [dumps(payload) for _, payload in events]
+        with self._write() as conn:
+            self._require_run(conn, run_id)
+            (last,) = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?", [run_id]
+            ).fetchone()
+            if seq is not None and seq <= last:
+                raise Conflict(f"run {run_id!r} already has events up to seq {last} (got {seq})")
+            first = last + 1 if seq is None else seq
+            created = [
+                RunEvent(id=new_id("evt"), run_id=run_id, seq=n, type=t, payload=p, created_at=now)
+                for n, (t, p) in enumerate(events, start=first)
+            ]
+            conn.executemany(
+                "INSERT INTO run_events (id, run_id, seq, type, payload, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (e.id, run_id, e.seq, e.type, payload, now)
+                    for e, payload in zip(created, payloads, strict=True)
+                ],
+            )
+        return created
+
+    def list_run_events(
+        self, run_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[RunEvent]:
+        """A run's events with ``seq > after_seq``, in order (none for an unknown run)."""
+        rows = self._all(
+            f"SELECT {_EVENT_COLUMNS} FROM run_events e WHERE e.run_id = ? AND e.seq > ?"
+            " ORDER BY e.seq LIMIT ?",
+            [run_id, after_seq, check_limit(limit)],
+        )
+        return [RUN_EVENTS.from_row(r) for r in rows]
+
+    def list_session_run_events(
+        self, session_id: str, *, after_cursor: int = 0, limit: int = 500
+    ) -> list[tuple[int, RunEvent]]:
+        """Events of all runs of a session written after ``after_cursor``, as (cursor, event)
+        pairs in write order; pass the last cursor back to continue tailing."""
+        rows = self._all(
+            f"SELECT e.rowid, {_EVENT_COLUMNS} FROM run_events e"
+            " JOIN runs r ON r.id = e.run_id"
+            " WHERE r.session_id = ? AND e.rowid > ? ORDER BY e.rowid LIMIT ?",
+            [session_id, after_cursor, check_limit(limit)],
+        )
+        return [(r[0], RUN_EVENTS.from_row(r[1:])) for r in rows]
+
+    # --- tool calls -----------------------------------------------------------------------
+
+    def create_tool_call(
+        self,
+        run_id: str,
+        tool_call_id: str,
+        name: str,
+        args: JSON,
+        *,
+        message_id: str | None = None,
+        status: ToolCallStatus = "pending",
+    ) -> ToolCall:
+        """Record a tool call of a run (``tool_call_id`` is unique per run: else ``Conflict``)."""
+        now = utc_now()
+        call = ToolCall(
+            id=new_id("tc"),
+            run_id=run_id,
+            tool_call_id=tool_call_id,
+            name=name,
+            message_id=message_id,
+            args=args,
+            status=status,
+            created_at=now,
+            updated_at=now,
+        )
+        row = TOOL_CALLS.to_row(call)
+        with self._write() as conn:
+            self._require_run(conn, run_id)
+            self._insert(conn, "tool_calls", row)
+        return call
+
+    def update_tool_call(self, id: str, /, **changes: Any) -> ToolCall:
+        values = {**TOOL_CALLS.changes(changes), "updated_at": utc_now()}
+        assignments, params = self._set_clause(values)
+        with self._write() as conn:
+            cur = conn.execute(f"UPDATE tool_calls SET {assignments} WHERE id = ?", [*params, id])
+            if cur.rowcount == 0:
+                raise _tool_call_not_found(id)
+            row = conn.execute(f"{_TOOL_SELECT} WHERE t.id = ?", [id]).fetchone()
+        return TOOL_CALLS.from_row(row)
+
+    def get_tool_call(self, id: str) -> ToolCall:
+        row = self._one(f"{_TOOL_SELECT} WHERE t.id = ?", [id])
+        if row is None:
+            raise _tool_call_not_found(id)
+        return TOOL_CALLS.from_row(row)
+
+    def list_tool_calls(
+        self, *, run_id: str | None = None, session_id: str | None = None
+    ) -> list[ToolCall]:
+        """Tool calls in creation order, of one run and/or of all runs of one session."""
+        where: list[str] = []
+        params: list[Any] = []
+        if run_id is not None:
+            where.append("t.run_id = ?")
+            params.append(run_id)
+        if session_id is not None:
+            where.append("t.run_id IN (SELECT id FROM runs WHERE session_id = ?)")
+            params.append(session_id)
+        sql = _TOOL_SELECT + (" WHERE " + " AND ".join(where) if where else "")
+        rows = self._all(f"{sql} ORDER BY t.created_at, t.rowid", params)
+        return [TOOL_CALLS.from_row(r) for r in rows]

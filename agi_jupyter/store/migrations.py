@@ -1,0 +1,312 @@
+"""Schema migrations: numbered functions applied in order, recorded in ``_migrations``.
+
+The pattern of simonw/llm: ``@migration`` appends a function to ``MIGRATIONS``; ``migrate(db)``
+runs, in order, those whose name is not yet in ``_migrations(name, applied_at)``. The list is
+append-only: never edit or reorder a released migration, add ``m005_...`` instead. Each function
+is idempotent on its own (``if_not_exists``), and ``migrate`` runs the pending ones in one
+``BEGIN IMMEDIATE`` transaction, so two processes opening a fresh store at once cannot both
+apply a migration.
+
+JSON columns are TEXT holding JSON, booleans are 0/1 integers, times are ISO-8601 UTC strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlite_utils import Database
+
+from agi_jupyter.records import utc_now
+
+MIGRATIONS: list[Callable[[Database], None]] = []
+migration = MIGRATIONS.append
+
+MIGRATIONS_TABLE = "_migrations"
+_STAMPS = ("created_at", "updated_at")
+
+
+def migrate(db: Database) -> list[str]:
+    """Apply the pending migrations; returns the names applied (empty when up to date)."""
+    if not pending(db):
+        return []
+    if db.conn.in_transaction:
+        return _apply_pending(db)
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        applied = _apply_pending(db)
+    except BaseException:
+        db.conn.rollback()
+        raise
+    db.conn.commit()
+    return applied
+
+
+def pending(db: Database) -> list[str]:
+    """Names of the migrations not yet applied (a read; writes nothing)."""
+    done = applied_names(db)
+    return [fn.__name__ for fn in MIGRATIONS if fn.__name__ not in done]
+
+
+def applied_names(db: Database) -> set[str]:
+    if not db.table(MIGRATIONS_TABLE).exists():
+        return set()
+    return {row[0] for row in db.execute(f"SELECT name FROM {MIGRATIONS_TABLE}").fetchall()}
+
+
+def _apply_pending(db: Database) -> list[str]:
+    db.table(MIGRATIONS_TABLE).create(
+        {"name": str, "applied_at": str}, pk="name", if_not_exists=True
+    )
+    done = applied_names(db)  # again: another process may have migrated meanwhile
+    applied: list[str] = []
+    for fn in MIGRATIONS:
+        if fn.__name__ in done:
+            continue
+        fn(db)
+        db.execute(
+            f"INSERT INTO {MIGRATIONS_TABLE} (name, applied_at) VALUES (?, ?)",
+            [fn.__name__, utc_now()],
+        )
+        applied.append(fn.__name__)
+    return applied
+
+
+@migration
+def m001_initial(db: Database) -> None:
+    """Sessions, their messages, and the ordered parts of each message."""
+    db.table("sessions").create(
+        {
+            "id": str,
+            "title": str,
+            "agent": str,
+            "sdk": str,
+            "provider": str,
+            "model": str,
+            "system_prompt": str,
+            "thinking_level": str,
+            "queue_mode": str,
+            "tool_config": str,  # json
+            "metadata": str,  # json
+            "notebook_path": str,
+            "message_count": int,
+            "input_tokens": int,
+            "output_tokens": int,
+            "cost_usd": float,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        not_null={"agent", "sdk", "queue_mode", *_STAMPS},
+        defaults={"message_count": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
+        if_not_exists=True,
+    )
+    db.table("messages").create(
+        {
+            "id": str,
+            "session_id": str,
+            "role": str,
+            "run_id": str,
+            "status": str,
+            "text": str,
+            "meta": str,  # json
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        foreign_keys=[("session_id", "sessions", "id")],
+        not_null={"session_id", "role", "status", *_STAMPS},
+        if_not_exists=True,
+    )
+    db.table("message_parts").create(
+        {"id": str, "message_id": str, "idx": int, "type": str, "content": str},  # content: json
+        pk="id",
+        foreign_keys=[("message_id", "messages", "id")],
+        not_null={"message_id", "idx", "type", "content"},
+        if_not_exists=True,
+    )
+
+
+@migration
+def m002_runs(db: Database) -> None:
+    """Runs (the state machine of one agent turn or background job), their events, tool calls."""
+    db.table("runs").create(
+        {
+            "id": str,
+            "session_id": str,
+            "type": str,
+            "execution_mode": str,
+            "status": str,
+            "provider": str,
+            "model": str,
+            "thinking_level": str,
+            "system_prompt": str,
+            "input_message_id": str,
+            "error": str,  # json
+            "attempt": int,
+            "max_attempts": int,
+            "next_attempt_at": str,
+            "provider_response_id": str,
+            "last_webhook_event_id": str,
+            "loop_state": str,  # json
+            "version": int,
+            "owner": str,
+            "heartbeat_at": str,
+            "usage": str,  # json
+            "cost_usd": float,
+            "notebook_path": str,
+            "cell_id": str,
+            "execution_count": int,
+            "request_hash": str,
+            "replayed_from": str,
+            "started_at": str,
+            "completed_at": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        foreign_keys=[("session_id", "sessions", "id")],
+        not_null={"session_id", "type", "execution_mode", "status", "version", *_STAMPS},
+        defaults={"attempt": 0, "version": 0, "cost_usd": 0.0},
+        if_not_exists=True,
+    )
+    db.table("run_events").create(
+        {"id": str, "run_id": str, "seq": int, "type": str, "payload": str, "created_at": str},
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id")],
+        not_null={"run_id", "seq", "type", "created_at"},
+        if_not_exists=True,
+    )
+    db.table("tool_calls").create(
+        {
+            "id": str,
+            "run_id": str,
+            "tool_call_id": str,
+            "name": str,
+            "message_id": str,
+            "args": str,  # json
+            "status": str,
+            "result": str,  # json
+            "is_error": int,  # 0/1
+            "started_at": str,
+            "finished_at": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id"), ("message_id", "messages", "id")],
+        not_null={"run_id", "tool_call_id", "name", "status", "is_error", *_STAMPS},
+        defaults={"is_error": 0},
+        if_not_exists=True,
+    )
+
+
+@migration
+def m003_artifacts_webhooks_tasks_capabilities(db: Database) -> None:
+    """Artifacts (large payloads as files), webhook inbox, the task list, self-written tools."""
+    db.table("artifacts").create(
+        {
+            "id": str,
+            "kind": str,
+            "run_id": str,
+            "session_id": str,
+            "message_part_id": str,
+            "title": str,
+            "mime": str,
+            "path": str,  # relative to the project, when the payload is a file
+            "size": int,
+            "sha256": str,
+            "data": str,  # json
+            "text": str,
+            "content": bytes,  # small binary payloads kept inline
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id"), ("session_id", "sessions", "id")],
+        not_null={"kind", "size", *_STAMPS},
+        defaults={"size": 0},
+        if_not_exists=True,
+    )
+    db.table("webhook_events").create(
+        {
+            "id": str,
+            "provider": str,
+            "event_id": str,
+            "type": str,
+            "response_id": str,
+            "payload": str,  # json
+            "received_at": str,
+            "processed_at": str,
+            "processing_error": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        not_null={"provider", "event_id", "type", "received_at", *_STAMPS},
+        if_not_exists=True,
+    )
+    db.table("tasks").create(
+        {
+            "id": str,
+            "title": str,
+            "details": str,
+            "status": str,
+            "due_at": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        not_null={"title", "status", *_STAMPS},
+        if_not_exists=True,
+    )
+    db.table("capabilities").create(
+        {
+            "id": str,
+            "name": str,
+            "description": str,
+            "file_path": str,
+            "tool_schema": str,  # json
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        not_null={"name", *_STAMPS},
+        if_not_exists=True,
+    )
+
+
+@migration
+def m004_indexes(db: Database) -> None:
+    """Indexes on every foreign key, the run queue, histories, and the unique constraints.
+
+    A foreign key column counts as indexed when it leads an index.
+    """
+    indexes: list[tuple[str, tuple[str, ...], bool]] = [  # (table, columns, unique)
+        ("sessions", ("notebook_path",), False),
+        ("messages", ("session_id", "created_at"), False),
+        ("messages", ("run_id",), False),
+        ("message_parts", ("message_id", "idx"), True),
+        ("runs", ("session_id",), False),
+        ("runs", ("status", "next_attempt_at"), False),
+        ("runs", ("input_message_id",), False),
+        ("runs", ("replayed_from",), False),
+        ("runs", ("provider_response_id",), True),
+        ("run_events", ("run_id", "seq"), True),
+        ("tool_calls", ("run_id", "tool_call_id"), True),
+        ("tool_calls", ("message_id",), False),
+        ("artifacts", ("run_id",), False),
+        ("artifacts", ("session_id",), False),
+        ("artifacts", ("message_part_id",), False),
+        ("webhook_events", ("event_id",), True),
+        ("webhook_events", ("processed_at",), False),
+        ("webhook_events", ("response_id",), False),
+        ("tasks", ("status", "due_at"), False),
+        ("capabilities", ("name",), True),
+    ]
+    for table, columns, unique in indexes:
+        db.table(table).create_index(
+            list(columns),
+            index_name=f"idx_{table}_{'_'.join(columns)}",
+            unique=unique,
+            if_not_exists=True,
+        )

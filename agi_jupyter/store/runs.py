@@ -1,0 +1,139 @@
+"""Runs: the durable record of one agent turn or background job, and its concurrency control.
+
+Every update bumps ``version``; ``update_run_if`` / ``claim_run`` are compare-and-set updates
+(``UPDATE ... WHERE id = ? AND version = ?``), so of two workers holding the same version exactly
+one wins, whether they are threads, processes or hosts. ``heartbeat`` bumps the version too: a
+recovery decided on a stale read of a run whose owner is in fact alive loses its CAS.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+from agi_jupyter.errors import RunNotFound
+from agi_jupyter.records import Page, Run, new_id, utc_now
+from agi_jupyter.store.connection import StoreCore
+from agi_jupyter.store.rows import RUNS, check_limit, dumps
+
+_SELECT = f"SELECT {RUNS.select()} FROM runs"
+_FIXED = ("id", "session_id", "version", "created_at", "updated_at")
+
+
+def _not_found(run_id: str) -> RunNotFound:
+    return RunNotFound(f"run {run_id!r} not found")
+
+
+class RunsMixin(StoreCore):
+    def create_run(self, session_id: str, /, **fields: Any) -> Run:
+        """A new run of a session; ``fields`` are fields of ``records.Run``."""
+        RUNS.check_new(fields, fixed=_FIXED)
+        now = utc_now()
+        run = Run(id=new_id("run"), session_id=session_id, created_at=now, updated_at=now, **fields)
+        row = RUNS.to_row(run)
+        with self._write() as conn:
+            self._require_session(conn, session_id)
+            self._insert(conn, "runs", row)
+        return run
+
+    def get_run(self, id: str) -> Run:
+        row = self._one(f"{_SELECT} WHERE id = ?", [id])
+        if row is None:
+            raise _not_found(id)
+        return RUNS.from_row(row)
+
+    def list_runs(
+        self,
+        *,
+        session_id: str | None = None,
+        statuses: Iterable[str] | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[Run]:
+        """Newest first, optionally of one session and/or in some statuses."""
+        filters: list[tuple[str, Any]] = []
+        if session_id is not None:
+            filters.append(("session_id = ?", session_id))
+        if statuses is not None:
+            wanted = [RUNS.encode({"status": status})["status"] for status in statuses]
+            filters.append(("status IN (SELECT value FROM json_each(?))", dumps(wanted)))
+        return self._page(RUNS, filters, limit=limit, cursor=cursor)
+
+    def update_run(self, id: str, /, **changes: Any) -> Run:
+        """Change fields of a run (bumps ``version`` and ``updated_at``)."""
+        values = RUNS.changes(changes)
+        with self._write() as conn:
+            if not self._update_run(conn, id, None, values):
+                raise _not_found(id)
+            return RUNS.from_row(conn.execute(f"{_SELECT} WHERE id = ?", [id]).fetchone())
+
+    def update_run_if(self, id: str, expected_version: int, /, **changes: Any) -> bool:
+        """Compare-and-set: apply ``changes`` only if the run is still at ``expected_version``.
+        Returns whether this caller won (False also when the run does not exist)."""
+        values = RUNS.changes(changes)
+        with self._write() as conn:
+            return self._update_run(conn, id, expected_version, values)
+
+    def claim_run(self, id: str, expected_version: int, *, owner: str) -> bool:
+        """Take a run (CAS on version): status running, ``owner``, fresh heartbeat, and
+        ``started_at`` if it was never started. Returns whether this caller got it."""
+        now = utc_now()
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE runs SET status = 'running', owner = ?, heartbeat_at = ?,"
+                " started_at = COALESCE(started_at, ?), version = version + 1, updated_at = ?"
+                " WHERE id = ? AND version = ?",
+                [owner, now, now, now, id, expected_version],
+            )
+            return cur.rowcount == 1
+
+    def heartbeat(self, id: str, owner: str) -> bool:
+        """Refresh ``heartbeat_at`` if ``owner`` still owns the run and it is running."""
+        now = utc_now()
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE runs SET heartbeat_at = ?, version = version + 1, updated_at = ?"
+                " WHERE id = ? AND owner = ? AND status = 'running'",
+                [now, now, id, owner],
+            )
+            return cur.rowcount == 1
+
+    def due_runs(self, *, now: str | None = None, limit: int = 10) -> list[Run]:
+        """Queued runs whose ``next_attempt_at`` is unset or has come, oldest first."""
+        rows = self._all(
+            f"{_SELECT} WHERE status = 'queued'"
+            " AND (next_attempt_at IS NULL OR next_attempt_at <= ?)"
+            " ORDER BY rowid LIMIT ?",
+            [now or utc_now(), check_limit(limit)],
+        )
+        return [RUNS.from_row(r) for r in rows]
+
+    def stale_runs(self, *, heartbeat_before: str, limit: int = 10) -> list[Run]:
+        """Running runs whose owner has not heartbeaten since ``heartbeat_before`` (or ever)."""
+        rows = self._all(
+            f"{_SELECT} WHERE status = 'running'"
+            " AND (heartbeat_at IS NULL OR heartbeat_at < ?)"
+            " ORDER BY heartbeat_at, rowid LIMIT ?",
+            [heartbeat_before, check_limit(limit)],
+        )
+        return [RUNS.from_row(r) for r in rows]
+
+    def get_run_by_response_id(self, response_id: str) -> Run | None:
+        row = self._one(f"{_SELECT} WHERE provider_response_id = ?", [response_id])
+        return None if row is None else RUNS.from_row(row)
+
+    # --- helpers --------------------------------------------------------------------------
+
+    @staticmethod
+    def _update_run(
+        conn: sqlite3.Connection, id: str, version: int | None, values: dict[str, Any]
+    ) -> bool:
+        values = {**values, "updated_at": utc_now()}
+        assignments = ", ".join(f"{name} = ?" for name in values)
+        sql = f"UPDATE runs SET {assignments}, version = version + 1 WHERE id = ?"
+        params = [*values.values(), id]
+        if version is not None:
+            sql += " AND version = ?"
+            params.append(version)
+        return conn.execute(sql, params).rowcount == 1

@@ -1,0 +1,144 @@
+"""Run events (seq per run, session tailing) and tool calls."""
+
+from __future__ import annotations
+
+import pytest
+
+from agi_jupyter.errors import Conflict, NotFound, RunNotFound, UsageError
+from agi_jupyter.records import Run, Session
+from agi_jupyter.store import SqliteStore
+
+
+def test_append_run_event_numbers_from_one(store: SqliteStore, run: Run) -> None:
+    first = store.append_run_event(run.id, "run.meta", {"model": "m"})
+    second = store.append_run_event(run.id, "run.status", {"status": "running"})
+    assert (first.seq, second.seq) == (1, 2)
+    assert first.id.startswith("evt_")
+    assert first.created_at.endswith("Z")
+    assert store.list_run_events(run.id) == [first, second]
+
+
+def test_seq_is_per_run(store: SqliteStore, session: Session) -> None:
+    a, b = store.create_run(session.id), store.create_run(session.id)
+    store.append_run_event(a.id, "x", {})
+    store.append_run_event(a.id, "x", {})
+    assert store.append_run_event(b.id, "x", {}).seq == 1
+    assert store.append_run_event(a.id, "x", {}).seq == 3
+
+
+def test_append_run_events_in_one_batch(store: SqliteStore, run: Run) -> None:
+    store.append_run_event(run.id, "run.meta", {})
+    batch = store.append_run_events(run.id, [("a", {"i": 1}), ("b", {"i": 2}), ("c", {})])
+    assert [(e.seq, e.type, e.payload) for e in batch] == [
+        (2, "a", {"i": 1}),
+        (3, "b", {"i": 2}),
+        (4, "c", {}),
+    ]
+    assert store.append_run_events(run.id, []) == []
+    assert store.list_run_events(run.id)[1:] == batch
+
+
+def test_list_run_events_after_seq_and_limit(store: SqliteStore, run: Run) -> None:
+    store.append_run_events(run.id, [("e", {"i": i}) for i in range(10)])
+    assert [e.seq for e in store.list_run_events(run.id, after_seq=7)] == [8, 9, 10]
+    assert [e.seq for e in store.list_run_events(run.id, after_seq=2, limit=2)] == [3, 4]
+    assert store.list_run_events("run_nope") == []
+
+
+def test_append_to_unknown_run_or_bad_payload(store: SqliteStore, run: Run) -> None:
+    with pytest.raises(RunNotFound):
+        store.append_run_event("run_nope", "x", {})
+    with pytest.raises(UsageError, match="JSON"):
+        store.append_run_event(run.id, "x", {"bad": object()})
+    assert store.list_run_events(run.id) == []
+
+
+def test_list_session_run_events_tails_all_runs_of_a_session(
+    store: SqliteStore, session: Session
+) -> None:
+    other = store.create_session()
+    a, b = store.create_run(session.id), store.create_run(session.id)
+    elsewhere = store.create_run(other.id)
+    store.append_run_event(a.id, "a1", {})
+    store.append_run_event(elsewhere.id, "x", {})
+    store.append_run_event(b.id, "b1", {})
+    store.append_run_event(a.id, "a2", {})
+    tail = store.list_session_run_events(session.id)
+    assert [(e.run_id, e.type) for _, e in tail] == [(a.id, "a1"), (b.id, "b1"), (a.id, "a2")]
+    cursors = [c for c, _ in tail]
+    assert cursors == sorted(cursors)
+    assert store.list_session_run_events(session.id, after_cursor=cursors[-1]) == []
+    store.append_run_events(b.id, [("b2", {}), ("b3", {})])
+    more = store.list_session_run_events(session.id, after_cursor=cursors[-1])
+    assert [e.type for _, e in more] == ["b2", "b3"]
+    assert [e.type for _, e in store.list_session_run_events(session.id, limit=2)] == ["a1", "b1"]
+    assert store.list_session_run_events(session.id, after_cursor=cursors[0], limit=1) == tail[1:2]
+
+
+def test_tool_call_lifecycle(store: SqliteStore, run: Run) -> None:
+    call = store.create_tool_call(run.id, "call_1", "fs.read", {"path": "a.txt"})
+    assert call.id.startswith("tc_")
+    assert (call.status, call.is_error, call.result, call.message_id) == (
+        "pending",
+        False,
+        None,
+        None,
+    )
+    assert store.get_tool_call(call.id) == call
+    done = store.update_tool_call(
+        call.id,
+        status="failed",
+        result={"error": "nope", "lines": [1, 2]},
+        is_error=True,
+        started_at="2026-01-01T00:00:00.000Z",
+        finished_at="2026-01-01T00:00:01.000Z",
+    )
+    assert (done.status, done.is_error, done.result) == (
+        "failed",
+        True,
+        {"error": "nope", "lines": [1, 2]},
+    )
+    assert store.get_tool_call(call.id) == done
+    assert store.update_tool_call(call.id, result="plain text").result == "plain text"
+
+
+def test_tool_call_errors(store: SqliteStore, run: Run) -> None:
+    call = store.create_tool_call(run.id, "call_1", "fs.read", {})
+    with pytest.raises(Conflict):
+        store.create_tool_call(run.id, "call_1", "fs.read", {})
+    with pytest.raises(RunNotFound):
+        store.create_tool_call("run_nope", "call_2", "fs.read", {})
+    with pytest.raises(UsageError):
+        store.create_tool_call(run.id, "call_3", "x", {}, status="exploded")  # type: ignore[arg-type]
+    for changes in ({"status": "exploded"}, {"run_id": "run_x"}, {"nope": 1}, {"id": "tc_x"}):
+        with pytest.raises(UsageError):
+            store.update_tool_call(call.id, **changes)
+    with pytest.raises(NotFound) as info:
+        store.update_tool_call("tc_nope", status="running")
+    assert info.value.code == "TOOL_CALL_NOT_FOUND"
+    with pytest.raises(NotFound):
+        store.get_tool_call("tc_nope")
+
+
+def test_list_tool_calls_by_run_and_session(store: SqliteStore, session: Session) -> None:
+    other = store.create_session()
+    a, b, c = (store.create_run(s.id) for s in (session, session, other))
+    ca = store.create_tool_call(a.id, "1", "fs.read", {})
+    cb = store.create_tool_call(b.id, "1", "shell.run", {}, message_id="msg_1", status="running")
+    cc = store.create_tool_call(c.id, "1", "fs.read", {})
+    assert store.list_tool_calls(run_id=a.id) == [ca]
+    assert store.list_tool_calls(session_id=session.id) == [ca, cb]
+    assert store.list_tool_calls(session_id=session.id, run_id=b.id) == [cb]
+    assert store.list_tool_calls(session_id=other.id, run_id=b.id) == []
+    assert store.list_tool_calls() == [ca, cb, cc]
+
+
+def test_append_with_the_callers_seq(store: SqliteStore, run: Run) -> None:
+    assert store.append_run_event(run.id, "run.meta", {}, seq=1).seq == 1
+    assert store.append_run_event(run.id, "output.text.done", {}, seq=5).seq == 5  # 2-4: deltas
+    assert store.append_run_event(run.id, "run.final", {}).seq == 6
+    for stale in (6, 3):
+        with pytest.raises(Conflict):
+            store.append_run_event(run.id, "x", {}, seq=stale)
+    assert [e.seq for e in store.list_run_events(run.id)] == [1, 5, 6]
+    assert [e.seq for e in store.list_run_events(run.id, after_seq=1)] == [5, 6]
