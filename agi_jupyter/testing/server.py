@@ -1,0 +1,122 @@
+"""``FakeLLMServer``: a scripted OpenAI/Anthropic-compatible server on a real local port."""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+
+from agi_jupyter.testing.control import reset
+from agi_jupyter.testing.handler import FakeHTTPServer
+from agi_jupyter.testing.script import RecordedRequest, Turn
+from agi_jupyter.testing.state import FakeState, Rule
+
+
+class FakeLLMServer:
+    """Speaks OpenAI Chat Completions, OpenAI Responses and Anthropic Messages over HTTP.
+
+    ::
+
+        with FakeLLMServer() as server:
+            server.enqueue(Turn(text="hello"), Turn(fault=Fault(status=429)))
+            client = openai.OpenAI(base_url=server.openai_base_url, api_key="x")
+
+    Every model request of any protocol takes the next queued turn; with none queued,
+    ``default_rule(protocol, body)`` answers (echo, ``/tool`` lines, tool-result summary).
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host = host
+        self.port = port
+        self._state = FakeState()
+        self._httpd: FakeHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> FakeLLMServer:
+        if self._httpd is not None:
+            return self
+        httpd = FakeHTTPServer((self.host, self.port), self._state)
+        self.port = int(httpd.server_address[1])
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"fake-llm-{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, thread = self._httpd, self._thread
+        self._httpd = self._thread = None
+        if httpd is None:
+            return
+        httpd.shutdown()
+        httpd.close_connections()
+        httpd.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._httpd is not None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.url + "/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.url
+
+    def enqueue(self, *turns: Turn) -> None:
+        """Queue turns; each model request (any protocol) takes the first one."""
+        self._state.enqueue(*turns)
+
+    @property
+    def pending_turns(self) -> int:
+        return self._state.pending()
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of the requests received so far, oldest first."""
+        return self._state.requests
+
+    def clear(self) -> None:
+        """Empty the turn queue, the request log and the stored responses."""
+        self._state.clear()
+
+    def reset(self) -> None:
+        """``clear()`` and restore the default rule."""
+        reset(self._state)
+
+    def complete_background(self, response_id: str) -> None:
+        """Let a background response finish now (``KeyError`` if the id is unknown)."""
+        self._state.store.complete(response_id)
+
+    @property
+    def default_rule(self) -> Rule:
+        return self._state.default_rule
+
+    @default_rule.setter
+    def default_rule(self, rule: Rule) -> None:
+        self._state.default_rule = rule
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<FakeLLMServer {self.url} {state}>"

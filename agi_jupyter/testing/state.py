@@ -1,0 +1,64 @@
+"""The scriptable state behind a fake server: turn queue, request log, stored responses, ids."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+
+from agi_jupyter.testing.background import ResponseStore
+from agi_jupyter.testing.plan import IdFactory, Plan, make_plan
+from agi_jupyter.testing.rules import default_rule
+from agi_jupyter.testing.script import JSON, RecordedRequest, Turn
+
+Rule = Callable[[str, JSON], Turn]
+
+
+class FakeState:
+    """Thread-safe; shared by the server's request threads and the test thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._turns: deque[Turn] = deque()
+        self._requests: list[RecordedRequest] = []
+        self.store = ResponseStore()
+        self.ids = IdFactory()
+        self.default_rule: Rule = default_rule
+
+    def enqueue(self, *turns: Turn) -> None:
+        for turn in turns:
+            if not isinstance(turn, Turn):
+                raise TypeError(f"enqueue takes Turn objects, not {type(turn).__name__}")
+        with self._lock:
+            self._turns.extend(turns)
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._turns)
+
+    def next_turn(self, protocol: str, body: JSON) -> Turn:
+        """The next scripted turn, else the default rule's answer."""
+        with self._lock:
+            if self._turns:
+                return self._turns.popleft()
+        return self.default_rule(protocol, body)
+
+    def plan(self, turn: Turn, protocol: str, body: JSON) -> Plan:
+        return make_plan(turn, protocol, body, self.ids)
+
+    def record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def clear(self) -> None:
+        """Empty the queue, the request log and the stored responses; restart the ids."""
+        with self._lock:
+            self._turns.clear()
+            self._requests.clear()
+        self.store.clear()
+        self.ids.reset()
