@@ -1,0 +1,153 @@
+"""Helpers every adapter shares: its settings, tool-argument parsing, HTTP error mapping.
+
+No SDK is imported here, so the registry and the tests can use it without openai/anthropic.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from time import time
+from typing import Any
+
+from agi_jupyter.errors import ProviderError, ProviderHTTPError
+from agi_jupyter.providers.base import ToolCallEnd
+from agi_jupyter.providers.retry import RetryPolicy
+from agi_jupyter.records import ImagePart
+
+MAX_DETAIL_CHARS = 500
+
+
+@dataclass(frozen=True)
+class AdapterConfig:
+    """What an adapter needs to reach its API. ``api_key`` is never printed."""
+
+    name: str
+    base_url: str
+    api_key: str = field(repr=False)
+    timeout: float = 600.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    key_hint: str = "the provider's API key"  # e.g. "OPENAI_API_KEY", named in a 401 message
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key (if it appears at all) replaced by ``***``."""
+        if self.api_key and len(self.api_key) >= 8 and self.api_key in text:
+            return text.replace(self.api_key, "***")
+        return text
+
+
+def install_hint(package: str, provider: str) -> str:
+    return (
+        f"the {provider!r} provider needs the {package!r} package, which is not installed; "
+        f"install it with: pip install {package}"
+    )
+
+
+def new_tool_call_id() -> str:
+    """An id for a tool call the server sent without one (some OpenAI-compatible servers)."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def tool_call_end(tool_call_id: str, name: str, raw: str) -> ToolCallEnd:
+    """A finished tool call; arguments that are not a JSON object become a ``parse_error``."""
+    if not raw.strip():
+        return ToolCallEnd(tool_call_id=tool_call_id, name=name, arguments={}, raw_arguments=raw)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as e:
+        error = f"arguments are not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})"
+    else:
+        if isinstance(value, dict):
+            return ToolCallEnd(
+                tool_call_id=tool_call_id, name=name, arguments=value, raw_arguments=raw
+            )
+        error = f"arguments must be a JSON object, not {type(value).__name__}"
+    return ToolCallEnd(
+        tool_call_id=tool_call_id, name=name, arguments={}, raw_arguments=raw, parse_error=error
+    )
+
+
+def image_url(part: ImagePart) -> str:
+    """An image as a URL: its own, or a ``data:`` URL of its base64 bytes."""
+    if part.url:
+        return part.url
+    return f"data:{part.mime};base64,{part.data_base64 or ''}"
+
+
+# --- HTTP errors -----------------------------------------------------------------------------
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time())
+    except (TypeError, ValueError):
+        return None
+
+
+def error_detail(body: object, fallback: str) -> str:
+    """The human-readable message of an API error body (``{"error": {"message": ...}}``)."""
+    message: object = None
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, Mapping) else inner
+    text = str(message) if message else fallback
+    return text[:MAX_DETAIL_CHARS]
+
+
+def http_error(
+    config: AdapterConfig, status: int, headers: Mapping[str, str], body: object, fallback: str
+) -> ProviderHTTPError:
+    """The typed error of an HTTP error answer; 401/403 say the key was rejected."""
+    retry_after = parse_retry_after(headers)
+    if status == 401:
+        message = (
+            f"{config.name} rejected the API key (HTTP 401); "
+            f"check {config.key_hint} or run `agi setup`"
+        )
+        return ProviderHTTPError(message, status=status, retryable=False)
+    if status == 403:
+        message = (
+            f"{config.name} refused the request with this API key (HTTP 403: no access to this "
+            f"model or endpoint); check {config.key_hint} and the model name, or run `agi setup`"
+        )
+        return ProviderHTTPError(message, status=status, retryable=False)
+    detail = config.redact(error_detail(body, fallback))
+    return ProviderHTTPError(
+        f"{config.name}: HTTP {status}: {detail}", status=status, retry_after=retry_after
+    )
+
+
+def stream_error(
+    config: AdapterConfig, code: str | None, message: str, *, retryable: bool
+) -> ProviderError:
+    """An error the API reported inside a stream (not as an HTTP status)."""
+    label = f" ({code})" if code else ""
+    detail = config.redact(message[:MAX_DETAIL_CHARS])
+    return ProviderError(f"{config.name}: the model failed{label}: {detail}", retryable=retryable)
+
+
+RETRYABLE_STREAM_CODES = frozenset(
+    {"server_error", "rate_limit_exceeded", "vector_store_timeout", "overloaded_error", "api_error"}
+)
+
+
+def dump_arguments(arguments: Mapping[str, Any]) -> str:
+    """Tool-call arguments as the compact JSON text the APIs take."""
+    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,333 @@
+"""OpenAI Chat Completions (``POST /chat/completions``, streamed) -> ``ProviderEvent``s.
+
+Serves ``openai-chat`` and every OpenAI-compatible server (google, ollama, lmstudio, vllm,
+openrouter, compat, fake) through its base URL. The history becomes ``system``/``user``/
+``assistant`` messages, assistant tool calls become ``tool_calls`` and each tool result a
+``role: tool`` message. Reasoning is read from ``delta.reasoning_content`` (vLLM, DeepSeek) or
+``delta.reasoning`` (OpenRouter, Ollama); it is not sent back, as Chat Completions has no field
+for it. A stream that ends without a ``finish_reason`` is a ``ProviderDisconnected``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agi_jupyter.errors import ProviderDisconnected
+from agi_jupyter.providers._common import (
+    AdapterConfig,
+    dump_arguments,
+    image_url,
+    install_hint,
+    new_tool_call_id,
+    tool_call_end,
+)
+from agi_jupyter.providers._openai_common import make_client, map_error
+from agi_jupyter.providers.base import (
+    Finish,
+    FinishReason,
+    ProviderEvent,
+    ProviderRequest,
+    ReasoningDelta,
+    ReasoningDone,
+    ResponseId,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolSpec,
+    Usage,
+)
+from agi_jupyter.providers.retry import stream_with_retry
+from agi_jupyter.records import (
+    ChatMessage,
+    ImagePart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+try:
+    import openai
+    from openai.types.chat import (
+        ChatCompletionAssistantMessageParam,
+        ChatCompletionChunk,
+        ChatCompletionContentPartParam,
+        ChatCompletionMessageFunctionToolCallParam,
+        ChatCompletionMessageParam,
+        ChatCompletionToolMessageParam,
+        ChatCompletionToolUnionParam,
+        ChatCompletionUserMessageParam,
+    )
+    from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
+    from openai.types.completion_usage import CompletionUsage
+except ImportError as _import_error:
+    raise ImportError(install_hint("openai", "openai")) from _import_error
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "content_filter": "content_filter",
+}
+_REASONING_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh"})
+
+
+class OpenAIChatProvider:
+    """A Chat Completions endpoint. ``openai_native`` turns on OpenAI-only request fields
+    (``reasoning_effort``, ``max_completion_tokens``); compatible servers get ``max_tokens``."""
+
+    def __init__(self, config: AdapterConfig, *, openai_native: bool = False) -> None:
+        self.name = config.name
+        self.config = config
+        self.openai_native = openai_native
+        self.client = make_client(config)
+
+    @property
+    def base_url(self) -> str:
+        return str(self.client.base_url)
+
+    def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        return stream_with_retry(lambda: self._stream_once(request), self.config.retry)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+    def request_params(self, request: ProviderRequest) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for ``request``."""
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": chat_messages(request.system, request.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            params["tools"] = [chat_tool(tool) for tool in request.tools]
+        if request.max_output_tokens is not None:
+            key = "max_completion_tokens" if self.openai_native else "max_tokens"
+            params[key] = request.max_output_tokens
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        level = (request.thinking_level or "off").lower()
+        if self.openai_native and level in _REASONING_EFFORTS:
+            params["reasoning_effort"] = level
+        if request.idempotency_key:
+            params["extra_headers"] = {"Idempotency-Key": request.idempotency_key}
+        if request.extra_body:
+            params["extra_body"] = dict(request.extra_body)
+        return params
+
+    async def _stream_once(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
+        params = self.request_params(request)
+        state = _ChatStream()
+        try:
+            chunks = await self.client.chat.completions.create(**params)
+            async with chunks:
+                async for chunk in chunks:
+                    text = state.plain_text(chunk)
+                    if text is not None:
+                        yield TextDelta(text=text)  # the hot path: nothing else to map
+                        continue
+                    for event in state.on_chunk(chunk):
+                        yield event
+        except openai.OpenAIError as error:
+            raise map_error(self.config, error) from error
+        for event in state.finish(self.name):
+            yield event
+
+
+# --- request mapping -------------------------------------------------------------------------
+
+
+def chat_tool(tool: ToolSpec) -> ChatCompletionToolUnionParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def chat_messages(
+    system: str | None, messages: Iterable[ChatMessage]
+) -> list[ChatCompletionMessageParam]:
+    result: list[ChatCompletionMessageParam] = []
+    if system:
+        result.append({"role": "system", "content": system})
+    for message in messages:
+        result.extend(chat_message(message))
+    return result
+
+
+def chat_message(message: ChatMessage) -> list[ChatCompletionMessageParam]:
+    """One history message as Chat Completions messages (tool results become their own)."""
+    results: list[ChatCompletionMessageParam] = [
+        tool_message(p) for p in message.parts if isinstance(p, ToolResultPart)
+    ]
+    if message.role == "assistant":
+        assistant = assistant_message(message)
+        return [assistant, *results] if assistant is not None else results
+    content = user_content(message)
+    if not content:
+        return results
+    text = "".join(p["text"] for p in content if p["type"] == "text")
+    if message.role == "system":
+        results.append({"role": "system", "content": text})
+    elif all(p["type"] == "text" for p in content):
+        results.append({"role": "user", "content": text})  # plain text: the widest support
+    else:
+        user: ChatCompletionUserMessageParam = {"role": "user", "content": content}
+        results.append(user)
+    return results
+
+
+def user_content(message: ChatMessage) -> list[ChatCompletionContentPartParam]:
+    content: list[ChatCompletionContentPartParam] = []
+    for part in message.parts:
+        if isinstance(part, TextPart) and part.text:
+            content.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            content.append({"type": "image_url", "image_url": {"url": image_url(part)}})
+    return content
+
+
+def assistant_message(message: ChatMessage) -> ChatCompletionAssistantMessageParam | None:
+    text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
+    calls = [tool_call(p) for p in message.parts if isinstance(p, ToolCallPart)]
+    if not text and not calls:
+        return None
+    result: ChatCompletionAssistantMessageParam = {"role": "assistant", "content": text or None}
+    if calls:
+        result["tool_calls"] = calls
+    return result
+
+
+def tool_call(part: ToolCallPart) -> ChatCompletionMessageFunctionToolCallParam:
+    return {
+        "id": part.tool_call_id,
+        "type": "function",
+        "function": {"name": part.name, "arguments": dump_arguments(part.arguments)},
+    }
+
+
+def tool_message(part: ToolResultPart) -> ChatCompletionToolMessageParam:
+    return {"role": "tool", "tool_call_id": part.tool_call_id, "content": part.output}
+
+
+# --- stream mapping --------------------------------------------------------------------------
+
+
+@dataclass
+class _Call:
+    id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _ChatStream:
+    """The state of one streamed completion: open tool calls, reasoning, the finish reason."""
+
+    calls: dict[int, _Call] = field(default_factory=dict)
+    reasoning: list[str] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    ended_calls: int = 0
+    started: bool = False
+
+    def plain_text(self, chunk: ChatCompletionChunk) -> str | None:
+        """The text of a chunk that carries only text (most of them), else None."""
+        if not self.started or self.reasoning or chunk.usage is not None or not chunk.choices:
+            return None
+        choice = chunk.choices[0]
+        delta = choice.delta
+        if choice.finish_reason is None and not delta.tool_calls and not delta.model_extra:
+            return delta.content or None
+        return None
+
+    def on_chunk(self, chunk: ChatCompletionChunk) -> list[ProviderEvent]:
+        events: list[ProviderEvent] = []
+        if not self.started:
+            self.started = True
+            if chunk.id:
+                events.append(ResponseId(id=chunk.id))
+        if chunk.usage is not None:
+            self.usage = chat_usage(chunk.usage)
+        if not chunk.choices:
+            return events
+        choice = chunk.choices[0]
+        delta = choice.delta
+        if delta.model_extra:
+            self.on_reasoning(delta, events)
+        if delta.content:
+            self.end_reasoning(events)
+            events.append(TextDelta(text=delta.content))
+        if delta.tool_calls:
+            self.end_reasoning(events)
+            for call in delta.tool_calls:
+                self.on_tool_call(call, events)
+        if choice.finish_reason is not None:
+            self.on_finish(choice.finish_reason, events)
+        return events
+
+    def on_reasoning(self, delta: ChoiceDelta, events: list[ProviderEvent]) -> None:
+        extra = delta.model_extra or {}
+        text = extra.get("reasoning_content") or extra.get("reasoning")
+        if isinstance(text, str) and text:
+            self.reasoning.append(text)
+            events.append(ReasoningDelta(text=text))
+
+    def end_reasoning(self, events: list[ProviderEvent]) -> None:
+        if self.reasoning:
+            events.append(ReasoningDone(text="".join(self.reasoning)))
+            self.reasoning = []
+
+    def on_tool_call(self, delta: ChoiceDeltaToolCall, events: list[ProviderEvent]) -> None:
+        function = delta.function
+        call = self.calls.get(delta.index)
+        if call is None:
+            call_id = delta.id or new_tool_call_id()
+            call = self.calls[delta.index] = _Call(call_id, (function and function.name) or "")
+            events.append(ToolCallStart(tool_call_id=call.id, name=call.name, index=delta.index))
+        if function is not None and function.arguments:
+            call.arguments.append(function.arguments)
+            events.append(ToolCallArgsDelta(tool_call_id=call.id, delta=function.arguments))
+
+    def on_finish(self, reason: str, events: list[ProviderEvent]) -> None:
+        self.end_reasoning(events)
+        events.extend(self.end_calls())
+        self.finish_reason = reason
+
+    def end_calls(self) -> list[ToolCallEnd]:
+        ends = [tool_call_end(c.id, c.name, "".join(c.arguments)) for c in self.calls.values()]
+        self.calls.clear()
+        self.ended_calls += len(ends)
+        return ends
+
+    def finish(self, provider: str) -> list[ProviderEvent]:
+        """The closing events; a stream without a finish reason is a disconnect."""
+        if self.finish_reason is None:
+            raise ProviderDisconnected(f"{provider}: the stream ended without a finish reason")
+        events: list[ProviderEvent] = []
+        if self.usage is not None:
+            events.append(self.usage)
+        reason = _FINISH_REASONS.get(self.finish_reason, "other")
+        if reason == "stop" and self.ended_calls:
+            reason = "tool_calls"  # some compatible servers say "stop" after tool calls
+        events.append(Finish(reason=reason, raw_reason=self.finish_reason))
+        return events
+
+
+def chat_usage(usage: CompletionUsage) -> Usage:
+    prompt = usage.prompt_tokens_details
+    completion = usage.completion_tokens_details
+    return Usage(
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        cached_input_tokens=(prompt.cached_tokens or 0) if prompt else 0,
+        reasoning_tokens=(completion.reasoning_tokens or 0) if completion else 0,
+    )
