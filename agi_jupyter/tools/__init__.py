@@ -1,0 +1,52 @@
+"""Tools: the Tool type, the registry and its gating, built-in tools, the project tool loader.
+
+base        Tool, FunctionTool / @tool, ToolResult, ArtifactDraft, ToolContext
+registry    ToolRegistry: register, offered(allowed globs, features), load_project_tools
+executor    execute_tool_call -> ToolOutcome (never raises for a tool's problems)
+redact      Redactor: secret values from the environment -> [REDACTED:NAME]
+paths       resolve_in_project: every file path is confined to the project root
+builtins    builtin_tools(): fs.*, apply_patch, shell.run, sql.query, tasks,
+            write_capability, reload
+"""
+
+from __future__ import annotations
+
+from agi_jupyter.tools.base import (
+    FEATURE_KERNEL,
+    AnyTool,
+    ArtifactDraft,
+    Emit,
+    FunctionTool,
+    Tool,
+    ToolArgs,
+    ToolContext,
+    ToolResult,
+    tool,
+)
+from agi_jupyter.tools.builtins import builtin_tools, create_registry
+from agi_jupyter.tools.executor import ToolOutcome, execute_tool_call
+from agi_jupyter.tools.paths import resolve_in_project
+from agi_jupyter.tools.redact import Redactor
+from agi_jupyter.tools.registry import LoadReport, ToolRegistry, is_allowed
+
+__all__ = [
+    "FEATURE_KERNEL",
+    "AnyTool",
+    "ArtifactDraft",
+    "Emit",
+    "FunctionTool",
+    "LoadReport",
+    "Redactor",
+    "Tool",
+    "ToolArgs",
+    "ToolContext",
+    "ToolOutcome",
+    "ToolRegistry",
+    "ToolResult",
+    "builtin_tools",
+    "create_registry",
+    "execute_tool_call",
+    "is_allowed",
+    "resolve_in_project",
+    "tool",
+]

@@ -1,0 +1,286 @@
+"""Run one tool call and turn whatever happens into a ``ToolOutcome`` the model can read.
+
+``execute_tool_call`` never raises for a tool's problems: an unknown or forbidden tool is
+``denied``; invalid arguments, exceptions and timeouts are ``failed`` with a message written
+for the model. Only cancellation propagates (the runner cancels running tools on stop).
+
+Outputs larger than ``config.artifact_threshold`` bytes are stored as ``tool_output``
+artifacts and the model gets their head plus a note naming the artifact. Everything stored or
+shown (arguments, outputs, data, errors) passes through the ``Redactor`` first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from agi_jupyter.errors import ToolError
+from agi_jupyter.records import JSON, Artifact, utc_now
+from agi_jupyter.tools.base import AnyTool, ArtifactDraft, ToolContext, ToolResult
+from agi_jupyter.tools.redact import Redactor
+from agi_jupyter.tools.registry import ToolRegistry, is_allowed
+
+log = logging.getLogger(__name__)
+
+OutcomeStatus = Literal["completed", "failed", "denied"]
+MAX_HEAD_BYTES = 16 * 1024
+
+
+@dataclass(kw_only=True)
+class ToolOutcome:
+    """The finished call: ``output`` is what the model sees, ``result`` goes to
+    ``tool_calls.result``, ``arguments`` to ``tool_calls.args`` (both redacted)."""
+
+    tool_call_id: str
+    name: str
+    status: OutcomeStatus
+    ok: bool
+    output: str
+    result: JSON
+    arguments: JSON
+    artifact: Artifact | None = None
+    error: JSON | None = None
+    started_at: str
+    finished_at: str
+
+    @property
+    def is_error(self) -> bool:
+        return not self.ok
+
+
+@dataclass
+class _Failure:
+    status: OutcomeStatus
+    code: str
+    message: str
+
+
+async def execute_tool_call(
+    registry: ToolRegistry,
+    *,
+    name: str,
+    arguments: Mapping[str, Any],
+    raw_arguments_error: str | None = None,
+    allowed: Collection[str],
+    ctx: ToolContext,
+    timeout: float,  # noqa: ASYNC109 - a per-call deadline, applied with asyncio.timeout
+    redactor: Redactor | None = None,
+) -> ToolOutcome:
+    """Validate, run and record one call (see the module docstring)."""
+    redactor = redactor or Redactor()
+    started_at = utc_now()
+    tool = registry.get(name)
+    outcome: ToolResult | _Failure
+    refusal = _refusal(registry, tool, name, allowed, ctx)
+    if refusal is not None:
+        outcome = _Failure("denied", "TOOL_DENIED", refusal)
+    elif raw_arguments_error is not None:
+        outcome = _Failure(
+            "failed",
+            "INVALID_ARGUMENTS",
+            f"the arguments for {name} were not a valid JSON object ({raw_arguments_error}); "
+            "call the tool again with a JSON object matching its schema",
+        )
+    else:
+        assert tool is not None
+        outcome = await _run(tool, arguments, _redacting(ctx, redactor), timeout)
+    return await _finish(
+        name=name,
+        arguments=arguments,
+        outcome=outcome,
+        ctx=ctx,
+        redactor=redactor,
+        started_at=started_at,
+    )
+
+
+def _redacting(ctx: ToolContext, redactor: Redactor) -> ToolContext:
+    """``ctx`` whose ``emit`` redacts each live chunk (a secret split across two chunks is the
+    one case this cannot catch; the final output is redacted whole)."""
+    if not redactor:
+        return ctx
+    emit = ctx.emit
+
+    def redacted_emit(channel: str, chunk: str) -> None:
+        emit(channel, redactor.redact_text(chunk))
+
+    return replace(ctx, emit=redacted_emit)
+
+
+def _refusal(
+    registry: ToolRegistry,
+    tool: AnyTool | None,
+    name: str,
+    allowed: Collection[str],
+    ctx: ToolContext,
+) -> str | None:
+    agent = f"agent {ctx.agent!r}" if ctx.agent else "this agent"
+    if tool is None or not is_allowed(name, allowed):
+        offered = ", ".join(t.name for t in registry.offered(allowed, ctx.features)) or "none"
+        reason = "does not exist" if tool is None else f"is not available to {agent}"
+        return f"tool {name!r} {reason}; the tools you can call are: {offered}"
+    missing = sorted(tool.requires - ctx.features)
+    if missing:
+        hint = " (it runs only where a notebook kernel is attached)" if "kernel" in missing else ""
+        return (
+            f"tool {name!r} needs {', '.join(missing)}, which this session does not provide{hint}"
+        )
+    if ctx.read_only and not tool.read_only:
+        return f"tool {name!r} can change things, and {agent} may only read"
+    return None
+
+
+async def _run(
+    tool: AnyTool, arguments: Mapping[str, Any], ctx: ToolContext, default_deadline: float
+) -> ToolResult | _Failure:
+    try:
+        args = tool.validate(arguments)
+    except ValidationError as e:
+        return _Failure("failed", "INVALID_ARGUMENTS", _summarize_validation(tool.name, e))
+    except ToolError as e:
+        return _Failure("failed", "INVALID_ARGUMENTS", e.message)
+    deadline = tool.call_timeout(args, default_deadline)
+    scope = asyncio.timeout(deadline)
+    try:
+        async with scope:
+            raw = await tool.execute(args, ctx)
+    except TimeoutError as e:
+        if scope.expired():
+            return _Failure(
+                "failed",
+                "TOOL_TIMEOUT",
+                f"tool {tool.name} timed out after {_seconds(deadline)} s and was stopped",
+            )
+        return _exception_failure(tool.name, e)
+    except ToolError as e:
+        return _Failure("failed", e.code, e.message)
+    except Exception as e:
+        return _exception_failure(tool.name, e)
+    if isinstance(raw, str):
+        return ToolResult(output=raw)
+    if isinstance(raw, ToolResult):
+        return raw
+    return _Failure(  # type: ignore[unreachable]
+        "failed", "TOOL_ERROR", f"tool {tool.name} returned {type(raw).__name__}, not a result"
+    )
+
+
+def _exception_failure(name: str, error: Exception) -> _Failure:
+    log.debug("tool %s raised", name, exc_info=error)
+    text = str(error)
+    message = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return _Failure("failed", "TOOL_ERROR", message)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
+
+
+def _summarize_validation(name: str, error: ValidationError) -> str:
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(p) for p in item["loc"]) or "(arguments)"
+        problems.append(f"{where}: {item['msg']}")
+    return f"invalid arguments for {name}: " + "; ".join(problems)
+
+
+async def _finish(
+    *,
+    name: str,
+    arguments: Mapping[str, Any],
+    outcome: ToolResult | _Failure,
+    ctx: ToolContext,
+    redactor: Redactor,
+    started_at: str,
+) -> ToolOutcome:
+    if isinstance(outcome, _Failure):
+        message = redactor.redact_text(outcome.message)
+        error: JSON | None = {"code": outcome.code, "message": message}
+        status: OutcomeStatus = outcome.status
+        output, ok, data, draft = message, False, None, None
+    else:
+        output, ok = redactor.redact_text(outcome.output), outcome.ok
+        data = redactor.redact_json(outcome.data)
+        draft = outcome.artifact
+        status = "completed" if ok else "failed"
+        error = None if ok else {"code": "TOOL_ERROR", "message": _first_line(output)}
+    artifact = await asyncio.to_thread(_persist_draft, draft, ctx, redactor) if draft else None
+    output, spilled = await asyncio.to_thread(_spill_if_large, name, output, ctx)
+    result: JSON = {"ok": ok, "output": output}
+    if data is not None:
+        result["data"] = data
+    if artifact is not None:
+        result["artifact_id"] = artifact.id
+    if spilled is not None:
+        result["output_artifact_id"] = spilled.id
+    if error is not None:
+        result["error"] = error
+    return ToolOutcome(
+        tool_call_id=ctx.tool_call_id,
+        name=name,
+        status=status,
+        ok=ok,
+        output=output,
+        result=result,
+        arguments=redactor.redact_json(dict(arguments)),
+        artifact=artifact or spilled,
+        error=error,
+        started_at=started_at,
+        finished_at=utc_now(),
+    )
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else "the tool reported a failure"
+    return line[:500]
+
+
+def _persist_draft(draft: ArtifactDraft, ctx: ToolContext, redactor: Redactor) -> Artifact | None:
+    try:
+        return ctx.store.create_artifact(
+            draft.kind,
+            run_id=ctx.run_id,
+            session_id=ctx.session_id,
+            title=draft.title,
+            mime=draft.mime,
+            data=redactor.redact_json(draft.data),
+            text=redactor.redact_text(draft.text) if draft.text is not None else None,
+        )
+    except Exception as e:  # storing a by-product must not fail the call
+        log.warning("could not store the %s artifact of a tool call: %s", draft.kind, e)
+        return None
+
+
+def _spill_if_large(name: str, output: str, ctx: ToolContext) -> tuple[str, Artifact | None]:
+    threshold = ctx.config.artifact_threshold
+    encoded = output.encode("utf-8")
+    if len(encoded) <= threshold:
+        return output, None
+    head_size = min(MAX_HEAD_BYTES, threshold // 2)
+    head = encoded[:head_size].decode("utf-8", errors="ignore")
+    newline = head.rfind("\n")
+    if newline > head_size // 2:
+        head = head[: newline + 1]
+    try:
+        artifact = ctx.store.create_artifact(
+            "tool_output",
+            run_id=ctx.run_id,
+            session_id=ctx.session_id,
+            title=f"{name} output",
+            mime="text/plain",
+            text=output,
+        )
+    except Exception as e:
+        log.warning("could not store the large output of %s: %s", name, e)
+        note = f"[output truncated: {len(encoded)} bytes, only the first {len(head)} shown]"
+        return f"{head}\n{note}", None
+    note = (
+        f"[output truncated: showing the first {len(head.encode())} of {len(encoded)} bytes; "
+        f"the full output is stored as artifact {artifact.id} (kind tool_output)]"
+    )
+    return f"{head}\n{note}", artifact
