@@ -1,0 +1,68 @@
+"""The built-in agents: ``general`` (no tools), ``plan`` (read-only tools), ``build`` (writes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Agent:
+    """An agent: its prompt and the tools it may use (names or ``*`` globs like ``fs.*``)."""
+
+    name: str
+    description: str
+    prompt: str
+    tools: tuple[str, ...] = ()
+    read_only: bool = False
+    model: str | None = None
+    source: str = "built-in"
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+_COMMON = (
+    "You are an assistant that lives inside a Jupyter project. Answer in Markdown. "
+    "Be concise and concrete; when you use a tool, say briefly what you found."
+)
+
+# In an agent's tool list: every project tool (``.agi/tools/``, capabilities it wrote itself).
+PROJECT_TOOLS = "@project"
+
+READ_ONLY_TOOLS: tuple[str, ...] = ("fs.read", "fs.list", "fs.search", "sql.query", "tasks")
+BUILD_TOOLS: tuple[str, ...] = (
+    *READ_ONLY_TOOLS,
+    "fs.write",
+    "apply_patch",
+    "shell.run",
+    "python",
+    "write_capability",
+    "reload",
+    PROJECT_TOOLS,
+)
+
+BUILTIN_AGENTS: dict[str, Agent] = {
+    agent.name: agent
+    for agent in (
+        Agent(
+            name="general",
+            description="Conversation and explanations; no tools unless configured.",
+            prompt=_COMMON,
+        ),
+        Agent(
+            name="plan",
+            description="Reads the project (files, store, tasks) and plans; changes nothing.",
+            prompt=_COMMON
+            + " You plan: read what you need, then answer with a short, ordered plan. "
+            "You cannot change files.",
+            tools=READ_ONLY_TOOLS,
+            read_only=True,
+        ),
+        Agent(
+            name="build",
+            description="Edits files, applies patches, runs shell commands and notebook code.",
+            prompt=_COMMON
+            + " You build: inspect before you change, prefer small patches (apply_patch), "
+            "and check your work by running it.",
+            tools=BUILD_TOOLS,
+        ),
+    )
+}

@@ -1,0 +1,341 @@
+"""The composition root and public Python API (DESIGN.md section 12).
+
+``Agi`` wires config -> store -> providers -> tools -> agents -> runtime once per project, and
+every front door (magics, widget, server, CLI) is a thin shell over its methods::
+
+    agi = Agi(project="path/to/folder")
+    ses = agi.new_session(agent="general", model="openai:gpt-5-mini")
+    res = agi.ask("prompt", session=ses.id)          # RunResult: .text, .run, .messages, .usage
+    for event in agi.stream("prompt", session=ses.id):   # section-4 events as dicts
+        ...
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agi_jupyter.agents import load_agents
+from agi_jupyter.config import KNOWN_PROVIDERS, Config, find_project, load_config
+from agi_jupyter.errors import ProviderNotConfigured, UsageError
+from agi_jupyter.records import (
+    Message,
+    Page,
+    Part,
+    QueueMode,
+    Run,
+    Session,
+    TextPart,
+    part_to_dict,
+)
+from agi_jupyter.runtime.bus import EventBus
+from agi_jupyter.runtime.deps import ProviderPool, RuntimeDeps
+from agi_jupyter.runtime.follow import afollow_run, follow_run
+from agi_jupyter.runtime.history import HistoryView, history_view
+from agi_jupyter.runtime.loop_thread import BackgroundLoop
+from agi_jupyter.runtime.runner import allowed_tool_names
+from agi_jupyter.runtime.runs import RunManager, TickResult
+from agi_jupyter.store import open_store
+from agi_jupyter.tools import Redactor, ToolRegistry, builtin_tools
+
+if TYPE_CHECKING:
+    from agi_jupyter.agents import Agent
+    from agi_jupyter.tools import AnyTool
+
+
+@dataclass
+class RunResult:
+    """What ``ask`` returns: the final answer, the run, the run's messages and its usage."""
+
+    text: str
+    run: Run
+    messages: list[Message]
+    usage: dict[str, Any]
+
+    @property
+    def run_id(self) -> str:
+        return self.run.id
+
+    @property
+    def session_id(self) -> str:
+        return self.run.session_id
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+
+class Agi:
+    """One project's runtime: its store, providers, tools, agents and runs."""
+
+    def __init__(
+        self,
+        project: str | Path | None = None,
+        *,
+        config: Mapping[str, Any] | None = None,
+        traitlets: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        features: frozenset[str] = frozenset(),
+        tools: Sequence[AnyTool] = (),
+    ) -> None:
+        env = os.environ if env is None else env
+        self.config: Config = load_config(
+            find_project(project or Path.cwd()), overrides=config, traitlets=traitlets, env=env
+        )
+        self.project = self.config.project
+        self.store = open_store(self.project, artifact_threshold=self.config.artifact_threshold)
+        registry = ToolRegistry([*builtin_tools(), *tools])
+        registry.load_project_tools(self.project, store=self.store)
+        self.loop = BackgroundLoop()
+        self.bus = EventBus()
+        self.deps = RuntimeDeps(
+            config=self.config,
+            store=self.store,
+            registry=registry,
+            agents=load_agents(self.project),
+            providers=ProviderPool(self.config),
+            redactor=Redactor(env),
+            bus=self.bus,
+            loop=self.loop,
+            features=features,
+        )
+        self.runs_manager = RunManager(self.deps)
+
+    # --- sessions ------------------------------------------------------------------------------
+
+    def new_session(
+        self,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        title: str | None = None,
+        system_prompt: str | None = None,
+        thinking_level: str | None = None,
+        queue_mode: QueueMode = "queue",
+        notebook_path: str | None = None,
+        tools: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Session:
+        agent_name = agent or self.config.default_agent
+        self._check_agent(agent_name)
+        provider, model_name = self.config.resolve_model(model or self._agent_model(agent_name))
+        if queue_mode not in ("queue", "interrupt"):
+            raise UsageError(f"queue_mode must be 'queue' or 'interrupt', not {queue_mode!r}")
+        return self.store.create_session(
+            title=title,
+            agent=agent_name,
+            provider=provider,
+            model=model_name,
+            system_prompt=system_prompt,
+            thinking_level=thinking_level,
+            queue_mode=queue_mode,
+            tool_config={"extra_tools": list(tools)} if tools else {},
+            metadata=dict(metadata or {}),
+            notebook_path=notebook_path,
+        )
+
+    def session(self, session_id: str) -> Session:
+        return self.store.get_session(session_id)
+
+    def sessions(self, *, limit: int = 50, cursor: str | None = None) -> Page[Session]:
+        return self.store.list_sessions(limit=limit, cursor=cursor)
+
+    def history(self, session_id: str, *, view: HistoryView = "simple") -> list[Message]:
+        if view not in ("simple", "full"):
+            raise UsageError(f"view must be 'simple' or 'full', not {view!r}")
+        return history_view(self.store.list_messages(session_id), view)
+
+    # --- runs ----------------------------------------------------------------------------------
+
+    def submit(
+        self,
+        prompt: str | Sequence[Part],
+        *,
+        session: str | Session | None = None,
+        model: str | None = None,
+        agent: str | None = None,
+        thinking_level: str | None = None,
+        max_iterations: int | None = None,
+        execution_mode: str = "foreground_stream",
+        start: bool = True,
+        **run_fields: Any,
+    ) -> Run:
+        """Queue a run for ``prompt`` and (unless ``start=False``) start executing it here."""
+        ses = self._session_for(session, agent=agent, model=model)
+        provider, model_name = self._model_for(ses, model)
+        parts: list[Part] = [TextPart(text=prompt)] if isinstance(prompt, str) else list(prompt)
+        if not parts or all(isinstance(p, TextPart) and not p.text.strip() for p in parts):
+            raise UsageError("the prompt is empty")
+        state: dict[str, Any] = {"input": [part_to_dict(p) for p in parts]}
+        if max_iterations is not None:
+            if max_iterations < 1:
+                raise UsageError("max_iterations must be at least 1")
+            state["max_iterations"] = max_iterations
+        run = self.store.create_run(
+            ses.id,
+            provider=provider,
+            model=model_name,
+            thinking_level=thinking_level or ses.thinking_level,
+            execution_mode=execution_mode,
+            max_attempts=self.config.max_attempts,
+            loop_state=state,
+            notebook_path=run_fields.pop("notebook_path", ses.notebook_path),
+            **run_fields,
+        )
+        if ses.queue_mode == "interrupt":
+            self._interrupt_active_runs(ses.id, keep=run.id)
+        if start:
+            self.loop.submit(self._spawn(run.id))
+        return run
+
+    def stream(self, prompt: str | Sequence[Part], **options: Any) -> Iterator[dict[str, Any]]:
+        """Start a run and yield its events until ``run.final``. Stopping early is safe: the run
+        goes on and persists."""
+        run = self.submit(prompt, **options)
+        return follow_run(self.store, self.bus, run.id)
+
+    async def astream(
+        self, prompt: str | Sequence[Part], **options: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        """``stream`` for callers on their own asyncio loop."""
+        run = self.submit(prompt, **options)
+        async for event in afollow_run(self.store, self.bus, run.id):
+            yield event
+
+    def ask(self, prompt: str | Sequence[Part], **options: Any) -> RunResult:
+        """Run ``prompt`` to the end and return the answer."""
+        run_id = ""
+        for event in self.stream(prompt, **options):
+            run_id = event["run_id"]
+        return self.result(run_id)
+
+    def result(self, run_id: str) -> RunResult:
+        run = self.store.get_run(run_id)
+        messages = [m for m in self.store.list_messages(run.session_id) if m.run_id == run.id]
+        answers = [m for m in messages if m.role == "assistant" and m.text]
+        return RunResult(
+            text=answers[-1].text if answers else "",
+            run=run,
+            messages=messages,
+            usage={**run.usage, "cost_usd": run.cost_usd},
+        )
+
+    def follow(self, run_id: str, *, after_seq: int = 0) -> Iterator[dict[str, Any]]:
+        """Replay a run's persisted events after ``after_seq``, then follow it live."""
+        self.store.get_run(run_id)
+        return follow_run(self.store, self.bus, run_id, after_seq=after_seq)
+
+    def afollow(self, run_id: str, *, after_seq: int = 0) -> AsyncIterator[dict[str, Any]]:
+        self.store.get_run(run_id)
+        return afollow_run(self.store, self.bus, run_id, after_seq=after_seq)
+
+    def run(self, run_id: str) -> Run:
+        return self.store.get_run(run_id)
+
+    def runs(
+        self, session_id: str | None = None, *, limit: int = 50, cursor: str | None = None
+    ) -> Page[Run]:
+        return self.store.list_runs(session_id=session_id, limit=limit, cursor=cursor)
+
+    def cancel(self, run_id: str) -> Run:
+        """Cancel a run; returns it (``cancelled`` unless it ended first)."""
+        return self.loop.run(self.runs_manager.cancel(run_id))
+
+    def tick(self, *, max_runs: int = 10) -> TickResult:
+        """Recover stalled runs and execute due queued runs (safe in several processes)."""
+        return self.loop.run(self.runs_manager.tick(max_runs=max_runs))
+
+    async def _spawn(self, run_id: str) -> None:
+        self.runs_manager.spawn(run_id)
+
+    def _interrupt_active_runs(self, session_id: str, *, keep: str) -> None:
+        active = self.store.list_runs(
+            session_id=session_id, statuses=["queued", "running"], limit=20
+        ).items
+        for run in active:
+            if run.id != keep:
+                self.cancel(run.id)
+
+    # --- catalogue -----------------------------------------------------------------------------
+
+    def agents(self) -> dict[str, Agent]:
+        return dict(self.deps.agents)
+
+    def tools(self, agent: str | None = None) -> list[AnyTool]:
+        registry = self.deps.registry
+        if agent is None:
+            return list(registry.all())
+        allowed = allowed_tool_names(self._check_agent(agent), None, registry)
+        return registry.offered(allowed, self.deps.features)
+
+    def stats(self) -> dict[str, Any]:
+        return self.store.stats()
+
+    def close(self) -> None:
+        """Stop runs still executing here (they end ``cancelled``) and release resources."""
+        if self.loop.in_loop_thread():
+            raise RuntimeError("Agi.close() cannot be called from the runtime loop")
+        try:
+            self.loop.run(self._aclose(), timeout=30)
+        finally:
+            self.loop.close()
+            self.store.close()
+
+    async def _aclose(self) -> None:
+        await self.runs_manager.aclose()
+        await self.deps.providers.aclose()
+
+    def __enter__(self) -> Agi:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _check_agent(self, name: str) -> Agent:
+        agent = self.deps.agents.get(name)
+        if agent is None:
+            known = ", ".join(sorted(self.deps.agents))
+            raise UsageError(f"unknown agent {name!r} (known: {known})")
+        return agent
+
+    def _agent_model(self, agent: str) -> str | None:
+        return self.deps.agents[agent].model
+
+    def _session_for(
+        self, session: str | Session | None, *, agent: str | None, model: str | None
+    ) -> Session:
+        if session is None:
+            return self.new_session(agent=agent, model=model)
+        ses = session if isinstance(session, Session) else self.store.get_session(session)
+        if agent is not None and agent != ses.agent:
+            self._check_agent(agent)
+            ses = self.store.update_session(ses.id, agent=agent)
+        return ses
+
+    def _model_for(self, session: Session, model: str | None) -> tuple[str, str]:
+        if model:
+            provider, name = self.config.resolve_model(model)
+        elif session.provider and session.model:
+            provider, name = session.provider, session.model
+        else:
+            provider, name = self.config.resolve_model()
+        settings = self.config.provider(provider)
+        if not settings.configured:
+            raise ProviderNotConfigured(_not_configured_message(provider))
+        return provider, name
+
+
+def _not_configured_message(provider: str) -> str:
+    known = KNOWN_PROVIDERS[provider]
+    if known.key_env:
+        hint = f"set {' or '.join(known.key_env)}, or run `agi setup`"
+    else:
+        hint = "enable it in .agi/config.json"
+    return f"provider {provider!r} is not configured: {hint}"

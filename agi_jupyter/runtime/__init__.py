@@ -1,0 +1,1 @@
+"""The runtime: the agent loop, durable runs, event fan-out and following."""

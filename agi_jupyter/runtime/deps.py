@@ -1,0 +1,70 @@
+"""What the runtime needs from the composition root, gathered in one object."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agi_jupyter.records import new_id
+
+if TYPE_CHECKING:
+    from agi_jupyter.agents import Agent
+    from agi_jupyter.config import Config
+    from agi_jupyter.providers.base import Provider
+    from agi_jupyter.runtime.bus import EventBus
+    from agi_jupyter.runtime.loop_thread import BackgroundLoop
+    from agi_jupyter.store import Store
+    from agi_jupyter.tools import Redactor, ToolRegistry
+
+
+class ProviderPool:
+    """One provider client per provider name, created on first use on the runtime loop."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._providers: dict[str, Provider] = {}
+
+    def get(self, name: str) -> Provider:
+        provider = self._providers.get(name)
+        if provider is None:
+            from agi_jupyter.providers import create_provider
+
+            provider = create_provider(self.config.provider(name))
+            self._providers[name] = provider
+        return provider
+
+    async def aclose(self) -> None:
+        providers, self._providers = list(self._providers.values()), {}
+        for provider in providers:
+            await provider.aclose()
+
+
+def new_owner_id() -> str:
+    """Who runs a run: host, process and a random part (several ``Agi`` per process)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{new_id('own')[-8:]}"
+
+
+@dataclass
+class RuntimeDeps:
+    config: Config
+    store: Store
+    registry: ToolRegistry
+    agents: dict[str, Agent]
+    providers: ProviderPool
+    redactor: Redactor
+    bus: EventBus
+    loop: BackgroundLoop
+    features: frozenset[str] = frozenset()
+    owner: str = field(default_factory=new_owner_id)
+    heartbeat_interval: float = 5.0
+    stale_after: float = 30.0
+
+    def call_in_loop(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Call ``fn`` on the runtime loop: now if already there, else thread-safely soon."""
+        if self.loop.in_loop_thread():
+            fn(*args)
+        else:
+            self.loop.loop.call_soon_threadsafe(fn, *args)

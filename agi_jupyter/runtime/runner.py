@@ -1,0 +1,380 @@
+"""The agent loop of one run attempt (seed 004): model -> tools -> model, until it stops.
+
+Each turn: build the request (system prompt, history, offered tools), stream the provider's
+events out as section-4 events, persist the assistant message, then run the turn's tool calls
+concurrently and persist their results; ``loop_state`` is saved after every turn so a run whose
+process dies can be resumed by the next tick. Provider errors propagate to the caller
+(``runs.RunManager``), which owns retries and the run's status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from agi_jupyter import events as ev
+from agi_jupyter.agents import PROJECT_TOOLS, build_system_prompt
+from agi_jupyter.errors import UsageError
+from agi_jupyter.providers import base as pb
+from agi_jupyter.providers.catalog import cost_usd
+from agi_jupyter.records import (
+    JSON,
+    Message,
+    Part,
+    ReasoningPart,
+    Run,
+    Session,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    part_to_dict,
+)
+from agi_jupyter.runtime.history import conversation, unanswered_tool_calls
+from agi_jupyter.runtime.toolnames import ToolNames
+from agi_jupyter.tools import ToolContext, execute_tool_call
+
+if TYPE_CHECKING:
+    from agi_jupyter.agents import Agent
+    from agi_jupyter.runtime.deps import RuntimeDeps
+    from agi_jupyter.runtime.emitter import RunEmitter
+    from agi_jupyter.tools import ToolOutcome, ToolRegistry
+
+
+@dataclass
+class TurnResult:
+    text: str = ""
+    reasoning: list[ReasoningPart] = field(default_factory=list)
+    tool_calls: list[pb.ToolCallEnd] = field(default_factory=list)
+    usage: pb.Usage = field(default_factory=pb.Usage)
+    finish: pb.Finish | None = None
+    response_id: str | None = None
+
+
+@dataclass
+class AttemptResult:
+    text: str
+    usage: dict[str, int]
+    cost_usd: float
+    iterations: int
+    max_iterations_reached: bool = False
+
+
+class AgentLoop:
+    """Runs one attempt of an ``agent`` run. Stateless between runs; one per ``Agi``."""
+
+    def __init__(self, deps: RuntimeDeps) -> None:
+        self.deps = deps
+
+    async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult:
+        deps = self.deps
+        session = deps.store.get_session(run.session_id)
+        agent = self._agent(session)
+        tools = deps.registry.offered(self._allowed(agent, session), deps.features)
+        system = run.system_prompt or build_system_prompt(
+            agent,
+            deps.config.project,
+            tool_prompts=[t.prompt for t in tools if t.prompt],
+            session_prompt=session.system_prompt,
+        )
+        provider = deps.providers.get(run.provider or "fake")
+        state: JSON = dict(run.loop_state or {})
+        usage_total = dict(state.get("usage") or {"input_tokens": 0, "output_tokens": 0})
+        cost_total = float(state.get("cost_usd") or 0.0)
+        messages = deps.store.list_messages(session.id)
+        await self._answer_dangling_tool_calls(run, messages, emitter)
+        max_iterations = int(state.get("max_iterations") or deps.config.max_iterations)
+        # Every registered name, so a call to a tool not offered is refused by its real name.
+        names = ToolNames([t.name for t in deps.registry.all()])
+        specs = [names.encode_spec(t.spec()) for t in tools]
+        text = ""
+        for iteration in range(int(state.get("iteration", 0)) + 1, max_iterations + 1):
+            emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
+            request = pb.ProviderRequest(
+                model=run.model or "",
+                messages=[
+                    names.encode_message(m)
+                    for m in conversation(deps.store.list_messages(session.id))
+                ],
+                system=system,
+                tools=specs,
+                thinking_level=run.thinking_level,
+                idempotency_key=f"{run.id}-{run.attempt}-{iteration}",
+            )
+            turn = await self._stream_turn(provider, request, emitter, names)
+            assistant = self._save_assistant(run, session, turn, emitter)
+            cost = self._record_usage(run, session, turn.usage, emitter)
+            usage_total["input_tokens"] += turn.usage.input_tokens
+            usage_total["output_tokens"] += turn.usage.output_tokens
+            cost_total += cost
+            text = turn.text
+            if turn.tool_calls:
+                await self._run_tools(run, session, agent, assistant, turn.tool_calls, emitter)
+            state = {
+                "iteration": iteration,
+                "max_iterations": max_iterations,
+                "usage": usage_total,
+                "cost_usd": cost_total,
+            }
+            deps.store.update_run(run.id, loop_state=state, usage=usage_total, cost_usd=cost_total)
+            if not turn.tool_calls:
+                return AttemptResult(text, usage_total, cost_total, iteration)
+        return AttemptResult(text, usage_total, cost_total, max_iterations, True)
+
+    # --- setup -------------------------------------------------------------------------------
+
+    def _agent(self, session: Session) -> Agent:
+        agent = self.deps.agents.get(session.agent)
+        if agent is None:
+            known = ", ".join(sorted(self.deps.agents))
+            raise UsageError(f"unknown agent {session.agent!r} (known: {known})")
+        return agent
+
+    def _allowed(self, agent: Agent, session: Session) -> list[str]:
+        return allowed_tool_names(agent, session, self.deps.registry)
+
+    # --- streaming one model turn ------------------------------------------------------------
+
+    async def _stream_turn(
+        self,
+        provider: pb.Provider,
+        request: pb.ProviderRequest,
+        emitter: RunEmitter,
+        names: ToolNames,
+    ) -> TurnResult:
+        turn = TurnResult()
+        chunks: list[str] = []
+        async for event in provider.stream(request):
+            if isinstance(event, pb.TextDelta):
+                chunks.append(event.text)
+                emitter.emit(ev.TextDelta(delta=event.text))
+            elif isinstance(event, pb.ReasoningDelta):
+                emitter.emit(ev.ReasoningDelta(delta=event.text))
+            elif isinstance(event, pb.ReasoningDone):
+                turn.reasoning.append(
+                    ReasoningPart(
+                        text=event.text,
+                        signature=event.signature,
+                        provider_data=event.provider_data,
+                    )
+                )
+                emitter.emit(ev.ReasoningDone(text=event.text))
+            elif isinstance(event, pb.ToolCallStart):
+                name = names.decode(event.name)
+                emitter.emit(ev.ToolCallStarted(tool_call_id=event.tool_call_id, name=name))
+            elif isinstance(event, pb.ToolCallArgsDelta):
+                emitter.emit(
+                    ev.ToolCallArgumentsDelta(tool_call_id=event.tool_call_id, delta=event.delta)
+                )
+            elif isinstance(event, pb.ToolCallEnd):
+                turn.tool_calls.append(replace(event, name=names.decode(event.name)))
+                emitter.emit(
+                    ev.ToolCallArgumentsDone(
+                        tool_call_id=event.tool_call_id, arguments=event.arguments
+                    )
+                )
+            elif isinstance(event, pb.Usage):
+                turn.usage = event
+            elif isinstance(event, pb.ResponseId):
+                turn.response_id = event.id
+            elif isinstance(event, pb.Finish):
+                turn.finish = event
+        turn.text = "".join(chunks)
+        if turn.text:
+            emitter.emit(ev.TextDone(text=turn.text))
+        return turn
+
+    def _save_assistant(
+        self, run: Run, session: Session, turn: TurnResult, emitter: RunEmitter
+    ) -> Message:
+        parts: list[Part] = [*turn.reasoning]
+        if turn.text:
+            parts.append(TextPart(text=turn.text))
+        parts.extend(
+            ToolCallPart(tool_call_id=c.tool_call_id, name=c.name, arguments=c.arguments)
+            for c in turn.tool_calls
+        )
+        meta: JSON = {
+            "provider": run.provider,
+            "model": run.model,
+            "usage": {
+                "input_tokens": turn.usage.input_tokens,
+                "output_tokens": turn.usage.output_tokens,
+            },
+            "stop_reason": turn.finish.reason if turn.finish else None,
+        }
+        if turn.response_id:
+            meta["response_id"] = turn.response_id
+        message = self.deps.store.add_message(
+            session.id, "assistant", parts, run_id=run.id, meta=meta
+        )
+        emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
+        return message
+
+    def _record_usage(
+        self, run: Run, session: Session, usage: pb.Usage, emitter: RunEmitter
+    ) -> float:
+        cost = cost_usd(run.provider or "", run.model or "", usage)
+        self.deps.store.add_session_usage(
+            session.id,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=cost or 0.0,
+        )
+        emitter.emit(
+            ev.UsageEvent(
+                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost_usd=cost
+            )
+        )
+        return cost or 0.0
+
+    # --- tools -------------------------------------------------------------------------------
+
+    async def _run_tools(
+        self,
+        run: Run,
+        session: Session,
+        agent: Agent,
+        assistant: Message,
+        calls: list[pb.ToolCallEnd],
+        emitter: RunEmitter,
+    ) -> None:
+        allowed = self._allowed(agent, session)
+        rows = [
+            self.deps.store.create_tool_call(
+                run.id,
+                c.tool_call_id,
+                c.name,
+                self.deps.redactor.redact_json(c.arguments),
+                message_id=assistant.id,
+                status="running",
+            )
+            for c in calls
+        ]
+        outcomes = await asyncio.gather(
+            *(self._run_one_tool(run, session, c, allowed, emitter) for c in calls)
+        )
+        for row, outcome in zip(rows, outcomes, strict=True):
+            self.deps.store.update_tool_call(
+                row.id,
+                status=outcome.status,
+                result=outcome.result,
+                is_error=not outcome.ok,
+                started_at=outcome.started_at,
+                finished_at=outcome.finished_at,
+            )
+            self._save_tool_result(run, session, outcome, emitter)
+
+    async def _run_one_tool(
+        self,
+        run: Run,
+        session: Session,
+        call: pb.ToolCallEnd,
+        allowed: list[str],
+        emitter: RunEmitter,
+    ) -> ToolOutcome:
+        def emit_delta(channel: str, chunk: str) -> None:
+            event = ev.ToolCallDelta(tool_call_id=call.tool_call_id, channel=channel, chunk=chunk)
+            self.deps.call_in_loop(emitter.emit, event)
+
+        ctx = ToolContext(
+            project=self.deps.config.project,
+            store=self.deps.store,
+            config=self.deps.config,
+            session_id=session.id,
+            run_id=run.id,
+            tool_call_id=call.tool_call_id,
+            emit=emit_delta,
+            registry=self.deps.registry,
+            features=self.deps.features,
+            agent=session.agent,
+            read_only=self.deps.agents[session.agent].read_only,
+        )
+        return await execute_tool_call(
+            self.deps.registry,
+            name=call.name,
+            arguments=call.arguments,
+            raw_arguments_error=call.parse_error,
+            allowed=allowed,
+            ctx=ctx,
+            timeout=self.deps.config.tool_timeout,
+            redactor=self.deps.redactor,
+        )
+
+    def _save_tool_result(
+        self, run: Run, session: Session, outcome: ToolOutcome, emitter: RunEmitter
+    ) -> None:
+        artifact_id = outcome.artifact.id if outcome.artifact else None
+        part = ToolResultPart(
+            tool_call_id=outcome.tool_call_id,
+            name=outcome.name,
+            output=outcome.output,
+            is_error=not outcome.ok,
+            artifact_id=artifact_id,
+        )
+        self.deps.store.add_message(session.id, "tool", [part], run_id=run.id)
+        summary = None
+        if outcome.artifact is not None:
+            a = outcome.artifact
+            summary = {"id": a.id, "kind": a.kind, "title": a.title, "size": a.size}
+            if a.kind == "file_diff" and a.data:
+                summary["summary"] = a.data.get("summary")
+        emitter.emit(
+            ev.ToolCallOutput(
+                tool_call_id=outcome.tool_call_id,
+                name=outcome.name,
+                ok=outcome.ok,
+                output=outcome.output,
+                status=outcome.status,
+                artifact=summary,
+            )
+        )
+
+    async def _answer_dangling_tool_calls(
+        self, run: Run, messages: list[Message], emitter: RunEmitter
+    ) -> None:
+        """Give tool calls interrupted by a crash an error result, so history stays valid."""
+        for message, call in unanswered_tool_calls(messages):
+            part = ToolResultPart(
+                tool_call_id=call.tool_call_id,
+                name=call.name,
+                output="The tool call was interrupted (the process running it stopped). "
+                "Its effects are unknown; check before calling it again.",
+                is_error=True,
+            )
+            self.deps.store.add_message(message.session_id, "tool", [part], run_id=run.id)
+            emitter.emit(
+                ev.ToolCallOutput(
+                    tool_call_id=call.tool_call_id,
+                    name=call.name,
+                    ok=False,
+                    output=part.output,
+                    status="failed",
+                )
+            )
+
+
+def allowed_tool_names(agent: Agent, session: Session | None, registry: ToolRegistry) -> list[str]:
+    """The names/globs an agent may use in a session: its own list, ``@project`` expanded to
+    the project tools, plus the session's extra tools."""
+    names = list(agent.tools)
+    if session is not None:
+        names.extend(str(t) for t in session.tool_config.get("extra_tools") or [])
+    if PROJECT_TOOLS in names:
+        names.remove(PROJECT_TOOLS)
+        names.extend(registry.project_tools)
+    return names
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    return {
+        "id": message.id,
+        "session_id": message.session_id,
+        "run_id": message.run_id,
+        "role": message.role,
+        "status": message.status,
+        "text": message.text,
+        "meta": message.meta,
+        "parts": [part_to_dict(p) for p in message.parts],
+        "created_at": message.created_at,
+    }
