@@ -8,7 +8,7 @@ the wire it is a flat JSON object with ``type``, ``run_id``, ``seq`` (per run, i
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 JSON = dict[str, Any]
@@ -208,8 +208,11 @@ def is_persisted(event_type: str, *, persist_deltas: bool) -> bool:
 
 
 def event_to_dict(event: Event) -> JSON:
-    """The wire form: a flat JSON object with ``type`` first."""
-    data = asdict(event)
+    """The wire form: a flat JSON object with ``type`` first.
+
+    A shallow copy of the fields (``dataclasses.asdict`` deep-copies, which costs more than
+    the rest of an event's trip together): payload values are shared, never mutated."""
+    data = dict(vars(event))
     return {"type": data.pop("type"), **data}
 
 

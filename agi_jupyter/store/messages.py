@@ -7,8 +7,10 @@ and the parts' JSON is decoded with one ``json.loads`` call: see benchmarks/stor
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from agi_jupyter.errors import NotFound, SessionNotFound
@@ -180,8 +182,24 @@ class MessagesMixin(StoreCore):
             where += " AND (m.created_at, m.rowid) <= (?, ?)"
             params = [*params, rows[-1][_CREATED_AT], rows[-1][-1]]
         part_rows = conn.execute(f"{_PARTS} WHERE {where} {_ORDER}, p.idx", params).fetchall()
-        contents = loads_many([content for _, _, content in part_rows])
-        parts: dict[str, list[Part]] = {row[0]: [] for row in rows}
-        for (message_id, kind, _), data in zip(part_rows, contents, strict=True):
-            parts[message_id].append(part_from_data(kind, data))
-        return messages_from_rows(rows, parts)
+        with _gc_paused(len(part_rows) + len(rows)):
+            contents = loads_many([content for _, _, content in part_rows])
+            parts: dict[str, list[Part]] = {row[0]: [] for row in rows}
+            for (message_id, kind, _), data in zip(part_rows, contents, strict=True):
+                parts[message_id].append(part_from_data(kind, data))
+            return messages_from_rows(rows, parts)
+
+
+@contextlib.contextmanager
+def _gc_paused(objects: int) -> Iterator[None]:
+    """Pause the cyclic GC while a long history is built: tens of thousands of new dicts and
+    records would otherwise trigger repeated full collections over a heap that holds no
+    cycles (about 20% of the load time of a 10,000-message history)."""
+    if objects < 2_000 or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

@@ -1,0 +1,139 @@
+"""What the runtime (runner + store + event fan-out) adds on top of the raw SDK.
+
+Three measurements, against the fake LLM server running in its own process (its CPU is not
+counted):
+
+1. a 20,000-chunk answer through ``Agi.stream`` vs the raw ``openai`` Chat Completions stream
+   loop over the same stream (goal <= 1.05x wall clock);
+2. a 10-turn tool loop (each turn one ``fs.list`` call, then a final answer) through ``Agi.ask``
+   vs the same 11 requests made with the raw SDK: the runtime's overhead per turn;
+3. ``Agi.history(view="full")`` of a 10,000-message session (goal <= 50 ms).
+
+    .venv/bin/python benchmarks/runtime_overhead.py [--chunks 20000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from agi_jupyter.app import Agi
+from agi_jupyter.testing import FakeLLMClient, FakeToolCall, Turn
+
+sys.path.insert(0, str(Path(__file__).parent))
+from store_history import build  # noqa: E402
+
+
+def start_server() -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agi_jupyter.testing.fake_llm", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    if not line.startswith("FAKE_LLM_URL="):
+        process.kill()
+        raise SystemExit(f"fake server did not start: {line!r}")
+    return process, line.removeprefix("FAKE_LLM_URL=")
+
+
+async def raw_stream(base_url: str, requests: int) -> None:
+    import openai
+
+    client = openai.AsyncOpenAI(api_key="sk-bench", base_url=base_url, max_retries=0)
+    try:
+        for _ in range(requests):
+            stream = await client.chat.completions.create(
+                model="gpt-4o-mini",
+                messages=[{"role": "user", "content": "go"}],
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            async for _chunk in stream:
+                pass
+    finally:
+        await client.close()
+
+
+def timed(fn: object) -> float:
+    started = time.perf_counter()
+    assert callable(fn)
+    fn()
+    return time.perf_counter() - started
+
+
+def cpu_timed(fn: object) -> tuple[float, float]:
+    """(wall seconds, this process's CPU seconds): the server's work is in another process."""
+    cpu = time.process_time()
+    wall = timed(fn)
+    return wall, time.process_time() - cpu
+
+
+def answer_turn(chunks: int) -> Turn:
+    return Turn(chunks=["tok "] * chunks, usage=(10, chunks))
+
+
+def tool_turns() -> list[Turn]:
+    turns = [Turn(tool_calls=[FakeToolCall("fs_list", {"path": "."})]) for _ in range(10)]
+    return [*turns, Turn(text="done")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    process, url = start_server()
+    fake = FakeLLMClient(url, timeout=60)
+    base_url = url + "/v1"
+    env = {"HOME": tempfile.mkdtemp(), "OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": base_url}
+    try:
+        with tempfile.TemporaryDirectory() as project, Agi(project, env=env) as agi:
+            session = agi.new_session(agent="plan", model="openai-chat:gpt-4o-mini")
+            raw_runs, our_runs = [], []
+            for _ in range(args.repeat):
+                fake.enqueue(answer_turn(args.chunks))
+                raw_runs.append(cpu_timed(lambda: asyncio.run(raw_stream(base_url, 1))))
+                fake.enqueue(answer_turn(args.chunks))
+                our_runs.append(cpu_timed(lambda: list(agi.stream("go", session=session.id))))
+            for label, index in (("wall", 0), ("CPU", 1)):
+                raw_s = statistics.median(r[index] for r in raw_runs)
+                ours_s = statistics.median(r[index] for r in our_runs)
+                print(
+                    f"{args.chunks:,}-chunk answer ({label}): raw SDK {raw_s * 1000:.0f} ms, "
+                    f"Agi.stream {ours_s * 1000:.0f} ms, ratio {ours_s / raw_s:.3f}x"
+                )
+            raw, ours = [], []
+            for _ in range(args.repeat):
+                fake.enqueue(*tool_turns())
+                raw.append(timed(lambda: asyncio.run(raw_stream(base_url, 11))))
+                fake.enqueue(*tool_turns())
+                tool_session = agi.new_session(agent="plan", model="openai-chat:gpt-4o-mini")
+                ours.append(timed(lambda: agi.ask("loop", session=tool_session.id)))
+            per_turn = (statistics.median(ours) - statistics.median(raw)) / 11
+            print(
+                f"10-turn tool loop: raw SDK {statistics.median(raw) * 1000:.0f} ms, Agi.ask "
+                f"{statistics.median(ours) * 1000:.0f} ms, overhead {per_turn * 1000:.1f} ms/turn"
+            )
+        with tempfile.TemporaryDirectory() as project, Agi(project, env=env) as agi:
+            session_id = build(agi.store, 10_000)
+            times = [timed(lambda: agi.history(session_id, view="full")) for _ in range(7)]
+            print(
+                f"history(view='full') of 10,000 messages: median "
+                f"{statistics.median(times) * 1000:.1f} ms (goal <= 50 ms)"
+            )
+    finally:
+        process.terminate()
+        process.wait(10)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
