@@ -27,7 +27,7 @@ from agi_jupyter.app import Agi
 from agi_jupyter.testing import FakeLLMClient, FakeToolCall, Turn
 
 sys.path.insert(0, str(Path(__file__).parent))
-from store_history import build  # noqa: E402
+from store_history import build
 
 
 def start_server() -> tuple[subprocess.Popen[str], str]:
@@ -115,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                 fake.enqueue(*tool_turns())
                 raw.append(timed(lambda: asyncio.run(raw_stream(base_url, 11))))
                 fake.enqueue(*tool_turns())
-                tool_session = agi.new_session(agent="plan", model="openai-chat:gpt-4o-mini")
-                ours.append(timed(lambda: agi.ask("loop", session=tool_session.id)))
+                sid = agi.new_session(agent="plan", model="openai-chat:gpt-4o-mini").id
+                ours.append(timed(lambda sid=sid: agi.ask("loop", session=sid)))
             per_turn = (statistics.median(ours) - statistics.median(raw)) / 11
             print(
                 f"10-turn tool loop: raw SDK {statistics.median(raw) * 1000:.0f} ms, Agi.ask "

@@ -16,18 +16,22 @@ from agi_jupyter.providers._common import (
 )
 
 try:
+    import httpx2
     import openai
 except ImportError as _import_error:
     raise ImportError(install_hint("openai", "openai")) from _import_error
 
 
-def make_client(config: AdapterConfig) -> openai.AsyncOpenAI:
+def make_client(
+    config: AdapterConfig, http_client: httpx2.AsyncClient | None = None
+) -> openai.AsyncOpenAI:
     """An SDK client that never retries by itself (``providers.retry`` does)."""
     return openai.AsyncOpenAI(
         api_key=config.api_key,
         base_url=config.base_url,
         timeout=config.timeout,
         max_retries=0,
+        http_client=http_client,
     )
 
 

@@ -4,7 +4,8 @@ The history becomes alternating ``user``/``assistant`` messages of content block
 blocks with their signature (and ``redacted_thinking`` blocks) echoed back first, then text and
 ``tool_use`` blocks; tool results are ``tool_result`` blocks in a user message, consecutive ones
 (and a user message right after them) merged into one. ``thinking_level`` becomes a ``thinking``
-budget, added on top of the answer's ``max_tokens``. The message id is yielded with
+budget, added on top of the answer's ``max_tokens`` (adaptive thinking with an effort for the
+models the SDK flags as needing it). The message id is yielded with
 ``message_start``. A stream without ``message_stop`` is a ``ProviderDisconnected``, and so is a
 dropped connection (the SDK raises a bare ``httpx2`` error for it).
 """
@@ -105,9 +106,12 @@ Handler = Callable[[Any], Sequence[ProviderEvent]]
 
 
 class AnthropicProvider:
-    """The Anthropic Messages API (provider ``anthropic``)."""
+    """The Anthropic Messages API (provider ``anthropic``). ``http_client``: an
+    ``httpx2.AsyncClient`` to send through (a proxy, a custom transport, tests)."""
 
-    def __init__(self, config: AdapterConfig) -> None:
+    def __init__(
+        self, config: AdapterConfig, *, http_client: httpx2.AsyncClient | None = None
+    ) -> None:
         self.name = config.name
         self.config = config
         self.client = anthropic.AsyncAnthropic(
@@ -115,6 +119,7 @@ class AnthropicProvider:
             base_url=config.base_url,
             timeout=config.timeout,
             max_retries=0,
+            http_client=http_client,
         )
 
     @property
@@ -122,7 +127,8 @@ class AnthropicProvider:
         return str(self.client.base_url)
 
     def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        return stream_with_retry(lambda: self._stream_once(request), self.config.retry)
+        params = self.request_params(request)  # mapped once, sent again on a retry
+        return stream_with_retry(lambda: self._stream_once(params), self.config.retry)
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -154,8 +160,7 @@ class AnthropicProvider:
             params["extra_headers"] = {"Idempotency-Key": request.idempotency_key}
         return params
 
-    async def _stream_once(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
-        params = self.request_params(request)
+    async def _stream_once(self, params: dict[str, Any]) -> AsyncGenerator[ProviderEvent, None]:
         state = _MessagesStream()
         handlers = state.handlers()
         try:

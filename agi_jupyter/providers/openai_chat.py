@@ -49,6 +49,7 @@ from agi_jupyter.records import (
 )
 
 try:
+    import httpx2
     import openai
     from openai.types.chat import (
         ChatCompletionAssistantMessageParam,
@@ -77,20 +78,28 @@ _REASONING_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhi
 
 class OpenAIChatProvider:
     """A Chat Completions endpoint. ``openai_native`` turns on OpenAI-only request fields
-    (``reasoning_effort``, ``max_completion_tokens``); compatible servers get ``max_tokens``."""
+    (``reasoning_effort``, ``max_completion_tokens``); compatible servers get ``max_tokens``.
+    ``http_client``: an ``httpx2.AsyncClient`` to send through (a proxy, a transport, tests)."""
 
-    def __init__(self, config: AdapterConfig, *, openai_native: bool = False) -> None:
+    def __init__(
+        self,
+        config: AdapterConfig,
+        *,
+        openai_native: bool = False,
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
         self.name = config.name
         self.config = config
         self.openai_native = openai_native
-        self.client = make_client(config)
+        self.client = make_client(config, http_client)
 
     @property
     def base_url(self) -> str:
         return str(self.client.base_url)
 
     def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        return stream_with_retry(lambda: self._stream_once(request), self.config.retry)
+        params = self.request_params(request)  # mapped once, sent again on a retry
+        return stream_with_retry(lambda: self._stream_once(params), self.config.retry)
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -119,8 +128,7 @@ class OpenAIChatProvider:
             params["extra_body"] = dict(request.extra_body)
         return params
 
-    async def _stream_once(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
-        params = self.request_params(request)
+    async def _stream_once(self, params: dict[str, Any]) -> AsyncGenerator[ProviderEvent, None]:
         state = _ChatStream()
         try:
             chunks = await self.client.chat.completions.create(**params)

@@ -53,6 +53,7 @@ from agi_jupyter.records import (
 )
 
 try:
+    import httpx2
     import openai
     from openai.types.responses import (
         EasyInputMessageParam,
@@ -92,19 +93,23 @@ _NO_EVENTS: tuple[ProviderEvent, ...] = ()
 
 
 class OpenAIResponsesProvider:
-    """The OpenAI Responses API (provider ``openai``)."""
+    """The OpenAI Responses API (provider ``openai``). ``http_client``: an
+    ``httpx2.AsyncClient`` to send through (a proxy, a custom transport, tests)."""
 
-    def __init__(self, config: AdapterConfig) -> None:
+    def __init__(
+        self, config: AdapterConfig, *, http_client: httpx2.AsyncClient | None = None
+    ) -> None:
         self.name = config.name
         self.config = config
-        self.client = make_client(config)
+        self.client = make_client(config, http_client)
 
     @property
     def base_url(self) -> str:
         return str(self.client.base_url)
 
     def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        return stream_with_retry(lambda: self._stream_once(request), self.config.retry)
+        params = self.request_params(request)  # mapped once, sent again on a retry
+        return stream_with_retry(lambda: self._stream_once(params), self.config.retry)
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -134,8 +139,7 @@ class OpenAIResponsesProvider:
             params["extra_body"] = dict(request.extra_body)
         return params
 
-    async def _stream_once(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
-        params = self.request_params(request)
+    async def _stream_once(self, params: dict[str, Any]) -> AsyncGenerator[ProviderEvent, None]:
         state = _ResponsesStream(self.config)
         handlers = state.handlers()
         try:

@@ -54,7 +54,10 @@ def settings(tmp_path: Path, name: str, **env: str) -> ProviderSettings:
 async def test_adapter_and_base_url(tmp_path: Path, name: str, cls: type, base_url: str) -> None:
     provider = create_provider(settings(tmp_path, name, **ALL_KEYS))
     try:
-        assert isinstance(provider, cls)
+        assert type(provider) is cls
+        assert isinstance(
+            provider, OpenAIResponsesProvider | OpenAIChatProvider | AnthropicProvider
+        )
         assert provider.name == name
         assert provider.base_url == base_url
         assert provider.config.retry.max_retries == 3

@@ -61,10 +61,12 @@ def assert_well_formed(events: list[ProviderEvent]) -> Finish:
     """Exactly one Finish, last; a response id first."""
     finishes = of_type(events, Finish)
     assert len(finishes) == 1
-    assert events[-1] is finishes[0]
+    finish = events[-1]
+    assert finish is finishes[0]
+    assert isinstance(finish, Finish)
     assert isinstance(events[0], ResponseId)
     assert events[0].id
-    return finishes[0]
+    return finish
 
 
 @pytest.mark.asyncio
