@@ -94,6 +94,9 @@ class FakeHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # Each SSE event is its own send(): without TCP_NODELAY, Nagle's algorithm meets the
+        # client's delayed ACK and every short streamed answer waits ~40 ms.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self.fake.connections_lock:
             self.fake.connections.add(self.connection)
 
