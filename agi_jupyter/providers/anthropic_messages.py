@@ -19,6 +19,7 @@ from typing import Any, Literal
 from agi_jupyter.errors import ProviderDisconnected, ProviderError
 from agi_jupyter.providers._common import (
     AdapterConfig,
+    dump_arguments,
     http_error,
     install_hint,
     tool_call_end,
@@ -308,6 +309,7 @@ class _Block:
     name: str = ""
     chunks: list[str] = field(default_factory=list)
     signature: str | None = None
+    initial_input: dict[str, object] = field(default_factory=dict)  # tool_use sent whole
 
 
 @dataclass
@@ -318,6 +320,7 @@ class _MessagesStream:
     usage: Usage = field(default_factory=Usage)
     stop_reason: str | None = None
     tool_calls: int = 0
+    cache_written: int = 0
     stopped: bool = False
 
     def handlers(self) -> dict[str, Handler]:
@@ -333,8 +336,8 @@ class _MessagesStream:
     def on_message_start(self, event: RawMessageStartEvent) -> Sequence[ProviderEvent]:
         usage = event.message.usage
         cached = usage.cache_read_input_tokens or 0
-        written = usage.cache_creation_input_tokens or 0
-        self.usage.input_tokens = usage.input_tokens + cached + written
+        self.cache_written = usage.cache_creation_input_tokens or 0
+        self.usage.input_tokens = usage.input_tokens + cached + self.cache_written
         self.usage.cached_input_tokens = cached
         self.usage.output_tokens = usage.output_tokens
         return (ResponseId(id=event.message.id),)
@@ -342,7 +345,9 @@ class _MessagesStream:
     def on_block_start(self, event: RawContentBlockStartEvent) -> Sequence[ProviderEvent]:
         block = event.content_block
         if block.type == "tool_use":
-            self.blocks[event.index] = _Block("tool_use", id=block.id, name=block.name)
+            self.blocks[event.index] = _Block(
+                "tool_use", id=block.id, name=block.name, initial_input=block.input
+            )
             self.tool_calls += 1
             return (
                 ToolCallStart(tool_call_id=block.id, name=block.name, index=self.tool_calls - 1),
@@ -380,6 +385,8 @@ class _MessagesStream:
             return _NO_EVENTS
         text = "".join(block.chunks)
         if block.kind == "tool_use":
+            if not text and block.initial_input:
+                text = dump_arguments(block.initial_input)
             return (tool_call_end(block.id, block.name, text),)
         return (ReasoningDone(text=text, signature=block.signature),)
 
@@ -388,11 +395,13 @@ class _MessagesStream:
             self.stop_reason = event.delta.stop_reason
         usage = event.usage
         self.usage.output_tokens = usage.output_tokens
-        if usage.input_tokens is not None:
-            cached = usage.cache_read_input_tokens or self.usage.cached_input_tokens
-            written = usage.cache_creation_input_tokens or 0
-            self.usage.input_tokens = usage.input_tokens + cached + written
-            self.usage.cached_input_tokens = cached
+        if usage.input_tokens is not None:  # cumulative totals, when the API repeats them
+            if usage.cache_read_input_tokens is not None:
+                self.usage.cached_input_tokens = usage.cache_read_input_tokens
+            if usage.cache_creation_input_tokens is not None:
+                self.cache_written = usage.cache_creation_input_tokens
+            cached = self.usage.cached_input_tokens
+            self.usage.input_tokens = usage.input_tokens + cached + self.cache_written
         return _NO_EVENTS
 
     def on_message_stop(self, event: RawMessageStopEvent) -> Sequence[ProviderEvent]:
