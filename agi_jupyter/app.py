@@ -12,16 +12,20 @@ every front door (magics, widget, server, CLI) is a thin shell over its methods:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.agents import load_agents
 from agi_jupyter.config import KNOWN_PROVIDERS, Config, find_project, load_config
-from agi_jupyter.errors import ProviderNotConfigured, UsageError
+from agi_jupyter.errors import ProviderNotConfigured, RunTerminal, UsageError
+from agi_jupyter.events import SessionUpdated, event_to_dict
 from agi_jupyter.records import (
+    ACTIVE_RUN_STATUSES,
     Message,
     Page,
     Part,
@@ -30,7 +34,9 @@ from agi_jupyter.records import (
     Session,
     TextPart,
     part_to_dict,
+    utc_now,
 )
+from agi_jupyter.research import DeepResearch, ResearchSettings
 from agi_jupyter.runtime.bus import EventBus
 from agi_jupyter.runtime.deps import ProviderPool, RuntimeDeps
 from agi_jupyter.runtime.follow import afollow_run, follow_run
@@ -82,6 +88,7 @@ class Agi:
         env: Mapping[str, str] | None = None,
         features: frozenset[str] = frozenset(),
         tools: Sequence[AnyTool] = (),
+        research: ResearchSettings | None = None,
     ) -> None:
         env = os.environ if env is None else env
         self.config: Config = load_config(
@@ -105,6 +112,9 @@ class Agi:
             features=features,
         )
         self.runs_manager = RunManager(self.deps)
+        self.research_settings = research or ResearchSettings()
+        self.deep_research = DeepResearch(self.deps, self.runs_manager, self.research_settings)
+        self.runs_manager.executors["deep_research"] = self.deep_research
 
     # --- sessions ------------------------------------------------------------------------------
 
@@ -142,6 +152,43 @@ class Agi:
     def session(self, session_id: str) -> Session:
         return self.store.get_session(session_id)
 
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        tools: Sequence[str] | None = None,
+        **fields: Any,
+    ) -> Session:
+        """Change a session (title, agent, model, system_prompt, thinking_level, queue_mode,
+        notebook_path, metadata, extra tools); session streams see ``session.updated``."""
+        changes = dict(fields)
+        if agent is not None:
+            self._check_agent(agent)
+            changes["agent"] = agent
+        if model is not None:
+            changes["provider"], changes["model"] = self.config.resolve_model(model)
+        if tools is not None:
+            changes["tool_config"] = {"extra_tools": list(tools)} if tools else {}
+        if changes.get("queue_mode", "queue") not in ("queue", "interrupt"):
+            raise UsageError("queue_mode must be 'queue' or 'interrupt'")
+        ses = self.store.update_session(session_id, **changes)
+        event = SessionUpdated(session=asdict(ses), ts=utc_now())
+        self.bus.publish(ses.id, event_to_dict(event))
+        return ses
+
+    def delete_session(self, session_id: str) -> None:
+        """Cancel the session's active runs, then delete it with everything it holds."""
+        self.store.get_session(session_id)
+        active = self.store.list_runs(
+            session_id=session_id, statuses=sorted(ACTIVE_RUN_STATUSES), limit=200
+        ).items
+        for run in active:
+            with contextlib.suppress(RunTerminal):
+                self.cancel(run.id)
+        self.store.delete_session(session_id)
+
     def sessions(self, *, limit: int = 50, cursor: str | None = None) -> Page[Session]:
         return self.store.list_sessions(limit=limit, cursor=cursor)
 
@@ -165,13 +212,22 @@ class Agi:
         start: bool = True,
         **run_fields: Any,
     ) -> Run:
-        """Queue a run for ``prompt`` and (unless ``start=False``) start executing it here."""
+        """Queue a run for ``prompt`` and (unless ``start=False``) start executing it here.
+
+        ``type="deep_research"`` runs use the configured deep research model unless ``model``
+        says otherwise (see ``research``). With ``input_message_id=<id of a stored user
+        message>`` and an empty ``prompt`` (``()``), the run answers that message."""
+        if run_fields.get("type") == "deep_research":
+            model = model or f"openai:{self.research_settings.model}"
+            execution_mode = "background"
         ses = self._session_for(session, agent=agent, model=model)
         provider, model_name = self._model_for(ses, model)
         parts: list[Part] = [TextPart(text=prompt)] if isinstance(prompt, str) else list(prompt)
-        if not parts or all(isinstance(p, TextPart) and not p.text.strip() for p in parts):
+        if not parts and run_fields.get("input_message_id"):
+            pass  # the run answers a user message that is already stored
+        elif not parts or all(isinstance(p, TextPart) and not p.text.strip() for p in parts):
             raise UsageError("the prompt is empty")
-        state: dict[str, Any] = {"input": [part_to_dict(p) for p in parts]}
+        state: dict[str, Any] = {"input": [part_to_dict(p) for p in parts]} if parts else {}
         if max_iterations is not None:
             if max_iterations < 1:
                 raise UsageError("max_iterations must be at least 1")
@@ -192,6 +248,28 @@ class Agi:
         if start:
             self.loop.submit(self._spawn(run.id))
         return run
+
+    def research(
+        self,
+        prompt: str | Sequence[Part],
+        *,
+        session: str | Session | None = None,
+        model: str | None = None,
+        start: bool = True,
+        **run_fields: Any,
+    ) -> Run:
+        """Queue an OpenAI deep research run (DESIGN.md section 8) and return it at once.
+
+        It runs in the background: a background Responses request, completed by webhook or by
+        polling, ending in a ``deep_research_report`` artifact and an assistant message that
+        references it. ``follow(run.id)`` shows its progress (``run.status`` waiting_webhook,
+        processing_webhook, then ``message.completed`` and ``run.final``)."""
+        spec = model or f"openai:{self.research_settings.model}"
+        if self.config.resolve_model(spec)[0] != "openai":
+            raise UsageError(f"deep research runs need an OpenAI model, not {spec!r}")
+        return self.submit(
+            prompt, session=session, model=spec, start=start, type="deep_research", **run_fields
+        )
 
     def stream(self, prompt: str | Sequence[Part], **options: Any) -> Iterator[dict[str, Any]]:
         """Start a run and yield its events until ``run.final``. Stopping early is safe: the run
@@ -225,6 +303,15 @@ class Agi:
             usage={**run.usage, "cost_usd": run.cost_usd},
         )
 
+    def replay(self, run_id: str, *, session: str, **run_fields: Any) -> Run:
+        """Repeat the succeeded run ``run_id`` in ``session`` without calling a model: a new run
+        marked ``replayed_from`` with the recorded messages, tool calls and events copied (see
+        ``runtime.replay``). ``run_fields`` are stored on the new run (``request_hash``,
+        ``notebook_path``, ``cell_id``, ``execution_count``...)."""
+        from agi_jupyter.runtime.replay import replay_run
+
+        return replay_run(self.deps, run_id, session_id=session, **run_fields)
+
     def follow(self, run_id: str, *, after_seq: int = 0) -> Iterator[dict[str, Any]]:
         """Replay a run's persisted events after ``after_seq``, then follow it live."""
         self.store.get_run(run_id)
@@ -246,9 +333,23 @@ class Agi:
         """Cancel a run; returns it (``cancelled`` unless it ended first)."""
         return self.loop.run(self.runs_manager.cancel(run_id))
 
-    def tick(self, *, max_runs: int = 10) -> TickResult:
-        """Recover stalled runs and execute due queued runs (safe in several processes)."""
-        return self.loop.run(self.runs_manager.tick(max_runs=max_runs))
+    def tick(self, *, max_runs: int = 10, max_webhook_events: int = 50) -> TickResult:
+        """Process webhook events and due polls of deep research runs, recover stalled runs and
+        execute due queued runs (safe in several processes)."""
+        return self.loop.run(self._tick(max_runs, max_webhook_events))
+
+    async def atick(self, *, max_runs: int = 10, max_webhook_events: int = 50) -> TickResult:
+        """``tick`` for callers on their own asyncio loop (e.g. tornado's)."""
+        future = self.loop.submit(self._tick(max_runs, max_webhook_events))
+        return await asyncio.wrap_future(future)
+
+    async def _tick(self, max_runs: int, max_webhook_events: int) -> TickResult:
+        events, completed = await self.deep_research.tick(
+            max_runs=max_runs, max_webhook_events=max_webhook_events
+        )
+        result = await self.runs_manager.tick(max_runs=max_runs)
+        result.webhook_events, result.completed_background = events, completed
+        return result
 
     async def _spawn(self, run_id: str) -> None:
         self.runs_manager.spawn(run_id)

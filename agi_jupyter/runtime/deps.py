@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.records import new_id
+from agi_jupyter.records import Session, new_id
 
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
@@ -58,9 +58,17 @@ class RuntimeDeps:
     bus: EventBus
     loop: BackgroundLoop
     features: frozenset[str] = frozenset()
+    # Features that depend on the session (the server's notebook kernels); must be quick.
+    session_features: Callable[[Session], frozenset[str]] | None = None
     owner: str = field(default_factory=new_owner_id)
     heartbeat_interval: float = 5.0
     stale_after: float = 30.0
+
+    def features_for(self, session: Session) -> frozenset[str]:
+        """What the front door provides to runs of ``session``."""
+        if self.session_features is None:
+            return self.features
+        return self.features | self.session_features(session)
 
     def call_in_loop(self, fn: Callable[..., Any], *args: Any) -> None:
         """Call ``fn`` on the runtime loop: now if already there, else thread-safely soon."""

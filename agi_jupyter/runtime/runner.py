@@ -70,7 +70,7 @@ class AgentLoop:
         deps = self.deps
         session = deps.store.get_session(run.session_id)
         agent = self._agent(session)
-        tools = deps.registry.offered(self._allowed(agent, session), deps.features)
+        tools = deps.registry.offered(self._allowed(agent, session), deps.features_for(session))
         system = run.system_prompt or build_system_prompt(
             agent,
             deps.config.project,
@@ -102,8 +102,10 @@ class AgentLoop:
                 idempotency_key=f"{run.id}-{run.attempt}-{iteration}",
             )
             turn = await self._stream_turn(provider, request, emitter, names)
-            assistant = self._save_assistant(run, session, turn, emitter)
-            cost = self._record_usage(run, session, turn.usage, emitter)
+            cost = cost_usd(run.provider or "", run.model or "", turn.usage)
+            assistant = self._save_assistant(run, session, turn, cost, emitter)
+            self._record_usage(session, turn.usage, cost, emitter)
+            cost = cost or 0.0
             usage_total["input_tokens"] += turn.usage.input_tokens
             usage_total["output_tokens"] += turn.usage.output_tokens
             cost_total += cost
@@ -185,7 +187,12 @@ class AgentLoop:
         return turn
 
     def _save_assistant(
-        self, run: Run, session: Session, turn: TurnResult, emitter: RunEmitter
+        self,
+        run: Run,
+        session: Session,
+        turn: TurnResult,
+        cost: float | None,
+        emitter: RunEmitter,
     ) -> Message:
         parts: list[Part] = [*turn.reasoning]
         if turn.text:
@@ -201,6 +208,7 @@ class AgentLoop:
                 "input_tokens": turn.usage.input_tokens,
                 "output_tokens": turn.usage.output_tokens,
             },
+            "cost_usd": cost,
             "stop_reason": turn.finish.reason if turn.finish else None,
         }
         if turn.response_id:
@@ -212,9 +220,8 @@ class AgentLoop:
         return message
 
     def _record_usage(
-        self, run: Run, session: Session, usage: pb.Usage, emitter: RunEmitter
-    ) -> float:
-        cost = cost_usd(run.provider or "", run.model or "", usage)
+        self, session: Session, usage: pb.Usage, cost: float | None, emitter: RunEmitter
+    ) -> None:
         self.deps.store.add_session_usage(
             session.id,
             input_tokens=usage.input_tokens,
@@ -226,7 +233,6 @@ class AgentLoop:
                 input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost_usd=cost
             )
         )
-        return cost or 0.0
 
     # --- tools -------------------------------------------------------------------------------
 
@@ -286,7 +292,7 @@ class AgentLoop:
             tool_call_id=call.tool_call_id,
             emit=emit_delta,
             registry=self.deps.registry,
-            features=self.deps.features,
+            features=self.deps.features_for(session),
             agent=session.agent,
             read_only=self.deps.agents[session.agent].read_only,
         )

@@ -17,7 +17,7 @@ import contextlib
 import logging
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agi_jupyter import events as ev
 from agi_jupyter.errors import AgiError, RunTerminal
@@ -37,6 +37,8 @@ class TickResult:
     recovered: int = 0
     failed_stale: int = 0
     skipped: int = 0
+    webhook_events: int = 0  # webhook deliveries processed (deep research)
+    completed_background: int = 0  # parked runs completed by a webhook or a poll
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -58,12 +60,27 @@ def _seconds_until(iso: str | None) -> float:
     return max(0.0, (moment - datetime.now(UTC)).total_seconds())
 
 
+class RunExecutor(Protocol):
+    """Executes the runs of one ``Run.type`` other than ``agent`` (e.g. ``deep_research``).
+
+    ``start`` is called on the runtime loop with the claimed, ``running`` run (its user message
+    already stored); it either ends the run through ``RunManager.finish`` or parks it in a
+    waiting status (``waiting_webhook``) and returns it. Raising an ``AgiError`` goes through
+    the usual retry policy. ``on_cancelled`` is told about runs of its type that were cancelled.
+    """
+
+    async def start(self, run: Run, emitter: RunEmitter) -> Run: ...
+    async def on_cancelled(self, run: Run) -> None: ...
+    async def aclose(self) -> None: ...
+
+
 class RunManager:
     """Executes runs on the runtime loop. All coroutines here run on that loop."""
 
     def __init__(self, deps: RuntimeDeps) -> None:
         self.deps = deps
         self.agent_loop = AgentLoop(deps)
+        self.executors: dict[str, RunExecutor] = {}  # by run type; ``agent`` runs use the loop
         self._tasks: dict[str, asyncio.Task[Run]] = {}
         self._session_locks: dict[str, asyncio.Lock] = {}
 
@@ -157,6 +174,9 @@ class RunManager:
         run = self._add_input_message(run, emitter)
         heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(run_id))
         try:
+            executor = self.executors.get(run.type)
+            if executor is not None:
+                return await executor.start(run, emitter)
             result = await self.agent_loop.run_attempt(run, emitter)
         except asyncio.CancelledError:
             return self._finish(run_id, emitter, "cancelled", _cancel_error())
@@ -220,6 +240,16 @@ class RunManager:
             return run
         return self._finish(run_id, emitter, "failed", error.to_dict())
 
+    def emitter_for(self, run: Run) -> RunEmitter:
+        """An emitter continuing the run's persisted event sequence (for executors)."""
+        return self._emitter(run)
+
+    def finish(
+        self, run_id: str, emitter: RunEmitter, status: str, error: dict[str, Any] | None
+    ) -> Run:
+        """End a run: ``error`` event (if any), status, ``run.final`` (for executors)."""
+        return self._finish(run_id, emitter, status, error)
+
     def _finish(
         self, run_id: str, emitter: RunEmitter, status: str, error: dict[str, Any] | None
     ) -> Run:
@@ -262,7 +292,11 @@ class RunManager:
         Raises ``RunTerminal`` for a run that had already ended."""
         if self.deps.store.get_run(run_id).is_terminal:
             raise RunTerminal(f"run {run_id} has already ended")
-        return await self._cancel(run_id)
+        run = await self._cancel(run_id)
+        executor = self.executors.get(run.type)
+        if executor is not None and run.status == "cancelled":
+            await executor.on_cancelled(run)
+        return run
 
     async def _cancel(self, run_id: str) -> Run:
         task = self._tasks.get(run_id)
@@ -330,6 +364,8 @@ class RunManager:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for executor in self.executors.values():
+            await executor.aclose()
 
 
 def _cancel_error() -> dict[str, Any]:

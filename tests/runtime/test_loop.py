@@ -43,6 +43,7 @@ def test_full_tool_loop_is_streamed_and_persisted(
     assert "the secret number is 42" in output.output
     assert not output.is_error
     assert messages[3].meta["provider"] == model.split(":")[0]
+    assert messages[3].meta["cost_usd"] > 0
     (tool_call,) = agi.store.list_tool_calls(run_id=run.id)
     assert (tool_call.name, tool_call.status, tool_call.is_error) == ("fs.read", "completed", False)
     assert tool_call.started_at
