@@ -1,0 +1,164 @@
+"""``AgiExtensionApp``: the ``agi`` jupyter-server extension.
+
+Configure with ``c.AgiExtensionApp.<trait>`` (``jupyter server --AgiExtensionApp.tick_interval=2``
+or a ``jupyter_server_config.py``). One ``Agi`` per project folder is created on first use and
+closed when the server stops; a periodic tick and the heartbeat run on the server's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Bool, Float, Int, Unicode, validate
+
+from agi_jupyter.research import DEFAULT_MODEL, ResearchSettings
+from agi_jupyter.server.kernels import NotebookKernels, NotebookPython
+from agi_jupyter.server.projects import Projects
+from agi_jupyter.server.ratelimit import RateLimiter
+from agi_jupyter.server.routes import url_patterns
+from agi_jupyter.server.runner import BackgroundRunner
+
+if TYPE_CHECKING:
+    from agi_jupyter.app import Agi
+
+WEBHOOK_SECRET_ENV = "OPENAI_WEBHOOK_SECRET"
+CREDENTIALS_WEBHOOK_KEY = "openai_webhook_secret"
+
+
+class AgiExtensionApp(ExtensionApp):
+    name = "agi"
+    description = "agi-jupyter: durable AI agent runs behind a REST and streaming API"
+    load_other_extensions = True
+
+    default_project = Unicode(
+        "",
+        help="The project folder (relative to the server root) used when a request names none.",
+    ).tag(config=True)
+    persist_deltas = Bool(
+        None,
+        allow_none=True,
+        help="Persist streaming deltas as run events (coalesced to ~10 writes/s). "
+        "None: as the project's configuration says.",
+    ).tag(config=True)
+    tick_interval = Float(
+        5.0, help="Seconds between in-process runner ticks (0: only on demand and webhooks)."
+    ).tag(config=True)
+    tick_max_runs = Int(10, help="Runs a periodic tick may start per project.").tag(config=True)
+    heartbeat_interval = Float(
+        300.0, help="Seconds between heartbeats acting on due tasks (0: no heartbeat)."
+    ).tag(config=True)
+    webhook_secret = Unicode(
+        None,
+        allow_none=True,
+        help="The OpenAI webhook secret (whsec_...). Prefer the environment variable named "
+        "by webhook_secret_env, or `openai_webhook_secret` in the agi credentials file.",
+    ).tag(config=True)
+    webhook_secret_env = Unicode(
+        WEBHOOK_SECRET_ENV, help="The environment variable holding the OpenAI webhook secret."
+    ).tag(config=True)
+    webhook_rate_limit = Int(
+        600, help="Webhook requests per minute per client address (0: unlimited)."
+    ).tag(config=True)
+    deep_research_model = Unicode(
+        DEFAULT_MODEL, help="The OpenAI model of deep research runs."
+    ).tag(config=True)
+    deep_research_poll_interval = Float(
+        10.0,
+        help="Seconds between polls of a deep research response when no webhook secret "
+        "is configured.",
+    ).tag(config=True)
+    persist_raw_responses = Bool(
+        False, help="Keep the raw OpenAI response in deep research report artifacts."
+    ).tag(config=True)
+    max_body_size = Int(
+        1024 * 1024, help="Largest request body accepted (bytes); larger ones get 413."
+    ).tag(config=True)
+    stream_keepalive = Float(
+        15.0, help="Seconds of silence after which an SSE stream sends a keep-alive comment."
+    ).tag(config=True)
+
+    @validate("tick_interval", "heartbeat_interval", "deep_research_poll_interval")
+    def _non_negative(self, proposal: Any) -> float:
+        value = float(proposal["value"])
+        if value < 0:
+            raise ValueError(f"{proposal['trait'].name} must be >= 0")
+        return value
+
+    @validate("max_body_size")
+    def _positive_size(self, proposal: Any) -> int:
+        value = int(proposal["value"])
+        if value < 1:
+            raise ValueError("max_body_size must be positive")
+        return value
+
+    # --- wiring ------------------------------------------------------------------------------
+
+    def initialize_settings(self) -> None:
+        self.executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="agi-server")
+        assert self.serverapp is not None
+        root = Path(self.serverapp.root_dir).expanduser()
+        self.projects = Projects(root, self.default_project, self.make_agi, self.executor)
+        self.webhook_limiter = RateLimiter(self.webhook_rate_limit)
+        self.kernels = NotebookKernels(self.serverapp)
+        self.runner = BackgroundRunner(
+            self.projects,
+            tick_interval=self.tick_interval,
+            heartbeat_interval=self.heartbeat_interval,
+            max_runs=self.tick_max_runs,
+            executor=self.executor,
+            logger=self.log,
+            kernels=self.kernels,
+        )
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(url_patterns())
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        self.runner.start()
+
+    async def stop_extension(self) -> None:
+        await self.runner.stop()
+        await asyncio.get_running_loop().run_in_executor(self.executor, self.projects.close)
+        self.executor.shutdown(wait=False)
+
+    # --- what handlers use -------------------------------------------------------------------
+
+    def webhook_secret_value(self) -> str | None:
+        """The configured webhook secret: the trait, the environment, the credentials file."""
+        if self.webhook_secret:
+            return str(self.webhook_secret)
+        if self.webhook_secret_env and os.environ.get(self.webhook_secret_env):
+            return os.environ[self.webhook_secret_env]
+        from agi_jupyter.config import CREDENTIALS_FILENAME, global_config_dir, read_credentials
+
+        credentials = read_credentials(global_config_dir(os.environ) / CREDENTIALS_FILENAME)
+        return credentials.get(CREDENTIALS_WEBHOOK_KEY)
+
+    def research_settings(self) -> ResearchSettings:
+        return ResearchSettings(
+            model=self.deep_research_model,
+            poll_interval=self.deep_research_poll_interval,
+            webhooks=bool(self.webhook_secret_value()),
+            persist_raw_response=self.persist_raw_responses,
+        )
+
+    def make_agi(self, project: Path) -> Agi:
+        """The ``Agi`` of one project folder (called off the event loop)."""
+        from agi_jupyter.app import Agi
+
+        layer: dict[str, Any] = {}
+        if self.persist_deltas is not None:
+            layer["persist_deltas"] = bool(self.persist_deltas)
+        agi = Agi(
+            project,
+            traitlets=layer,
+            research=self.research_settings(),
+            tools=[NotebookPython(self.kernels)],
+        )
+        agi.deps.session_features = self.kernels.session_features(agi.project)
+        return agi

@@ -1,0 +1,1 @@
+"""Thin tornado handlers, one module per resource: parse, call ``Agi``, serialise."""

@@ -1,0 +1,254 @@
+"""What every handler shares: auth, the error shape, body/query parsing, JSON and streams.
+
+Errors: an ``AgiError`` becomes ``{"error": {"code", "message"}}`` with its ``http_status``; a
+pydantic ``ValidationError`` (malformed or unknown fields) is a 400 ``VALIDATION_ERROR``;
+anything unexpected is a 500 ``INTERNAL_ERROR`` whose details go to the server log only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+from collections.abc import AsyncGenerator, Callable, Coroutine
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
+
+from jupyter_server.auth.decorator import allow_unauthenticated, authorized
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from pydantic import BaseModel, ValidationError
+from tornado import web
+from tornado.iostream import StreamClosedError
+
+from agi_jupyter.errors import AgiError
+from agi_jupyter.server.models import ErrorBody, ErrorDetail
+from agi_jupyter.server.streaming import CONTENT_TYPES, SSE_KEEPALIVE, Format, encode, negotiate
+
+if TYPE_CHECKING:
+    from agi_jupyter.app import Agi
+    from agi_jupyter.server.extension import AgiExtensionApp
+
+AUTH_RESOURCE = "agi"
+HTTP_CODES = {
+    400: "BAD_REQUEST",
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    413: "PAYLOAD_TOO_LARGE",
+    429: "RATE_LIMITED",
+}
+
+P = ParamSpec("P")
+T = TypeVar("T")
+B = TypeVar("B", bound=BaseModel)
+H = TypeVar("H", bound="AgiHandler")
+Method = Callable[Concatenate[H, P], Coroutine[Any, Any, None]]
+Events = AsyncGenerator[dict[str, Any], None]
+
+
+class ApiError(web.HTTPError):
+    """An error answer with a code; raised by handlers, rendered by ``write_error``."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(status)
+        self.code = code
+        self.message = message
+
+
+def _describe(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(p) for p in item["loc"]) or "body"
+        problems.append(f"{where}: {item['msg']}")
+    return "; ".join(problems)
+
+
+def _mapped(method: Method[H, P]) -> Method[H, P]:
+    @functools.wraps(method)
+    async def wrapper(self: H, /, *args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            await method(self, *args, **kwargs)
+        except AgiError as e:
+            raise ApiError(e.http_status, e.code, e.message) from None
+        except ValidationError as e:
+            raise ApiError(400, "VALIDATION_ERROR", _describe(e)) from None
+
+    return wrapper
+
+
+def protected(method: Method[H, P]) -> Method[H, P]:
+    """Jupyter authentication and authorization (resource ``agi``), plus the error mapping."""
+    return cast("Method[H, P]", web.authenticated(authorized(_mapped(method))))
+
+
+def public(method: Method[H, P]) -> Method[H, P]:
+    """No Jupyter authentication (the handler authenticates the request itself)."""
+    return allow_unauthenticated(_mapped(method))
+
+
+class AgiHandler(ExtensionHandlerMixin, APIHandler):
+    auth_resource = AUTH_RESOURCE
+    _gone = False
+
+    @property
+    def agi_app(self) -> AgiExtensionApp:
+        return cast("AgiExtensionApp", self.extensionapp)
+
+    async def prepare(self) -> None:  # type: ignore[override]  # as APIHandler.prepare
+        await super().prepare()
+        self.agi_app.runner.start()  # idempotent; also covers servers started without _post_start
+        limit = self.agi_app.max_body_size
+        if len(self.request.body or b"") > limit:
+            raise ApiError(413, "PAYLOAD_TOO_LARGE", f"the request body is over {limit} bytes")
+
+    def on_connection_close(self) -> None:
+        self._gone = True
+        super().on_connection_close()
+
+    # --- input ---------------------------------------------------------------------------------
+
+    async def agi(self) -> Agi:
+        """The ``Agi`` of the ``project`` query parameter (a folder under the server root)."""
+        return await self.agi_app.projects.get(self.get_query_argument("project", None))
+
+    def body(self, model: type[B]) -> B:
+        raw = self.request.body or b""
+        data: Any = {}
+        if raw.strip():
+            try:
+                data = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                raise ApiError(400, "VALIDATION_ERROR", "the body is not valid JSON") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "VALIDATION_ERROR", "the body must be a JSON object")
+        return model.model_validate(data, strict=True)
+
+    def query(self, model: type[B]) -> B:
+        args = self.request.query_arguments
+        return model.model_validate({k: v[-1].decode() for k, v in args.items() if v})
+
+    def format(self, default: Format) -> Format:
+        return negotiate(self.request.headers.get("Accept"), default)
+
+    async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run a blocking ``Agi`` call (SQLite, waiting on the runtime loop) off tornado's loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self.agi_app.executor, functools.partial(fn, *args, **kwargs)
+        )
+
+    # --- output --------------------------------------------------------------------------------
+
+    def reply(self, model: BaseModel, status: int = 200) -> None:
+        self.set_status(status)
+        self.finish(model.model_dump_json())
+
+    async def send_events(
+        self,
+        fmt: Format,
+        events: Events,
+        *,
+        event_id: Callable[[dict[str, Any]], int | str | None] | None = None,
+    ) -> None:
+        """Stream ``events`` as NDJSON or SSE until they end or the client goes away (which
+        only stops the writing: runs go on). An empty dict is a keep-alive tick (an SSE
+        comment); the headers leave with the first event or tick. Events that arrive together
+        leave in one write (see ``_Flusher``)."""
+        self.set_status(200)
+        self.set_header("Content-Type", CONTENT_TYPES[fmt])
+        self.set_header("Cache-Control", "no-cache")
+        self.set_header("X-Accel-Buffering", "no")
+        stream = getattr(self.request.connection, "stream", None)
+        if stream is not None:
+            stream.set_nodelay(True)  # each write leaves at once (tornado resets it at finish)
+        flusher = _Flusher(self)
+        try:
+            async for event in events:
+                if self._gone:
+                    break
+                if event:
+                    self.write(encode(fmt, event, event_id(event) if event_id else None))
+                elif fmt == "sse":
+                    self.write(SSE_KEEPALIVE)
+                flusher.request()
+            await flusher.drain()
+        except StreamClosedError:
+            self._gone = True
+        except AgiError as e:
+            error = {"type": "error", "code": e.code, "message": e.message, "retryable": False}
+            self.write(encode(fmt, error))
+        finally:
+            flusher.close()
+            await events.aclose()
+        if not self._gone:
+            with contextlib.suppress(StreamClosedError):
+                await self.finish(set_content_type=CONTENT_TYPES[fmt])
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        error = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(error, ApiError):
+            code, message = error.code, error.message
+        elif isinstance(error, web.HTTPError):
+            code = HTTP_CODES.get(status_code, f"HTTP_{status_code}")
+            message = error.reason or _phrase(status_code)
+            if error.log_message:
+                with contextlib.suppress(TypeError, ValueError):
+                    message = str(error.log_message) % error.args
+        else:
+            code, message = "INTERNAL_ERROR", "internal server error (details are in the log)"
+        body = ErrorBody(error=ErrorDetail(code=code, message=message))
+        self.set_header("Content-Type", "application/json")
+        self.finish(body.model_dump_json())
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "error"
+
+
+class _Flusher:
+    """One flush per burst of events instead of one per event.
+
+    ``request()`` marks the response dirty and, unless a flush is under way, starts one as a
+    task: it runs once the streaming coroutine suspends (waits for the next event), so events
+    that were ready together leave in a single write. With the runtime on its own thread, every
+    socket write hands the GIL over; fewer writes keep many concurrent streams responsive.
+    A failed flush (the client went away) is raised by the next ``request()`` or ``drain()``.
+    """
+
+    def __init__(self, handler: AgiHandler) -> None:
+        self.handler = handler
+        self.dirty = False
+        self.task: asyncio.Task[None] | None = None
+
+    def request(self) -> None:
+        self.dirty = True
+        if self.task is not None and self.task.done():
+            self.task.result()  # raises what the last flush raised (StreamClosedError)
+            self.task = None
+        if self.task is None:
+            self.task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        while self.dirty:
+            self.dirty = False
+            await self.handler.flush()
+
+    async def drain(self) -> None:
+        if self.task is not None:
+            await self.task
+
+    def close(self) -> None:
+        task, self.task = self.task, None
+        if task is None:
+            return
+        if task.done():
+            if not task.cancelled():
+                task.exception()  # retrieved: no "exception was never retrieved" warning
+        else:
+            task.cancel()

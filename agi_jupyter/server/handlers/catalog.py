@@ -1,0 +1,111 @@
+"""What a project offers and holds: agents, tools, providers, statistics, tasks."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+from agi_jupyter.config import KNOWN_PROVIDERS
+from agi_jupyter.errors import UsageError
+from agi_jupyter.server.handlers.base import AgiHandler, protected
+from agi_jupyter.server.models import (
+    AgentInfo,
+    AgentList,
+    ProviderInfo,
+    ProviderList,
+    Stats,
+    TaskPage,
+    TasksQuery,
+    ToolInfo,
+    ToolList,
+    ToolsQuery,
+)
+
+
+def _public_url(url: str | None) -> str | None:
+    """A base URL without user:password, if it carries any."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+class AgentsHandler(AgiHandler):
+    @protected
+    async def get(self) -> None:
+        agi = await self.agi()
+        agents = [
+            AgentInfo(
+                name=a.name,
+                description=a.description,
+                tools=list(a.tools),
+                read_only=a.read_only,
+                model=a.model,
+                source=a.source,
+            )
+            for a in agi.agents().values()
+        ]
+        self.reply(AgentList(agents=sorted(agents, key=lambda a: a.name)))
+
+
+class ToolsHandler(AgiHandler):
+    @protected
+    async def get(self) -> None:
+        query = self.query(ToolsQuery)
+        agi = await self.agi()
+        tools = await self.call(agi.tools, query.agent)
+        infos = [
+            ToolInfo(name=t.name, description=t.description, parameters=t.json_schema())
+            for t in tools
+        ]
+        self.reply(ToolList(tools=infos))
+
+
+class ProvidersHandler(AgiHandler):
+    @protected
+    async def get(self) -> None:
+        agi = await self.agi()
+        providers = []
+        for name, settings in agi.config.providers.items():
+            known = KNOWN_PROVIDERS[name]
+            providers.append(
+                ProviderInfo(
+                    name=name,
+                    label=known.label,
+                    wire=settings.wire,
+                    enabled=settings.enabled,
+                    configured=settings.configured,
+                    base_url=_public_url(settings.base_url),
+                    default_model=settings.default_model,
+                    key_env=list(known.key_env),
+                )
+            )
+        self.reply(ProviderList(default_model=agi.config.default_model, providers=providers))
+
+
+class StatsHandler(AgiHandler):
+    @protected
+    async def get(self) -> None:
+        agi = await self.agi()
+        self.reply(Stats.model_validate(await self.call(agi.stats)))
+
+
+class TasksHandler(AgiHandler):
+    @protected
+    async def get(self) -> None:
+        query = self.query(TasksQuery)
+        agi = await self.agi()
+        tasks = await self.call(agi.store.list_tasks, status=query.status)
+        start = _offset(query.cursor)
+        page = tasks[start : start + query.page_size]
+        more = start + query.page_size < len(tasks)
+        self.reply(TaskPage(tasks=page, next_cursor=str(start + query.page_size) if more else None))
+
+
+def _offset(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise UsageError(f"unknown cursor {cursor!r}")
+    return int(cursor)

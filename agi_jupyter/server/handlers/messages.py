@@ -1,0 +1,71 @@
+"""A session's messages: list them, or post a user message and get the reply."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from agi_jupyter.errors import NotFound, UsageError
+from agi_jupyter.records import ImagePart, Part, TextPart
+from agi_jupyter.server.handlers.base import AgiHandler, protected
+from agi_jupyter.server.handlers.replies import reply_to_run
+from agi_jupyter.server.models import (
+    ImageInput,
+    Message,
+    MessageCreate,
+    MessagePage,
+    PageQuery,
+    TextInput,
+)
+
+
+def input_parts(content: str | list[TextInput | ImageInput]) -> list[Part]:
+    """The message parts of a request's ``content``."""
+    if isinstance(content, str):
+        return [TextPart(text=content)]
+    return [
+        ImagePart(mime=p.mime, data_base64=p.data_base64, url=p.url)
+        if isinstance(p, ImageInput)
+        else TextPart(text=p.text)
+        for p in content
+    ]
+
+
+class MessagesHandler(AgiHandler):
+    @protected
+    async def get(self, session_id: str) -> None:
+        query = self.query(PageQuery)
+        agi = await self.agi()
+        await self.call(agi.session, session_id)
+        try:
+            messages = await self.call(
+                agi.store.list_messages,
+                session_id,
+                after_id=query.cursor,
+                limit=query.page_size + 1,
+            )
+        except NotFound:
+            raise UsageError(f"unknown cursor {query.cursor!r}") from None
+        page = messages[: query.page_size]
+        more = len(messages) > query.page_size
+        self.reply(
+            MessagePage(
+                messages=[Message.model_validate(asdict(m)) for m in page],
+                next_cursor=page[-1].id if more and page else None,
+            )
+        )
+
+    @protected
+    async def post(self, session_id: str) -> None:
+        body = self.body(MessageCreate)
+        fmt = self.format("json")
+        agi = await self.agi()
+        run = await self.call(
+            agi.submit,
+            input_parts(body.content),
+            session=session_id,
+            model=body.model,
+            agent=body.agent,
+            thinking_level=body.thinking_level,
+            max_iterations=body.max_iterations,
+        )
+        await reply_to_run(self, agi, run.id, fmt)

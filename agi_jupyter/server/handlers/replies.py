@@ -1,0 +1,54 @@
+"""Answering with a run: stream its events (NDJSON/SSE), or wait and return the result."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from agi_jupyter.server.models import Message, RunResultResponse
+from agi_jupyter.server.streaming import Format
+
+if TYPE_CHECKING:
+    from agi_jupyter.app import Agi
+    from agi_jupyter.server.handlers.base import AgiHandler
+
+
+async def events_of(source: AsyncIterator[dict[str, Any]]) -> AsyncGenerator[dict[str, Any], None]:
+    """``source`` as an async generator that closes it when closed itself."""
+    try:
+        async for event in source:
+            yield event
+    finally:
+        close = getattr(source, "aclose", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                await close()
+
+
+def seq_of(event: dict[str, Any]) -> int | None:
+    seq = event.get("seq")
+    return seq if isinstance(seq, int) else None
+
+
+async def reply_to_run(
+    handler: AgiHandler, agi: Agi, run_id: str, fmt: Format, *, after_seq: int = 0
+) -> None:
+    """Stream the run's events from ``after_seq`` (``run.meta`` first, ``run.final`` last),
+    or wait for the end and answer with the run's result."""
+    events = events_of(agi.afollow(run_id, after_seq=after_seq))
+    if fmt != "json":
+        await handler.send_events(fmt, events, event_id=seq_of)
+        return
+    async for _ in events:
+        pass
+    result = await handler.call(agi.result, run_id)
+    handler.reply(
+        RunResultResponse(
+            run=result.run,
+            text=result.text,
+            messages=[Message.model_validate(asdict(m)) for m in result.messages],
+            usage=result.usage,
+        )
+    )

@@ -1,0 +1,174 @@
+"""Runs: list and create (background, deep research), stream, read, cancel, replay events,
+and a run's artifacts."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING, Any
+
+from agi_jupyter.errors import AgiError, NotFound, UsageError
+from agi_jupyter.records import Part, Run, TextPart
+from agi_jupyter.runtime.follow import stored_event_to_dict
+from agi_jupyter.server.handlers.base import AgiHandler, protected
+from agi_jupyter.server.handlers.replies import events_of, reply_to_run, seq_of
+from agi_jupyter.server.models import (
+    ArtifactList,
+    PageQuery,
+    RunCreate,
+    RunEventsQuery,
+    RunPage,
+    RunResponse,
+    RunStreamCreate,
+)
+from agi_jupyter.server.streaming import Format, dumps
+
+if TYPE_CHECKING:
+    from agi_jupyter.app import Agi
+
+
+class NoUserMessage(AgiError):
+    code = "NO_USER_MESSAGE"
+    http_status = 400
+
+
+def run_input(
+    agi: Agi, session_id: str, text: str | None, message_id: str | None
+) -> tuple[list[Part], dict[str, Any]]:
+    """What a run answers: a new prompt, a given user message, or the last message when it is
+    an unanswered user message. Returns (prompt parts, extra run fields)."""
+    if text is not None and message_id is not None:
+        raise UsageError("give input or input_message_id, not both")
+    if text is not None:
+        return [TextPart(text=text)], {}
+    messages = agi.store.list_messages(agi.session(session_id).id)
+    if message_id is not None:
+        chosen = next((m for m in messages if m.id == message_id), None)
+        if chosen is None:
+            raise NotFound(f"message {message_id!r} not found", code="MESSAGE_NOT_FOUND")
+        if chosen.role != "user":
+            raise NoUserMessage(f"message {message_id!r} is not a user message")
+        return [], {"input_message_id": chosen.id}
+    if not messages or messages[-1].role != "user":
+        raise NoUserMessage("the session has no unanswered user message; send input")
+    return [], {"input_message_id": messages[-1].id}
+
+
+def _options(body: RunCreate | RunStreamCreate) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "model": body.model,
+        "agent": body.agent,
+        "thinking_level": body.thinking_level,
+        "max_iterations": body.max_iterations,
+    }
+    if body.system_prompt is not None:
+        options["system_prompt"] = body.system_prompt
+    return options
+
+
+def _create(agi: Agi, session_id: str, body: RunCreate) -> Run:
+    parts, fields = run_input(agi, session_id, body.input, body.input_message_id)
+    options = {**_options(body), **fields}
+    if body.type == "deep_research":
+        return agi.research(parts, session=session_id, **options)
+    return agi.submit(parts, session=session_id, execution_mode="background", **options)
+
+
+def _start_stream(agi: Agi, session_id: str, body: RunStreamCreate) -> Run:
+    parts, fields = run_input(agi, session_id, body.input, body.input_message_id)
+    return agi.submit(parts, session=session_id, **_options(body), **fields)
+
+
+class SessionRunsHandler(AgiHandler):
+    @protected
+    async def get(self, session_id: str) -> None:
+        query = self.query(PageQuery)
+        agi = await self.agi()
+        await self.call(agi.session, session_id)
+        page = await self.call(agi.runs, session_id, limit=query.page_size, cursor=query.cursor)
+        self.reply(RunPage(runs=page.items, next_cursor=page.next_cursor))
+
+    @protected
+    async def post(self, session_id: str) -> None:
+        body = self.body(RunCreate)
+        agi = await self.agi()
+        run = await self.call(_create, agi, session_id, body)
+        self.reply(RunResponse(run=run), status=202)
+
+
+class SessionRunsStreamHandler(AgiHandler):
+    @protected
+    async def post(self, session_id: str) -> None:
+        body = self.body(RunStreamCreate)
+        fmt = self.format("ndjson")
+        agi = await self.agi()
+        run = await self.call(_start_stream, agi, session_id, body)
+        await reply_to_run(self, agi, run.id, fmt)
+
+
+class RunHandler(AgiHandler):
+    @protected
+    async def get(self, run_id: str) -> None:
+        agi = await self.agi()
+        self.reply(RunResponse(run=await self.call(agi.run, run_id)))
+
+
+class RunCancelHandler(AgiHandler):
+    @protected
+    async def post(self, run_id: str) -> None:
+        agi = await self.agi()
+        self.reply(RunResponse(run=await self.call(agi.cancel, run_id)))
+
+
+class RunEventsHandler(AgiHandler):
+    """Persisted events after ``after_seq`` (replay), and with ``follow`` the live ones until
+    ``run.final``: a UI resumes after a refresh. SSE ids are seqs (``Last-Event-ID`` works)."""
+
+    @protected
+    async def get(self, run_id: str) -> None:
+        query = self.query(RunEventsQuery)
+        fmt = self.format("ndjson")
+        after = query.after_seq
+        last_id = self.request.headers.get("Last-Event-ID")
+        if last_id and last_id.isdigit():
+            after = max(after, int(last_id))
+        agi = await self.agi()
+        await self.call(agi.run, run_id)
+        if query.follow:
+            await reply_to_events(self, agi, run_id, fmt, after)
+            return
+        stored = await self.call(agi.store.list_run_events, run_id, after_seq=after)
+        events = [stored_event_to_dict(e) for e in stored]
+        if fmt == "json":
+            reply_events(self, events)
+            return
+
+        async def replay() -> AsyncGenerator[dict[str, Any], None]:
+            for event in events:
+                yield event
+
+        await self.send_events(fmt, replay(), event_id=seq_of)
+
+
+def reply_events(handler: AgiHandler, events: list[dict[str, Any]]) -> None:
+    """A ``RunEvents`` body. Events are written as stored, not re-validated: an event type a
+    newer writer added must not turn a replay into an error."""
+    handler.finish(dumps({"events": events}))
+
+
+async def reply_to_events(
+    handler: AgiHandler, agi: Agi, run_id: str, fmt: Format, after_seq: int
+) -> None:
+    if fmt == "json":
+        events = [e async for e in events_of(agi.afollow(run_id, after_seq=after_seq))]
+        reply_events(handler, events)
+        return
+    await reply_to_run(handler, agi, run_id, fmt, after_seq=after_seq)
+
+
+class RunArtifactsHandler(AgiHandler):
+    @protected
+    async def get(self, run_id: str) -> None:
+        agi = await self.agi()
+        await self.call(agi.run, run_id)
+        artifacts = await self.call(agi.store.list_artifacts, run_id=run_id)
+        self.reply(ArtifactList(artifacts=artifacts))

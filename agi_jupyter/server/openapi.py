@@ -1,0 +1,181 @@
+"""The OpenAPI 3.1 document, generated from the route table and the pydantic models.
+
+Schemas come from ``models.py`` (request bodies in validation mode, responses in
+serialization mode) and share ``#/components/schemas``; the event union and the
+message-part union are ``oneOf`` + ``discriminator`` on ``type``. Streaming operations list
+``application/x-ndjson`` and/or ``text/event-stream`` with the ``Event`` schema (one item).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
+
+from agi_jupyter import __version__
+from agi_jupyter.server.models import ErrorBody, Event, MessagePart
+from agi_jupyter.server.routes import API_VERSION, ROUTES, Route, path_params
+from agi_jupyter.server.streaming import NDJSON, SSE
+
+REF = "#/components/schemas/{model}"
+STATUS_OF_CODE = {
+    "VALIDATION_ERROR": 400,
+    "NO_USER_MESSAGE": 400,
+    "PROVIDER_NOT_CONFIGURED": 400,
+    "WEBHOOK_NOT_CONFIGURED": 400,
+    "INVALID_SIGNATURE": 401,
+    "FORBIDDEN": 403,
+    "SESSION_NOT_FOUND": 404,
+    "RUN_NOT_FOUND": 404,
+    "ARTIFACT_NOT_FOUND": 404,
+    "MESSAGE_NOT_FOUND": 404,
+    "PROJECT_NOT_FOUND": 404,
+    "RUN_TERMINAL": 409,
+    "PAYLOAD_TOO_LARGE": 413,
+    "RATE_LIMITED": 429,
+}
+PROJECT_PARAM = {
+    "name": "project",
+    "in": "query",
+    "required": False,
+    "description": "The project folder, relative to the server root (default: the configured "
+    "default project). It picks the store <project>/.agi/agi.sqlite.",
+    "schema": {"type": "string"},
+}
+
+
+def build_openapi() -> dict[str, Any]:
+    components = _schemas()
+    paths: dict[str, dict[str, Any]] = {}
+    for route in ROUTES:
+        paths.setdefault(route.path, {})[route.method.lower()] = _operation(route)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "agi-jupyter",
+            "version": API_VERSION,
+            "description": "REST and streaming API of the agi-jupyter server extension "
+            f"(package {__version__}). Every route needs Jupyter authentication except the "
+            "OpenAI webhook, which is authenticated by its signature.",
+        },
+        "servers": [{"url": "/", "description": "the Jupyter server (prefix its base URL)"}],
+        "tags": [{"name": t} for t in dict.fromkeys(r.tag for r in ROUTES)],
+        "security": [{"jupyterToken": []}],
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {
+                "jupyterToken": {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": "Authorization",
+                    "description": "`token <jupyter token>` (or the Jupyter login cookie)",
+                }
+            },
+        },
+    }
+
+
+@functools.cache
+def openapi_json() -> str:
+    return json.dumps(build_openapi(), indent=1)
+
+
+def _schemas() -> dict[str, Any]:
+    models: dict[tuple[type[BaseModel], JsonSchemaMode], None] = {
+        (ErrorBody, "serialization"): None,
+        (Event, "serialization"): None,
+        (MessagePart, "serialization"): None,
+    }
+    for route in ROUTES:
+        if route.body is not None:
+            models[(route.body, "validation")] = None
+        if route.response is not None:
+            models[(route.response, "serialization")] = None
+    _, schema = models_json_schema(list(models), ref_template=REF)
+    defs: dict[str, Any] = schema.get("$defs", {})
+    return dict(sorted(defs.items()))
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": REF.format(model=model.__name__)}
+
+
+def _operation(route: Route) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "operationId": route.operation_id,
+        "summary": route.summary,
+        "tags": [route.tag],
+        "responses": {str(route.status): _success(route), **_errors(route)},
+    }
+    if route.description:
+        operation["description"] = route.description
+    parameters = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        for name in path_params(route.path)
+    ]
+    if route.project:
+        parameters.append(PROJECT_PARAM)
+    if route.query is not None:
+        parameters += _query_params(route.query)
+    if parameters:
+        operation["parameters"] = parameters
+    if route.body is not None:
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": _ref(route.body)}},
+        }
+    if not route.authenticated:
+        operation["security"] = []
+    return operation
+
+
+def _query_params(model: type[BaseModel]) -> list[dict[str, Any]]:
+    schema = model.model_json_schema(ref_template=REF)
+    required = set(schema.get("required", []))
+    params = []
+    for name, prop in schema.get("properties", {}).items():
+        param: dict[str, Any] = {"name": name, "in": "query", "required": name in required}
+        if prop.get("description"):
+            param["description"] = prop["description"]
+        param["schema"] = {k: v for k, v in prop.items() if k not in ("description", "title")}
+        params.append(param)
+    return params
+
+
+def _success(route: Route) -> dict[str, Any]:
+    content: dict[str, Any] = {}
+    description = "OK"
+    if route.raw_content is not None:
+        content[route.raw_content] = {"schema": {}}
+    if route.response is not None:
+        content["application/json"] = {"schema": _ref(route.response)}
+    if "ndjson" in route.streams:
+        content[NDJSON] = {"schema": _ref(Event)}
+        description = "Events: one JSON object per line (NDJSON), or SSE, or JSON (by Accept)"
+    if "sse" in route.streams:
+        content[SSE] = {"schema": _ref(Event)}
+        if "ndjson" not in route.streams:
+            description = "Server-sent events: `event:` the type, `data:` the event object"
+    return {"description": description, "content": content}
+
+
+def _errors(route: Route) -> dict[str, Any]:
+    codes = (("VALIDATION_ERROR",) if route.query or route.body else ()) + route.errors
+    if route.authenticated:
+        codes += ("FORBIDDEN",)
+    if route.body is not None and "PAYLOAD_TOO_LARGE" not in codes:
+        codes += ("PAYLOAD_TOO_LARGE",)
+    by_status: dict[int, list[str]] = {}
+    for code in dict.fromkeys(codes):
+        by_status.setdefault(STATUS_OF_CODE.get(code, 400), []).append(code)
+    return {
+        str(status): {
+            "description": "Error codes: " + ", ".join(found),
+            "content": {"application/json": {"schema": _ref(ErrorBody)}},
+        }
+        for status, found in sorted(by_status.items())
+    }

@@ -1,0 +1,224 @@
+"""The route table: the one list both the handler registration and the OpenAPI document use.
+
+Each ``Route`` is one operation (method + path) with its handler, its query/body/response
+models, whether it streams, and the error codes it can answer with. ``url_patterns()`` turns
+the table into tornado URL specs (one per path); ``openapi.py`` turns it into the document.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel
+
+from agi_jupyter.server.handlers.artifacts import ArtifactContentHandler, ArtifactHandler
+from agi_jupyter.server.handlers.base import AgiHandler
+from agi_jupyter.server.handlers.catalog import (
+    AgentsHandler,
+    ProvidersHandler,
+    StatsHandler,
+    TasksHandler,
+    ToolsHandler,
+)
+from agi_jupyter.server.handlers.docs import OpenAPIHandler
+from agi_jupyter.server.handlers.messages import MessagesHandler
+from agi_jupyter.server.handlers.oneshot import OneShotHandler
+from agi_jupyter.server.handlers.runner import TickHandler
+from agi_jupyter.server.handlers.runs import (
+    RunArtifactsHandler,
+    RunCancelHandler,
+    RunEventsHandler,
+    RunHandler,
+    SessionRunsHandler,
+    SessionRunsStreamHandler,
+)
+from agi_jupyter.server.handlers.sessions import (
+    HistoryHandler,
+    SessionHandler,
+    SessionsHandler,
+    SessionStreamHandler,
+)
+from agi_jupyter.server.handlers.webhooks import WebhookHandler
+from agi_jupyter.server.models import (
+    AgentList,
+    ArtifactList,
+    ArtifactResponse,
+    Deleted,
+    History,
+    HistoryQuery,
+    MessageCreate,
+    MessagePage,
+    OneShotRequest,
+    PageQuery,
+    ProviderList,
+    RunCreate,
+    RunEvents,
+    RunEventsQuery,
+    RunPage,
+    RunResponse,
+    RunResultResponse,
+    RunStreamCreate,
+    SessionCreate,
+    SessionPage,
+    SessionResponse,
+    SessionStreamQuery,
+    SessionUpdate,
+    Stats,
+    TaskPage,
+    TasksQuery,
+    TickRequest,
+    TickResponse,
+    ToolList,
+    ToolsQuery,
+    WebhookAck,
+)
+
+API_VERSION = "1.0.0"
+PREFIX = "/agi"
+V1 = f"{PREFIX}/v1"
+
+Method = Literal["GET", "POST", "PATCH", "DELETE"]
+StreamFormat = Literal["ndjson", "sse"]
+
+COMMON_ERRORS = ("VALIDATION_ERROR", "FORBIDDEN")
+SESSION = ("SESSION_NOT_FOUND",)
+RUN = ("RUN_NOT_FOUND",)
+START = ("PROVIDER_NOT_CONFIGURED", "PAYLOAD_TOO_LARGE")
+
+
+@dataclass(frozen=True)
+class Route:
+    method: Method
+    path: str  # the OpenAPI path: /agi/v1/sessions/{session_id}
+    handler: type[AgiHandler]
+    operation_id: str
+    summary: str
+    tag: str
+    query: type[BaseModel] | None = None
+    body: type[BaseModel] | None = None
+    response: type[BaseModel] | None = None
+    status: int = 200
+    streams: tuple[StreamFormat, ...] = ()
+    stream_default: bool = False  # streams unless Accept asks for application/json
+    raw_content: str | None = None  # a non-JSON response (artifact content)
+    errors: tuple[str, ...] = ()
+    authenticated: bool = True
+    project: bool = True
+    description: str = field(default="", compare=False)
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", f"{PREFIX}/openapi.json", OpenAPIHandler, "getOpenAPI",
+          "This OpenAPI document", "meta", raw_content="application/json", project=False),
+    # sessions
+    Route("GET", f"{V1}/sessions", SessionsHandler, "listSessions", "List sessions, newest first",
+          "sessions", query=PageQuery, response=SessionPage),
+    Route("POST", f"{V1}/sessions", SessionsHandler, "createSession", "Create a session",
+          "sessions", body=SessionCreate, response=SessionResponse, status=201),
+    Route("GET", f"{V1}/sessions/{{session_id}}", SessionHandler, "getSession", "Get a session",
+          "sessions", response=SessionResponse, errors=SESSION),
+    Route("PATCH", f"{V1}/sessions/{{session_id}}", SessionHandler, "updateSession",
+          "Change a session", "sessions", body=SessionUpdate, response=SessionResponse,
+          errors=SESSION),
+    Route("DELETE", f"{V1}/sessions/{{session_id}}", SessionHandler, "deleteSession",
+          "Delete a session (its active runs are cancelled first)", "sessions",
+          response=Deleted, errors=SESSION),
+    Route("GET", f"{V1}/sessions/{{session_id}}/messages", MessagesHandler, "listMessages",
+          "List a session's messages, oldest first", "messages", query=PageQuery,
+          response=MessagePage, errors=SESSION),
+    Route("POST", f"{V1}/sessions/{{session_id}}/messages", MessagesHandler, "postMessage",
+          "Send a user message; the reply streams as SSE or NDJSON (by Accept) or returns as JSON",
+          "messages", body=MessageCreate, response=RunResultResponse, streams=("ndjson", "sse"),
+          errors=SESSION + START),
+    Route("GET", f"{V1}/sessions/{{session_id}}/history", HistoryHandler, "getHistory",
+          "The session's history, simple or full view", "messages", query=HistoryQuery,
+          response=History, errors=SESSION),
+    Route("GET", f"{V1}/sessions/{{session_id}}/stream", SessionStreamHandler, "streamSession",
+          "Live events of every run of the session (SSE), wherever the runs execute",
+          "sessions", query=SessionStreamQuery, streams=("sse",), stream_default=True,
+          errors=SESSION),
+    # runs
+    Route("GET", f"{V1}/sessions/{{session_id}}/runs", SessionRunsHandler, "listRuns",
+          "List a session's runs, newest first", "runs", query=PageQuery, response=RunPage,
+          errors=SESSION),
+    Route("POST", f"{V1}/sessions/{{session_id}}/runs", SessionRunsHandler, "createRun",
+          "Queue a background run (agent or deep_research)", "runs", body=RunCreate,
+          response=RunResponse, status=202,
+          errors=SESSION + START + ("NO_USER_MESSAGE", "MESSAGE_NOT_FOUND")),
+    Route("POST", f"{V1}/sessions/{{session_id}}/runs:stream", SessionRunsStreamHandler,
+          "streamRun", "Start a run and stream its events (NDJSON by default)", "runs",
+          body=RunStreamCreate, response=RunResultResponse, streams=("ndjson", "sse"),
+          stream_default=True, errors=SESSION + START + ("NO_USER_MESSAGE", "MESSAGE_NOT_FOUND")),
+    Route("GET", f"{V1}/runs/{{run_id}}", RunHandler, "getRun", "Get a run", "runs",
+          response=RunResponse, errors=RUN),
+    Route("POST", f"{V1}/runs/{{run_id}}/cancel", RunCancelHandler, "cancelRun", "Cancel a run",
+          "runs", response=RunResponse, errors=(*RUN, "RUN_TERMINAL")),
+    Route("GET", f"{V1}/runs/{{run_id}}/events", RunEventsHandler, "getRunEvents",
+          "Replay a run's persisted events after after_seq; with follow, continue live until "
+          "run.final", "runs", query=RunEventsQuery, response=RunEvents,
+          streams=("ndjson", "sse"), stream_default=True, errors=RUN),
+    Route("GET", f"{V1}/runs/{{run_id}}/artifacts", RunArtifactsHandler, "listRunArtifacts",
+          "A run's artifacts", "artifacts", response=ArtifactList, errors=RUN),
+    Route("GET", f"{V1}/artifacts/{{artifact_id}}", ArtifactHandler, "getArtifact",
+          "Get an artifact's metadata", "artifacts", response=ArtifactResponse,
+          errors=("ARTIFACT_NOT_FOUND",)),
+    Route("GET", f"{V1}/artifacts/{{artifact_id}}/content", ArtifactContentHandler,
+          "getArtifactContent", "An artifact's content, with its MIME type", "artifacts",
+          raw_content="application/octet-stream", errors=("ARTIFACT_NOT_FOUND",)),
+    Route("POST", f"{V1}/one-shot", OneShotHandler, "oneShot",
+          "Answer one prompt in a fresh session (streamed by Accept, or JSON)", "messages",
+          body=OneShotRequest, response=RunResultResponse, streams=("ndjson", "sse"),
+          errors=START),
+    # catalogue
+    Route("GET", f"{V1}/agents", AgentsHandler, "listAgents", "Agents of the project", "catalog",
+          response=AgentList),
+    Route("GET", f"{V1}/tools", ToolsHandler, "listTools", "Tools (of one agent, or all)",
+          "catalog", query=ToolsQuery, response=ToolList),
+    Route("GET", f"{V1}/providers", ProvidersHandler, "listProviders",
+          "Model providers and whether they are configured (never their keys)", "catalog",
+          response=ProviderList),
+    Route("GET", f"{V1}/stats", StatsHandler, "getStats", "Counts, tokens and cost", "catalog",
+          response=Stats),
+    Route("GET", f"{V1}/tasks", TasksHandler, "listTasks", "The project's tasks", "catalog",
+          query=TasksQuery, response=TaskPage),
+    # runner and webhooks
+    Route("POST", f"{V1}/webhooks/openai", WebhookHandler, "openaiWebhook",
+          "OpenAI webhook (Standard Webhooks signature; no Jupyter auth)", "runner",
+          response=WebhookAck,
+          errors=("INVALID_SIGNATURE", "WEBHOOK_NOT_CONFIGURED", "RATE_LIMITED"),
+          authenticated=False),
+    Route("POST", f"{V1}/runner/tick", TickHandler, "tick",
+          "Run one bounded tick: webhook events, polls, stale and queued runs", "runner",
+          body=TickRequest, response=TickResponse),
+)  # fmt: skip
+
+_PARAM = re.compile(r"\{(\w+)\}")
+
+
+def path_params(path: str) -> list[str]:
+    return _PARAM.findall(path)
+
+
+def url_pattern(path: str) -> str:
+    """The tornado regex of an OpenAPI path (relative to the base URL). A ``:`` also matches
+    its percent-encoding (``runs%3Astream``), which some clients send."""
+    parts = _PARAM.split(path)
+    pattern = ""
+    for index, part in enumerate(parts):
+        if index % 2:
+            pattern += f"(?P<{part}>[^/]+)"
+        else:
+            pattern += "(?::|%3[Aa])".join(re.escape(piece) for piece in part.split(":"))
+    return pattern
+
+
+def url_patterns() -> list[tuple[str, type[AgiHandler]]]:
+    """One (pattern, handler) per path, in table order; a path has a single handler class."""
+    handlers: dict[str, type[AgiHandler]] = {}
+    for route in ROUTES:
+        known = handlers.setdefault(route.path, route.handler)
+        if known is not route.handler:
+            raise RuntimeError(f"{route.path}: two handler classes ({known}, {route.handler})")
+    return [(url_pattern(path) + "$", handler) for path, handler in handlers.items()]

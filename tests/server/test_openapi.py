@@ -1,0 +1,96 @@
+"""The OpenAPI document: valid 3.1, served, complete both ways, unions discriminated."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from openapi_spec_validator import validate
+from tornado.routing import PathMatches, Rule
+
+from agi_jupyter import events as ev
+from agi_jupyter.records import _PART_TYPES
+from agi_jupyter.server.handlers.base import AgiHandler
+from agi_jupyter.server.models import EventUnion, PartUnion
+
+METHODS = ("get", "post", "patch", "delete", "put")
+
+
+async def test_openapi_document_is_valid_and_served(jp_fetch: Any) -> None:
+    response = await jp_fetch("agi", "openapi.json")
+    doc = json.loads(response.body)
+    validate(doc)
+    assert doc["openapi"].startswith("3.1")
+    assert doc["info"]["version"] == "1.0.0"
+    assert all(path.startswith(("/agi/v1/", "/agi/openapi.json")) for path in doc["paths"])
+    webhook = doc["paths"]["/agi/v1/webhooks/openai"]["post"]
+    assert webhook["security"] == []
+    stream = doc["paths"]["/agi/v1/sessions/{session_id}/messages"]["post"]
+    assert set(stream["responses"]["200"]["content"]) == {
+        "application/json",
+        "application/x-ndjson",
+        "text/event-stream",
+    }
+
+
+async def test_event_and_part_unions_are_discriminated(jp_fetch: Any) -> None:
+    schemas = json.loads((await jp_fetch("agi", "openapi.json")).body)["components"]["schemas"]
+    event = schemas["Event"]
+    assert event["discriminator"]["propertyName"] == "type"
+    assert set(event["discriminator"]["mapping"]) == set(ev.EVENT_TYPES)
+    part = schemas["MessagePart"]
+    assert part["discriminator"]["propertyName"] == "type"
+    assert set(part["discriminator"]["mapping"]) == set(_PART_TYPES)
+    assert len(EventUnion.__args__[0].__args__) == len(ev.EVENT_TYPES)  # type: ignore[attr-defined]
+    assert len(PartUnion.__args__[0].__args__) == len(_PART_TYPES)  # type: ignore[attr-defined]
+
+
+def agi_rules(rules: list[Rule]) -> list[tuple[re.Pattern[str], type[AgiHandler]]]:
+    """Every (path regex, handler) of the web app whose handler is one of ours."""
+    found = []
+    for rule in rules:
+        target = rule.target
+        if isinstance(target, type) and issubclass(target, AgiHandler):
+            assert isinstance(rule.matcher, PathMatches)
+            found.append((rule.matcher.regex, target))
+        elif hasattr(target, "rules"):
+            found += agi_rules(target.rules)
+    return found
+
+
+def implemented(handler: type[AgiHandler]) -> set[str]:
+    return {
+        m
+        for m in METHODS
+        if any(
+            m in vars(c)
+            for c in handler.__mro__
+            if c is not AgiHandler and issubclass(c, AgiHandler)
+        )
+    }
+
+
+async def test_documented_and_registered_routes_match(
+    jp_serverapp: Any, jp_base_url: str, jp_fetch: Any
+) -> None:
+    doc = json.loads((await jp_fetch("agi", "openapi.json")).body)
+    rules = agi_rules(jp_serverapp.web_app.default_router.rules)
+    assert rules
+    documented = {(path, method) for path, item in doc["paths"].items() for method in item}
+    # every documented operation reaches a handler that implements it
+    for path, method in documented:
+        url = jp_base_url.rstrip("/") + re.sub(r"\{\w+\}", "x_1", path)
+        handlers = [h for regex, h in rules if regex.match(url)]
+        assert handlers, f"{path} is not routed"
+        assert method in implemented(handlers[0]), f"{method.upper()} {path} not implemented"
+    # every implemented handler method is documented
+    for regex, handler in rules:
+        paths = [
+            p
+            for p in doc["paths"]
+            if regex.match(jp_base_url.rstrip("/") + re.sub(r"\{\w+\}", "x_1", p))
+        ]
+        assert paths, f"{regex.pattern} is not documented"
+        for method in implemented(handler):
+            assert (paths[0], method) in documented, f"{method.upper()} {paths[0]} undocumented"

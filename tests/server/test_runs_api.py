@@ -1,0 +1,162 @@
+"""Runs (background, input rules, cancel), artifacts and one-shot through the API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agi_jupyter.store import open_store
+from agi_jupyter.testing import FakeLLMServer, Fault, Turn
+from tests.server.conftest import Api, Fetch, ndjson, wait_run
+
+
+async def new_session(fetch: Fetch) -> str:
+    session_id: str = (await fetch("sessions", method="POST", json={})).data["session"]["id"]
+    return session_id
+
+
+async def test_background_runs_are_listed_and_read(fetch: Fetch) -> None:
+    session = await new_session(fetch)
+    ids = []
+    for n in range(3):
+        created = await fetch("sessions", session, "runs", method="POST", json={"input": f"q{n}"})
+        assert created.status == 202, created
+        assert created.data["run"]["execution_mode"] == "background"
+        ids.append(created.data["run"]["id"])
+    for run_id in ids:
+        assert (await wait_run(fetch, run_id))["status"] == "succeeded"
+    page = await fetch("sessions", session, "runs", params={"page_size": "2"})
+    assert [r["id"] for r in page.data["runs"]] == ids[::-1][:2]
+    rest = await fetch("sessions", session, "runs", params={"cursor": page.data["next_cursor"]})
+    assert [r["id"] for r in rest.data["runs"]] == ids[:1]
+    missing = await fetch("runs", "run_nope")
+    assert (missing.status, missing.error["code"]) == (404, "RUN_NOT_FOUND")
+    no_session = await fetch("sessions", "ses_nope", "runs")
+    assert no_session.error["code"] == "SESSION_NOT_FOUND"
+
+
+async def test_a_run_without_input_answers_the_last_user_message(
+    fetch: Fetch, fake_llm: FakeLLMServer
+) -> None:
+    session = await new_session(fetch)
+    empty = await fetch("sessions", session, "runs", method="POST", json={})
+    assert (empty.status, empty.error["code"]) == (400, "NO_USER_MESSAGE")
+    fake_llm.enqueue(Turn(fault=Fault(status=400)))  # not retryable: the run fails
+    failed = await fetch("sessions", session, "messages", method="POST", json={"content": "again?"})
+    assert failed.data["run"]["status"] == "failed"
+    retry = await fetch("sessions", session, "runs", method="POST", json={})
+    assert retry.status == 202, retry
+    run = await wait_run(fetch, retry.data["run"]["id"])
+    assert run["status"] == "succeeded"
+    messages = (await fetch("sessions", session, "messages")).data["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[1]["text"] == "(offline fake model) echo: again?"
+    answered = await fetch("sessions", session, "runs", method="POST", json={})
+    assert answered.error["code"] == "NO_USER_MESSAGE"
+    by_id = await fetch(
+        "sessions", session, "runs", method="POST", json={"input_message_id": messages[1]["id"]}
+    )
+    assert by_id.error["code"] == "NO_USER_MESSAGE"
+    unknown = await fetch(
+        "sessions", session, "runs", method="POST", json={"input_message_id": "msg_nope"}
+    )
+    assert (unknown.status, unknown.error["code"]) == (404, "MESSAGE_NOT_FOUND")
+    both = await fetch(
+        "sessions",
+        session,
+        "runs",
+        method="POST",
+        json={"input": "x", "input_message_id": messages[0]["id"]},
+    )
+    assert both.error["code"] == "VALIDATION_ERROR"
+
+
+async def test_cancel(fetch: Fetch, fake_llm: FakeLLMServer) -> None:
+    fake_llm.enqueue(Turn(chunks=["a"] * 100, fault=Fault(stall_between_events=0.05)))
+    session = await new_session(fetch)
+    run_id = (await fetch("sessions", session, "runs", method="POST", json={"input": "slow"})).data[
+        "run"
+    ]["id"]
+    await wait_run(fetch, run_id, statuses=("running",))
+    cancelled = await fetch("runs", run_id, "cancel", method="POST")
+    assert cancelled.status == 200, cancelled
+    assert cancelled.data["run"]["status"] == "cancelled"
+    again = await fetch("runs", run_id, "cancel", method="POST")
+    assert (again.status, again.error["code"]) == (409, "RUN_TERMINAL")
+    unknown = await fetch("runs", "run_nope", "cancel", method="POST")
+    assert (unknown.status, unknown.error["code"]) == (404, "RUN_NOT_FOUND")
+    events = await fetch("runs", run_id, "events", headers={"Accept": "application/json"})
+    assert events.data["events"][-1]["run"]["status"] == "cancelled"
+
+
+async def test_deleting_a_session_cancels_its_runs(fetch: Fetch, fake_llm: FakeLLMServer) -> None:
+    fake_llm.enqueue(Turn(chunks=["a"] * 100, fault=Fault(stall_between_events=0.05)))
+    session = await new_session(fetch)
+    run_id = (await fetch("sessions", session, "runs", method="POST", json={"input": "slow"})).data[
+        "run"
+    ]["id"]
+    await wait_run(fetch, run_id, statuses=("running",))
+    assert (await fetch("sessions", session, method="DELETE")).status == 200
+    assert (await fetch("runs", run_id)).error["code"] == "RUN_NOT_FOUND"
+
+
+async def test_artifacts(fetch: Fetch, server_root: Path) -> None:
+    session = await new_session(fetch)
+    done = await fetch("sessions", session, "messages", method="POST", json={"content": "x"})
+    run_id = done.data["run"]["id"]
+    big = "line\n" * 40_000  # over the inline threshold: stored as a file
+    with open_store(server_root) as store:
+        small = store.create_artifact("note", run_id=run_id, text="hello", mime="text/plain")
+        large = store.create_artifact("log", run_id=run_id, text=big, filename="out.txt")
+        data_only = store.create_artifact("summary", run_id=run_id, data={"n": 1})
+    listed = await fetch("runs", run_id, "artifacts")
+    assert [a["id"] for a in listed.data["artifacts"]] == [small.id, large.id, data_only.id]
+    meta = await fetch("artifacts", large.id)
+    assert meta.data["artifact"]["size"] == len(big)
+    assert meta.data["artifact"]["text"] is None
+    content = await fetch("artifacts", large.id, "content")
+    assert content.body.decode() == big
+    assert content.headers["Content-Type"].startswith("text/plain")
+    assert content.headers["X-Content-Type-Options"] == "nosniff"
+    assert (await fetch("artifacts", small.id, "content")).body == b"hello"
+    as_json = await fetch("artifacts", data_only.id, "content")
+    assert as_json.headers["Content-Type"] == "application/json"
+    assert as_json.data == {"n": 1}
+    missing = await fetch("artifacts", "art_nope")
+    assert (missing.status, missing.error["code"]) == (404, "ARTIFACT_NOT_FOUND")
+    missing_content = await fetch("artifacts", "art_nope", "content")
+    assert missing_content.error["code"] == "ARTIFACT_NOT_FOUND"
+    no_run = await fetch("runs", "run_nope", "artifacts")
+    assert no_run.error["code"] == "RUN_NOT_FOUND"
+
+
+async def test_one_shot(api: Api, fetch: Fetch, fake_llm: FakeLLMServer) -> None:
+    answer = await fetch("one-shot", method="POST", json={"prompt": "ping"})
+    assert answer.status == 200, answer
+    assert answer.data["text"] == "(offline fake model) echo: ping"
+    session = (await fetch("sessions", answer.data["run"]["session_id"])).data["session"]
+    assert session["metadata"] == {"one_shot": True}
+    conversation = [
+        {"role": "user", "content": "my name is Ada"},
+        {"role": "assistant", "content": "hello Ada"},
+        {"role": "user", "content": "what is my name?"},
+    ]
+    fake_llm.enqueue(Turn(text="Ada"))
+    chat = await fetch("one-shot", method="POST", json={"messages": conversation})
+    assert chat.data["text"] == "Ada"
+    sent = json.dumps(fake_llm.requests[-1].body)
+    assert all(turn["content"] in sent for turn in conversation), "the history is sent"
+    async with (
+        api.client() as client,
+        client.stream(
+            "POST",
+            "/one-shot",
+            json={"prompt": "stream it"},
+            headers={"Accept": "application/x-ndjson"},
+        ) as response,
+    ):
+        events = await ndjson(response)
+    assert (events[0]["type"], events[-1]["type"]) == ("run.meta", "run.final")
+    for bad in ({}, {"prompt": "a", "messages": conversation}, {"messages": conversation[:2]}):
+        reply = await fetch("one-shot", method="POST", json=bad)
+        assert (reply.status, reply.error["code"]) == (400, "VALIDATION_ERROR"), bad

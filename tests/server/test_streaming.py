@@ -1,0 +1,215 @@
+"""Streaming replies (NDJSON, SSE, JSON), disconnects, replay and following, session streams."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from agi_jupyter.app import Agi
+from agi_jupyter.testing import FakeLLMServer, Fault, Turn
+from tests.server.conftest import Api, Fetch, ndjson, sse_events, wait_run
+
+NDJSON = {"Accept": "application/x-ndjson"}
+SSE = {"Accept": "text/event-stream"}
+
+
+async def new_session(fetch: Fetch, **fields: Any) -> str:
+    reply = await fetch("sessions", method="POST", json=fields)
+    assert reply.status == 201, reply
+    session_id: str = reply.data["session"]["id"]
+    return session_id
+
+
+def check_sequence(events: list[dict[str, Any]]) -> None:
+    assert events[0]["type"] == "run.meta"
+    assert events[-1]["type"] == "run.final"
+    seqs = [e["seq"] for e in events]
+    assert seqs == sorted(set(seqs)), "seq must increase"
+    assert all(e["run_id"] == events[0]["run_id"] for e in events)
+
+
+async def test_post_message_returns_json_when_done(fetch: Fetch) -> None:
+    session = await new_session(fetch)
+    reply = await fetch("sessions", session, "messages", method="POST", json={"content": "hi"})
+    assert reply.status == 200, reply
+    data = reply.data
+    assert data["run"]["status"] == "succeeded"
+    assert data["text"] == "(offline fake model) echo: hi"
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
+    assert data["messages"][1]["parts"] == [{"type": "text", "text": data["text"]}]
+
+
+async def test_post_message_streams_ndjson(api: Api, fetch: Fetch, fake_llm: FakeLLMServer) -> None:
+    fake_llm.enqueue(Turn(chunks=["Hel", "lo ", "there"]))
+    session = await new_session(fetch)
+    async with (
+        api.client() as client,
+        client.stream(
+            "POST", f"/sessions/{session}/messages", json={"content": "x"}, headers=NDJSON
+        ) as response,
+    ):
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("application/x-ndjson")
+        events = await ndjson(response)
+    check_sequence(events)
+    deltas = [e["delta"] for e in events if e["type"] == "output.text.delta"]
+    assert deltas == ["Hel", "lo ", "there"]
+    assert [e["text"] for e in events if e["type"] == "output.text.done"] == ["Hello there"]
+    assert events[-1]["run"]["status"] == "succeeded"
+
+
+async def test_post_message_streams_sse(api: Api, fetch: Fetch) -> None:
+    session = await new_session(fetch)
+    async with (
+        api.client() as client,
+        client.stream(
+            "POST", f"/sessions/{session}/messages", json={"content": "yo"}, headers=SSE
+        ) as response,
+    ):
+        assert response.headers["content-type"].startswith("text/event-stream")
+        received = [e async for e in sse_events(response)]
+    events = [e["data"] for e in received]
+    check_sequence(events)
+    assert [e["event"] for e in received] == [e["type"] for e in events]
+    assert [int(e["id"]) for e in received] == [e["seq"] for e in events]
+
+
+async def test_runs_stream_defaults_to_ndjson(api: Api, fetch: Fetch) -> None:
+    session = await new_session(fetch)
+    async with (
+        api.client() as client,
+        client.stream("POST", f"/sessions/{session}/runs:stream", json={"input": "q"}) as response,
+    ):
+        assert response.headers["content-type"].startswith("application/x-ndjson")
+        events = await ndjson(response)
+    check_sequence(events)
+    completed = [e["message"] for e in events if e["type"] == "message.completed"]
+    assert [m["role"] for m in completed] == ["user", "assistant"]
+
+
+async def test_disconnect_mid_stream_lets_the_run_finish(
+    api: Api, fetch: Fetch, fake_llm: FakeLLMServer
+) -> None:
+    chunks = [f"w{i} " for i in range(30)]
+    fake_llm.enqueue(Turn(chunks=chunks, fault=Fault(stall_between_events=0.03)))
+    session = await new_session(fetch)
+    seen: list[dict[str, Any]] = []
+    async with (
+        api.client() as client,
+        client.stream(
+            "POST", f"/sessions/{session}/messages", json={"content": "long"}, headers=NDJSON
+        ) as response,
+    ):
+        async for line in response.aiter_lines():
+            seen.append(json.loads(line))
+            if seen[-1]["type"] == "output.text.delta":
+                break  # the client goes away mid-answer
+    run_id = seen[0]["run_id"]
+    status_when_left = (await fetch("runs", run_id)).data["run"]["status"]
+    assert status_when_left == "running", "the run must still be going when the client left"
+    run = await wait_run(fetch, run_id)
+    assert run["status"] == "succeeded"
+    history = await fetch("sessions", session, "history")
+    assistant = [m for m in history.data["messages"] if m["role"] == "assistant"]
+    assert assistant[-1]["text"] == "".join(chunks)
+
+
+async def test_events_replay_after_seq_and_resume(api: Api, fetch: Fetch) -> None:
+    session = await new_session(fetch)
+    done = await fetch("sessions", session, "messages", method="POST", json={"content": "r"})
+    run_id = done.data["run"]["id"]
+    everything = await fetch("runs", run_id, "events", headers={"Accept": "application/json"})
+    all_events = everything.data["events"]
+    check_sequence(all_events)
+    cut = all_events[2]["seq"]
+    async with (
+        api.client() as client,
+        client.stream("GET", f"/runs/{run_id}/events", params={"after_seq": cut}) as response,
+    ):
+        rest = await ndjson(response)
+    assert [e["seq"] for e in rest] == [e["seq"] for e in all_events if e["seq"] > cut]
+    assert rest[-1]["type"] == "run.final"
+    async with (
+        api.client() as client,
+        client.stream(
+            "GET", f"/runs/{run_id}/events", headers={**SSE, "Last-Event-ID": str(cut)}
+        ) as response,
+    ):
+        resumed = [e["data"] async for e in sse_events(response)]
+    assert resumed == rest
+
+
+async def test_follow_a_background_run_live(
+    api: Api, fetch: Fetch, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Turn(chunks=["a", "b", "c"], fault=Fault(stall_between_events=0.05)))
+    session = await new_session(fetch)
+    created = await fetch("sessions", session, "runs", method="POST", json={"input": "bg"})
+    assert created.status == 202, created
+    run = created.data["run"]
+    assert run["execution_mode"] == "background"
+    async with (
+        api.client() as client,
+        client.stream(
+            "GET", f"/runs/{run['id']}/events", params={"follow": "true"}, headers=SSE
+        ) as response,
+    ):
+        events = [e["data"] async for e in sse_events(response)]
+    check_sequence(events)  # replayed from the store, then live
+    assert [e["text"] for e in events if e["type"] == "output.text.done"] == ["abc"]
+    deltas = "".join(e["delta"] for e in events if e["type"] == "output.text.delta")
+    assert "abc".endswith(deltas), "live deltas from when the follower joined (not persisted)"
+
+
+async def test_session_stream_shows_runs_of_other_processes(
+    api: Api, fetch: Fetch, fake_llm: FakeLLMServer, server_root: Path
+) -> None:
+    """A run executed by another ``Agi`` (as in a notebook kernel) reaches the session stream
+    through the store; with persist_deltas its deltas arrive too (coalesced)."""
+    session = await new_session(fetch)
+    fake_llm.enqueue(
+        Turn(chunks=[f"{i} " for i in range(20)], fault=Fault(stall_between_events=0.02))
+    )
+    kernel = Agi(server_root, config={"persist_deltas": True})
+    received: list[dict[str, Any]] = []
+    try:
+        async with (
+            api.client() as client,
+            client.stream("GET", f"/sessions/{session}/stream") as response,
+        ):
+            assert response.headers["content-type"].startswith("text/event-stream")
+
+            def run_in_kernel() -> str:
+                return kernel.ask("from the kernel", session=session).text
+
+            answer = asyncio.ensure_future(asyncio.to_thread(run_in_kernel))
+            async for event in sse_events(response):
+                received.append(event)
+                if event["data"]["type"] == "run.final":
+                    break
+        text = await answer
+    finally:
+        await asyncio.to_thread(kernel.close)
+    events = [e["data"] for e in received]
+    check_sequence(events)
+    assert all(e.get("id") for e in received), "events from the store carry their cursor"
+    deltas = "".join(e["delta"] for e in events if e["type"] == "output.text.delta")
+    assert deltas == text == "".join(f"{i} " for i in range(20))
+
+
+async def test_session_stream_announces_session_changes(api: Api, fetch: Fetch) -> None:
+    session = await new_session(fetch, title="before")
+    async with (
+        api.client() as client,
+        client.stream("GET", f"/sessions/{session}/stream") as response,
+    ):
+        changed = asyncio.ensure_future(
+            fetch("sessions", session, method="PATCH", json={"title": "after"})
+        )
+        async for event in sse_events(response):
+            assert event["event"] == "session.updated"
+            assert event["data"]["session"]["title"] == "after"
+            break
+        assert (await changed).status == 200
