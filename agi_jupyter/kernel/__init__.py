@@ -1,0 +1,41 @@
+"""The notebook front doors: ``%%agi`` / ``%agi`` magics, the chat widget, the ``python`` tool.
+
+    magics       AgiMagics: the cell and line magics and their ``c.AgiMagics.*`` settings
+    context      KernelContext: one Agi per kernel, the notebook session, cell ids, cell errors
+    cell         one %%agi cell: request, replay or run, live display, result
+    commands     the %agi subcommands (sessions, history, runs, show, cancel, chat...)
+    render       RunView (events -> text and tool blocks), live display, terminal printer
+    dispatch     work handed from the runtime thread to the kernel's main thread
+    python_tool  the ``python`` tool: code run in the user namespace on the main thread
+    replay       request hashing and finding a recorded run to replay
+    interpolate  {var} / {In[n]} / {Out[n]} / {Err[n]} and variable summaries
+    widget       ChatWidget (anywidget) and ``chat()``
+
+Loading the extension imports IPython's magic machinery and traitlets only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the magics and the hooks that record cell ids and cell errors."""
+    from agi_jupyter.kernel.context import context_for
+    from agi_jupyter.kernel.magics import AgiMagics
+
+    magics = AgiMagics(shell=ipython)
+    ipython.register_magics(magics)
+    ctx = context_for(ipython, magics)
+    magics._ctx = ctx
+    ctx.register_hooks()
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Remove the magics and hooks and close the runtime (runs still going are cancelled)."""
+    from agi_jupyter.kernel.context import drop_context
+
+    magics = ipython.magics_manager.magics
+    for kind in ("line", "cell"):
+        magics[kind].pop("agi", None)
+    drop_context(ipython)

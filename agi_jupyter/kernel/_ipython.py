@@ -1,0 +1,60 @@
+"""Typed doors into IPython's partly annotated API (magic decorators, argument parsing,
+``display``), so the rest of the kernel package type-checks strictly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import IPython.core.magic as _magic
+import IPython.core.magic_arguments as _magic_arguments
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_M: Any = _magic
+_MA: Any = _magic_arguments
+Magics: Any = _M.Magics
+MagicArgumentParser: Any = _MA.MagicArgumentParser
+
+
+def magics_class(cls: type[Any]) -> type[Any]:
+    return cast(type[Any], _M.magics_class(cls))
+
+
+def cell_magic(name: str) -> Callable[[F], F]:
+    return cast(Callable[[F], F], _M.cell_magic(name))
+
+
+def line_magic(name: str) -> Callable[[F], F]:
+    return cast(Callable[[F], F], _M.line_magic(name))
+
+
+def with_arguments(
+    name: str, options: list[tuple[tuple[str, ...], dict[str, Any]]]
+) -> Callable[[F], F]:
+    """``@magic_arguments(name)`` plus one ``@argument(...)`` per option, in order."""
+
+    def decorate(func: F) -> F:
+        for flags, kwargs in reversed(options):
+            func = _MA.argument(*flags, **kwargs)(func)
+        return cast(F, _MA.magic_arguments(name)(func))
+
+    return decorate
+
+
+def parse_argstring(magic: Callable[..., Any], line: str) -> Any:
+    return _MA.parse_argstring(magic, line)
+
+
+def display(*objects: Any, **kwargs: Any) -> Any:
+    from IPython import display as _display
+
+    shown: Any = _display
+    return shown.display(*objects, **kwargs)
+
+
+def markdown(text: str) -> Any:
+    from IPython import display as _display
+
+    shown: Any = _display
+    return shown.Markdown(text)

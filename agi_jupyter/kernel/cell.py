@@ -1,0 +1,329 @@
+"""One ``%%agi`` cell, from its options and body to a rendered answer and a ``RunResult``.
+
+    render the request (interpolation, context) -> hash it -> replay a recorded run, or submit
+    -> follow the run on the main thread (running ``python`` tool work handed to it, updating a
+       display handle at most ``update_rate`` times a second) -> final display in the format
+    -> the cell's value: a ``CellResult`` (a ``RunResult``)
+
+A kernel interrupt while the cell waits cancels the run (``Agi.cancel``), shows how far it got
+and ends the cell with a one-line ``RunInterrupted`` (no traceback).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sys
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agi_jupyter.app import RunResult
+from agi_jupyter.errors import AgiError, RunTerminal
+from agi_jupyter.kernel.dispatch import follow_with_dispatch
+from agi_jupyter.kernel.interpolate import context_block, interpolate
+from agi_jupyter.kernel.python_tool import run_in_namespace
+from agi_jupyter.kernel.render import LiveDisplay, MarkdownView, RunView, TerminalPrinter
+from agi_jupyter.kernel.replay import (
+    RenderedRequest,
+    find_recorded,
+    history_fingerprint,
+    recorded_python_calls,
+)
+
+if TYPE_CHECKING:
+    from agi_jupyter.app import Agi
+    from agi_jupyter.kernel.context import KernelContext
+    from agi_jupyter.records import Run, Session
+
+_CODE_BLOCK = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
+
+
+@dataclass
+class CellResult(RunResult):
+    """The value of a ``%%agi`` cell: a ``RunResult`` that the cell itself does not display a
+    second time (the answer is already on screen); displayed later (``_``), it shows the answer.
+    ``value`` is the parsed JSON (``-f json``) or the extracted code (``-f code``)."""
+
+    value: Any = None
+    _shown: bool = False
+
+    def _ipython_display_(self) -> None:
+        if not self._shown:
+            self._shown = True
+            return
+        from agi_jupyter.kernel._ipython import display
+
+        display({"text/markdown": self.text, "text/plain": self.text}, raw=True)
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """The kernel was interrupted while a ``%%agi`` cell waited: the run was cancelled."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"RunInterrupted: {self}"]
+
+
+@dataclass
+class CellRequest:
+    prompt: str
+    session: Session
+    agent: str | None
+    model: str | None
+    thinking_level: str | None
+    max_iterations: int | None
+    request_hash: str
+
+
+def is_terminal(shell: Any) -> bool:
+    return type(shell).__name__ == "TerminalInteractiveShell"
+
+
+class CellRunner:
+    def __init__(self, ctx: KernelContext, args: Any) -> None:
+        self.ctx = ctx
+        self.args = args
+        self.agi: Agi = ctx.agi
+        self.fmt: str = args.format or ctx.settings.format
+        self.shell = ctx.shell
+
+    # --- the request ---------------------------------------------------------------------------
+
+    def render_prompt(self, body: str) -> str:
+        namespace = self.shell.user_ns
+        prompt = interpolate(body, namespace, self.ctx.errors).strip()
+        names = [n.strip() for n in (self.args.context or "").split(",") if n.strip()]
+        if names:
+            prompt = f"{prompt}\n\n{context_block(names, namespace)}"
+        return prompt
+
+    def session(self) -> Session:
+        args = self.args
+        if args.new:
+            return self.ctx.new_session(agent=args.agent, model=args.model)
+        if args.session:
+            return self.agi.session(args.session)
+        return self.ctx.current_session()
+
+    def request(self, body: str) -> CellRequest:
+        prompt = self.render_prompt(body)
+        session = self.session()
+        tools = [t.strip() for t in (self.args.tools or "").split(",") if t.strip()]
+        if tools:
+            extra = list(session.tool_config.get("extra_tools") or [])
+            extra += [t for t in tools if t not in extra]
+            session = self.agi.store.update_session(
+                session.id, tool_config={**session.tool_config, "extra_tools": extra}
+            )
+        model = self.args.model or None
+        if model:
+            provider, model_name = self.agi.config.resolve_model(model)
+        elif session.provider and session.model:
+            provider, model_name = session.provider, session.model
+        else:
+            provider, model_name = self.agi.config.resolve_model()
+        max_iterations = self.args.max_iterations or self.ctx.settings.max_iterations or None
+        rendered = RenderedRequest(
+            prompt=prompt,
+            agent=self.args.agent or session.agent,
+            provider=provider,
+            model=model_name,
+            thinking_level=self.args.thinking or session.thinking_level,
+            max_iterations=max_iterations,
+            tools=tuple(session.tool_config.get("extra_tools") or ()),
+            history=history_fingerprint(self.agi.store.list_messages(session.id)),
+        )
+        return CellRequest(
+            prompt=prompt,
+            session=session,
+            agent=self.args.agent or None,
+            model=model,
+            thinking_level=self.args.thinking or None,
+            max_iterations=max_iterations,
+            request_hash=rendered.digest(),
+        )
+
+    # --- running -------------------------------------------------------------------------------
+
+    def run(self, body: str) -> CellResult | None:
+        req = self.request(body)
+        if not req.prompt:
+            print("agi: the prompt is empty; write it in the cell below %%agi", file=sys.stderr)
+            return None
+        recorded = None
+        if self.ctx.settings.replay and not self.args.fresh:
+            recorded = find_recorded(self.agi, req.request_hash, self.ctx.notebook_path())
+        if recorded is not None:
+            return self.replay(req, recorded)
+        run = self.agi.submit(
+            req.prompt,
+            session=req.session.id,
+            agent=req.agent,
+            model=req.model,
+            thinking_level=req.thinking_level,
+            max_iterations=req.max_iterations,
+            execution_mode="kernel",
+            request_hash=req.request_hash,
+            **self.ctx.run_fields(),
+        )
+        if self.args.background:
+            self.follow_in_background(run)
+            return None
+        view = self.new_view()
+        self.follow(run, view)
+        return self.finish(view)
+
+    def new_view(self) -> RunView:
+        return RunView(load_artifact=self._diff_of)
+
+    def _diff_of(self, artifact_id: str) -> str | None:
+        try:
+            artifact = self.agi.store.get_artifact(artifact_id)
+        except AgiError:
+            return None
+        patch = (artifact.data or {}).get("patch")
+        return str(patch) if patch else None
+
+    def follow(self, run: Run, view: RunView) -> None:
+        live: LiveDisplay | None = None
+        printer: TerminalPrinter | None = None
+        if is_terminal(self.shell):
+            printer = TerminalPrinter(view)
+        elif not self.args.no_stream:
+            live = LiveDisplay(view, self.fmt, rate=self.ctx.settings.update_rate)
+        try:
+            for event in follow_with_dispatch(self.agi, run.id, self.ctx.dispatcher):
+                view.apply(event)
+                if printer is not None:
+                    printer.event(event)
+                elif live is not None:
+                    live.changed()
+        except KeyboardInterrupt:
+            self.cancel_after_interrupt(run, view)
+            if live is not None:
+                live.close()
+            self.display_final(view)
+            raise RunInterrupted(f"run {run.id} was cancelled") from None
+        if live is not None:
+            live.close()
+
+    def cancel_after_interrupt(self, run: Run, view: RunView) -> None:
+        with contextlib.suppress(RunTerminal):
+            self.agi.cancel(run.id)
+        for event in self.agi.follow(run.id):
+            if event.get("type") in ("run.status", "error", "run.final"):
+                view.apply(event)
+
+    def follow_in_background(self, run: Run) -> None:
+        view = self.new_view()
+        live: LiveDisplay | None = None
+        if is_terminal(self.shell):  # no display handles: say where the answer will be
+            print(f"agi: run {run.id} goes on in the background; `%agi wait` shows its answer")
+        else:
+            live = LiveDisplay(view, self.fmt, rate=self.ctx.settings.update_rate, keep=True)
+
+        def pump() -> None:
+            for event in self.agi.follow(run.id):
+                view.apply(event)
+                if live is not None:
+                    live.changed()
+            if live is not None:
+                live.close()
+            self.ctx.background.pop(run.id, None)
+
+        thread = threading.Thread(target=pump, name=f"agi-follow-{run.id}", daemon=True)
+        self.ctx.background[run.id] = thread
+        thread.start()
+
+    def replay(self, req: CellRequest, recorded: Run) -> CellResult:
+        if req.agent and req.agent != req.session.agent:
+            self.agi.store.update_session(req.session.id, agent=req.agent)
+        run = self.agi.replay(
+            recorded.id,
+            session=req.session.id,
+            execution_mode="kernel",
+            request_hash=req.request_hash,
+            **self.ctx.run_fields(),
+        )
+        for code in recorded_python_calls(self.agi, run.id):
+            report = run_in_namespace(code, self.shell.user_ns)
+            if not report.ok:
+                print(f"agi: replaying a python call failed: {report.error}", file=sys.stderr)
+        view = self.new_view()
+        for event in self.agi.follow(run.id):
+            view.apply(event)
+        if is_terminal(self.shell):
+            print(view.to_text())
+            return self.result(view)
+        if not self.args.no_stream:  # the same outputs as the recorded execution showed
+            LiveDisplay(view, self.fmt, rate=self.ctx.settings.update_rate).close()
+        return self.finish(view)
+
+    # --- the answer ----------------------------------------------------------------------------
+
+    def finish(self, view: RunView) -> CellResult:
+        terminal = is_terminal(self.shell)
+        value = self.value_of(view) if terminal else self.display_final(view)
+        result = self.result(view, value)
+        if self.fmt == "code" and isinstance(value, str) and value:
+            self.shell.set_next_input(value, replace=False)
+        return result
+
+    def value_of(self, view: RunView) -> Any:
+        if self.fmt == "code":
+            return extract_code(view.text)
+        if self.fmt == "json":
+            try:
+                return parse_json(view.text)
+            except ValueError:
+                return None
+        return None
+
+    def display_final(self, view: RunView) -> Any:
+        from agi_jupyter.kernel._ipython import display
+
+        value = self.value_of(view)
+        if self.fmt == "json" and view.status == "succeeded":
+            if value is None and view.text:
+                print("agi: the answer is not valid JSON; showing it as text", file=sys.stderr)
+            elif value is not None:
+                pretty = json.dumps(value, indent=2, ensure_ascii=False)
+                bundle = {"application/json": value, "text/plain": pretty}
+                display(bundle, raw=True, metadata={"application/json": {"expanded": True}})
+        display(MarkdownView(view, "text" if self.fmt == "text" else "markdown"))
+        return value
+
+    def result(self, view: RunView, value: Any = None) -> CellResult:
+        return cell_result(self.agi, view.run_id, value)
+
+
+def cell_result(agi: Agi, run_id: str, value: Any = None, *, shown: bool = False) -> CellResult:
+    """``agi.result(run_id)`` as a ``CellResult``; ``shown=False`` skips its first display."""
+    base = agi.result(run_id)
+    return CellResult(
+        text=base.text,
+        run=base.run,
+        messages=base.messages,
+        usage=base.usage,
+        value=value,
+        _shown=shown,
+    )
+
+
+def extract_code(text: str) -> str:
+    """The code blocks of an answer joined, or the whole answer when it has none."""
+    blocks = [b.strip("\n") for b in _CODE_BLOCK.findall(text)]
+    return "\n\n".join(blocks) if blocks else text.strip()
+
+
+def parse_json(text: str) -> Any:
+    """The JSON value of an answer (a fenced block or the bare text); ``ValueError`` if none."""
+    blocks = _CODE_BLOCK.findall(text)
+    candidates = [*blocks, text]
+    for candidate in candidates:
+        try:
+            return json.loads(candidate.strip())
+        except ValueError:
+            continue
+    raise ValueError("no JSON value in the answer")

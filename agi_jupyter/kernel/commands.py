@@ -1,0 +1,311 @@
+"""The ``%agi`` line magic: ``%agi COMMAND [options]``; ``%agi help`` lists the commands.
+
+Listings return a ``Table`` (HTML in a notebook, text in a terminal), so ``t = %agi runs`` keeps
+it; problems (unknown command, bad option, unknown id) print one line and the usage.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from IPython.core.error import UsageError as IPythonUsageError
+
+from agi_jupyter.kernel._ipython import MagicArgumentParser
+from agi_jupyter.kernel.tables import Table, Text
+
+if TYPE_CHECKING:
+    import argparse
+
+    from agi_jupyter.kernel.context import KernelContext
+
+HELP = """\
+%agi sessions                      sessions of this project (* marks the notebook's)
+%agi use ID                        make session ID the notebook's session
+%agi new [--agent A] [--model M]   start a new notebook session
+%agi history [ID] [--full]         messages of a session (--full: tool calls, reasoning)
+%agi runs [ID]                     runs of a session
+%agi show RUN                      a run's answer and tool calls
+%agi cancel RUN                    cancel a run
+%agi wait [RUN]                    wait for --background runs (or RUN); returns the result
+%agi agents                        agents and their tools
+%agi tools [AGENT]                 tools (those AGENT is offered)
+%agi models                        known models and list prices
+%agi config                        resolved settings (no secrets)
+%agi stats                         totals of the store
+%agi chat                          open the chat widget on the notebook's session
+%agi help                          this text
+
+%%agi [options]   (cell magic)     ask an agent; see %%agi? for the options"""
+
+Command = Callable[["KernelContext", "argparse.Namespace"], Any]
+
+
+def _parser() -> Any:
+    parser = MagicArgumentParser(prog="%agi", add_help=False)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in ("sessions", "agents", "models", "config", "stats", "chat", "help"):
+        sub.add_parser(name, add_help=False)
+    sub.add_parser("use", add_help=False).add_argument("id")
+    new = sub.add_parser("new", add_help=False)
+    new.add_argument("--agent", "-a")
+    new.add_argument("--model", "-m")
+    history = sub.add_parser("history", add_help=False)
+    history.add_argument("id", nargs="?")
+    history.add_argument("--full", action="store_true")
+    sub.add_parser("runs", add_help=False).add_argument("id", nargs="?")
+    sub.add_parser("show", add_help=False).add_argument("run")
+    sub.add_parser("cancel", add_help=False).add_argument("run")
+    sub.add_parser("wait", add_help=False).add_argument("run", nargs="?")
+    sub.add_parser("tools", add_help=False).add_argument("agent", nargs="?")
+    return parser
+
+
+def run_command(ctx: KernelContext, line: str) -> Any:
+    from agi_jupyter.errors import AgiError
+
+    try:
+        args = _parser().parse_argstring(line)
+    except (IPythonUsageError, ValueError) as e:
+        print(f"agi: {e}\n\n{HELP}", file=sys.stderr)
+        return None
+    command = COMMANDS.get(args.command or "help")
+    assert command is not None
+    try:
+        return command(ctx, args)
+    except AgiError as e:
+        print(f"agi: {e.message}", file=sys.stderr)
+        return None
+
+
+# --- sessions ----------------------------------------------------------------------------------
+
+
+def cmd_help(ctx: KernelContext, args: argparse.Namespace) -> Text:
+    return Text(HELP)
+
+
+def cmd_sessions(ctx: KernelContext, args: argparse.Namespace) -> Table:
+    rows = []
+    for s in ctx.agi.sessions(limit=50).items:
+        mark = "*" if s.id == ctx.session_id else ""
+        rows.append(
+            [
+                mark,
+                s.id,
+                s.title or "",
+                s.agent,
+                f"{s.provider}:{s.model}",
+                s.message_count,
+                s.input_tokens + s.output_tokens,
+                f"{s.cost_usd:.4f}",
+                s.notebook_path or "",
+                s.created_at,
+            ]
+        )
+    columns = ["", "id", "title", "agent", "model", "messages", "tokens", "cost $", "notebook"]
+    return Table([*columns, "created"], rows, title="Sessions")
+
+
+def cmd_use(ctx: KernelContext, args: argparse.Namespace) -> None:
+    session = ctx.use_session(args.id)
+    print(f"agi: the notebook now uses session {session.id} ({session.agent}, {session.model})")
+
+
+def cmd_new(ctx: KernelContext, args: argparse.Namespace) -> None:
+    session = ctx.new_session(agent=args.agent, model=args.model)
+    print(f"agi: new session {session.id} ({session.agent}, {session.provider}:{session.model})")
+
+
+def _session_id(ctx: KernelContext, given: str | None) -> str:
+    return given or ctx.current_session().id
+
+
+def cmd_history(ctx: KernelContext, args: argparse.Namespace) -> Table:
+    from agi_jupyter.records import part_to_dict
+
+    session_id = _session_id(ctx, args.id)
+    view: Literal["simple", "full"] = "full" if args.full else "simple"
+    rows: list[list[Any]] = []
+    for message in ctx.agi.history(session_id, view=view):
+        if not args.full:
+            rows.append([message.role, message.text, message.run_id or ""])
+            continue
+        for part in message.parts:
+            data = part_to_dict(part)
+            kind = data.pop("type")
+            content = data.get("text") or data.get("output") or data
+            rows.append([message.role, kind, content, message.run_id or ""])
+    columns = ["role", "type", "content", "run"] if args.full else ["role", "text", "run"]
+    return Table(columns, rows, title=f"History of {session_id}")
+
+
+# --- runs --------------------------------------------------------------------------------------
+
+
+def cmd_runs(ctx: KernelContext, args: argparse.Namespace) -> Table:
+    session_id = _session_id(ctx, args.id)
+    rows = []
+    for r in ctx.agi.runs(session_id, limit=100).items:
+        tokens = int(r.usage.get("input_tokens", 0)) + int(r.usage.get("output_tokens", 0))
+        rows.append(
+            [
+                r.id,
+                r.status,
+                f"{r.provider}:{r.model}",
+                tokens,
+                f"{r.cost_usd:.4f}",
+                r.execution_count if r.execution_count is not None else "",
+                r.cell_id or "",
+                r.replayed_from or "",
+                r.created_at,
+            ]
+        )
+    columns = ["id", "status", "model", "tokens", "cost $", "In", "cell", "replayed from"]
+    return Table([*columns, "created"], rows, title=f"Runs of {session_id}")
+
+
+def cmd_show(ctx: KernelContext, args: argparse.Namespace) -> Any:
+    from agi_jupyter.kernel.cell import is_terminal
+    from agi_jupyter.kernel.render import MarkdownView, RunView
+
+    run = ctx.agi.run(args.run)
+    view = RunView(load_artifact=lambda a: _patch_of(ctx, a))
+    for event in ctx.agi.follow(run.id):
+        view.apply(event)
+        if event.get("type") == "run.final":
+            break
+    if is_terminal(ctx.shell):
+        return Text(view.to_text())
+    return MarkdownView(view)
+
+
+def _patch_of(ctx: KernelContext, artifact_id: str) -> str | None:
+    from agi_jupyter.errors import AgiError
+
+    try:
+        data = ctx.agi.store.get_artifact(artifact_id).data or {}
+    except AgiError:
+        return None
+    return str(data["patch"]) if data.get("patch") else None
+
+
+def cmd_cancel(ctx: KernelContext, args: argparse.Namespace) -> None:
+    run = ctx.agi.cancel(args.run)
+    print(f"agi: run {run.id} is {run.status}")
+
+
+def cmd_wait(ctx: KernelContext, args: argparse.Namespace) -> Any:
+    from agi_jupyter.kernel.cell import cell_result
+    from agi_jupyter.kernel.dispatch import follow_with_dispatch, join_with_dispatch
+
+    run_ids = [args.run] if args.run else list(ctx.background)
+    if not run_ids:
+        print("agi: no background runs")
+        return None
+    for run_id in run_ids:
+        for _event in follow_with_dispatch(ctx.agi, run_id, ctx.dispatcher):
+            pass
+        thread = ctx.background.get(run_id)
+        if thread is not None:
+            join_with_dispatch(thread, ctx.dispatcher, timeout=10)
+    return cell_result(ctx.agi, run_ids[-1], shown=True)
+
+
+# --- catalogue ---------------------------------------------------------------------------------
+
+
+def cmd_agents(ctx: KernelContext, args: argparse.Namespace) -> Table:
+    rows = [
+        [a.name, a.description, ", ".join(a.tools) or "(none)", a.model or "", a.source]
+        for a in ctx.agi.agents().values()
+    ]
+    return Table(["agent", "description", "tools", "model", "source"], rows, title="Agents")
+
+
+def cmd_tools(ctx: KernelContext, args: argparse.Namespace) -> Table:
+    rows = []
+    for t in ctx.agi.tools(args.agent):
+        first = t.description.strip().splitlines()[0] if t.description.strip() else ""
+        requires = ", ".join(sorted(t.requires))
+        rows.append([t.name, first, "yes" if t.read_only else "", requires, t.source])
+    title = f"Tools offered to {args.agent}" if args.agent else "Tools"
+    return Table(["tool", "description", "read-only", "requires", "source"], rows, title=title)
+
+
+def cmd_models(ctx: KernelContext, args: argparse.Namespace) -> Table:
+    from agi_jupyter.providers import catalog
+
+    config = ctx.agi.config
+    rows = []
+    for info in catalog.models():
+        settings = config.providers.get(info.vendor)
+        configured = settings is not None and settings.configured
+        rows.append(
+            [
+                f"{info.vendor}:{info.model}",
+                info.context_window,
+                info.input_per_mtok,
+                info.output_per_mtok,
+                "yes" if configured else "no key",
+            ]
+        )
+    note = f"default: {config.default_model}; fake:echo is the offline model (no key needed)"
+    columns = ["model", "context", "input $/M", "output $/M", "configured"]
+    return Table(columns, rows, title="Models", note=note)
+
+
+def cmd_config(ctx: KernelContext, args: argparse.Namespace) -> Text:
+    config = ctx.agi.config
+    s = ctx.settings
+    providers = ", ".join(
+        f"{name}{'' if p.configured else ' (no key)'}"
+        for name, p in config.providers.items()
+        if p.enabled
+    )
+    lines = [
+        f"project:          {config.project}",
+        f"store:            {ctx.agi.store.path}",
+        f"config sources:   {', '.join(config.sources) or '(defaults only)'}",
+        f"default agent:    {config.default_agent}",
+        f"default model:    {config.default_model}",
+        f"max iterations:   {config.max_iterations}",
+        f"providers:        {providers}",
+        f"notebook:         {ctx.notebook_path() or '(unknown)'}",
+        f"session:          {ctx.session_id or '(none yet)'}",
+        f"AgiMagics:        format={s.format} replay={s.replay} update_rate={s.update_rate}"
+        f" default_agent={s.default_agent!r} model={s.model!r}"
+        f" max_iterations={s.max_iterations}",
+    ]
+    return Text("\n".join(lines))
+
+
+def cmd_stats(ctx: KernelContext, args: argparse.Namespace) -> Table:
+    rows = [[k, v] for k, v in ctx.agi.stats().items()]
+    return Table(["", "value"], rows, title="Store statistics")
+
+
+def cmd_chat(ctx: KernelContext, args: argparse.Namespace) -> Any:
+    from agi_jupyter.kernel.widget import ChatWidget
+
+    return ChatWidget(ctx, session=ctx.current_session().id)
+
+
+COMMANDS: dict[str, Command] = {
+    "help": cmd_help,
+    "sessions": cmd_sessions,
+    "use": cmd_use,
+    "new": cmd_new,
+    "history": cmd_history,
+    "runs": cmd_runs,
+    "show": cmd_show,
+    "cancel": cmd_cancel,
+    "wait": cmd_wait,
+    "agents": cmd_agents,
+    "tools": cmd_tools,
+    "models": cmd_models,
+    "config": cmd_config,
+    "stats": cmd_stats,
+    "chat": cmd_chat,
+}

@@ -1,0 +1,378 @@
+"""How a run looks in a notebook: a view folded from its events, rendered as Markdown or text.
+
+``RunView.apply(event)`` folds the section-4 events of one run into text segments and tool
+blocks in order, plus the footer facts (model, tokens, cost, run id). ``to_markdown`` renders
+tool calls as collapsible ``<details>`` blocks (name, arguments, status, output or error, and a
+diff view for ``file_diff`` artifacts); ``to_text`` is the plain form for terminals and for
+``text/plain``. ``LiveDisplay`` pushes a view into a notebook display handle at most ``rate``
+times a second; ``TerminalPrinter`` prints a run as it streams in a terminal IPython.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+MAX_BLOCK_CHARS = 4_000
+
+ArtifactLoader = Callable[[str], str | None]
+
+
+@dataclass
+class TextSegment:
+    text: str = ""
+
+
+@dataclass
+class ToolBlock:
+    tool_call_id: str
+    name: str
+    arguments: dict[str, Any] | None = None
+    status: str = "running"
+    ok: bool | None = None
+    output: str | None = None
+    live: str = ""
+    artifact: dict[str, Any] | None = None
+    diff: str | None = None
+
+
+@dataclass
+class RunView:
+    """Everything shown for one run, folded from its events."""
+
+    run_id: str = ""
+    session_id: str = ""
+    agent: str = ""
+    provider: str = ""
+    model: str = ""
+    status: str = "queued"
+    segments: list[TextSegment | ToolBlock] = field(default_factory=list)
+    reasoning: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    error: str | None = None
+    replayed_from: str | None = None
+    load_artifact: ArtifactLoader | None = None
+    _turn_text: TextSegment | None = None
+
+    @property
+    def text(self) -> str:
+        """The answer: the text of the last turn that had text."""
+        texts = [s.text for s in self.segments if isinstance(s, TextSegment) and s.text]
+        return texts[-1] if texts else ""
+
+    @property
+    def recorded_run_id(self) -> str:
+        """The run whose answer this is: the original recording of a replayed run, so that a
+        replay shows exactly what the first execution showed."""
+        return self.replayed_from or self.run_id
+
+    @property
+    def done(self) -> bool:
+        return self.status in ("succeeded", "failed", "cancelled")
+
+    def apply(self, event: dict[str, Any]) -> None:
+        handler = _HANDLERS.get(str(event.get("type")))
+        self.run_id = self.run_id or str(event.get("run_id", ""))
+        if handler is not None:
+            handler(self, event)
+
+    # --- event handlers ------------------------------------------------------------------------
+
+    def _meta(self, e: dict[str, Any]) -> None:
+        self.session_id = str(e.get("session_id", ""))
+        self.agent, self.provider, self.model = (
+            str(e.get("agent", "")),
+            str(e.get("provider", "")),
+            str(e.get("model", "")),
+        )
+
+    def _status(self, e: dict[str, Any]) -> None:
+        self.status = str(e.get("status", self.status))
+
+    def _iteration(self, e: dict[str, Any]) -> None:
+        self._turn_text = None
+
+    def _text_delta(self, e: dict[str, Any]) -> None:
+        self._current_text().text += str(e.get("delta", ""))
+
+    def _text_done(self, e: dict[str, Any]) -> None:
+        self._current_text().text = str(e.get("text", ""))
+
+    def _current_text(self) -> TextSegment:
+        if self._turn_text is None:
+            self._turn_text = TextSegment()
+            self.segments.append(self._turn_text)
+        return self._turn_text
+
+    def _reasoning(self, e: dict[str, Any]) -> None:
+        self.reasoning += str(e.get("delta", ""))
+
+    def _reasoning_done(self, e: dict[str, Any]) -> None:
+        self.reasoning = str(e.get("text", ""))
+
+    def _tool_started(self, e: dict[str, Any]) -> None:
+        self.segments.append(ToolBlock(str(e.get("tool_call_id")), str(e.get("name"))))
+        self._turn_text = None
+
+    def _tool(self, tool_call_id: Any) -> ToolBlock | None:
+        for segment in reversed(self.segments):
+            if isinstance(segment, ToolBlock) and segment.tool_call_id == tool_call_id:
+                return segment
+        return None
+
+    def _tool_args(self, e: dict[str, Any]) -> None:
+        block = self._tool(e.get("tool_call_id"))
+        if block is not None:
+            block.arguments = dict(e.get("arguments") or {})
+
+    def _tool_delta(self, e: dict[str, Any]) -> None:
+        block = self._tool(e.get("tool_call_id"))
+        if block is not None:
+            block.live += str(e.get("chunk", ""))
+
+    def _tool_output(self, e: dict[str, Any]) -> None:
+        block = self._tool(e.get("tool_call_id"))
+        if block is None:
+            block = ToolBlock(str(e.get("tool_call_id")), str(e.get("name")))
+            self.segments.append(block)
+        block.status = str(e.get("status") or ("completed" if e.get("ok") else "failed"))
+        block.ok = bool(e.get("ok"))
+        block.output = str(e.get("output", ""))
+        block.artifact = e.get("artifact") or None
+        if block.artifact and block.artifact.get("kind") == "file_diff" and self.load_artifact:
+            block.diff = self.load_artifact(str(block.artifact.get("id")))
+
+    def _usage(self, e: dict[str, Any]) -> None:
+        self.input_tokens += int(e.get("input_tokens") or 0)
+        self.output_tokens += int(e.get("output_tokens") or 0)
+        cost = e.get("cost_usd")
+        if cost is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + float(cost)
+
+    def _error(self, e: dict[str, Any]) -> None:
+        if not e.get("retryable"):
+            self.error = f"{e.get('code')}: {e.get('message')}"
+
+    def _final(self, e: dict[str, Any]) -> None:
+        run = e.get("run") or {}
+        self.status = str(run.get("status", self.status))
+        self.replayed_from = run.get("replayed_from") or self.replayed_from
+        if run.get("error") and not self.error:
+            error = run["error"]
+            self.error = f"{error.get('code')}: {error.get('message')}"
+
+    # --- rendering -----------------------------------------------------------------------------
+
+    def footer(self) -> str:
+        model = f"{self.provider}:{self.model}" if self.provider else self.model
+        cost = "cost n/a" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        parts = [
+            model or "model ?",
+            self.agent or "agent ?",
+            f"{self.input_tokens} in / {self.output_tokens} out tokens",
+            cost,
+            self.recorded_run_id,
+        ]
+        if not self.done:
+            parts.append(self.status + "…")
+        elif self.status != "succeeded":
+            parts.append(self.status)
+        return " · ".join(parts)
+
+    def to_markdown(self) -> str:
+        chunks: list[str] = []
+        if self.reasoning:
+            chunks.append(_details("thinking", _fenced(self.reasoning, "")))
+        for segment in self.segments:
+            if isinstance(segment, TextSegment):
+                if segment.text:
+                    chunks.append(segment.text)
+            else:
+                chunks.append(_tool_markdown(segment))
+        if self.error:
+            chunks.append(f"**Error** — {_escape_md(self.error)}")
+        chunks.append(f"<sub>{_escape_html(self.footer())}</sub>")
+        return "\n\n".join(chunks)
+
+    def to_text(self) -> str:
+        chunks: list[str] = []
+        for segment in self.segments:
+            if isinstance(segment, TextSegment):
+                if segment.text:
+                    chunks.append(segment.text)
+            else:
+                chunks.append(_tool_text(segment))
+        if self.error:
+            chunks.append(f"Error — {self.error}")
+        chunks.append(f"[{self.footer()}]")
+        return "\n\n".join(chunks)
+
+
+_HANDLERS: dict[str, Callable[[RunView, dict[str, Any]], None]] = {
+    "run.meta": RunView._meta,
+    "run.status": RunView._status,
+    "iteration": RunView._iteration,
+    "output.text.delta": RunView._text_delta,
+    "output.text.done": RunView._text_done,
+    "reasoning.delta": RunView._reasoning,
+    "reasoning.done": RunView._reasoning_done,
+    "tool.call.started": RunView._tool_started,
+    "tool.call.arguments.done": RunView._tool_args,
+    "tool.call.delta": RunView._tool_delta,
+    "tool.call.output": RunView._tool_output,
+    "usage": RunView._usage,
+    "error": RunView._error,
+    "run.final": RunView._final,
+}
+
+_ICONS = {"running": "⏳", "completed": "✅", "failed": "❌", "denied": "⛔", "skipped": "⏭"}
+
+
+def _clip(text: str, limit: int = MAX_BLOCK_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more)"
+
+
+def _fenced(text: str, lang: str) -> str:
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return f"{fence}{lang}\n{_clip(text)}\n{fence}"
+
+
+def _escape_html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _escape_md(text: str) -> str:
+    return _escape_html(text).replace("*", "\\*").replace("_", "\\_")
+
+
+def _details(summary: str, body: str) -> str:
+    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
+
+
+def _tool_markdown(block: ToolBlock) -> str:
+    icon = _ICONS.get(block.status, "•")
+    summary = f"{icon} <code>{_escape_html(block.name)}</code> {block.status}"
+    body: list[str] = []
+    if block.arguments is not None:
+        code = block.arguments.get("code") if block.name == "python" else None
+        if isinstance(code, str):
+            body.append(_fenced(code, "python"))
+        else:
+            body.append(_fenced(json.dumps(block.arguments, indent=2, ensure_ascii=False), "json"))
+    if block.diff:
+        body.append(_fenced(block.diff, "diff"))
+    if block.output is not None:
+        label = "output" if block.ok else "error"
+        body.append(f"**{label}**\n\n{_fenced(block.output, '')}")
+    elif block.live:
+        body.append(_fenced(block.live, ""))
+    return _details(summary, "\n\n".join(body) or "…")
+
+
+def _tool_text(block: ToolBlock) -> str:
+    args = json.dumps(block.arguments, ensure_ascii=False) if block.arguments is not None else ""
+    lines = [f"[tool {block.name} {block.status}] {args}".rstrip()]
+    if block.diff:
+        lines.append(_clip(block.diff))
+    if block.output is not None:
+        lines.extend("  " + line for line in _clip(block.output).splitlines())
+    return "\n".join(lines)
+
+
+# --- live output -----------------------------------------------------------------------------
+
+
+class MarkdownView:
+    """A display object: Markdown for notebooks, plain text for everything else."""
+
+    def __init__(self, view: RunView, fmt: str = "markdown") -> None:
+        self.view, self.fmt = view, fmt
+
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> tuple[dict[str, str], dict[str, Any]]:
+        metadata = {"agi": {"run_id": self.view.run_id, "replayed_from": self.view.replayed_from}}
+        if self.fmt == "text":
+            return {"text/plain": self.view.to_text()}, metadata
+        bundle = {"text/markdown": self.view.to_markdown(), "text/plain": self.view.to_text()}
+        return bundle, metadata
+
+
+EMPTY: dict[str, str] = {"text/plain": ""}
+
+
+class LiveDisplay:
+    """A notebook display handle showing a run while it streams, updated at most ``rate`` times
+    a second (the last state is always shown by ``close``)."""
+
+    def __init__(self, view: RunView, fmt: str, *, rate: float = 20.0, keep: bool = False) -> None:
+        from agi_jupyter.kernel._ipython import display
+
+        self.view, self.fmt, self.keep = view, fmt, keep
+        self.interval = 1.0 / rate if rate > 0 else 0.0
+        self.updates = 0
+        self._last = 0.0
+        self._dirty = False
+        self.handle = display(EMPTY, raw=True, display_id=True)
+
+    def changed(self) -> None:
+        self._dirty = True
+        now = time.monotonic()
+        if now - self._last >= self.interval:
+            self._push(now)
+
+    def _push(self, now: float) -> None:
+        self._last, self._dirty = now, False
+        self.updates += 1
+        bundle, metadata = MarkdownView(self.view, self.fmt)._repr_mimebundle_()
+        self.handle.update(bundle, metadata=metadata, raw=True)
+
+    def close(self) -> None:
+        """Show the final state: in the handle (``keep``) or cleared for a final display."""
+        if self.keep:
+            self._push(time.monotonic())
+        else:
+            self.updates += 1
+            self.handle.update(EMPTY, raw=True)
+
+
+class TerminalPrinter:
+    """Prints a run to a terminal as it streams: text deltas as they come, tool lines whole."""
+
+    def __init__(self, view: RunView, stream: TextIO | None = None) -> None:
+        self.view = view
+        self.stream = stream or sys.stdout
+        self._shown_tools: set[str] = set()
+        self._streamed_text = False
+
+    def event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "output.text.delta":
+            self._write(str(event.get("delta", "")))
+            self._streamed_text = True
+        elif kind == "output.text.done" and not self._streamed_text:
+            self._write(str(event.get("text", "")))
+        elif kind in ("iteration", "tool.call.started"):
+            if self._streamed_text:
+                self._write("\n")
+            self._streamed_text = False
+        elif kind == "tool.call.output":
+            block = self.view._tool(event.get("tool_call_id"))
+            if block is not None and block.tool_call_id not in self._shown_tools:
+                self._shown_tools.add(block.tool_call_id)
+                self._write(_tool_text(block) + "\n")
+        elif kind == "run.final":
+            error = f"\nError — {self.view.error}" if self.view.error else ""
+            self._write(f"\n{error}\n[{self.view.footer()}]\n")
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()

@@ -1,0 +1,110 @@
+"""Notebook reproducibility: which recorded run a ``%%agi`` cell may replay.
+
+A cell's *rendered request* is what decides the model's answer: the prompt after interpolation
+and context, the agent, provider and model, the options that reach the model (thinking level,
+iteration limit, the session's tools) and the session's prior messages. Its sha256 is stored as
+``runs.request_hash``. When a cell renders a request whose hash a succeeded run of this
+notebook already has, that run is replayed (``Agi.replay``) instead of calling the model, and
+its ``python`` tool calls are run again so the kernel namespace is rebuilt.
+
+Every kernel start opens a fresh session, so after "Restart & Run All" the first cell's request
+(empty history) matches the first cell of the earlier run, the replayed messages make the
+second cell's history match too, and so on down the notebook; an edited prompt changes its own
+hash and, through the history, the hashes of the cells after it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agi_jupyter.records import Message, Run, part_to_dict
+
+if TYPE_CHECKING:
+    from agi_jupyter.app import Agi
+
+HASH_VERSION = 1
+MAX_SESSIONS_SCANNED = 50
+
+
+@dataclass(frozen=True)
+class RenderedRequest:
+    prompt: str
+    agent: str
+    provider: str
+    model: str
+    thinking_level: str | None = None
+    max_iterations: int | None = None
+    tools: tuple[str, ...] = ()
+    history: tuple[Any, ...] = field(default=())
+
+    def digest(self) -> str:
+        body = {
+            "v": HASH_VERSION,
+            "prompt": self.prompt,
+            "agent": self.agent,
+            "provider": self.provider,
+            "model": self.model,
+            "thinking_level": self.thinking_level,
+            "max_iterations": self.max_iterations,
+            "tools": sorted(self.tools),
+            "history": list(self.history),
+        }
+        text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def history_fingerprint(messages: list[Message]) -> tuple[Any, ...]:
+    """The parts of a session's messages that reach a model (no ids, times or meta)."""
+    return tuple(
+        {"role": m.role, "parts": [part_to_dict(p) for p in m.parts]}
+        for m in messages
+        if m.status == "complete"
+    )
+
+
+def _sessions_to_scan(agi: Agi, notebook_path: str | None) -> Iterator[str]:
+    cursor: str | None = None
+    seen = 0
+    while seen < MAX_SESSIONS_SCANNED:
+        page = agi.store.list_sessions(limit=25, cursor=cursor, notebook_path=notebook_path)
+        for session in page.items:
+            seen += 1
+            yield session.id
+        cursor = page.next_cursor
+        if cursor is None:
+            return
+
+
+def find_recorded(agi: Agi, request_hash: str, notebook_path: str | None) -> Run | None:
+    """The newest succeeded run with this request hash in the notebook's recent sessions."""
+    best: Run | None = None
+    for session_id in _sessions_to_scan(agi, notebook_path):
+        cursor: str | None = None
+        while True:
+            page = agi.store.list_runs(
+                session_id=session_id, statuses=["succeeded"], limit=100, cursor=cursor
+            )
+            for run in page.items:
+                matches = run.request_hash == request_hash and not run.error
+                if matches and (best is None or run.created_at > best.created_at):
+                    best = run
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        if best is not None:
+            return best
+    return best
+
+
+def recorded_python_calls(agi: Agi, run_id: str) -> list[str]:
+    """The code of a run's completed ``python`` tool calls, in order."""
+    codes = []
+    for call in agi.store.list_tool_calls(run_id=run_id):
+        code = call.args.get("code") if call.name == "python" else None
+        if isinstance(code, str) and call.status == "completed":
+            codes.append(code)
+    return codes

@@ -1,0 +1,376 @@
+"""The chat widget: ``agi_jupyter.chat(session=None, agent=None, model=None)``.
+
+An anywidget (``static/chat.js``, a plain ES module, no bundler). The ``transcript`` trait is the
+source of truth: a list of entries (user, assistant, tool, info, error) that the front end
+renders. While an answer streams, text deltas travel as custom messages
+(``{"type": "delta", "entry": id, "text": ...}``, coalesced to at most ``rate`` a second) and
+the whole text is committed to the transcript when the message completes. Tool calls are
+transcript entries updated as they start and finish.
+
+Sending never blocks the kernel: the front end's ``send`` message starts a run with
+``Agi.submit`` (it executes on the runtime's loop thread) and a daemon thread follows its events
+and updates the widget; the ``python`` tool's code still runs on the kernel's main thread, in
+the gaps when the kernel is idle. The stop button cancels the run; the pickers choose the
+session (its history is loaded from the store), the model and the agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anywidget
+from traitlets import Dict, List, Unicode
+
+from agi_jupyter.records import Message, TextPart, ToolCallPart, ToolResultPart
+
+if TYPE_CHECKING:
+    from agi_jupyter.app import RunResult
+    from agi_jupyter.kernel.context import KernelContext
+
+STATIC = Path(__file__).parent / "static"
+Entry = dict[str, Any]
+
+
+class ChatWidget(anywidget.AnyWidget):
+    _esm = STATIC / "chat.js"
+    _css = STATIC / "chat.css"
+
+    transcript = List(Dict()).tag(sync=True)
+    session_id = Unicode("").tag(sync=True)
+    sessions = List(Dict()).tag(sync=True)
+    model = Unicode("").tag(sync=True)
+    models = List(Unicode()).tag(sync=True)
+    agent = Unicode("").tag(sync=True)
+    agents = List(Unicode()).tag(sync=True)
+    running = Unicode("").tag(sync=True)
+    status = Unicode("").tag(sync=True)
+
+    def __init__(
+        self,
+        ctx: KernelContext,
+        *,
+        session: str | None = None,
+        agent: str | None = None,
+        model: str | None = None,
+        rate: float = 20.0,
+    ) -> None:
+        super().__init__()
+        self._ctx = ctx
+        self._lock = threading.RLock()
+        self._followers: dict[str, threading.Thread] = {}
+        self._interval = 1.0 / rate if rate > 0 else 0.0
+        self._counter = 0
+        agi = ctx.agi
+        self.agents = sorted(agi.agents())
+        self.observe(self._on_session_change, names="session_id")
+        self.on_msg(self._on_front_end_message)
+        if session is None:
+            session = ctx.current_session().id if agent is None and model is None else None
+        if session is None:
+            session = ctx.new_session(agent=agent, model=model).id
+        self.agent = agent or agi.session(session).agent
+        self.refresh_pickers(model)
+        self.session_id = session
+
+    # --- pickers and history ---------------------------------------------------------------------
+
+    def refresh_pickers(self, model: str | None = None) -> None:
+        agi = self._ctx.agi
+        self.sessions = [
+            {"id": s.id, "label": f"{s.title or s.id} · {s.agent} · {s.message_count} msgs"}
+            for s in agi.sessions(limit=50).items
+        ]
+        models = [agi.config.default_model]
+        from agi_jupyter.providers import catalog
+
+        for info in catalog.models():
+            settings = agi.config.providers.get(info.vendor)
+            if settings is not None and settings.configured:
+                models.append(f"{info.vendor}:{info.model}")
+        if model:
+            models.insert(0, model)
+        self.models = list(dict.fromkeys(models))
+        self.model = model or self.model or ""
+
+    def _on_session_change(self, change: dict[str, Any]) -> None:
+        session_id = change["new"]
+        if not session_id:
+            return
+        with self._lock:
+            self.transcript = history_entries(self._ctx.agi.history(session_id, view="full"))
+        session = self._ctx.agi.session(session_id)
+        self.agent = session.agent
+        if not self.model:
+            self.model = f"{session.provider}:{session.model}"
+        if not any(s["id"] == session_id for s in self.sessions):
+            self.refresh_pickers(self.model)
+
+    def new_session(self) -> str:
+        session = self._ctx.new_session(agent=self.agent or None, model=self.model or None)
+        self.refresh_pickers(self.model)
+        self.session_id = session.id
+        return session.id
+
+    # --- front-end messages ----------------------------------------------------------------------
+
+    def _on_front_end_message(self, widget: Any, content: Any, buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        kind = content.get("type")
+        try:
+            if kind == "send":
+                self.send_message(str(content.get("text", "")))
+            elif kind == "stop":
+                self.stop()
+            elif kind == "new_session":
+                self.new_session()
+            elif kind == "refresh":
+                self.refresh_pickers(self.model)
+        except Exception as e:  # a widget handler must never raise into the kernel
+            self.status = f"error: {getattr(e, 'message', None) or e}"
+
+    def send_message(self, text: str) -> str | None:
+        """Send ``text`` as the user (what the Send button does); returns the run id."""
+        text = text.strip()
+        if not text:
+            return None
+        self._ctx.dispatcher.capture_loop()
+        agi = self._ctx.agi
+        run = agi.submit(
+            text,
+            session=self.session_id,
+            agent=self.agent or None,
+            model=self.model or None,
+            execution_mode="kernel",
+            **self._ctx.run_fields(),
+        )
+        with self._lock:
+            self._append({"id": f"u-{run.id}", "role": "user", "text": text})
+        self.running = run.id
+        self.status = "running"
+        follower = threading.Thread(
+            target=self._follow, args=(run.id,), name=f"agi-chat-{run.id}", daemon=True
+        )
+        self._followers[run.id] = follower
+        follower.start()
+        return run.id
+
+    def stop(self) -> None:
+        """Cancel the running answer (what the Stop button does), without blocking the kernel."""
+        run_id = self.running
+        if not run_id:
+            return
+
+        def cancel() -> None:
+            from agi_jupyter.errors import RunTerminal
+
+            with contextlib.suppress(RunTerminal):
+                self._ctx.agi.cancel(run_id)
+
+        threading.Thread(target=cancel, name=f"agi-cancel-{run_id}", daemon=True).start()
+
+    def wait(self, timeout: float | None = 60) -> RunResult | None:
+        """Wait for the answers being streamed (for scripts, tests and notebooks)."""
+        from agi_jupyter.kernel.cell import cell_result
+        from agi_jupyter.kernel.dispatch import join_with_dispatch
+
+        last = None
+        for run_id, thread in list(self._followers.items()):
+            join_with_dispatch(thread, self._ctx.dispatcher, timeout)
+            last = run_id
+        return cell_result(self._ctx.agi, last, shown=True) if last else None
+
+    # --- following a run (daemon thread) ---------------------------------------------------------
+
+    def _follow(self, run_id: str) -> None:
+        stream = _Stream(self, run_id)
+        try:
+            for event in self._ctx.agi.follow(run_id):
+                stream.apply(event)
+        except Exception as e:
+            with self._lock:
+                self._append({"id": self._new_id("e"), "role": "error", "text": str(e)})
+        finally:
+            stream.flush()
+            if self.running == run_id:
+                self.running = ""
+            self._followers.pop(run_id, None)
+
+    def _new_id(self, prefix: str) -> str:
+        self._counter += 1
+        return f"{prefix}-{self._counter}"
+
+    def _append(self, entry: Entry) -> None:
+        self.transcript = [*self.transcript, entry]
+
+    def _update(self, entry_id: str, **changes: Any) -> None:
+        self.transcript = [
+            {**e, **changes} if e.get("id") == entry_id else e for e in self.transcript
+        ]
+
+
+class _Stream:
+    """Folds one run's events into the widget: deltas as messages, the rest as transcript."""
+
+    def __init__(self, widget: ChatWidget, run_id: str) -> None:
+        self.w = widget
+        self.run_id = run_id
+        self.entry: str | None = None
+        self.buffer = ""
+        self.last_flush = 0.0
+        self.tokens = [0, 0]
+        self.meta: dict[str, Any] = {}
+        self.error = ""
+
+    def apply(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        w = self.w
+        if kind == "output.text.delta":
+            self._delta(str(event.get("delta", "")))
+        elif kind == "output.text.done":
+            self.flush()
+            with w._lock:
+                if self.entry is None:
+                    self._open_entry()
+                assert self.entry is not None
+                w._update(self.entry, text=str(event.get("text", "")), streaming=False)
+            self.entry = None
+        elif kind == "iteration":
+            self.flush()
+            self.entry = None
+        elif kind == "run.meta":
+            self.meta = event
+        elif kind in ("tool.call.started", "tool.call.arguments.done", "tool.call.output"):
+            self.flush()
+            self._tool(event)
+        elif kind == "usage":
+            self.tokens[0] += int(event.get("input_tokens") or 0)
+            self.tokens[1] += int(event.get("output_tokens") or 0)
+        elif kind == "error" and not event.get("retryable"):
+            self.error = f"{event.get('code')}: {event.get('message')}"
+        elif kind == "run.final":
+            self._final(event)
+
+    def _open_entry(self) -> None:
+        self.entry = self.w._new_id(f"a-{self.run_id}")
+        self.w._append(
+            {
+                "id": self.entry,
+                "role": "assistant",
+                "text": "",
+                "streaming": True,
+                "run_id": self.run_id,
+            }
+        )
+
+    def _delta(self, text: str) -> None:
+        if self.entry is None:
+            with self.w._lock:
+                self._open_entry()
+        self.buffer += text
+        if time.monotonic() - self.last_flush >= self.w._interval:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buffer and self.entry is not None:
+            self.w.send({"type": "delta", "entry": self.entry, "text": self.buffer})
+        self.buffer = ""
+        self.last_flush = time.monotonic()
+
+    def _tool(self, event: dict[str, Any]) -> None:
+        w = self.w
+        call_id = str(event.get("tool_call_id"))
+        kind = event.get("type")
+        with w._lock:
+            exists = any(e.get("id") == call_id for e in w.transcript)
+            if not exists:
+                w._append(_tool_entry(call_id, str(event.get("name", "")), None))
+            if kind == "tool.call.arguments.done":
+                w._update(call_id, arguments=_dump(event.get("arguments")))
+            elif kind == "tool.call.output":
+                status = str(event.get("status") or ("completed" if event.get("ok") else "failed"))
+                w._update(
+                    call_id,
+                    status=status,
+                    output=str(event.get("output", "")),
+                    ok=bool(event.get("ok")),
+                )
+        self.entry = None
+
+    def _final(self, event: dict[str, Any]) -> None:
+        w = self.w
+        run = event.get("run") or {}
+        status = str(run.get("status", ""))
+        model = f"{self.meta.get('provider', '')}:{self.meta.get('model', '')}"
+        footer = f"{model} · {self.tokens[0]} in / {self.tokens[1]} out tokens · {self.run_id}"
+        if status != "succeeded":
+            footer += f" · {status}"
+        with w._lock:
+            w.transcript = [
+                {**e, "streaming": False} if e.get("streaming") else e for e in w.transcript
+            ]
+            if self.error and status != "cancelled":
+                w._append({"id": w._new_id("e"), "role": "error", "text": self.error})
+            w._append({"id": w._new_id("i"), "role": "info", "text": footer})
+        w.status = status
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=1) if value is not None else ""
+
+
+def _tool_entry(call_id: str, name: str, arguments: Any) -> Entry:
+    return {
+        "id": call_id,
+        "role": "tool",
+        "name": name,
+        "arguments": _dump(arguments),
+        "status": "running",
+        "output": "",
+        "ok": True,
+    }
+
+
+def history_entries(messages: list[Message]) -> list[Entry]:
+    """Transcript entries for a session's stored messages (full view)."""
+    entries: list[Entry] = []
+    tools: dict[str, Entry] = {}
+    for message in messages:
+        for index, part in enumerate(message.parts):
+            if isinstance(part, TextPart) and message.role in ("user", "assistant") and part.text:
+                entry_id = f"{message.id}-{index}"
+                entries.append({"id": entry_id, "role": message.role, "text": part.text})
+                if message.role == "assistant":
+                    entries[-1].update(streaming=False, run_id=message.run_id or "")
+            elif isinstance(part, ToolCallPart):
+                entry = _tool_entry(part.tool_call_id, part.name, part.arguments)
+                tools[part.tool_call_id] = entry
+                entries.append(entry)
+            elif isinstance(part, ToolResultPart) and part.tool_call_id in tools:
+                tools[part.tool_call_id].update(
+                    status="failed" if part.is_error else "completed",
+                    output=part.output,
+                    ok=not part.is_error,
+                )
+    return entries
+
+
+def chat(
+    session: str | None = None, agent: str | None = None, model: str | None = None
+) -> ChatWidget:
+    """Open the chat widget in a notebook: on ``session``, else the notebook's session (or a new
+    one with ``agent``/``model``)."""
+    from IPython import get_ipython
+
+    from agi_jupyter.errors import UsageError
+    from agi_jupyter.kernel.context import context_for
+
+    shell = get_ipython()
+    if shell is None:
+        raise UsageError("agi_jupyter.chat() needs a notebook (an IPython kernel)")
+    return ChatWidget(context_for(shell), session=session, agent=agent, model=model)

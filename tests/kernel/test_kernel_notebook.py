@@ -1,0 +1,130 @@
+"""Notebooks in real kernels (nbclient): outputs, store rows, replay after restart, interrupt."""
+
+from __future__ import annotations
+
+import queue
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kernel_nb import execute, notebook, texts
+
+from agi_jupyter.store import open_store
+from agi_jupyter.testing import FakeLLMServer, Fault, Turn
+
+pytestmark = pytest.mark.slow
+
+CELLS = [
+    "%load_ext agi_jupyter",
+    "x = 21",
+    "%%agi\nWhat is {x}?",
+    '%%agi -a build\n/tool python {"code": "y = x * 2\\nprint(y)"}',
+    "y",
+    "%%agi --new\nA question in its own session",
+]
+
+
+@pytest.fixture
+def folder(tmp_path: Path, kernel_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Path:
+    project = tmp_path / "nbproj"
+    project.mkdir()
+    monkeypatch.setenv("JPY_SESSION_NAME", str(project / "analysis.ipynb"))
+    return project
+
+
+def test_notebook_outputs_store_rows_and_restart_run_all_replay(
+    folder: Path, fake_llm: FakeLLMServer
+) -> None:
+    nb = execute(notebook(*CELLS), folder)
+    shown = texts(nb)
+    assert shown[2][0] == ""  # the live area, emptied when the final answer is shown below it
+    assert shown[2][1].startswith("(offline fake model) echo: What is 21?")
+    assert "fake:echo · general" in shown[2][1]
+    assert "<details><summary>✅ <code>python</code> completed</summary>" in shown[3][1]
+    assert shown[4] == ["42"]
+    first_calls = len(fake_llm.requests)
+    assert first_calls == 4
+
+    with open_store(folder) as store:
+        sessions = store.list_sessions().items
+        assert {s.notebook_path for s in sessions} == {"analysis.ipynb"}
+        runs = sorted(
+            (r for s in sessions for r in store.list_runs(session_id=s.id).items),
+            key=lambda r: r.created_at,
+        )
+        assert [(r.execution_count, r.cell_id) for r in runs] == [
+            (3, nb.cells[2].id),
+            (4, nb.cells[3].id),
+            (6, nb.cells[5].id),
+        ]
+        assert {r.notebook_path for r in runs} == {"analysis.ipynb"}
+        (call,) = store.list_tool_calls(run_id=runs[1].id)
+        assert (call.name, call.status) == ("python", "completed")
+        assert "names: created y" in call.result["output"]
+
+    # Restart & Run All: a new kernel, a fresh session, every agent cell replayed
+    again = execute(notebook(*CELLS), folder)
+    assert len(fake_llm.requests) == first_calls
+    assert texts(again) == shown  # identical outputs
+
+    # editing one prompt calls the model for that cell only (the next cell has its own session)
+    edited = list(CELLS)
+    edited[3] = '%%agi -a build\n/tool python {"code": "y = x * 3\\nprint(y)"}'
+    third = execute(notebook(*edited), folder)
+    assert len(fake_llm.requests) == first_calls + 2  # the tool call and the answer
+    assert texts(third)[4] == ["63"]
+    with open_store(folder) as store:
+        latest = store.list_runs(limit=3).items
+        replayed = {r.execution_count: r.replayed_from is not None for r in latest}
+    assert replayed == {3: True, 4: False, 6: True}
+
+
+def _collect(kc: Any, msg_id: str, timeout: float = 30) -> list[dict[str, Any]]:
+    messages = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = kc.get_iopub_msg(timeout=1)
+        except queue.Empty:
+            continue
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        messages.append(msg)
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    return messages
+
+
+def test_interrupting_the_kernel_cancels_the_run(folder: Path, fake_llm: FakeLLMServer) -> None:
+    from jupyter_client.manager import start_new_kernel
+
+    fake_llm.enqueue(Turn(text=" ".join(["slow"] * 400), fault=Fault(stall_between_events=0.05)))
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(folder))
+    try:
+        _collect(kc, kc.execute("%load_ext agi_jupyter"))
+        msg_id = kc.execute("%%agi\ntake your time")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # wait until the answer is streaming
+            msg = kc.get_iopub_msg(timeout=5)
+            if msg["msg_type"] == "update_display_data" and msg["content"]["data"]["text/plain"]:
+                break
+        km.interrupt_kernel()
+        messages = _collect(kc, msg_id)
+        errors = [m["content"] for m in messages if m["msg_type"] == "error"]
+        assert [e["ename"] for e in errors] == ["RunInterrupted"]
+        assert len(errors[0]["traceback"]) == 1
+        assert "was cancelled" in errors[0]["traceback"][0]
+        finals = [m for m in messages if m["msg_type"] == "display_data"]
+        assert "cancelled" in finals[-1]["content"]["data"]["text/plain"]
+        # the kernel goes on working
+        reply = _collect(kc, kc.execute("print('still alive')"))
+        assert any(m["content"].get("text") == "still alive\n" for m in reply)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    with open_store(folder) as store:
+        (run,) = store.list_runs().items
+        assert run.status == "cancelled"
+        assert run.error is not None
+        assert run.error["code"] == "RUN_CANCELLED"

@@ -1,0 +1,142 @@
+"""The chat widget with ipywidgets' DummyComm: traits, custom messages, threads, history."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Fault, Turn
+
+
+@pytest.fixture
+def dummy_comm() -> Iterator[None]:
+    from ipywidgets.widgets.tests.utils import setup_test_comm, teardown_test_comm
+
+    setup_test_comm()
+    yield
+    teardown_test_comm()
+
+
+@pytest.fixture
+def widget(shell: Any, dummy_comm: None) -> Iterator[Any]:
+    from agi_jupyter import chat
+
+    w = chat()
+    yield w
+    w.wait(10)
+    w.close()
+
+
+def _from_front_end(widget: Any, content: dict[str, Any]) -> None:
+    widget._handle_msg(
+        {"content": {"data": {"method": "custom", "content": content}}, "buffers": []}
+    )
+
+
+def _sent(widget: Any) -> list[dict[str, Any]]:
+    return [kwargs.get("data") or args[0] for args, kwargs in widget.comm.messages]
+
+
+def _deltas(widget: Any) -> list[dict[str, Any]]:
+    return [
+        m["content"]
+        for m in _sent(widget)
+        if m.get("method") == "custom" and m["content"].get("type") == "delta"
+    ]
+
+
+def test_pickers_and_empty_transcript(widget: Any, ctx: Any) -> None:
+    assert widget.session_id == ctx.session_id
+    assert widget.transcript == []
+    assert {"general", "plan", "build"} <= set(widget.agents)
+    assert widget.models[0] == "fake:echo"
+    assert any(s["id"] == widget.session_id for s in widget.sessions)
+    assert widget.agent == "general"
+
+
+def test_send_streams_deltas_and_commits_the_transcript(
+    widget: Any, fake_llm: FakeLLMServer
+) -> None:
+    widget._interval = 0.0
+    fake_llm.enqueue(Turn(chunks=["Hel", "lo ", "there"], usage=(7, 3)))
+    _from_front_end(widget, {"type": "send", "text": "hi"})
+    result = widget.wait(10)
+
+    assert result.text == "Hello there"
+    roles = [e["role"] for e in widget.transcript]
+    assert roles == ["user", "assistant", "info"]
+    user, answer, info = widget.transcript
+    assert user["text"] == "hi"
+    assert (answer["text"], answer["streaming"]) == ("Hello there", False)
+    assert info["text"].startswith("fake:echo · 7 in / 3 out tokens · run_")
+    deltas = _deltas(widget)
+    assert {d["entry"] for d in deltas} == {answer["id"]}
+    assert "".join(d["text"] for d in deltas) == "Hello there"
+    assert widget.running == ""
+    assert widget.status == "succeeded"
+    # the trait updates went to the front end as state messages
+    assert any("transcript" in m.get("state", {}) for m in _sent(widget))
+
+
+def test_tool_calls_become_transcript_entries(
+    widget: Any, shell: Any, fake_llm: FakeLLMServer
+) -> None:
+    widget.agent = "build"
+    shell.user_ns["base"] = 4
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("python", {"code": "made = base * 2"})]),
+        Turn(text="made it"),
+    )
+    widget.send_message("make it")
+    widget.wait(10)  # runs the python tool's code on this (main) thread meanwhile
+    assert shell.user_ns["made"] == 8
+    tool = next(e for e in widget.transcript if e["role"] == "tool")
+    assert (tool["name"], tool["status"], tool["ok"]) == ("python", "completed", True)
+    assert "names: created made" in tool["output"]
+    assert '"code": "made = base * 2"' in tool["arguments"]
+    assert widget.transcript[-2]["text"] == "made it"
+
+
+def test_stop_cancels_the_run(widget: Any, fake_llm: FakeLLMServer) -> None:
+    import time
+
+    fake_llm.enqueue(Turn(text=" ".join(["word"] * 200), fault=Fault(stall_between_events=0.05)))
+    run_id = widget.send_message("long answer")
+    deadline = time.monotonic() + 10
+    while not _deltas(widget) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    _from_front_end(widget, {"type": "stop"})
+    result = widget.wait(20)
+    assert result.run_id == run_id
+    assert result.run.status == "cancelled"
+    assert widget.status == "cancelled"
+    assert widget.running == ""
+    assert widget.transcript[-1]["text"].endswith("· cancelled")
+    assert not any(e.get("streaming") for e in widget.transcript)
+
+
+def test_session_picker_loads_history_and_new_session(
+    widget: Any, ctx: Any, fake_llm: FakeLLMServer
+) -> None:
+    first = widget.session_id
+    widget.send_message("remember me")
+    widget.wait(10)
+    _from_front_end(widget, {"type": "new_session"})
+    assert widget.session_id != first
+    assert widget.transcript == []
+    widget._handle_msg(
+        {"content": {"data": {"method": "update", "state": {"session_id": first}}}, "buffers": []}
+    )
+    assert [e["role"] for e in widget.transcript] == ["user", "assistant"]
+    assert widget.transcript[0]["text"] == "remember me"
+    _from_front_end(widget, {"type": "send", "text": "   "})
+    _from_front_end(widget, {"type": "unknown"})
+    assert len(widget.transcript) == 2
+
+
+def test_errors_in_handlers_never_reach_the_kernel(widget: Any) -> None:
+    widget.model = "nosuchprovider:model-x"
+    _from_front_end(widget, {"type": "send", "text": "hi"})
+    assert widget.status.startswith("error: cannot tell the provider")
