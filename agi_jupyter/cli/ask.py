@@ -1,0 +1,215 @@
+"""``agi "<prompt>"`` (``agi ask``): run a prompt and stream the answer.
+
+In-process by default (the project's ``Agi``); with ``--server`` through a running server's
+NDJSON endpoint (``remote.py``). Ctrl-C cancels the run, which ends ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from agi_jupyter.cli.common import (
+    EXIT_CANCELLED,
+    fail,
+    open_agi,
+    project_option,
+    stdout_is_terminal,
+)
+from agi_jupyter.cli.render import one_line
+from agi_jupyter.cli.stream import Progress, StreamPrinter
+from agi_jupyter.errors import AgiError, RunTerminal, UsageError
+
+if TYPE_CHECKING:
+    from agi_jupyter.app import Agi
+    from agi_jupyter.records import Run
+
+TITLE_LENGTH = 60
+
+
+@dataclass(frozen=True)
+class AskOptions:
+    prompt: str
+    agent: str | None
+    model: str | None
+    session: str | None
+    continue_: bool
+    tools: tuple[str, ...]
+    title: str | None
+
+    @property
+    def session_title(self) -> str:
+        """``--title``, else the prompt's first line, cut to ``TITLE_LENGTH``."""
+        lines = self.prompt.strip().splitlines()
+        return self.title or one_line(lines[0] if lines else "", TITLE_LENGTH)
+
+
+@click.command()
+@click.argument("prompt", nargs=-1)
+@click.option(
+    "--agent", "-a", metavar="NAME", help="Agent: general, plan, build or one of .agi/agents.json."
+)
+@click.option(
+    "--model",
+    "-m",
+    metavar="PROVIDER:MODEL",
+    help="Model, e.g. openai:gpt-5-mini (a bare gpt-…/claude-…/gemini-… name works too).",
+)
+@click.option("--session", "-s", metavar="ID", help="Continue this session.")
+@click.option("--continue", "-c", "continue_", is_flag=True, help="Continue the latest session.")
+@click.option(
+    "--tools",
+    "-t",
+    multiple=True,
+    metavar="NAMES",
+    help="Extra tools for a new session (repeat or comma-separate; globs like fs.*).",
+)
+@click.option("--title", help="Title of a new session (default: the prompt's first line).")
+@project_option
+@click.option("--json", "as_json", is_flag=True, help="Print the run's events as NDJSON.")
+@click.option(
+    "--server",
+    metavar="URL",
+    envvar="AGI_SERVER_URL",
+    show_envvar=True,
+    help="Send the prompt to a running `agi serve` (--project is then a folder under its root).",
+)
+@click.option(
+    "--token", metavar="TOKEN", envvar="AGI_SERVER_TOKEN", show_envvar=True, help="Its token."
+)
+def ask(
+    prompt: tuple[str, ...],
+    agent: str | None,
+    model: str | None,
+    session: str | None,
+    continue_: bool,
+    tools: tuple[str, ...],
+    title: str | None,
+    project: Path | None,
+    as_json: bool,
+    server: str | None,
+    token: str | None,
+) -> None:
+    """Ask PROMPT and stream the answer (the default command).
+
+    `agi "..."` is `agi ask "..."`. The answer streams to stdout; tool calls are shown on
+    stderr. PROMPT `-` reads the prompt from stdin. Ctrl-C cancels the run.
+    """
+    if session and continue_:
+        raise click.UsageError("give --session or --continue, not both")
+    if tools and (session or continue_):
+        raise click.UsageError("--tools applies to a new session, not to --session / --continue")
+    options = AskOptions(
+        prompt=_read_prompt(prompt),
+        agent=agent,
+        model=model,
+        session=session,
+        continue_=continue_,
+        tools=tuple(name.strip() for group in tools for name in group.split(",") if name.strip()),
+        title=title,
+    )
+    printer = StreamPrinter(
+        as_json=as_json, progress=Progress(stdout_is_terminal() and not as_json)
+    )
+    if server:
+        from agi_jupyter.cli.remote import ask_remote
+
+        interrupted = ask_remote(server, token, project, options, printer)
+    else:
+        interrupted = _ask_local(project, options, printer)
+    _exit_for(printer, interrupted)
+
+
+def _read_prompt(words: tuple[str, ...]) -> str:
+    text = sys.stdin.read() if words == ("-",) else " ".join(words)
+    if not text.strip():
+        raise click.UsageError("no prompt given (write it as an argument, or `-` to read stdin)")
+    return text
+
+
+def _ask_local(project: Path | None, options: AskOptions, printer: StreamPrinter) -> bool:
+    """Run the prompt here; True when Ctrl-C cancelled it."""
+    try:
+        with open_agi(project) as agi:
+            run = _submit(agi, options)
+            try:
+                printer.consume(agi.follow(run.id))
+            except KeyboardInterrupt:
+                _cancel(agi, run.id, printer)
+                return True
+    except KeyboardInterrupt:
+        fail("interrupted before the run started", EXIT_CANCELLED)
+    return False
+
+
+def _submit(agi: Agi, options: AskOptions) -> Run:
+    """Start the run, in a new session unless continuing one (a new session is removed again
+    when the run cannot start, e.g. for a provider that is not configured)."""
+    session_id = _existing_session(agi, options)
+    if session_id is not None:
+        return agi.submit(
+            options.prompt, session=session_id, agent=options.agent, model=options.model
+        )
+    _check_tools(agi, options.tools)
+    ses = agi.new_session(
+        agent=options.agent, model=options.model, title=options.session_title, tools=options.tools
+    )
+    try:
+        return agi.submit(options.prompt, session=ses.id, model=options.model)
+    except AgiError:
+        agi.delete_session(ses.id)
+        raise
+
+
+def _existing_session(agi: Agi, options: AskOptions) -> str | None:
+    if not (options.continue_ or options.session):
+        return None
+    if options.session:
+        return agi.session(options.session).id
+    latest = agi.runs(limit=1).items
+    if not latest:
+        raise UsageError("there is no earlier session to continue")
+    return latest[0].session_id
+
+
+def _check_tools(agi: Agi, names: tuple[str, ...]) -> None:
+    from fnmatch import fnmatchcase
+
+    known = [tool.name for tool in agi.tools()]
+    unknown = [n for n in names if not any(fnmatchcase(k, n) for k in known)]
+    if unknown:
+        raise UsageError(f"unknown tool {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+
+
+def _cancel(agi: Agi, run_id: str, printer: StreamPrinter) -> None:
+    """Cancel the run, then print its remaining persisted events (its ``run.final``)."""
+    printer.progress.stop()
+    printer.end_line()
+    try:
+        with contextlib.suppress(RunTerminal):  # it ended on its own meanwhile
+            agi.cancel(run_id)
+        printer.consume(agi.follow(run_id, after_seq=printer.last_seq))
+    except KeyboardInterrupt:
+        fail(f"interrupted while cancelling run {run_id}", EXIT_CANCELLED)
+
+
+def _exit_for(printer: StreamPrinter, interrupted: bool) -> None:
+    final: dict[str, Any] = printer.final or {}
+    status = final.get("status")
+    run_id = final.get("id") or printer.run_id
+    if status == "succeeded" and not interrupted:
+        return
+    if status == "cancelled":
+        fail(f"run {run_id} cancelled", EXIT_CANCELLED)
+    if interrupted:
+        fail(f"interrupted; run {run_id} is {status or 'being cancelled'}", EXIT_CANCELLED)
+    if status is None:
+        fail(f"the events of run {run_id} ended before the run did")
+    error = final.get("error") or {}
+    reason = error.get("message") if isinstance(error, dict) else error
+    fail(f"run {run_id} {status}: {reason or 'no reason given'}")

@@ -1,0 +1,233 @@
+"""What a project holds and offers: ``artifacts``, ``artifact``, ``tasks``, ``stats``, ``tools``,
+``agents``, ``models``. Tables by default, ``--json`` for scripts."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.text import Text
+
+from agi_jupyter.cli import render
+from agi_jupyter.cli.common import json_option, open_agi, project_option, project_root
+
+TEXT_MIMES = ("application/json", "application/x-ndjson", "application/xml")
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@project_option
+@json_option
+def artifacts(run_id: str, project: Path | None, as_json: bool) -> None:
+    """List a run's artifacts (file diffs, large outputs, reports)."""
+    with open_agi(project) as agi:
+        agi.run(run_id)
+        items = agi.store.list_artifacts(run_id=run_id)
+    if as_json:
+        render.print_json(items)
+        return
+    render.table(
+        ["id", "kind", "title", "mime", "size", "created"],
+        ([a.id, a.kind, a.title, a.mime, a.size, render.when(a.created_at)] for a in items),
+        empty="no artifacts",
+    )
+
+
+@click.command()
+@click.argument("artifact_id", metavar="ID")
+@click.option(
+    "--save",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Write its content to this file instead of printing it.",
+)
+@project_option
+@json_option
+def artifact(artifact_id: str, save: Path | None, project: Path | None, as_json: bool) -> None:
+    """Print an artifact's content (text), or save it with --save."""
+    with open_agi(project) as agi:
+        meta = agi.store.get_artifact(artifact_id)
+        content = agi.store.read_artifact(artifact_id)
+    if save is not None:
+        save.write_bytes(content)
+        click.echo(f"saved {len(content)} bytes to {save}", err=True)
+    text = _as_text(meta.mime, content)
+    if as_json:
+        render.print_json({**asdict(meta), "content": text if save is None else None})
+    elif save is None and text is not None:
+        click.echo(text, nl=not text.endswith("\n"))
+    elif save is None:
+        click.echo(
+            f"{meta.id}: {meta.kind}, {meta.mime or 'binary'}, {len(content)} bytes; "
+            "use --save PATH to write it to a file",
+            err=True,
+        )
+
+
+def _as_text(mime: str | None, content: bytes) -> str | None:
+    if mime and not (mime.startswith("text/") or mime in TEXT_MIMES or mime.endswith("+json")):
+        return None
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+@click.command()
+@click.option(
+    "--status",
+    type=click.Choice(["pending", "in_progress", "done", "cancelled"]),
+    help="Only these.",
+)
+@project_option
+@json_option
+def tasks(status: Any, project: Path | None, as_json: bool) -> None:
+    """List the project's tasks (kept by the `tasks` tool)."""
+    with open_agi(project) as agi:
+        items = agi.store.list_tasks(status=status)
+    if as_json:
+        render.print_json(items)
+        return
+    render.table(
+        ["id", "status", "title", "due", "created"],
+        (
+            [t.id, t.status, t.title, render.when(t.due_at), render.when(t.created_at)]
+            for t in items
+        ),
+        empty="no tasks",
+    )
+
+
+@click.command()
+@project_option
+@json_option
+def stats(project: Path | None, as_json: bool) -> None:
+    """Counts, tokens and cost of everything in the project's store."""
+    with open_agi(project) as agi:
+        data = agi.stats()
+    if as_json:
+        render.print_json(data)
+        return
+    render.fields((key, _stat(key, value)) for key, value in data.items())
+
+
+def _stat(key: str, value: Any) -> object:
+    if key == "cost_usd":
+        return render.usd(value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in sorted(value.items())) or "-"
+    return value
+
+
+@click.command()
+@click.option("--agent", "-a", metavar="NAME", help="Only the tools this agent may use.")
+@project_option
+@json_option
+def tools(agent: str | None, project: Path | None, as_json: bool) -> None:
+    """List the tools (built-in and the project's own)."""
+    with open_agi(project) as agi:
+        items = agi.tools(agent)
+    if as_json:
+        render.print_json(
+            [
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "read_only": t.read_only,
+                    "source": t.source,
+                    "parameters": t.json_schema(),
+                }
+                for t in items
+            ]
+        )
+        return
+    render.table(
+        ["name", "source", "read-only", "description"],
+        ([t.name, t.source, t.read_only, render.one_line(t.description, 90)] for t in items),
+        empty="no tools",
+    )
+
+
+@click.command()
+@project_option
+@json_option
+def agents(project: Path | None, as_json: bool) -> None:
+    """List the agents and the tools each may use."""
+    with open_agi(project) as agi:
+        items = list(agi.agents().values())
+        default = agi.config.default_agent
+    if as_json:
+        render.print_json([{**asdict(a), "default": a.name == default} for a in items])
+        return
+    render.table(
+        ["name", "source", "model", "tools", "description"],
+        (
+            [
+                a.name + (" (default)" if a.name == default else ""),
+                a.source,
+                a.model,
+                ", ".join(a.tools) or "-",
+                render.one_line(a.description, 70),
+            ]
+            for a in items
+        ),
+        empty="no agents",
+    )
+
+
+@click.command()
+@click.option(
+    "--provider", metavar="VENDOR", help="Only this vendor's models (openai, anthropic, google)."
+)
+@project_option
+@json_option
+def models(provider: str | None, project: Path | None, as_json: bool) -> None:
+    """List providers and the known models with their prices."""
+    from agi_jupyter.config import KNOWN_PROVIDERS, load_config
+    from agi_jupyter.providers import catalog
+
+    config = load_config(project_root(project))
+    providers = [
+        {
+            "name": name,
+            "label": known.label,
+            "configured": config.provider(name).configured,
+            "default_model": config.provider(name).default_model,
+        }
+        for name, known in KNOWN_PROVIDERS.items()
+    ]
+    known_models = catalog.models(provider)
+    if as_json:
+        render.print_json(
+            {"default_model": config.default_model, "providers": providers, "models": known_models}
+        )
+        return
+    _print_models(config.default_model, providers, known_models)
+
+
+def _print_models(default: str, providers: list[dict[str, Any]], known: list[Any]) -> None:
+    render.console().print(Text(f"default model: {default}", style="bold"))
+    render.table(
+        ["provider", "configured", "default model", "what"],
+        ([p["name"], p["configured"], p["default_model"], p["label"]] for p in providers),
+        empty="",
+    )
+    render.table(
+        ["model", "context", "$/M in", "$/M cached", "$/M out", "reasoning"],
+        (
+            [
+                f"{m.vendor}:{m.model}",
+                f"{m.context_window:,}",
+                m.input_per_mtok,
+                m.cached_input_per_mtok,
+                m.output_per_mtok,
+                m.reasoning,
+            ]
+            for m in known
+        ),
+        empty="no known models",
+    )
+
+
+COMMANDS = (artifacts, artifact, tasks, stats, tools, agents, models)

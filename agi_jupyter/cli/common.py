@@ -1,0 +1,79 @@
+"""What every command shares: exit codes, the one-line failure, common options, opening ``Agi``."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, TypeVar
+
+import click
+
+from agi_jupyter.errors import AgiError, ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from agi_jupyter.app import Agi
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_CONFIG = 3
+EXIT_CANCELLED = 130
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
+    """Print ``agi: <message>`` as one line on stderr and exit with ``code``."""
+    line = " ".join(message.split())
+    click.echo(f"agi: {line}", err=True)
+    raise click.exceptions.Exit(code)
+
+
+def exit_code_for(error: AgiError) -> int:
+    if isinstance(error, UsageError):
+        return EXIT_USAGE
+    if isinstance(error, ConfigError):
+        return EXIT_CONFIG
+    return EXIT_FAILED
+
+
+def project_option(function: F) -> F:
+    return click.option(
+        "--project",
+        "-p",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Project folder (default: the current folder, or its nearest ancestor with .agi/).",
+    )(function)
+
+
+def json_option(function: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(
+        function
+    )
+
+
+def project_root(project: Path | None) -> Path:
+    """The project of ``--project`` (which must exist) or of the current folder."""
+    from agi_jupyter.config import find_project
+
+    if project is not None and not project.is_dir():
+        raise UsageError(f"project folder {project} does not exist")
+    return find_project(project or Path.cwd())
+
+
+@contextmanager
+def open_agi(project: Path | None) -> Iterator[Agi]:
+    """The project's ``Agi`` (imported here, so ``agi --help`` stays fast), closed after use."""
+    from agi_jupyter.app import Agi
+
+    agi = Agi(project_root(project))
+    try:
+        yield agi
+    finally:
+        agi.close()
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()

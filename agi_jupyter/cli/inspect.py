@@ -1,0 +1,275 @@
+"""Sessions and runs: ``sessions``, ``show``, ``runs``, ``run``, ``events``, ``cancel``, ``tick``.
+
+Human-readable tables by default, ``--json`` for scripts. Each command opens the project's
+``Agi``, asks it (or its store, for events and tool calls) and prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich.text import Text
+
+from agi_jupyter.cli import render
+from agi_jupyter.cli.common import (
+    EXIT_CANCELLED,
+    fail,
+    json_option,
+    open_agi,
+    project_option,
+    stdout_is_terminal,
+)
+from agi_jupyter.cli.stream import Progress
+
+if TYPE_CHECKING:
+    from agi_jupyter.records import Message, Part, Run, Session
+
+LIMIT = click.option(
+    "--limit", "-n", type=click.IntRange(1, 1000), default=20, show_default=True, help="How many."
+)
+
+
+@click.command()
+@LIMIT
+@project_option
+@json_option
+def sessions(limit: int, project: Path | None, as_json: bool) -> None:
+    """List sessions, newest first."""
+    with open_agi(project) as agi:
+        items = agi.sessions(limit=limit).items
+    if as_json:
+        render.print_json(items)
+        return
+    render.table(
+        ["id", "title", "agent", "model", "messages", "tokens in/out", "cost", "created"],
+        (_session_row(s) for s in items),
+        empty='no sessions yet: ask something with `agi "..."`',
+    )
+
+
+def _session_row(s: Session) -> list[object]:
+    return [
+        s.id,
+        render.one_line(s.title or "", 50),
+        s.agent,
+        render.model_label(s.provider, s.model),
+        s.message_count,
+        render.tokens(s.input_tokens, s.output_tokens),
+        render.usd(s.cost_usd),
+        render.when(s.created_at),
+    ]
+
+
+@click.command()
+@click.argument("session_id", metavar="SESSION")
+@click.option("--full", is_flag=True, help="Also reasoning, tool calls and tool results.")
+@project_option
+@json_option
+def show(session_id: str, full: bool, project: Path | None, as_json: bool) -> None:
+    """Show a session and its conversation."""
+    with open_agi(project) as agi:
+        ses = agi.session(session_id)
+        messages = agi.history(session_id, view="full" if full else "simple")
+    if as_json:
+        render.print_json({"session": ses, "messages": messages})
+        return
+    render.fields(
+        [
+            ("session", ses.id),
+            ("title", ses.title),
+            ("agent", ses.agent),
+            ("model", render.model_label(ses.provider, ses.model)),
+            ("messages", ses.message_count),
+            ("tokens in/out", render.tokens(ses.input_tokens, ses.output_tokens)),
+            ("cost", render.usd(ses.cost_usd)),
+            ("created", render.when(ses.created_at)),
+        ]
+    )
+    for message in messages:
+        _print_message(message)
+
+
+def _print_message(message: Message) -> None:
+    out = render.console()
+    out.print()
+    out.print(Text(message.role, style="bold") + Text(f"  {render.when(message.created_at)}"))
+    for part in message.parts:
+        out.print(Text(_part_text(part)))
+
+
+def _part_text(part: Part) -> str:
+    from agi_jupyter import records
+
+    if isinstance(part, records.TextPart):
+        return part.text
+    if isinstance(part, records.ReasoningPart):
+        return f"(reasoning) {part.text}"
+    if isinstance(part, records.ToolCallPart):
+        return f"[{part.name}] {render.compact_json(part.arguments)}"
+    if isinstance(part, records.ToolResultPart):
+        state = "error" if part.is_error else "ok"
+        return f"[{part.name}] {state}: {render.one_line(part.output, 400)}"
+    if isinstance(part, records.ErrorPart):
+        return f"error {part.code}: {part.message}"
+    if isinstance(part, records.ArtifactRefPart):
+        return f"artifact {part.artifact_id} ({part.kind}) {part.title or ''}".rstrip()
+    return f"({part.type})"
+
+
+@click.command()
+@click.argument("session_id", metavar="[SESSION]", required=False)
+@LIMIT
+@project_option
+@json_option
+def runs(session_id: str | None, limit: int, project: Path | None, as_json: bool) -> None:
+    """List runs (of one session, or all), newest first."""
+    with open_agi(project) as agi:
+        if session_id:
+            agi.session(session_id)
+        items = agi.runs(session_id, limit=limit).items
+    if as_json:
+        render.print_json(items)
+        return
+    render.table(
+        ["id", "session", "status", "model", "attempt", "tokens in/out", "cost", "created"],
+        (_run_row(r) for r in items),
+        empty="no runs",
+    )
+
+
+def _run_row(r: Run) -> list[object]:
+    return [
+        r.id,
+        r.session_id,
+        r.status,
+        render.model_label(r.provider, r.model),
+        f"{r.attempt}/{r.max_attempts}",
+        render.tokens(r.usage.get("input_tokens"), r.usage.get("output_tokens")),
+        render.usd(r.cost_usd),
+        render.when(r.created_at),
+    ]
+
+
+@click.command("run")
+@click.argument("run_id", metavar="RUN")
+@project_option
+@json_option
+def run_(run_id: str, project: Path | None, as_json: bool) -> None:
+    """Show a run and its tool calls."""
+    with open_agi(project) as agi:
+        run = agi.run(run_id)
+        calls = agi.store.list_tool_calls(run_id=run_id)
+    if as_json:
+        render.print_json({"run": run, "tool_calls": calls})
+        return
+    error = run.error or {}
+    render.fields(
+        [
+            ("run", run.id),
+            ("session", run.session_id),
+            ("status", run.status),
+            ("type", f"{run.type} ({run.execution_mode})"),
+            ("model", render.model_label(run.provider, run.model)),
+            ("attempt", f"{run.attempt}/{run.max_attempts}"),
+            ("error", f"{error.get('code')}: {error.get('message')}" if error else None),
+            (
+                "tokens in/out",
+                render.tokens(run.usage.get("input_tokens"), run.usage.get("output_tokens")),
+            ),
+            ("cost", render.usd(run.cost_usd)),
+            ("created", render.when(run.created_at)),
+            ("started", render.when(run.started_at) if run.started_at else None),
+            ("completed", render.when(run.completed_at) if run.completed_at else None),
+        ]
+    )
+    if calls:
+        render.console().print()
+        render.table(
+            ["tool call", "name", "status", "arguments"],
+            (
+                [c.tool_call_id, c.name, c.status, render.one_line(render.compact_json(c.args), 80)]
+                for c in calls
+            ),
+            empty="",
+        )
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing until the run ends.")
+@click.option("--after", type=int, default=0, metavar="SEQ", help="Only events after this seq.")
+@project_option
+@click.option("--json", "as_json", is_flag=True, help="Print the events as NDJSON.")
+def events(run_id: str, follow: bool, after: int, project: Path | None, as_json: bool) -> None:
+    """Print a run's recorded events (live ones too with --follow)."""
+    progress = Progress(follow and stdout_is_terminal() and not as_json)
+    with open_agi(project) as agi:
+        if follow:
+            stream: Iterable[dict[str, object]] = agi.follow(run_id, after_seq=after)
+        else:
+            from agi_jupyter.runtime.follow import stored_event_to_dict
+
+            agi.run(run_id)
+            stream = [
+                stored_event_to_dict(e) for e in agi.store.list_run_events(run_id, after_seq=after)
+            ]
+        try:
+            for event in stream:
+                progress.stop()
+                if as_json:
+                    render.print_json_line(event)
+                else:
+                    render.console().print(Text(render.event_line(event)))
+                progress.show(f"following {run_id}…")
+        except KeyboardInterrupt:
+            progress.stop()
+            fail("stopped following (the run goes on)", EXIT_CANCELLED)
+        progress.stop()
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@project_option
+@json_option
+def cancel(run_id: str, project: Path | None, as_json: bool) -> None:
+    """Cancel a run (it ends `cancelled`, wherever it runs)."""
+    with open_agi(project) as agi:
+        run = agi.cancel(run_id)
+    if as_json:
+        render.print_json(run)
+    else:
+        click.echo(f"{run.id} {run.status}")
+
+
+@click.command()
+@click.option(
+    "--max-runs",
+    type=click.IntRange(1, 100),
+    default=10,
+    show_default=True,
+    help="At most this many runs.",
+)
+@project_option
+@json_option
+def tick(max_runs: int, project: Path | None, as_json: bool) -> None:
+    """Run the queued runs that are due; recover stalled ones.
+
+    Waits for the runs it starts. Safe to run in several processes at once.
+    """
+    progress = Progress(stdout_is_terminal() and not as_json)
+    with open_agi(project) as agi:
+        progress.show("running due runs…")
+        try:
+            result = agi.tick(max_runs=max_runs)
+        finally:
+            progress.stop()
+    if as_json:
+        render.print_json(result.to_dict())
+    else:
+        render.fields(result.to_dict().items())
+
+
+COMMANDS = (sessions, show, runs, run_, events, cancel, tick)

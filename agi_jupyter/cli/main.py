@@ -1,0 +1,80 @@
+"""The ``agi`` group: a bare prompt is the default command, errors are one line on stderr.
+
+``agi "what is in data.csv?"`` runs ``agi ask``: any first word that is not a command name (and
+not ``--help`` / ``--version``) is taken as the prompt, so ``agi sessions`` lists sessions while
+``agi "sessions please"`` asks the model. ``agi ask sessions`` asks about a word that is also a
+command.
+
+Exit codes: 0 success, 1 the run failed (or another error), 2 bad usage, 3 configuration
+(a provider not configured, a malformed config file), 130 cancelled (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from agi_jupyter import __version__
+from agi_jupyter.cli import ask, catalog, export, inspect, serve, setup
+from agi_jupyter.cli.common import exit_code_for, fail
+from agi_jupyter.errors import AgiError
+
+_GROUP_OPTIONS = frozenset({"--help", "-h", "--version"})
+DEFAULT_COMMAND = "ask"
+
+
+class AgiGroup(click.Group):
+    """Commands in the order they were added; an unknown first word means ``agi ask``."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in _GROUP_OPTIONS:
+            args = [DEFAULT_COMMAND, *args]
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AgiError as e:
+            fail(e.message, exit_code_for(e))
+
+
+@click.group(
+    cls=AgiGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, "--version", prog_name="agi")
+def cli() -> None:
+    """A durable AI agent runtime for Jupyter, from the terminal.
+
+    \b
+      agi "What does analysis.py do?"        ask (the default command)
+      agi -m anthropic:claude-sonnet-4-6 -c "And the tests?"
+      agi serve                              REST + streaming API for any client
+      agi setup                              providers, API keys, defaults
+
+    Everything is recorded in .agi/agi.sqlite of the project (the current folder, or its nearest
+    ancestor with .agi/). Exit codes: 0 ok, 1 run failed, 2 bad usage, 3 not configured,
+    130 cancelled.
+    """
+
+
+for _command in (
+    ask.ask,
+    serve.serve,
+    setup.setup,
+    *inspect.COMMANDS,
+    *catalog.COMMANDS,
+    export.export,
+):
+    cli.add_command(_command)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The console script ``agi``."""
+    cli.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="agi")

@@ -1,0 +1,154 @@
+"""``agi --server URL``: the same prompt through a running server's REST + NDJSON API.
+
+Standard library HTTP only (``urllib``): the CLI needs no HTTP client package. The URL may be
+the one ``agi serve`` prints (``http://127.0.0.1:8888/?token=…``): its token is used when
+``--token`` is not given. Errors come back as ``{"error": {"code", "message"}}`` and are raised
+as the matching ``AgiError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
+
+from agi_jupyter import errors
+
+if TYPE_CHECKING:
+    from http.client import HTTPResponse
+
+    from agi_jupyter.cli.ask import AskOptions
+    from agi_jupyter.cli.stream import StreamPrinter
+
+NDJSON = "application/x-ndjson"
+_ERRORS: dict[str, type[errors.AgiError]] = {
+    "VALIDATION_ERROR": errors.UsageError,
+    "CONFIG_ERROR": errors.ConfigError,
+    "PROVIDER_NOT_CONFIGURED": errors.ProviderNotConfigured,
+    "SESSION_NOT_FOUND": errors.SessionNotFound,
+    "RUN_NOT_FOUND": errors.RunNotFound,
+    "ARTIFACT_NOT_FOUND": errors.ArtifactNotFound,
+    "RUN_TERMINAL": errors.RunTerminal,
+}
+
+
+class ServerClient:
+    """Calls ``/agi/v1/...`` of one server, authenticated with its Jupyter token."""
+
+    def __init__(
+        self, url: str, token: str | None, project: str | None = None, timeout: float = 30.0
+    ) -> None:
+        parts = urlsplit(url if "://" in url else "http://" + url)
+        query_token = parse_qs(parts.query).get("token", [None])[0]
+        self.token = token or query_token
+        base_path = parts.path if parts.path.endswith("/") else parts.path + "/"
+        self.base = urlunsplit((parts.scheme, parts.netloc, base_path, "", ""))
+        self.project = project
+        self.timeout = timeout
+
+    def url(self, path: str, **params: str) -> str:
+        query = {k: v for k, v in params.items() if v}
+        if self.project:
+            query["project"] = self.project
+        return self.base + "agi/v1/" + path + ("?" + urlencode(query) if query else "")
+
+    def call(self, method: str, path: str, body: Any = None, **params: str) -> Any:
+        url = self.url(path, **params)
+        with self._open(method, url, body, "application/json", self.timeout) as response:
+            data = response.read()
+        return json.loads(data) if data else None
+
+    def stream(self, path: str, body: Any) -> Iterator[dict[str, Any]]:
+        """POST ``body`` and yield the NDJSON objects of the response as they arrive (waiting
+        as long as the run takes: a model may think for minutes between two events)."""
+        with self._open("POST", self.url(path), body, NDJSON, None) as response:
+            try:
+                for line in response:
+                    if line.strip():
+                        yield json.loads(line)
+            except (OSError, http.client.HTTPException) as e:
+                raise errors.AgiError(f"lost the connection to {self.base}: {e}") from None
+
+    def _open(
+        self, method: str, url: str, body: Any, accept: str, timeout: float | None
+    ) -> HTTPResponse:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(url, data=data, method=method)
+        request.add_header("Accept", accept)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if self.token:
+            request.add_header("Authorization", f"token {self.token}")
+        try:
+            response: HTTPResponse = urllib.request.urlopen(request, timeout=timeout)
+        except urllib.error.HTTPError as e:
+            raise _error_from(e) from None
+        except OSError as e:  # URLError, timeouts
+            raise errors.AgiError(f"cannot reach {self.base}: {getattr(e, 'reason', e)}") from None
+        return response
+
+
+def _error_from(response: urllib.error.HTTPError) -> errors.AgiError:
+    try:
+        error = json.loads(response.read() or b"{}").get("error") or {}
+    except (ValueError, AttributeError):
+        error = {}
+    code = str(error.get("code") or f"HTTP_{response.code}")
+    message = str(error.get("message") or f"HTTP {response.code} {response.reason}")
+    if response.code in (401, 403):
+        return errors.AgiError(
+            f"the server refused the request (HTTP {response.code}: {message}); check --token",
+            code=code,
+        )
+    cls = _ERRORS.get(code)
+    return cls(message) if cls is not None else errors.AgiError(message, code=code)
+
+
+def ask_remote(
+    server: str,
+    token: str | None,
+    project: Path | None,
+    options: AskOptions,
+    printer: StreamPrinter,
+) -> bool:
+    """Stream the prompt's run from the server; True when Ctrl-C cancelled it."""
+    client = ServerClient(server, token, str(project) if project else None)
+    session_id = _session_id(client, options)
+    body = {"content": options.prompt, "model": options.model, "agent": options.agent}
+    path = f"sessions/{quote(session_id, safe='')}/messages"
+    try:
+        printer.consume(client.stream(path, {k: v for k, v in body.items() if v}))
+    except KeyboardInterrupt:
+        printer.progress.stop()
+        printer.end_line()
+        if printer.run_id:
+            with contextlib.suppress(errors.RunTerminal):
+                cancelled = client.call("POST", f"runs/{quote(printer.run_id, safe='')}/cancel")
+                printer.final = cancelled["run"]
+        return True
+    return False
+
+
+def _session_id(client: ServerClient, options: AskOptions) -> str:
+    if options.session:
+        found = client.call("GET", f"sessions/{quote(options.session, safe='')}")
+        return str(found["session"]["id"])
+    if options.continue_:
+        latest = client.call("GET", "sessions", page_size="1")["sessions"]
+        if not latest:
+            raise errors.UsageError("there is no earlier session to continue")
+        return str(latest[0]["id"])
+    body = {
+        "agent": options.agent,
+        "model": options.model,
+        "title": options.session_title,
+        "tools": list(options.tools),
+    }
+    created = client.call("POST", "sessions", {k: v for k, v in body.items() if v})
+    return str(created["session"]["id"])

@@ -1,0 +1,135 @@
+"""Printing a run's events as they arrive.
+
+Human mode: the answer's text goes to stdout as it streams; tool calls and notes go to stderr
+compactly (``[fs.read] {"path": "notes.txt"}`` then ``[fs.read] ok: ...``); a rich status line
+shows what the run waits for, only when stdout is a terminal. ``--json``: every event as one
+NDJSON line on stdout, nothing else there.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import click
+from rich.status import Status
+
+from agi_jupyter.cli.render import compact_json, console, one_line, print_json_line
+
+FAKE_NOTE = (
+    "note: answering with the offline fake model (no provider key set); "
+    "run `agi setup` or set OPENAI_API_KEY / ANTHROPIC_API_KEY for a real one"
+)
+
+
+class Progress:
+    """A transient status line on a terminal stdout; does nothing when disabled."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._status: Status | None = None
+
+    def show(self, text: str) -> None:
+        if not self.enabled:
+            return
+        if self._status is None:
+            self._status = console().status(text, spinner="dots")
+            self._status.start()
+        else:
+            self._status.update(text)
+
+    def stop(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
+class StreamPrinter:
+    """Consumes a run's events; ``final`` is the ``run.final`` run object once it arrived."""
+
+    def __init__(self, *, as_json: bool, progress: Progress) -> None:
+        self.as_json = as_json
+        self.progress = progress
+        self.final: dict[str, Any] | None = None
+        self.run_id: str | None = None
+        self.last_seq = 0
+        self._tool_names: dict[str, str] = {}
+        self._mid_line = False  # stdout holds text not yet ended by a newline
+
+    def consume(self, events: Iterable[Mapping[str, Any]]) -> None:
+        for event in events:
+            self.handle(event)
+        self.progress.stop()
+        self.end_line()
+
+    def handle(self, event: Mapping[str, Any]) -> None:
+        self.run_id = self.run_id or event.get("run_id")
+        self.last_seq = max(self.last_seq, int(event.get("seq") or 0))
+        if event.get("type") == "run.final":
+            self.final = dict(event.get("run") or {})
+        if self.as_json:
+            print_json_line(event)
+            return
+        handler = getattr(self, "_on_" + str(event.get("type")).replace(".", "_"), None)
+        if handler is not None:
+            handler(event)
+
+    def end_line(self) -> None:
+        if self._mid_line:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self._mid_line = False
+
+    def note(self, text: str) -> None:
+        """A line on stderr, after ending the answer's current line."""
+        self.progress.stop()
+        self.end_line()
+        click.echo(text, err=True)
+
+    # --- human mode, one method per event type ----------------------------------------------
+
+    def _on_run_meta(self, e: Mapping[str, Any]) -> None:
+        if e.get("provider") == "fake":
+            self.note(FAKE_NOTE)
+        self.progress.show(f"waiting for {e.get('provider')}:{e.get('model')}…")
+
+    def _on_reasoning_delta(self, e: Mapping[str, Any]) -> None:
+        self.progress.show("thinking…")
+
+    def _on_output_text_delta(self, e: Mapping[str, Any]) -> None:
+        self.progress.stop()
+        delta = str(e.get("delta", ""))
+        if delta:
+            sys.stdout.write(delta)
+            sys.stdout.flush()
+            self._mid_line = not delta.endswith("\n")
+
+    def _on_tool_call_started(self, e: Mapping[str, Any]) -> None:
+        self._tool_names[str(e.get("tool_call_id"))] = str(e.get("name"))
+        self.progress.show(f"calling {e.get('name')}…")
+
+    def _on_tool_call_arguments_done(self, e: Mapping[str, Any]) -> None:
+        name = self._tool_names.get(str(e.get("tool_call_id")), "tool")
+        self.note(one_line(f"[{name}] {compact_json(e.get('arguments') or {})}", 160))
+        self.progress.show(f"running {name}…")
+
+    def _on_tool_call_output(self, e: Mapping[str, Any]) -> None:
+        state = "ok" if e.get("ok") else "error"
+        self.note(one_line(f"[{e.get('name')}] {state}: {e.get('output', '')}", 160))
+        self.progress.show("waiting for the model…")
+
+    def _on_error(self, e: Mapping[str, Any]) -> None:
+        if e.get("retryable"):
+            self.note(one_line(f"[retrying] {e.get('code')}: {e.get('message')}", 160))
+
+    def _on_run_final(self, e: Mapping[str, Any]) -> None:
+        self.progress.stop()
+        self.end_line()
+        if self.progress.enabled and (e.get("run") or {}).get("status") == "succeeded":
+            run = e.get("run") or {}
+            usage = run.get("usage") or {}
+            console(stderr=True).print(
+                f"[dim]{run.get('id')} · session {run.get('session_id')} · "
+                f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out[/dim]"
+            )

@@ -1,0 +1,178 @@
+"""``agi serve`` as a real process (its URL, token and OpenAPI document, SIGTERM), and
+``agi --server`` sending prompts to it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import selectors
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from agi_jupyter.app import Agi
+from agi_jupyter.testing import FakeLLMServer, Fault, Turn
+from tests.cli.conftest import AGI, RunCli, process_env
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen[bytes]
+    url: str  # base URL, ending in /
+    token: str
+    openapi: str
+    log: Path
+
+
+def wait_for_banner(process: subprocess.Popen[bytes], timeout: float = 90) -> str:
+    """What ``agi serve`` prints on stdout, up to its OpenAPI line (bounded wait)."""
+    assert process.stdout is not None
+    seen = b""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while not re.search(rb"OpenAPI .*\n", seen):
+            left = deadline - time.monotonic()
+            assert left > 0, f"no banner in time: {seen!r}"
+            if selector.select(min(left, 1.0)):
+                chunk = os.read(process.stdout.fileno(), 65536)
+                assert chunk, f"agi serve exited ({process.wait(timeout=30)}): {seen!r}"
+                seen += chunk
+    return seen.decode()
+
+
+@pytest.fixture
+def served(project: Path, tmp_path: Path) -> Iterator[Served]:
+    log = tmp_path / "serve.log"
+    with log.open("w") as stderr:
+        process = subprocess.Popen(
+            [AGI, "serve", "--project", str(project)],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=process_env(),
+        )
+    try:
+        banner = wait_for_banner(process)
+        match = re.search(r"URL\s+(http://\S+/)\?token=(\w+)", banner)
+        openapi = re.search(r"OpenAPI\s+(\S+)", banner)
+        assert match, banner
+        assert openapi, banner
+        yield Served(process, match.group(1), match.group(2), openapi.group(1), log)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+        assert process.stdout is not None
+        process.stdout.close()
+
+
+def fetch(url: str, token: str | None) -> tuple[int, bytes]:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"token {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_serve_prints_its_urls_serves_openapi_and_stops_on_sigterm(
+    served: Served, project: Path
+) -> None:
+    status, body = fetch(served.openapi, served.token)
+    refused, _ = fetch(served.openapi, None)
+
+    assert served.url.startswith("http://127.0.0.1:")
+    assert served.openapi == served.url + "agi/openapi.json"
+    assert status == 200
+    document = json.loads(body)
+    assert document["openapi"].startswith("3.")
+    assert any(path.startswith("/agi/v1/sessions") for path in document["paths"])
+    assert refused in (401, 403)
+
+    served.process.send_signal(signal.SIGTERM)
+    assert served.process.wait(timeout=30) == 0
+    assert "Traceback" not in served.log.read_text()
+
+
+def test_serve_stops_on_ctrl_c(served: Served) -> None:
+    served.process.send_signal(signal.SIGINT)
+
+    assert served.process.wait(timeout=30) == 0
+
+
+def test_ask_through_the_server(
+    served: Served, run_cli: RunCli, fake_llm: FakeLLMServer, project: Path
+) -> None:
+    fake_llm.enqueue(Turn(text="Served answer.", chunks=["Served ", "answer."]))
+
+    first = run_cli("--server", served.url, "--token", served.token, "-a", "plan", "hi there")
+    events = run_cli("--server", f"{served.url}?token={served.token}", "--json", "-c", "again")
+
+    assert first.exit_code == 0, first.stderr
+    assert first.stdout == "Served answer.\n"
+    assert events.exit_code == 0, events.stderr
+    lines = [json.loads(line) for line in events.stdout.splitlines()]
+    assert (lines[0]["type"], lines[-1]["type"]) == ("run.meta", "run.final")
+    with Agi(project) as agi:
+        (ses,) = agi.sessions().items
+        assert (ses.title, ses.agent) == ("hi there", "plan")
+        assert [m.text for m in agi.history(ses.id) if m.role == "user"] == ["hi there", "again"]
+
+
+def test_server_errors_are_one_line(served: Served, run_cli: RunCli) -> None:
+    missing = run_cli("--server", served.url, "--token", served.token, "-s", "ses_missing", "hi")
+    refused = run_cli("--server", served.url, "--token", "wrong", "hi")
+    unconfigured = run_cli(
+        "--server", served.url, "--token", served.token, "-m", "anthropic:claude-haiku-4-5", "hi"
+    )
+
+    assert missing.exit_code == 1
+    assert missing.stderr.count("\n") == 1
+    assert "not found" in missing.stderr
+    assert refused.exit_code == 1
+    assert "HTTP 403" in refused.stderr or "HTTP 401" in refused.stderr
+    assert unconfigured.exit_code == 3
+    assert "not configured" in unconfigured.stderr
+
+
+def test_ctrl_c_cancels_a_run_on_the_server(
+    served: Served, fake_llm: FakeLLMServer, project: Path
+) -> None:
+    fake_llm.enqueue(
+        Turn(chunks=[f"word{i} " for i in range(300)], fault=Fault(stall_between_events=0.05))
+    )
+    process = subprocess.Popen(
+        [AGI, "--server", served.url, "--token", served.token, "count slowly"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=process_env(),
+    )
+    assert process.stdout is not None
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"word3 " not in seen:
+        assert time.monotonic() < deadline, seen
+        seen += process.stdout.read1(1024)  # type: ignore[attr-defined]
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+
+    assert process.returncode == 130
+    assert err.decode().count("agi:") == 1
+    with Agi(project) as agi:
+        (run,) = agi.runs().items
+        deadline = time.monotonic() + 30
+        while not agi.run(run.id).is_terminal and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert agi.run(run.id).status == "cancelled"
