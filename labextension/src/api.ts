@@ -1,0 +1,406 @@
+/**
+ * A small typed client of the `/agi/v1` API (DESIGN.md section 9). Requests go through a
+ * `Transport` (in JupyterLab: `ServerConnection.makeRequest`, which adds the server's auth and
+ * XSRF headers), so this module has no JupyterLab import and is unit-tested with a fake one.
+ *
+ * Every call takes the project (a folder relative to the server root; '' is the root) because
+ * the project picks the store. Errors come back as `ApiError` with the server's code and a
+ * readable message.
+ */
+
+import { formatOf, readEvents, type WireEvent } from './stream';
+import type {
+  AgentInfo,
+  AgiEvent,
+  Artifact,
+  HistoryView,
+  Message,
+  ModelInfo,
+  Page,
+  ProviderInfo,
+  Run,
+  Session
+} from './types';
+
+/** Sends a request to a path under the server's `agi/` prefix, e.g. `v1/sessions?x=1`. */
+export type Transport = (path: string, init: RequestInit) => Promise<Response>;
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  /** What the panel shows: the message, with the code when it says more. */
+  get readable(): string {
+    return this.code && this.code !== 'HTTP_ERROR' ? `${this.message} (${this.code})` : this.message;
+  }
+}
+
+/** The readable text of any error (ApiError, network failure, anything thrown). */
+export function errorText(error: unknown): string {
+  if (error instanceof ApiError) {
+    return error.readable;
+  }
+  if (error instanceof Error) {
+    return error.message || error.name;
+  }
+  return String(error);
+}
+
+export function isAbort(error: unknown): boolean {
+  return error instanceof Error && error.name === 'AbortError';
+}
+
+export interface NewSession {
+  agent?: string;
+  model?: string;
+  title?: string;
+  notebook_path?: string;
+}
+
+type Query = Record<string, string | number | boolean | undefined | null>;
+
+export class AgiClient {
+  constructor(private readonly transport: Transport) {}
+
+  // --- sessions --------------------------------------------------------------------------
+
+  async listSessions(project: string, pageSize = 100): Promise<Page<Session>> {
+    const json = await this.json('GET', 'sessions', { project, page_size: pageSize });
+    return toPage<Session>(json, 'sessions');
+  }
+
+  async createSession(project: string, body: NewSession): Promise<Session> {
+    return unwrap<Session>(await this.json('POST', 'sessions', { project }, dropEmpty(body)), 'session');
+  }
+
+  async getSession(project: string, id: string): Promise<Session> {
+    return unwrap<Session>(await this.json('GET', `sessions/${enc(id)}`, { project }), 'session');
+  }
+
+  async updateSession(project: string, id: string, body: Partial<NewSession>): Promise<Session> {
+    return unwrap<Session>(await this.json('PATCH', `sessions/${enc(id)}`, { project }, body), 'session');
+  }
+
+  async deleteSession(project: string, id: string): Promise<void> {
+    await this.json('DELETE', `sessions/${enc(id)}`, { project });
+  }
+
+  async history(project: string, id: string, view: HistoryView): Promise<Message[]> {
+    const json = await this.json('GET', `sessions/${enc(id)}/history`, { project, view });
+    return toPage<Message>(json, 'messages').items;
+  }
+
+  /**
+   * Post a user message and stream the run's events (NDJSON). The run keeps going if the
+   * stream is aborted; stop it with `cancelRun`.
+   */
+  sendMessage(
+    project: string,
+    sessionId: string,
+    content: string,
+    signal?: AbortSignal
+  ): AsyncGenerator<AgiEvent, void, undefined> {
+    return this.stream(
+      'POST',
+      `sessions/${enc(sessionId)}/messages`,
+      { project },
+      { content },
+      signal
+    );
+  }
+
+  /** The session's live stream (SSE): its runs' events, `message.created`, `session.*`. */
+  sessionStream(
+    project: string,
+    sessionId: string,
+    signal?: AbortSignal
+  ): AsyncGenerator<AgiEvent, void, undefined> {
+    return this.stream(
+      'GET',
+      `sessions/${enc(sessionId)}/stream`,
+      { project },
+      undefined,
+      signal,
+      'text/event-stream'
+    );
+  }
+
+  // --- runs ------------------------------------------------------------------------------
+
+  async listRuns(project: string, sessionId: string, pageSize = 100): Promise<Page<Run>> {
+    const json = await this.json('GET', `sessions/${enc(sessionId)}/runs`, {
+      project,
+      page_size: pageSize
+    });
+    return toPage<Run>(json, 'runs');
+  }
+
+  async getRun(project: string, runId: string): Promise<Run> {
+    return unwrap<Run>(await this.json('GET', `runs/${enc(runId)}`, { project }), 'run');
+  }
+
+  async cancelRun(project: string, runId: string): Promise<Run> {
+    return unwrap<Run>(await this.json('POST', `runs/${enc(runId)}/cancel`, { project }), 'run');
+  }
+
+  /** A run's persisted events after `afterSeq`, then (with `follow`) its live events. */
+  runEvents(
+    project: string,
+    runId: string,
+    afterSeq: number,
+    follow: boolean,
+    signal?: AbortSignal
+  ): AsyncGenerator<AgiEvent, void, undefined> {
+    return this.stream(
+      'GET',
+      `runs/${enc(runId)}/events`,
+      { project, after_seq: afterSeq, follow },
+      undefined,
+      signal
+    );
+  }
+
+  // --- artifacts -------------------------------------------------------------------------
+
+  async runArtifacts(project: string, runId: string): Promise<Artifact[]> {
+    const json = await this.json('GET', `runs/${enc(runId)}/artifacts`, { project });
+    return toPage<Artifact>(json, 'artifacts').items;
+  }
+
+  async getArtifact(project: string, id: string): Promise<Artifact> {
+    return unwrap<Artifact>(await this.json('GET', `artifacts/${enc(id)}`, { project }), 'artifact');
+  }
+
+  async artifactContent(project: string, id: string): Promise<string> {
+    const response = await this.request('GET', `artifacts/${enc(id)}/content`, { project });
+    return response.text();
+  }
+
+  // --- catalogue -------------------------------------------------------------------------
+
+  async agents(project: string): Promise<AgentInfo[]> {
+    return toAgents(await this.json('GET', 'agents', { project }));
+  }
+
+  async providers(project: string): Promise<ProviderCatalogue> {
+    return toProviders(await this.json('GET', 'providers', { project }));
+  }
+
+  // --- plumbing --------------------------------------------------------------------------
+
+  private async request(
+    method: string,
+    path: string,
+    query: Query,
+    body?: unknown,
+    accept = 'application/json',
+    signal?: AbortSignal
+  ): Promise<Response> {
+    const init: RequestInit = { method, headers: { Accept: accept }, signal };
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      (init.headers as Record<string, string>)['Content-Type'] = 'application/json';
+    }
+    const response = await this.transport(`v1/${path}${queryString(query)}`, init);
+    if (!response.ok) {
+      throw await toApiError(response);
+    }
+    return response;
+  }
+
+  private async json(method: string, path: string, query: Query, body?: unknown): Promise<unknown> {
+    const response = await this.request(method, path, query, body);
+    const text = await response.text();
+    if (!text) {
+      return null;
+    }
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new ApiError(response.status, 'BAD_RESPONSE', `the server sent invalid JSON: ${text.slice(0, 200)}`);
+    }
+  }
+
+  private async *stream(
+    method: string,
+    path: string,
+    query: Query,
+    body: unknown,
+    signal: AbortSignal | undefined,
+    accept = 'application/x-ndjson'
+  ): AsyncGenerator<AgiEvent, void, undefined> {
+    const response = await this.request(method, path, query, body, accept, signal);
+    if (!response.body) {
+      throw new ApiError(response.status, 'BAD_RESPONSE', 'the server sent no stream');
+    }
+    const format = formatOf(response.headers.get('Content-Type'));
+    for await (const event of readEvents(response.body, format)) {
+      yield event as WireEvent & AgiEvent;
+    }
+  }
+}
+
+function enc(id: string): string {
+  return encodeURIComponent(id);
+}
+
+export function queryString(query: Query): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value === undefined || value === null || value === '') {
+      continue;
+    }
+    params.set(key, String(value));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+function dropEmpty<T extends object>(body: T): Partial<T> {
+  return Object.fromEntries(
+    Object.entries(body).filter(([, v]) => v !== undefined && v !== null && v !== '')
+  ) as Partial<T>;
+}
+
+/** An `ApiError` from a failed response: `{"error": {code, message}}`, Jupyter's
+ * `{"message"}`, or the status line. */
+export async function toApiError(response: Response): Promise<ApiError> {
+  let text = '';
+  try {
+    text = await response.text();
+  } catch {
+    // no body
+  }
+  const fallback = `${response.status} ${response.statusText || 'error'}`.trim();
+  let json: unknown = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  if (isRecord(json)) {
+    const inner = isRecord(json.error) ? json.error : json;
+    const message = firstString(inner.message, inner.detail, json.message, json.reason);
+    const code = firstString(inner.code, json.code) ?? 'HTTP_ERROR';
+    const details = validationDetails(inner.details ?? json.detail);
+    if (message) {
+      return new ApiError(response.status, code, details ? `${message}: ${details}` : message);
+    }
+    if (details) {
+      return new ApiError(response.status, code, details);
+    }
+  }
+  const plain = text && !text.trimStart().startsWith('<') ? text.slice(0, 300) : fallback;
+  return new ApiError(response.status, 'HTTP_ERROR', plain);
+}
+
+/** pydantic-style validation errors (`[{loc, msg}]`) as one line. */
+function validationDetails(value: unknown): string | null {
+  if (!Array.isArray(value)) {
+    return null;
+  }
+  const lines = value.filter(isRecord).map(item => {
+    const loc = Array.isArray(item.loc) ? item.loc.join('.') : '';
+    const msg = firstString(item.msg, item.message) ?? '';
+    return loc ? `${loc}: ${msg}` : msg;
+  });
+  return lines.length ? lines.join('; ') : null;
+}
+
+function firstString(...values: unknown[]): string | undefined {
+  for (const value of values) {
+    if (typeof value === 'string' && value) {
+      return value;
+    }
+  }
+  return undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The object of a `{"<key>": {...}}` response (or the response itself). */
+export function unwrap<T>(json: unknown, key: string): T {
+  if (isRecord(json) && isRecord(json[key])) {
+    return json[key] as T;
+  }
+  return json as T;
+}
+
+/** A listing as a page: a bare array, `{items}`, `{data}` or `{<key>}`. */
+export function toPage<T>(json: unknown, key: string): Page<T> {
+  if (Array.isArray(json)) {
+    return { items: json as T[], next_cursor: null };
+  }
+  if (isRecord(json)) {
+    const items = json.items ?? json.data ?? json[key];
+    if (Array.isArray(items)) {
+      const cursor = json.next_cursor ?? json.cursor ?? null;
+      return { items: items as T[], next_cursor: typeof cursor === 'string' ? cursor : null };
+    }
+  }
+  return { items: [], next_cursor: null };
+}
+
+/** Agents as a list, from a list, `{items}` / `{agents}`, or a name -> agent mapping. */
+export function toAgents(json: unknown): AgentInfo[] {
+  let items: unknown[] = toPage<unknown>(json, 'agents').items;
+  if (!items.length && isRecord(json)) {
+    const map = isRecord(json.agents) ? json.agents : json;
+    items = Object.entries(map).map(([name, value]) => (isRecord(value) ? { name, ...value } : { name }));
+  }
+  return items.filter(isRecord).flatMap(item => {
+    const name = firstString(item.name, item.id);
+    if (!name) {
+      return [];
+    }
+    return [
+      {
+        name,
+        description: firstString(item.description),
+        model: firstString(item.model) ?? null,
+        tools: Array.isArray(item.tools) ? item.tools.map(String) : undefined
+      }
+    ];
+  });
+}
+
+export interface ProviderCatalogue {
+  defaultModel: string | null;
+  providers: ProviderInfo[];
+}
+
+/** `GET /providers`: `{default_model, providers: [{name, label, configured, default_model}]}`.
+ * The model choices of a provider are its default model and any listed `models`. */
+export function toProviders(json: unknown): ProviderCatalogue {
+  const defaultModel = isRecord(json) ? (firstString(json.default_model) ?? null) : null;
+  const items: unknown[] = toPage<unknown>(json, 'providers').items;
+  const providers = items.filter(isRecord).flatMap((item): ProviderInfo[] => {
+    const name = firstString(item.name, item.id);
+    if (!name) {
+      return [];
+    }
+    const qualify = (id: string): string => (id.startsWith(`${name}:`) ? id : `${name}:${id}`);
+    const ids = [firstString(item.default_model), ...(Array.isArray(item.models) ? item.models : [])]
+      .map(m => (typeof m === 'string' ? m : isRecord(m) ? firstString(m.id, m.model, m.name) : undefined))
+      .filter((m): m is string => typeof m === 'string' && m.length > 0);
+    const models: ModelInfo[] = [...new Set(ids.map(qualify))].map(id => ({ id }));
+    return [
+      {
+        name,
+        label: firstString(item.label),
+        configured: typeof item.configured === 'boolean' ? item.configured : undefined,
+        enabled: typeof item.enabled === 'boolean' ? item.enabled : undefined,
+        models
+      }
+    ];
+  });
+  return { defaultModel, providers };
+}

@@ -1,0 +1,90 @@
+/** Small pure formatting helpers of the panel (unit-tested). */
+
+export function formatTokens(input: number | null, output: number | null): string {
+  if (input === null && output === null) {
+    return '';
+  }
+  return `${input ?? 0} in / ${output ?? 0} out`;
+}
+
+export function formatCost(cost: number | null | undefined): string {
+  if (cost === null || cost === undefined || !Number.isFinite(cost)) {
+    return '';
+  }
+  if (cost === 0) {
+    return '$0';
+  }
+  if (cost < 0.01) {
+    return `$${cost.toPrecision(2)}`;
+  }
+  return `$${cost.toFixed(2)}`;
+}
+
+/** "model · 12 in / 3 out · $0.0012", leaving out what is unknown. */
+export function metaLine(model: string | null, input: number | null, output: number | null, cost: number | null): string {
+  return [model ?? '', formatTokens(input, output), formatCost(cost)].filter(Boolean).join(' · ');
+}
+
+/** A short local time of an ISO timestamp ('' if missing or invalid). */
+export function shortTime(iso: string | null | undefined): string {
+  if (!iso) {
+    return '';
+  }
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) {
+    return '';
+  }
+  return date.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+}
+
+/** Pretty JSON for tool arguments; the raw text while it is still streaming. */
+export function prettyArguments(args: Record<string, unknown> | null, streamed: string): string {
+  if (args !== null) {
+    return JSON.stringify(args, null, 2);
+  }
+  try {
+    return JSON.stringify(JSON.parse(streamed), null, 2);
+  } catch {
+    return streamed;
+  }
+}
+
+/** A one-line preview of tool arguments for the collapsed block. */
+export function argumentsPreview(args: Record<string, unknown> | null, streamed: string, max = 60): string {
+  const text = args !== null ? JSON.stringify(args) : streamed;
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+export type DiffLineKind = 'add' | 'del' | 'hunk' | 'file' | 'context';
+
+/** Classify the lines of a unified diff for colouring. */
+export function diffLines(text: string): { kind: DiffLineKind; text: string }[] {
+  return text.split('\n').map(line => {
+    let kind: DiffLineKind = 'context';
+    if (line.startsWith('+++') || line.startsWith('---') || line.startsWith('diff ') || line.startsWith('*** ')) {
+      kind = 'file';
+    } else if (line.startsWith('@@')) {
+      kind = 'hunk';
+    } else if (line.startsWith('+')) {
+      kind = 'add';
+    } else if (line.startsWith('-')) {
+      kind = 'del';
+    }
+    return { kind, text: line };
+  });
+}
+
+/** The label of a session in the picker. */
+export function sessionLabel(session: {
+  id: string;
+  title?: string | null;
+  agent?: string;
+  model?: string | null;
+  notebook_path?: string | null;
+  created_at?: string;
+}): string {
+  const name = session.title || `${session.agent ?? 'agent'}${session.model ? ` · ${session.model}` : ''}`;
+  const where = session.notebook_path ? ` · ${session.notebook_path.split('/').pop()}` : '';
+  const when = shortTime(session.created_at);
+  return `${name}${where}${when ? ` (${when})` : ''}`;
+}

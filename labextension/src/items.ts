@@ -1,0 +1,158 @@
+/**
+ * The items of the transcript (messages as blocks of text, reasoning, tool calls, errors,
+ * artifacts, images) and how a stored message becomes one. Used by the reducer of `state.ts`.
+ */
+
+import type { Message, Part, Role } from './types';
+
+export interface ArtifactSummary {
+  id: string;
+  kind: string;
+  title?: string | null;
+  size?: number;
+  summary?: unknown;
+}
+
+export interface ToolBlock {
+  kind: 'tool';
+  toolCallId: string;
+  name: string;
+  /** Parsed arguments once known; `argumentsText` holds the streamed JSON until then. */
+  arguments: Record<string, unknown> | null;
+  argumentsText: string;
+  /** `streaming` (arguments arriving), `running`, then the tool call's final status. */
+  status: string;
+  ok: boolean | null;
+  output: string | null;
+  /** Live stdout/stderr/patch chunks of a running tool. */
+  live: string;
+  artifact: ArtifactSummary | null;
+}
+
+export type Block =
+  | { kind: 'text'; text: string }
+  | { kind: 'reasoning'; text: string }
+  | ToolBlock
+  | { kind: 'error'; code: string; message: string }
+  | { kind: 'artifact'; artifactId: string; artifactKind: string; title: string | null }
+  | { kind: 'image'; mime: string; src: string };
+
+export type ItemStatus = 'pending' | 'streaming' | 'complete' | 'error' | 'cancelled';
+
+export interface ChatItem {
+  /** Stable React key: the message id, or `draft:<run>` / `pending:<n>` before it has one. */
+  key: string;
+  messageId: string | null;
+  role: Role;
+  runId: string | null;
+  status: ItemStatus;
+  blocks: Block[];
+  provider: string | null;
+  model: string | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  costUsd: number | null;
+  createdAt: string | null;
+}
+
+/** What the simple view shows of an item: its text (and errors); null hides the item. */
+export function visibleBlocks(item: ChatItem, view: 'simple' | 'full'): Block[] | null {
+  if (view === 'full') {
+    return item.blocks;
+  }
+  if (item.role !== 'user' && item.role !== 'assistant') {
+    return null;
+  }
+  const blocks = item.blocks.filter(b => b.kind === 'text' || b.kind === 'error');
+  return blocks.length || item.status === 'streaming' ? blocks : null;
+}
+
+export function resultFields(result: Extract<Part, { type: 'tool_result' }>): Partial<ToolBlock> {
+  return {
+    ok: !result.is_error,
+    output: result.output,
+    status: result.is_error ? 'failed' : 'completed',
+    artifact: result.artifact_id ? { id: result.artifact_id, kind: 'artifact' } : null
+  };
+}
+
+export function emptyItem(key: string, role: Role, runId: string | null): ChatItem {
+  return {
+    key,
+    messageId: null,
+    role,
+    runId,
+    status: 'complete',
+    blocks: [],
+    provider: null,
+    model: null,
+    inputTokens: null,
+    outputTokens: null,
+    costUsd: null,
+    createdAt: null
+  };
+}
+
+/** A stored message as a chat item. */
+export function messageItem(message: Message): ChatItem {
+  const meta = message.meta ?? {};
+  const usage = meta.usage ?? {};
+  return {
+    ...emptyItem(message.id, message.role, message.run_id ?? null),
+    messageId: message.id,
+    status: message.status === 'error' ? 'error' : 'complete',
+    blocks: (message.parts ?? []).flatMap(partBlocks),
+    provider: meta.provider ?? null,
+    model: meta.model ?? null,
+    inputTokens: typeof usage.input_tokens === 'number' ? usage.input_tokens : null,
+    outputTokens: typeof usage.output_tokens === 'number' ? usage.output_tokens : null,
+    costUsd: typeof meta.cost_usd === 'number' ? meta.cost_usd : null,
+    createdAt: message.created_at ?? null
+  };
+}
+
+function partBlocks(part: Part): Block[] {
+  switch (part.type) {
+    case 'text':
+      return part.text ? [{ kind: 'text', text: part.text }] : [];
+    case 'reasoning':
+      return part.text ? [{ kind: 'reasoning', text: part.text }] : [];
+    case 'tool_call':
+      return [
+        {
+          kind: 'tool',
+          toolCallId: part.tool_call_id,
+          name: part.name,
+          arguments: part.arguments ?? {},
+          argumentsText: '',
+          status: 'running',
+          ok: null,
+          output: null,
+          live: '',
+          artifact: null
+        }
+      ];
+    case 'tool_result':
+      return [
+        {
+          kind: 'tool',
+          toolCallId: part.tool_call_id,
+          name: part.name,
+          arguments: null,
+          argumentsText: '',
+          live: '',
+          ...(resultFields(part) as Pick<ToolBlock, 'ok' | 'output' | 'status' | 'artifact'>)
+        }
+      ];
+    case 'error':
+      return [{ kind: 'error', code: part.code, message: part.message }];
+    case 'artifact_ref':
+      return [{ kind: 'artifact', artifactId: part.artifact_id, artifactKind: part.kind, title: part.title ?? null }];
+    case 'image': {
+      const src = part.url ?? (part.data_base64 ? `data:${part.mime};base64,${part.data_base64}` : '');
+      return src ? [{ kind: 'image', mime: part.mime, src }] : [];
+    }
+    default:
+      return [];
+  }
+}

@@ -1,0 +1,149 @@
+import { describe, expect, it } from 'vitest';
+
+import { AgiClient, type Transport } from '../src/api';
+import { PanelModel, folderOf, type Storage } from '../src/model';
+
+function ndjson(lines: object[]): Response {
+  return new Response(lines.map(l => JSON.stringify(l)).join('\n') + '\n', {
+    headers: { 'Content-Type': 'application/x-ndjson' }
+  });
+}
+
+function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+}
+
+/** A stream that stays open until the request is aborted (the session stream). */
+function hanging(signal: AbortSignal | null | undefined): Response {
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      signal?.addEventListener('abort', () => controller.error(new DOMException('aborted', 'AbortError')));
+    }
+  });
+  return new Response(body, { headers: { 'Content-Type': 'text/event-stream' } });
+}
+
+class MemoryStorage implements Storage {
+  data = new Map<string, string>();
+  getItem(key: string): string | null {
+    return this.data.get(key) ?? null;
+  }
+  setItem(key: string, value: string): void {
+    this.data.set(key, value);
+  }
+}
+
+const SESSION = { id: 'ses_1', agent: 'general', model: 'echo' };
+const RUN = 'run_1';
+const user = { id: 'msg_u', session_id: 'ses_1', run_id: RUN, role: 'user', parts: [{ type: 'text', text: 'hi' }] };
+const answer = {
+  id: 'msg_a',
+  session_id: 'ses_1',
+  run_id: RUN,
+  role: 'assistant',
+  parts: [{ type: 'text', text: 'hello there' }]
+};
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (check()) {
+      return;
+    }
+    await new Promise(r => setTimeout(r, 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('PanelModel', () => {
+  it('resumes a dropped reply from its last event with after_seq and follow', async () => {
+    const paths: string[] = [];
+    const transport: Transport = async (path, init) => {
+      paths.push(`${init.method} ${path}`);
+      if (path.startsWith('v1/sessions?')) {
+        return json({ sessions: [SESSION], next_cursor: null });
+      }
+      if (path.startsWith('v1/agents') || path.startsWith('v1/providers')) {
+        return json({ agents: [], providers: [], default_model: 'fake:echo' });
+      }
+      if (path.startsWith('v1/sessions/ses_1/history')) {
+        return json({ view: 'full', messages: [] });
+      }
+      if (path.startsWith('v1/sessions/ses_1/runs')) {
+        return json({ runs: [], next_cursor: null });
+      }
+      if (path.startsWith('v1/sessions/ses_1/stream')) {
+        return hanging(init.signal);
+      }
+      if (path.startsWith('v1/sessions/ses_1/messages')) {
+        // The connection drops after the first delta: no run.final.
+        return ndjson([
+          { type: 'run.meta', run_id: RUN, seq: 1, model: 'echo', provider: 'fake' },
+          { type: 'run.status', run_id: RUN, seq: 2, status: 'running' },
+          { type: 'message.completed', run_id: RUN, seq: 3, message: user },
+          { type: 'output.text.delta', run_id: RUN, seq: 4, delta: 'hello ' }
+        ]);
+      }
+      if (path.startsWith(`v1/runs/${RUN}/events`)) {
+        return ndjson([
+          { type: 'output.text.delta', run_id: RUN, seq: 5, delta: 'there' },
+          { type: 'message.completed', run_id: RUN, seq: 6, message: answer },
+          { type: 'run.status', run_id: RUN, seq: 7, status: 'succeeded' },
+          { type: 'run.final', run_id: RUN, seq: 8, run: { id: RUN, session_id: 'ses_1', status: 'succeeded' } }
+        ]);
+      }
+      return json({ error: { code: 'NOT_FOUND', message: path } }, 404);
+    };
+    const storage = new MemoryStorage();
+    const model = new PanelModel(new AgiClient(transport), storage);
+    model.pickProject('work');
+    await until(() => model.snapshot.sessionId === 'ses_1', 'the session to be selected');
+    expect(await model.send('hi')).toBe(true);
+    const snap = model.snapshot;
+    expect(paths).toContain(`GET v1/runs/${RUN}/events?project=work&after_seq=4&follow=true`);
+    expect(snap.chat.items.map(i => i.key)).toEqual(['msg_u', 'msg_a']);
+    expect(snap.chat.runs[RUN]?.status).toBe('succeeded');
+    expect(snap.errors).toEqual([]);
+    expect(JSON.parse(storage.getItem('agi-jupyter:panel') ?? '{}')).toMatchObject({
+      pinnedProject: 'work',
+      sessionByProject: { work: 'ses_1' }
+    });
+    model.dispose();
+  });
+
+  it('shows API errors and drops the unsent message', async () => {
+    const transport: Transport = async (path, init) => {
+      if (path.startsWith('v1/sessions?')) {
+        return json({ sessions: [SESSION] });
+      }
+      if (path.startsWith('v1/sessions/ses_1/stream')) {
+        return hanging(init.signal);
+      }
+      if (path.includes('/messages')) {
+        return json({ error: { code: 'PROVIDER_NOT_CONFIGURED', message: "provider 'openai' is not configured" } }, 400);
+      }
+      return json({ messages: [], runs: [] });
+    };
+    const model = new PanelModel(new AgiClient(transport), null);
+    model.pickProject('');
+    await until(() => model.snapshot.sessionId === 'ses_1', 'the session');
+    expect(await model.send('hi')).toBe(false);
+    expect(model.snapshot.chat.items).toEqual([]);
+    expect(model.snapshot.errors.map(e => e.text)).toContain(
+      "provider 'openai' is not configured (PROVIDER_NOT_CONFIGURED)"
+    );
+    model.dispose();
+  });
+
+  it('follows the active notebook folder unless a folder is picked', () => {
+    const model = new PanelModel(new AgiClient(async () => json({ sessions: [] })), null);
+    model.setActivePath('projects/demo/analysis.ipynb');
+    expect(model.snapshot).toMatchObject({ project: 'projects/demo', projectSource: 'notebook' });
+    model.pickProject('other');
+    model.setActivePath('x/y.ipynb');
+    expect(model.snapshot).toMatchObject({ project: 'other', projectSource: 'picked' });
+    model.pickProject(null);
+    expect(model.snapshot).toMatchObject({ project: 'x', projectSource: 'notebook' });
+    expect(folderOf('top.ipynb')).toBe('');
+    model.dispose();
+  });
+});

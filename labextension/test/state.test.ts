@@ -1,0 +1,362 @@
+import { describe, expect, it } from 'vitest';
+
+import {
+  activeRuns,
+  initialState,
+  reduce,
+  sortedRuns,
+  visibleBlocks,
+  type Action,
+  type ChatItem,
+  type ChatState,
+  type ToolBlock
+} from '../src/state';
+import type { AgiEvent, Message } from '../src/types';
+
+const R = 'run_01';
+
+function events(list: AgiEvent[]): Action[] {
+  return list.map(event => ({ type: 'event', event }));
+}
+
+function run(state: ChatState, actions: Action[]): ChatState {
+  return actions.reduce(reduce, state);
+}
+
+function texts(item: ChatItem | undefined): string {
+  return (item?.blocks ?? []).map(b => (b.kind === 'text' ? b.text : '')).join('');
+}
+
+function tools(state: ChatState): ToolBlock[] {
+  return state.items.flatMap(i => i.blocks.filter((b): b is ToolBlock => b.kind === 'tool'));
+}
+
+const userMessage: Message = {
+  id: 'msg_u1',
+  session_id: 'ses_1',
+  run_id: R,
+  role: 'user',
+  status: 'complete',
+  parts: [{ type: 'text', text: 'list files' }]
+};
+
+const assistantTurn1: Message = {
+  id: 'msg_a1',
+  session_id: 'ses_1',
+  run_id: R,
+  role: 'assistant',
+  status: 'complete',
+  meta: { provider: 'fake', model: 'echo', usage: { input_tokens: 10, output_tokens: 4 } },
+  parts: [
+    { type: 'text', text: 'Let me look.' },
+    { type: 'tool_call', tool_call_id: 'call_1', name: 'fs.list', arguments: { path: '.' } }
+  ]
+};
+
+const toolMessage: Message = {
+  id: 'msg_t1',
+  session_id: 'ses_1',
+  run_id: R,
+  role: 'tool',
+  status: 'complete',
+  parts: [{ type: 'tool_result', tool_call_id: 'call_1', name: 'fs.list', output: 'a.txt\nb.txt' }]
+};
+
+const assistantTurn2: Message = {
+  id: 'msg_a2',
+  session_id: 'ses_1',
+  run_id: R,
+  role: 'assistant',
+  status: 'complete',
+  meta: { provider: 'fake', model: 'echo', usage: { input_tokens: 20, output_tokens: 5 } },
+  parts: [{ type: 'text', text: 'Two files.' }]
+};
+
+/** The events of a run with one tool call, as the runner emits them. */
+const RUN_EVENTS: AgiEvent[] = [
+  { type: 'run.meta', run_id: R, seq: 1, session_id: 'ses_1', agent: 'build', provider: 'fake', model: 'echo' },
+  { type: 'run.status', run_id: R, seq: 2, status: 'running' },
+  { type: 'message.completed', run_id: R, seq: 3, message: userMessage },
+  { type: 'iteration', run_id: R, seq: 4, iteration: 1, max_iterations: 10 },
+  { type: 'output.text.delta', run_id: R, seq: 5, delta: 'Let me ' },
+  { type: 'output.text.delta', run_id: R, seq: 6, delta: 'look.' },
+  { type: 'output.text.done', run_id: R, seq: 7, text: 'Let me look.' },
+  { type: 'tool.call.started', run_id: R, seq: 8, tool_call_id: 'call_1', name: 'fs.list' },
+  { type: 'tool.call.arguments.delta', run_id: R, seq: 9, tool_call_id: 'call_1', delta: '{"path":' },
+  { type: 'tool.call.arguments.done', run_id: R, seq: 10, tool_call_id: 'call_1', arguments: { path: '.' } },
+  { type: 'message.completed', run_id: R, seq: 11, message: assistantTurn1 },
+  { type: 'usage', run_id: R, seq: 12, input_tokens: 10, output_tokens: 4, cost_usd: 0.001 },
+  { type: 'tool.call.delta', run_id: R, seq: 13, tool_call_id: 'call_1', channel: 'stdout', chunk: 'a.txt\n' },
+  {
+    type: 'tool.call.output',
+    run_id: R,
+    seq: 14,
+    tool_call_id: 'call_1',
+    name: 'fs.list',
+    ok: true,
+    output: 'a.txt\nb.txt',
+    status: 'completed'
+  },
+  { type: 'iteration', run_id: R, seq: 15, iteration: 2, max_iterations: 10 },
+  { type: 'output.text.delta', run_id: R, seq: 16, delta: 'Two files.' },
+  { type: 'output.text.done', run_id: R, seq: 17, text: 'Two files.' },
+  { type: 'message.completed', run_id: R, seq: 18, message: assistantTurn2 },
+  { type: 'usage', run_id: R, seq: 19, input_tokens: 20, output_tokens: 5, cost_usd: 0.002 },
+  { type: 'run.status', run_id: R, seq: 20, status: 'succeeded' },
+  { type: 'run.final', run_id: R, seq: 21, run: { id: R, session_id: 'ses_1', status: 'succeeded', cost_usd: 0.003 } }
+];
+
+describe('a streamed run', () => {
+  it('builds the transcript: user, streamed text, tool block, answer', () => {
+    const pending: Action = { type: 'pending', key: 'pending:1', text: 'list files' };
+    const state = run(initialState(), [pending, ...events(RUN_EVENTS)]);
+    expect(state.items.map(i => [i.key, i.role, i.status])).toEqual([
+      ['msg_u1', 'user', 'complete'],
+      ['msg_a1', 'assistant', 'complete'],
+      ['msg_a2', 'assistant', 'complete']
+    ]);
+    expect(texts(state.items[1])).toBe('Let me look.');
+    const [tool] = tools(state);
+    expect(tool).toMatchObject({
+      name: 'fs.list',
+      arguments: { path: '.' },
+      status: 'completed',
+      ok: true,
+      output: 'a.txt\nb.txt',
+      live: 'a.txt\n'
+    });
+    expect(state.items[1]).toMatchObject({ model: 'echo', inputTokens: 10, outputTokens: 4, costUsd: 0.001 });
+    expect(state.items[2]).toMatchObject({ inputTokens: 20, outputTokens: 5, costUsd: 0.002 });
+    expect(state.runs[R]).toMatchObject({ status: 'succeeded', lastSeq: 21, inputTokens: 30, outputTokens: 9 });
+    expect(activeRuns(state)).toEqual([]);
+  });
+
+  it('shows partial state while streaming', () => {
+    const state = run(initialState(), events(RUN_EVENTS.slice(0, 9)));
+    const draft = state.items[1];
+    expect(draft).toMatchObject({ key: `draft:${R}`, status: 'streaming', model: 'echo' });
+    expect(texts(draft)).toBe('Let me look.');
+    expect(tools(state)[0]).toMatchObject({ status: 'streaming', argumentsText: '{"path":', arguments: null });
+    expect(activeRuns(state).map(r => r.id)).toEqual([R]);
+    expect(state.runs[R]?.iteration).toBe(1);
+  });
+
+  it('ignores events already applied (a second stream, a replay)', () => {
+    const once = run(initialState(), events(RUN_EVENTS));
+    const twice = run(once, events(RUN_EVENTS));
+    expect(twice).toEqual(once);
+    const interleaved = run(
+      initialState(),
+      RUN_EVENTS.flatMap(e => events([e, e]))
+    );
+    expect(interleaved.items).toEqual(once.items);
+  });
+
+  it('rebuilds the same transcript from history plus a replay after a reload', () => {
+    const live = run(initialState(), events(RUN_EVENTS));
+    const reloaded = run(initialState(), [
+      { type: 'history', messages: [userMessage, assistantTurn1, toolMessage, assistantTurn2] },
+      ...events(RUN_EVENTS.filter(e => !e.type.endsWith('.delta')))
+    ]);
+    expect(reloaded.items.map(i => i.key)).toEqual(live.items.map(i => i.key));
+    expect(reloaded.items.map(texts)).toEqual(live.items.map(texts));
+    expect(tools(reloaded)[0]).toMatchObject({ status: 'completed', output: 'a.txt\nb.txt' });
+  });
+
+  it('resumes a running run after a reload without duplicating stored messages', () => {
+    // History has the user message and the first turn; the replay (after_seq=0) covers them too.
+    const state = run(initialState(), [
+      { type: 'history', messages: [userMessage, assistantTurn1, toolMessage] },
+      ...events(RUN_EVENTS.slice(0, 15).filter(e => !e.type.endsWith('.delta'))),
+      ...events([{ type: 'output.text.delta', run_id: R, seq: 16, delta: 'Two' }])
+    ]);
+    expect(state.items.map(i => i.key)).toEqual(['msg_u1', 'msg_a1', `draft:${R}`]);
+    expect(texts(state.items[2])).toBe('Two');
+    expect(tools(state)).toHaveLength(1);
+  });
+});
+
+describe('stopping and failing', () => {
+  it('keeps the partial answer of a cancelled run, marked cancelled', () => {
+    const state = run(
+      initialState(),
+      events([
+        ...RUN_EVENTS.slice(0, 5),
+        { type: 'run.status', run_id: R, seq: 6, status: 'cancelled' },
+        { type: 'error', run_id: R, seq: 7, code: 'RUN_CANCELLED', message: 'the run was cancelled' },
+        { type: 'run.final', run_id: R, seq: 8, run: { id: R, session_id: 'ses_1', status: 'cancelled' } }
+      ])
+    );
+    expect(state.runs[R]?.status).toBe('cancelled');
+    const last = state.items[state.items.length - 1] as ChatItem;
+    expect(texts(last)).toBe('Let me ');
+    expect(last.status).toBe('cancelled');
+    expect(last.blocks.some(b => b.kind === 'error')).toBe(true);
+    expect(activeRuns(state)).toEqual([]);
+  });
+
+  it('marks a draft open at run.final as cancelled', () => {
+    const state = run(
+      initialState(),
+      events([
+        ...RUN_EVENTS.slice(0, 5),
+        { type: 'run.final', run_id: R, seq: 6, run: { id: R, session_id: 'ses_1', status: 'cancelled' } }
+      ])
+    );
+    expect(state.items[1]).toMatchObject({ key: `partial:${R}`, status: 'cancelled' });
+  });
+
+  it('closes the draft on a retryable error so the retry streams into a new one', () => {
+    const state = run(
+      initialState(),
+      events([
+        ...RUN_EVENTS.slice(0, 5),
+        { type: 'error', run_id: R, seq: 6, code: 'PROVIDER_ERROR', message: 'dropped', retryable: true },
+        { type: 'run.status', run_id: R, seq: 7, status: 'queued' },
+        { type: 'run.meta', run_id: R, seq: 8, session_id: 'ses_1', agent: 'build', provider: 'fake', model: 'echo', attempt: 2 },
+        { type: 'run.status', run_id: R, seq: 9, status: 'running' },
+        { type: 'output.text.delta', run_id: R, seq: 10, delta: 'Again' }
+      ])
+    );
+    expect(state.items.map(i => i.status)).toEqual(['complete', 'error', 'streaming']);
+    expect(texts(state.items[2])).toBe('Again');
+    expect(state.items[1]?.blocks.find(b => b.kind === 'error')).toMatchObject({
+      code: 'PROVIDER_ERROR',
+      message: 'dropped (retrying)'
+    });
+  });
+
+  it('shows an error of a run with no draft as its own item', () => {
+    const state = run(
+      initialState(),
+      events([{ type: 'error', run_id: R, seq: 1, code: 'PROVIDER_NOT_CONFIGURED', message: 'set OPENAI_API_KEY' }])
+    );
+    expect(state.items[0]).toMatchObject({ role: 'assistant', status: 'error' });
+  });
+
+  it('never moves a run back from an ended status', () => {
+    let state = run(initialState(), events([{ type: 'run.status', run_id: R, seq: 1, status: 'cancelled' }]));
+    state = reduce(state, { type: 'event', event: { type: 'run.status', run_id: R, seq: 2, status: 'running' } });
+    state = reduce(state, { type: 'run', run: { id: R, session_id: 's', status: 'running' } });
+    expect(state.runs[R]?.status).toBe('cancelled');
+  });
+
+  it('removes a pending message whose request failed', () => {
+    const state = run(initialState(), [
+      { type: 'pending', key: 'pending:1', text: 'hi' },
+      { type: 'pending.failed', key: 'pending:1' }
+    ]);
+    expect(state.items).toEqual([]);
+  });
+});
+
+describe('history', () => {
+  it('merges tool results into the blocks of their calls and hides tool messages', () => {
+    const state = reduce(initialState(), {
+      type: 'history',
+      messages: [userMessage, assistantTurn1, toolMessage, assistantTurn2]
+    });
+    expect(state.items.map(i => i.key)).toEqual(['msg_u1', 'msg_a1', 'msg_a2']);
+    expect(tools(state)[0]).toMatchObject({ output: 'a.txt\nb.txt', ok: true, status: 'completed' });
+  });
+
+  it('shows a tool result without its call as a tool item, errors as failed', () => {
+    const orphan: Message = {
+      ...toolMessage,
+      id: 'msg_t9',
+      parts: [{ type: 'tool_result', tool_call_id: 'call_9', name: 'shell.run', output: 'boom', is_error: true }]
+    };
+    const state = reduce(initialState(), { type: 'history', messages: [orphan] });
+    expect(state.items[0]?.role).toBe('tool');
+    expect(tools(state)[0]).toMatchObject({ status: 'failed', ok: false, output: 'boom' });
+  });
+
+  it('keeps the draft of a run still going when the history is reloaded', () => {
+    let state = run(initialState(), events(RUN_EVENTS.slice(0, 6)));
+    state = reduce(state, { type: 'history', messages: [userMessage] });
+    expect(state.items.map(i => i.key)).toEqual(['msg_u1', `draft:${R}`]);
+  });
+
+  it('reads model, tokens and cost from message meta', () => {
+    const state = reduce(initialState(), {
+      type: 'history',
+      messages: [{ ...assistantTurn2, meta: { model: 'gpt-5', usage: { input_tokens: 1, output_tokens: 2 }, cost_usd: 0.5 } }]
+    });
+    expect(state.items[0]).toMatchObject({ model: 'gpt-5', inputTokens: 1, outputTokens: 2, costUsd: 0.5 });
+  });
+
+  it('renders artifact refs, reasoning, errors and images as blocks', () => {
+    const message: Message = {
+      id: 'msg_x',
+      session_id: 's',
+      role: 'assistant',
+      parts: [
+        { type: 'reasoning', text: 'thinking' },
+        { type: 'artifact_ref', artifact_id: 'art_1', kind: 'deep_research_report', title: 'Report' },
+        { type: 'error', code: 'E', message: 'bad' },
+        { type: 'image', mime: 'image/png', data_base64: 'AAA' }
+      ]
+    };
+    const state = reduce(initialState(), { type: 'history', messages: [message] });
+    expect(state.items[0]?.blocks.map(b => b.kind)).toEqual(['reasoning', 'artifact', 'error', 'image']);
+  });
+});
+
+describe('session stream', () => {
+  it('adds messages and runs that started elsewhere (a notebook)', () => {
+    const other = 'run_02';
+    const state = run(initialState(), [
+      ...events([
+        { type: 'message.created', message: { ...userMessage, id: 'msg_nb', run_id: other } },
+        { type: 'run.meta', run_id: other, seq: 1, session_id: 'ses_1', agent: 'general', provider: 'fake', model: 'echo' },
+        { type: 'run.status', run_id: other, seq: 2, status: 'running' }
+      ])
+    ]);
+    expect(state.items.map(i => i.key)).toEqual(['msg_nb']);
+    expect(state.runs[other]).toMatchObject({ status: 'running', model: 'echo' });
+  });
+
+  it('fills tool results from a tool message.created', () => {
+    const state = run(initialState(), [
+      { type: 'history', messages: [assistantTurn1] },
+      { type: 'event', event: { type: 'message.created', message: toolMessage } }
+    ]);
+    expect(state.items).toHaveLength(1);
+    expect(tools(state)[0]).toMatchObject({ output: 'a.txt\nb.txt', status: 'completed' });
+  });
+
+  it('updates the session', () => {
+    const state = reduce(initialState(), {
+      type: 'event',
+      event: { type: 'session.updated', session: { id: 'ses_1', agent: 'plan', title: 'T' } }
+    });
+    expect(state.session?.title).toBe('T');
+  });
+});
+
+describe('runs and views', () => {
+  it('sorts runs newest first and merges listings', () => {
+    const state = reduce(initialState(), {
+      type: 'runs',
+      runs: [
+        { id: 'run_a', session_id: 's', status: 'succeeded', model: 'm', cost_usd: 0.1 },
+        { id: 'run_c', session_id: 's', status: 'running', notebook_path: 'nb.ipynb', execution_mode: 'kernel' },
+        { id: 'run_b', session_id: 's', status: 'failed', error: { code: 'X', message: 'broke' } }
+      ]
+    });
+    expect(sortedRuns(state).map(r => r.id)).toEqual(['run_c', 'run_b', 'run_a']);
+    expect(state.runs.run_b?.error).toBe('broke');
+    expect(state.runs.run_c).toMatchObject({ notebookPath: 'nb.ipynb', executionMode: 'kernel' });
+    expect(activeRuns(state).map(r => r.id)).toEqual(['run_c']);
+  });
+
+  it('simple view keeps user/assistant text and errors only', () => {
+    const state = run(initialState(), events(RUN_EVENTS));
+    const assistant = state.items[1] as ChatItem;
+    expect(visibleBlocks(assistant, 'full')).toHaveLength(2);
+    expect(visibleBlocks(assistant, 'simple')?.map(b => b.kind)).toEqual(['text']);
+    const toolOnly: ChatItem = { ...assistant, blocks: assistant.blocks.filter(b => b.kind === 'tool') };
+    expect(visibleBlocks(toolOnly, 'simple')).toBeNull();
+    expect(visibleBlocks({ ...assistant, role: 'tool' }, 'simple')).toBeNull();
+  });
+});

@@ -1,0 +1,95 @@
+"""What a person does with the AGI side panel, as Playwright steps (used by the browser tests)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from browser_lab import REPO, LabServer
+from playwright.sync_api import expect
+
+ARTIFACTS = Path(os.environ.get("AGI_TEST_ARTIFACTS", REPO / "test-artifacts")) / "browser"
+PANEL_TAB = '.jp-SideBar li[data-id="agi-jupyter-panel"]'
+
+
+def shoot(page: Any, name: str) -> Path:
+    """Save a screenshot as a test artifact."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
+
+
+def open_lab(page: Any, lab: LabServer) -> None:
+    page.goto(lab.lab_url())
+    page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
+    page.wait_for_selector(PANEL_TAB)
+
+
+def open_panel(page: Any) -> Any:
+    """Show the panel (clicking its sidebar tab unless it is already shown)."""
+    panel = page.locator(".jp-AgiPanel")
+    if not panel.is_visible():
+        page.locator(PANEL_TAB).click()
+    expect(panel).to_be_visible()
+    return panel
+
+
+def new_session(page: Any, *, agent: str = "", model: str = "", title: str = "") -> str:
+    """Create a session with the panel's form; returns its id (the picker's value)."""
+    select = page.locator(".jp-AgiSessionSelect")
+    before = select.input_value() if select.is_enabled() else ""
+    page.locator(".jp-AgiNewSession").click()
+    form = page.locator(".jp-AgiNewSessionForm")
+    expect(form).to_be_visible()
+    if agent:
+        form.locator(".jp-AgiAgentSelect").select_option(agent)
+    if model:
+        form.locator(".jp-AgiModelSelect").fill(model)
+    if title:
+        form.locator(".jp-AgiInput").last.fill(title)
+    form.locator(".jp-AgiCreateSession").click()
+    expect(form).to_be_hidden()
+    expect(select).not_to_have_value(before or "")
+    value: str = select.input_value()
+    assert value.startswith("ses_"), value
+    return value
+
+
+def send(page: Any, text: str) -> None:
+    prompt = page.locator(".jp-AgiPrompt")
+    prompt.fill(text)
+    prompt.press("Enter")
+
+
+def transcript(page: Any) -> list[tuple[str, str]]:
+    """(message id, text) of every message shown, in order."""
+    items = page.locator(".jp-AgiMessage")
+    return [
+        (
+            items.nth(i).get_attribute("data-message-id") or "",
+            " ".join(items.nth(i).locator(".jp-AgiText, .jp-AgiTool-name").all_inner_texts()),
+        )
+        for i in range(items.count())
+    ]
+
+
+def wait_for_transcript(page: Any, expected: list[tuple[str, str]], timeout: float = 15) -> None:
+    """Wait until the panel shows ``expected``: Markdown renders asynchronously after the
+    message elements exist, so a transcript read at once can still hold empty texts."""
+    deadline = time.monotonic() + timeout
+    shown = transcript(page)
+    while shown != expected and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+        shown = transcript(page)
+    assert shown == expected
+
+
+def run_lab_command(page: Any, command: str, args: dict[str, Any] | None = None) -> Any:
+    """Execute a JupyterLab command (the app is exposed with ``expose_app_in_browser``)."""
+    return page.evaluate(
+        "([command, args]) => window.jupyterapp.commands.execute(command, args).then(() => true)",
+        [command, args or {}],
+    )
