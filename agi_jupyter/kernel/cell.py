@@ -156,6 +156,9 @@ class CellRunner:
             recorded = find_recorded(self.agi, req.request_hash, self.ctx.notebook_path())
         if recorded is not None:
             return self.replay(req, recorded)
+        if self.args.research:
+            self.research(req)
+            return None
         run = self.agi.submit(
             req.prompt,
             session=req.session.id,
@@ -173,6 +176,17 @@ class CellRunner:
         view = self.new_view()
         self.follow(run, view)
         return self.finish(view)
+
+    def research(self, req: CellRequest) -> None:
+        """Queue a deep research run; its live status shows until the report renders."""
+        run = self.agi.research(
+            req.prompt,
+            session=req.session.id,
+            model=self.args.model or None,
+            request_hash=req.request_hash,
+            **self.ctx.run_fields(),
+        )
+        self.follow_in_background(run)
 
     def new_view(self) -> RunView:
         return RunView(load_artifact=self._diff_of)

@@ -105,6 +105,7 @@ class KernelContext:
     def _make_agi(self) -> Agi:
         from agi_jupyter.app import Agi
         from agi_jupyter.kernel.python_tool import PythonTool
+        from agi_jupyter.research import ResearchSettings
         from agi_jupyter.tools import FEATURE_KERNEL
 
         return Agi(
@@ -112,6 +113,7 @@ class KernelContext:
             traitlets=self.settings.config_layer(),
             features=frozenset({FEATURE_KERNEL}),
             tools=[PythonTool(self.dispatcher, self.shell.user_ns)],
+            research=ResearchSettings(poll_interval=self.settings.research_poll_interval),
         )
 
     def project_dir(self) -> Path:

@@ -39,6 +39,14 @@ CELL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--no-stream",), {"action": "store_true", "help": "show the answer when it is done"}),
     (("--background",), {"action": "store_true", "help": "return at once; output keeps updating"}),
     (("--fresh",), {"action": "store_true", "help": "call the model even if a replay matches"}),
+    (
+        ("--research",),
+        {
+            "action": "store_true",
+            "help": "queue an OpenAI deep research run; a live status"
+            " line shows until its report renders",
+        },
+    ),
 ]
 
 
@@ -72,6 +80,9 @@ class AgiMagics(Magics):  # type: ignore[misc]
     update_rate = Float(20.0, help="Most display updates per second while an answer streams.").tag(
         config=True
     )
+    research_poll_interval = Float(
+        10.0, help="Seconds between polls of a %%agi --research run's background response."
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)

@@ -63,6 +63,7 @@ class ChatWidget(anywidget.AnyWidget):
         self._ctx = ctx
         self._lock = threading.RLock()
         self._followers: dict[str, threading.Thread] = {}
+        self._last_run_id: str | None = None
         self._interval = 1.0 / rate if rate > 0 else 0.0
         self._counter = 0
         agi = ctx.agi
@@ -152,6 +153,7 @@ class ChatWidget(anywidget.AnyWidget):
         with self._lock:
             self._append({"id": f"u-{run.id}", "role": "user", "text": text})
         self.running = run.id
+        self._last_run_id = run.id
         self.status = "running"
         follower = threading.Thread(
             target=self._follow, args=(run.id,), name=f"agi-chat-{run.id}", daemon=True
@@ -179,10 +181,10 @@ class ChatWidget(anywidget.AnyWidget):
         from agi_jupyter.kernel.cell import cell_result
         from agi_jupyter.kernel.dispatch import join_with_dispatch
 
-        last = None
-        for run_id, thread in list(self._followers.items()):
+        for thread in list(self._followers.values()):
             join_with_dispatch(thread, self._ctx.dispatcher, timeout)
-            last = run_id
+        # The newest run, even when its follower already ended (and left ``_followers``).
+        last = self._last_run_id
         return cell_result(self._ctx.agi, last, shown=True) if last else None
 
     # --- following a run (daemon thread) ---------------------------------------------------------

@@ -240,3 +240,34 @@ def test_terminal_ipython_prints_the_stream_and_text_tables(
     shown = cell(f"%agi show {run.value.run_id}").value
     assert shown.text.startswith("streamed text")
     assert cell("%agi runs").value.to_text().startswith("Runs of ses_")
+
+
+def test_research_queues_a_deep_research_run_and_renders_its_report(
+    cell: RunCell, ctx: Any, fake_llm: FakeLLMServer, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-research-0001")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_base_url)
+    ctx.settings.research_poll_interval = 0.05
+    fake_llm.enqueue(
+        Turn(text="# Findings\n\nThe sky is blue.", citations=[("https://example.org/sky", "Sky")])
+    )
+    queued = cell("%%agi --research\nWhy is the sky blue?")
+    assert queued.error is None
+    assert queued.value is None
+    waited = cell("%agi wait").value
+    assert "The sky is blue." in waited.text
+    run = waited.run
+    assert (run.type, run.status) == ("deep_research", "succeeded")
+    (artifact,) = ctx.agi.store.list_artifacts(run_id=run.id)
+    assert artifact.kind == "deep_research_report"
+    create = next(r for r in fake_llm.requests if r.path.endswith("/responses"))
+    assert (create.body or {}).get("background") is True
+
+
+def test_research_without_an_openai_key_is_a_one_line_error(
+    cell: RunCell, fake_llm: FakeLLMServer
+) -> None:
+    result = cell("%%agi --research\nanything")
+    assert result.error is None
+    assert "OPENAI_API_KEY" in result.stderr
+    assert "Traceback" not in result.stderr
