@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -102,7 +103,7 @@ class ToolContext:
         return replace(self, tool_call_id=tool_call_id, emit=emit or self.emit)
 
 
-class Tool(Generic[P]):
+class Tool(ABC, Generic[P]):
     """Base class of every tool. Subclasses set the class attributes and ``execute``."""
 
     name: str = ""
@@ -114,8 +115,10 @@ class Tool(Generic[P]):
     source: str = "builtin"
     """``builtin`` or ``project`` (loaded from ``.agi/tools/``)."""
 
+    @abstractmethod
     async def execute(self, args: P, ctx: ToolContext) -> ToolResult | str:
-        raise NotImplementedError
+        """Run the tool; raise ``ToolError`` (or return ``ok=False``) for what the model should
+        see."""
 
     def validate(self, arguments: Mapping[str, Any]) -> P:
         """Parse the model's arguments (raises ``pydantic.ValidationError``)."""
