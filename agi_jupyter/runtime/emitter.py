@@ -43,7 +43,6 @@ class RunEmitter:
         self.session_id = session_id
         self.persist_deltas = persist_deltas
         self.seq = last_seq
-        self._stored_seq = last_seq  # the last seq written to the store
         self._pending: list[tuple[int, str, JSON]] = []  # deltas waiting to be written
         self._timer: asyncio.TimerHandle | None = None
 
@@ -60,25 +59,17 @@ class RunEmitter:
         return data
 
     def flush(self) -> None:
-        """Write the events still waiting (one transaction when they follow the stored ones)."""
+        """Write the events still waiting, in one transaction, with their own seqs."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         batch, self._pending = self._pending, []
-        if not batch:
-            return
-        first_seq, first_type, first_payload = batch[0]
-        rest = [(kind, payload) for _, kind, payload in batch[1:]]
-        contiguous = all(seq == first_seq + i for i, (seq, _, _) in enumerate(batch))
-        if rest and contiguous and first_seq == self._stored_seq + 1:
-            self.store.append_run_events(self.run_id, [(first_type, first_payload), *rest])
-        elif rest and contiguous:
-            self.store.append_run_event(self.run_id, first_type, first_payload, seq=first_seq)
-            self.store.append_run_events(self.run_id, rest)
-        else:
-            for seq, kind, payload in batch:
-                self.store.append_run_event(self.run_id, kind, payload, seq=seq)
-        self._stored_seq = batch[-1][0]
+        if batch:
+            self.store.append_run_events(
+                self.run_id,
+                [(kind, payload) for _, kind, payload in batch],
+                seqs=[seq for seq, _, _ in batch],
+            )
 
     def _flush_later(self) -> bool:
         """Arrange a flush ``FLUSH_INTERVAL`` from now; False when there is no running loop."""

@@ -149,7 +149,11 @@ class Store(Protocol):
         ...
 
     def append_run_events(
-        self, run_id: str, events: Sequence[tuple[str, JSON]]
+        self,
+        run_id: str,
+        events: Sequence[tuple[str, JSON]],
+        *,
+        seqs: Sequence[int] | None = None,
     ) -> list[RunEvent]: ...
     def list_run_events(
         self, run_id: str, *, after_seq: int = 0, limit: int | None = None

@@ -12,10 +12,11 @@ process. (``VACUUM`` may renumber rowids: tailers then restart from 0.)
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from agi_jupyter.errors import Conflict, NotFound
+from agi_jupyter.errors import Conflict, NotFound, UsageError
 from agi_jupyter.records import JSON, RunEvent, ToolCall, ToolCallStatus, new_id, utc_now
 from agi_jupyter.store.connection import StoreCore
 from agi_jupyter.store.rows import RUN_EVENTS, TOOL_CALLS, check_limit, dumps
@@ -39,12 +40,22 @@ class EventsMixin(StoreCore):
         leave gaps); ``seq`` must be above the last one stored, else ``Conflict``."""
         return self._append(run_id, [(type, payload)], seq)[0]
 
-    def append_run_events(self, run_id: str, events: Sequence[tuple[str, JSON]]) -> list[RunEvent]:
-        """Append several events in one transaction, numbered consecutively."""
-        return self._append(run_id, events, None) if events else []
+    def append_run_events(
+        self,
+        run_id: str,
+        events: Sequence[tuple[str, JSON]],
+        *,
+        seqs: Sequence[int] | None = None,
+    ) -> list[RunEvent]:
+        """Append several events in one transaction, numbered consecutively after the run's
+        last event, or ``seqs`` (increasing, above the last one stored) when the caller
+        numbers them itself."""
+        if seqs is not None and len(seqs) != len(events):
+            raise UsageError("seqs must give one number per event")
+        return self._append(run_id, events, seqs) if events else []
 
     def _append(
-        self, run_id: str, events: Sequence[tuple[str, JSON]], seq: int | None
+        self, run_id: str, events: Sequence[tuple[str, JSON]], seqs: Sequence[int] | int | None
     ) -> list[RunEvent]:
         now = utc_now()
         payloads = [dumps(payload) for _, payload in events]
@@ -53,12 +64,14 @@ class EventsMixin(StoreCore):
             (last,) = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?", [run_id]
             ).fetchone()
-            if seq is not None and seq <= last:
-                raise Conflict(f"run {run_id!r} already has events up to seq {last} (got {seq})")
-            first = last + 1 if seq is None else seq
+            numbers = _numbering(last, len(events), seqs)
+            if numbers[0] <= last or any(a >= b for a, b in itertools.pairwise(numbers)):
+                raise Conflict(
+                    f"run {run_id!r} already has events up to seq {last} (got {numbers})"
+                )
             created = [
                 RunEvent(id=new_id("evt"), run_id=run_id, seq=n, type=t, payload=p, created_at=now)
-                for n, (t, p) in enumerate(events, start=first)
+                for n, (t, p) in zip(numbers, events, strict=True)
             ]
             conn.executemany(
                 "INSERT INTO run_events (id, run_id, seq, type, payload, created_at)"
@@ -156,3 +169,12 @@ class EventsMixin(StoreCore):
         sql = _TOOL_SELECT + (" WHERE " + " AND ".join(where) if where else "")
         rows = self._all(f"{sql} ORDER BY t.created_at, t.rowid", params)
         return [TOOL_CALLS.from_row(r) for r in rows]
+
+
+def _numbering(last: int, count: int, seqs: Sequence[int] | int | None) -> list[int]:
+    """The seq of each new event: given, starting at a given one, or after ``last``."""
+    if seqs is None:
+        return list(range(last + 1, last + 1 + count))
+    if isinstance(seqs, int):
+        return list(range(seqs, seqs + count))
+    return list(seqs)

@@ -142,3 +142,15 @@ def test_append_with_the_callers_seq(store: SqliteStore, run: Run) -> None:
             store.append_run_event(run.id, "x", {}, seq=stale)
     assert [e.seq for e in store.list_run_events(run.id)] == [1, 5, 6]
     assert [e.seq for e in store.list_run_events(run.id, after_seq=1)] == [5, 6]
+
+
+def test_append_run_events_with_caller_numbered_seqs(store: SqliteStore, run: Run) -> None:
+    batch = store.append_run_events(run.id, [("a", {}), ("b", {})], seqs=[3, 7])
+    assert [e.seq for e in batch] == [3, 7]
+    with pytest.raises(Conflict):
+        store.append_run_events(run.id, [("c", {})], seqs=[7])
+    with pytest.raises(Conflict):
+        store.append_run_events(run.id, [("c", {}), ("d", {})], seqs=[9, 8])
+    with pytest.raises(UsageError):
+        store.append_run_events(run.id, [("c", {})], seqs=[9, 10])
+    assert [e.seq for e in store.list_run_events(run.id)] == [3, 7]
