@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from time import time
 from typing import Any
 
 from agi_jupyter.errors import ProviderError, ProviderHTTPError
-from agi_jupyter.providers.base import ToolCallEnd
-from agi_jupyter.providers.retry import RetryPolicy
+from agi_jupyter.providers.base import ProviderEvent, ProviderRequest, ToolCallEnd
+from agi_jupyter.providers.retry import RetryPolicy, stream_with_retry
 from agi_jupyter.records import ImagePart
 
 MAX_DETAIL_CHARS = 500
@@ -151,3 +152,32 @@ RETRYABLE_STREAM_CODES = frozenset(
 def dump_arguments(arguments: Mapping[str, Any]) -> str:
     """Tool-call arguments as the compact JSON text the APIs take."""
     return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+class SdkAdapter(ABC):
+    """What every adapter does the same way: the request is mapped once (a retry re-sends the
+    same body), streamed through ``stream_with_retry``, and the SDK client closed at the end.
+    Subclasses set ``name``, ``config`` and ``client`` (an SDK async client) and map."""
+
+    name: str
+    config: AdapterConfig
+    client: Any
+
+    @property
+    def base_url(self) -> str:
+        return str(self.client.base_url)
+
+    def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        params = self.request_params(request)
+        return stream_with_retry(lambda: self._stream_once(params), self.config.retry)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+    @abstractmethod
+    def request_params(self, request: ProviderRequest) -> dict[str, Any]:
+        """The keyword arguments of the SDK's create call for ``request``."""
+
+    @abstractmethod
+    def _stream_once(self, params: dict[str, Any]) -> AsyncGenerator[ProviderEvent, None]:
+        """One attempt: send ``params`` and map the SDK's stream onto ProviderEvents."""

@@ -12,13 +12,14 @@ dropped connection (the SDK raises a bare ``httpx2`` error for it).
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agi_jupyter.errors import ProviderDisconnected, ProviderError
 from agi_jupyter.providers._common import (
     AdapterConfig,
+    SdkAdapter,
     dump_arguments,
     http_error,
     install_hint,
@@ -38,7 +39,6 @@ from agi_jupyter.providers.base import (
     ToolSpec,
     Usage,
 )
-from agi_jupyter.providers.retry import stream_with_retry
 from agi_jupyter.records import (
     ChatMessage,
     ImagePart,
@@ -106,7 +106,7 @@ _NO_EVENTS: tuple[ProviderEvent, ...] = ()
 Handler = Callable[[Any], Sequence[ProviderEvent]]
 
 
-class AnthropicProvider:
+class AnthropicProvider(SdkAdapter):
     """The Anthropic Messages API (provider ``anthropic``). ``http_client``: an
     ``httpx2.AsyncClient`` to send through (a proxy, a custom transport, tests)."""
 
@@ -122,17 +122,6 @@ class AnthropicProvider:
             max_retries=0,
             http_client=http_client,
         )
-
-    @property
-    def base_url(self) -> str:
-        return str(self.client.base_url)
-
-    def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        params = self.request_params(request)  # mapped once, sent again on a retry
-        return stream_with_retry(lambda: self._stream_once(params), self.config.retry)
-
-    async def aclose(self) -> None:
-        await self.client.close()
 
     def request_params(self, request: ProviderRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for ``request``."""

@@ -10,13 +10,14 @@ for it. A stream that ends without a ``finish_reason`` is a ``ProviderDisconnect
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agi_jupyter.errors import ProviderDisconnected
 from agi_jupyter.providers._common import (
     AdapterConfig,
+    SdkAdapter,
     dump_arguments,
     image_url,
     install_hint,
@@ -39,7 +40,6 @@ from agi_jupyter.providers.base import (
     ToolSpec,
     Usage,
 )
-from agi_jupyter.providers.retry import stream_with_retry
 from agi_jupyter.records import (
     ChatMessage,
     ImagePart,
@@ -76,7 +76,7 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 _REASONING_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh"})
 
 
-class OpenAIChatProvider:
+class OpenAIChatProvider(SdkAdapter):
     """A Chat Completions endpoint. ``openai_native`` turns on OpenAI-only request fields
     (``reasoning_effort``, ``max_completion_tokens``); compatible servers get ``max_tokens``.
     ``http_client``: an ``httpx2.AsyncClient`` to send through (a proxy, a transport, tests)."""
@@ -92,17 +92,6 @@ class OpenAIChatProvider:
         self.config = config
         self.openai_native = openai_native
         self.client = make_client(config, http_client)
-
-    @property
-    def base_url(self) -> str:
-        return str(self.client.base_url)
-
-    def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        params = self.request_params(request)  # mapped once, sent again on a retry
-        return stream_with_retry(lambda: self._stream_once(params), self.config.retry)
-
-    async def aclose(self) -> None:
-        await self.client.close()
 
     def request_params(self, request: ProviderRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request``."""

@@ -12,7 +12,7 @@ raise a ``ProviderError``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,6 +20,7 @@ from agi_jupyter.errors import ProviderDisconnected
 from agi_jupyter.providers._common import (
     RETRYABLE_STREAM_CODES,
     AdapterConfig,
+    SdkAdapter,
     dump_arguments,
     image_url,
     install_hint,
@@ -41,7 +42,6 @@ from agi_jupyter.providers.base import (
     ToolSpec,
     Usage,
 )
-from agi_jupyter.providers.retry import stream_with_retry
 from agi_jupyter.records import (
     ChatMessage,
     ImagePart,
@@ -92,7 +92,7 @@ _INCOMPLETE_REASONS: dict[str, FinishReason] = {
 _NO_EVENTS: tuple[ProviderEvent, ...] = ()
 
 
-class OpenAIResponsesProvider:
+class OpenAIResponsesProvider(SdkAdapter):
     """The OpenAI Responses API (provider ``openai``). ``http_client``: an
     ``httpx2.AsyncClient`` to send through (a proxy, a custom transport, tests)."""
 
@@ -102,17 +102,6 @@ class OpenAIResponsesProvider:
         self.name = config.name
         self.config = config
         self.client = make_client(config, http_client)
-
-    @property
-    def base_url(self) -> str:
-        return str(self.client.base_url)
-
-    def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        params = self.request_params(request)  # mapped once, sent again on a retry
-        return stream_with_retry(lambda: self._stream_once(params), self.config.retry)
-
-    async def aclose(self) -> None:
-        await self.client.close()
 
     def request_params(self, request: ProviderRequest) -> dict[str, Any]:
         """The keyword arguments of ``responses.create`` for ``request``."""
