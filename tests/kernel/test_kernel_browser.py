@@ -76,7 +76,7 @@ def test_chat_widget_streams_an_answer_in_jupyterlab(
         Turn(tool_calls=[FakeToolCall("python", {"code": "answer = 6 * 7"})]),
         Turn(text="The answer is **42**."),
     )
-    page.goto(lab.open_url("chat.ipynb"))
+    page.goto(lab.tree_url("chat.ipynb"))
     page.wait_for_selector("#jp-main-dock-panel")
     expect(page.locator(".jp-Notebook")).to_be_visible()
     expect(page.locator("#jp-main-statusbar")).to_contain_text("Idle", timeout=90_000)
