@@ -360,7 +360,8 @@ class Agi:
         ).items
         for run in active:
             if run.id != keep:
-                self.cancel(run.id)
+                with contextlib.suppress(RunTerminal):  # it may have ended meanwhile
+                    self.cancel(run.id)
 
     # --- catalogue -----------------------------------------------------------------------------
 

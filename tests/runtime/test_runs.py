@@ -249,3 +249,18 @@ def test_tick_runs_background_runs_whose_time_has_come(make_agi: MakeAgi) -> Non
     assert result.executed == 1
     assert agi.run(due.id).status == "succeeded"
     assert agi.run(later.id).status == "queued"
+
+
+def test_interrupt_tolerates_a_run_that_ended_meanwhile(
+    make_agi: MakeAgi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agi = make_agi()
+    session = agi.new_session(model="fake:echo", queue_mode="interrupt")
+    agi.submit("queued, not started", session=session.id, start=False)
+
+    def ended_meanwhile(run_id: str) -> None:
+        raise RunTerminal(f"run {run_id} has already ended")
+
+    monkeypatch.setattr(agi, "cancel", ended_meanwhile)
+    result = agi.ask("new message", session=session.id)
+    assert result.run.status == "succeeded"
