@@ -244,7 +244,6 @@ class CellRunner:
                     live.changed()
             if live is not None:
                 live.close()
-            self.ctx.background.pop(run.id, None)
 
         thread = threading.Thread(target=pump, name=f"agi-follow-{run.id}", daemon=True)
         self.ctx.background[run.id] = thread

@@ -207,7 +207,9 @@ def cmd_wait(ctx: KernelContext, args: argparse.Namespace) -> Any:
     for run_id in run_ids:
         for _event in follow_with_dispatch(ctx.agi, run_id, ctx.dispatcher):
             pass
-        thread = ctx.background.get(run_id)
+        # Kept until waited for (not removed when the run ends), so a wait after a fast run
+        # still returns its result.
+        thread = ctx.background.pop(run_id, None)
         if thread is not None:
             join_with_dispatch(thread, ctx.dispatcher, timeout=10)
     return cell_result(ctx.agi, run_ids[-1], shown=True)

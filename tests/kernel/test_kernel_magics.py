@@ -271,3 +271,20 @@ def test_research_without_an_openai_key_is_a_one_line_error(
     assert result.error is None
     assert "OPENAI_API_KEY" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_wait_after_the_background_run_ended_still_returns_it(
+    cell: RunCell, ctx: Any, fake_llm: FakeLLMServer
+) -> None:
+    import time
+
+    fake_llm.enqueue(Turn(text="done already"))
+    cell("%%agi --background\nquick one")
+    (thread,) = ctx.background.values()
+    deadline = time.monotonic() + 20
+    while thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not thread.is_alive()
+    waited = cell("%agi wait").value
+    assert waited.text == "done already"
+    assert not ctx.background
