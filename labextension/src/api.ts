@@ -9,18 +9,18 @@
  */
 
 import { formatOf, readEvents, type WireEvent } from './stream';
-import type {
-  AgentInfo,
-  AgiEvent,
-  Artifact,
-  HistoryView,
-  Message,
-  ModelInfo,
-  Page,
-  ProviderInfo,
-  Run,
-  Session
-} from './types';
+import type { AgentInfo, AgiEvent, Artifact, HistoryView, Message, Page, Run, Session } from './types';
+import {
+  firstString,
+  isRecord,
+  toAgents,
+  toPage,
+  toProviders,
+  toSdks,
+  unwrap,
+  type ProviderCatalogue,
+  type SdkCatalogue
+} from './wire';
 
 /** Sends a request to a path under the server's `agi/` prefix, e.g. `v1/sessions?x=1`. */
 export type Transport = (path: string, init: RequestInit) => Promise<Response>;
@@ -58,6 +58,9 @@ export function isAbort(error: unknown): boolean {
 
 export interface NewSession {
   agent?: string;
+  /** The agent SDK that runs the session (`native`, `claude`, `codex`); default: the agent's,
+   * else the project's. */
+  sdk?: string;
   model?: string;
   title?: string;
   notebook_path?: string;
@@ -192,6 +195,11 @@ export class AgiClient {
     return toProviders(await this.json('GET', 'providers', { project }));
   }
 
+  /** The agent SDKs sessions can run on, whether each is installed, and the default. */
+  async sdks(project: string): Promise<SdkCatalogue> {
+    return toSdks(await this.json('GET', 'sdks', { project }));
+  }
+
   // --- plumbing --------------------------------------------------------------------------
 
   private async request(
@@ -311,96 +319,4 @@ function validationDetails(value: unknown): string | null {
     return loc ? `${loc}: ${msg}` : msg;
   });
   return lines.length ? lines.join('; ') : null;
-}
-
-function firstString(...values: unknown[]): string | undefined {
-  for (const value of values) {
-    if (typeof value === 'string' && value) {
-      return value;
-    }
-  }
-  return undefined;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** The object of a `{"<key>": {...}}` response (or the response itself). */
-export function unwrap<T>(json: unknown, key: string): T {
-  if (isRecord(json) && isRecord(json[key])) {
-    return json[key] as T;
-  }
-  return json as T;
-}
-
-/** A listing as a page: a bare array, `{items}`, `{data}` or `{<key>}`. */
-export function toPage<T>(json: unknown, key: string): Page<T> {
-  if (Array.isArray(json)) {
-    return { items: json as T[], next_cursor: null };
-  }
-  if (isRecord(json)) {
-    const items = json.items ?? json.data ?? json[key];
-    if (Array.isArray(items)) {
-      const cursor = json.next_cursor ?? json.cursor ?? null;
-      return { items: items as T[], next_cursor: typeof cursor === 'string' ? cursor : null };
-    }
-  }
-  return { items: [], next_cursor: null };
-}
-
-/** Agents as a list, from a list, `{items}` / `{agents}`, or a name -> agent mapping. */
-export function toAgents(json: unknown): AgentInfo[] {
-  let items: unknown[] = toPage<unknown>(json, 'agents').items;
-  if (!items.length && isRecord(json)) {
-    const map = isRecord(json.agents) ? json.agents : json;
-    items = Object.entries(map).map(([name, value]) => (isRecord(value) ? { name, ...value } : { name }));
-  }
-  return items.filter(isRecord).flatMap(item => {
-    const name = firstString(item.name, item.id);
-    if (!name) {
-      return [];
-    }
-    return [
-      {
-        name,
-        description: firstString(item.description),
-        model: firstString(item.model) ?? null,
-        tools: Array.isArray(item.tools) ? item.tools.map(String) : undefined
-      }
-    ];
-  });
-}
-
-export interface ProviderCatalogue {
-  defaultModel: string | null;
-  providers: ProviderInfo[];
-}
-
-/** `GET /providers`: `{default_model, providers: [{name, label, configured, default_model}]}`.
- * The model choices of a provider are its default model and any listed `models`. */
-export function toProviders(json: unknown): ProviderCatalogue {
-  const defaultModel = isRecord(json) ? (firstString(json.default_model) ?? null) : null;
-  const items: unknown[] = toPage<unknown>(json, 'providers').items;
-  const providers = items.filter(isRecord).flatMap((item): ProviderInfo[] => {
-    const name = firstString(item.name, item.id);
-    if (!name) {
-      return [];
-    }
-    const qualify = (id: string): string => (id.startsWith(`${name}:`) ? id : `${name}:${id}`);
-    const ids = [firstString(item.default_model), ...(Array.isArray(item.models) ? item.models : [])]
-      .map(m => (typeof m === 'string' ? m : isRecord(m) ? firstString(m.id, m.model, m.name) : undefined))
-      .filter((m): m is string => typeof m === 'string' && m.length > 0);
-    const models: ModelInfo[] = [...new Set(ids.map(qualify))].map(id => ({ id }));
-    return [
-      {
-        name,
-        label: firstString(item.label),
-        configured: typeof item.configured === 'boolean' ? item.configured : undefined,
-        enabled: typeof item.enabled === 'boolean' ? item.enabled : undefined,
-        models
-      }
-    ];
-  });
-  return { defaultModel, providers };
 }

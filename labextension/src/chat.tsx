@@ -51,7 +51,7 @@ const ROLE_LABEL: Record<string, string> = { user: 'You', assistant: 'Assistant'
 
 function MessageView(props: { item: ChatItem; blocks: Block[]; model: PanelModel }): JSX.Element {
   const { item } = props;
-  const meta = item.role === 'assistant' ? metaLine(item.model, item.inputTokens, item.outputTokens, item.costUsd) : '';
+  const meta = item.role === 'assistant' ? metaLine(item.model, item.inputTokens, item.outputTokens, item.costUsd, item.sdk) : '';
   return (
     <div
       className={`jp-AgiMessage jp-AgiMessage-${item.role} jp-AgiMessage-${item.status}`}

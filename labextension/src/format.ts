@@ -1,5 +1,7 @@
 /** Small pure formatting helpers of the panel (unit-tested). */
 
+import { sdkBadge } from './sdks';
+
 export function formatTokens(input: number | null, output: number | null): string {
   if (input === null && output === null) {
     return '';
@@ -20,9 +22,16 @@ export function formatCost(cost: number | null | undefined): string {
   return `$${cost.toFixed(2)}`;
 }
 
-/** "model · 12 in / 3 out · $0.0012", leaving out what is unknown. */
-export function metaLine(model: string | null, input: number | null, output: number | null, cost: number | null): string {
-  return [model ?? '', formatTokens(input, output), formatCost(cost)].filter(Boolean).join(' · ');
+/** "model · 12 in / 3 out · $0.0012", leaving out what is unknown; prefixed by the agent
+ * SDK when it is not `native` ("claude · model · …"). */
+export function metaLine(
+  model: string | null,
+  input: number | null,
+  output: number | null,
+  cost: number | null,
+  sdk: string | null = null
+): string {
+  return [sdkBadge(sdk) ?? '', model ?? '', formatTokens(input, output), formatCost(cost)].filter(Boolean).join(' · ');
 }
 
 /** A short local time of an ISO timestamp ('' if missing or invalid). */
@@ -79,12 +88,14 @@ export function sessionLabel(session: {
   id: string;
   title?: string | null;
   agent?: string;
+  sdk?: string;
   model?: string | null;
   notebook_path?: string | null;
   created_at?: string;
 }): string {
   const name = session.title || `${session.agent ?? 'agent'}${session.model ? ` · ${session.model}` : ''}`;
+  const badge = sdkBadge(session.sdk);
   const where = session.notebook_path ? ` · ${session.notebook_path.split('/').pop()}` : '';
   const when = shortTime(session.created_at);
-  return `${name}${where}${when ? ` (${when})` : ''}`;
+  return `${name}${badge ? ` [${badge}]` : ''}${where}${when ? ` (${when})` : ''}`;
 }

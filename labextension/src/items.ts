@@ -49,6 +49,8 @@ export interface ChatItem {
   blocks: Block[];
   provider: string | null;
   model: string | null;
+  /** The agent SDK that wrote the message (`native`, `claude`, `codex`), when known. */
+  sdk: string | null;
   inputTokens: number | null;
   outputTokens: number | null;
   costUsd: number | null;
@@ -86,6 +88,7 @@ export function emptyItem(key: string, role: Role, runId: string | null): ChatIt
     blocks: [],
     provider: null,
     model: null,
+    sdk: null,
     inputTokens: null,
     outputTokens: null,
     costUsd: null,
@@ -104,6 +107,7 @@ export function messageItem(message: Message): ChatItem {
     blocks: (message.parts ?? []).flatMap(partBlocks),
     provider: meta.provider ?? null,
     model: meta.model ?? null,
+    sdk: typeof meta.sdk === 'string' && meta.sdk ? meta.sdk : null,
     inputTokens: typeof usage.input_tokens === 'number' ? usage.input_tokens : null,
     outputTokens: typeof usage.output_tokens === 'number' ? usage.output_tokens : null,
     costUsd: typeof meta.cost_usd === 'number' ? meta.cost_usd : null,

@@ -1,106 +1,42 @@
 /**
  * The panel's controller: which project and session are shown, the chat state (through the
- * reducer of `state.ts`), and the streams that feed it. It talks only to `AgiClient`, holds no
- * DOM, and notifies listeners on every change (the React view re-renders from `snapshot`).
+ * reducer of `state.ts`), and what the person does (create a session, send, stop, switch the
+ * view or tab). It talks only to `AgiClient`, holds no DOM, and notifies listeners on every
+ * change (the React view re-renders from `snapshot`, see `snapshot.ts`).
  *
- * Streams: a reply streams from `POST /sessions/{id}/messages`; every other run of the session
- * (a notebook's `%%agi`, another tab) arrives through `GET /sessions/{id}/stream`. A run that
- * was already going when the panel (re)loaded, or whose stream dropped, is followed with
- * `GET /runs/{id}/events?after_seq=<last applied>&follow=true`. Nothing here cancels a run
- * except `stop()`: aborting a stream only stops reading it.
+ * A reply streams from `POST /sessions/{id}/messages`; every other run of the session arrives
+ * through the streams of `streams.ts`. Nothing here cancels a run except `stop()` and
+ * `cancelRun()`: aborting a stream only stops reading it.
  */
 
-import { AgiClient, ApiError, errorText, isAbort, type NewSession } from './api';
-import { activeRuns, initialState, reduce, type Action, type ChatState } from './state';
-import type { AgentInfo, AgiEvent, Artifact, HistoryView, ProviderInfo, Session } from './types';
+import { ApiError, type AgiClient, type NewSession } from './api';
+import { collectArtifacts, openArtifact } from './artifacts';
+import { loadCatalogue } from './catalogue';
+import { PanelMemory, type Storage } from './memory';
+import { folderOf, PanelStore, type Tab } from './snapshot';
+import { activeRuns, initialState } from './state';
+import { SessionStreams } from './streams';
+import type { Artifact, HistoryView, Session } from './types';
 import { isTerminal } from './types';
 
-export type Tab = 'chat' | 'runs' | 'artifacts';
-
-export type ProjectSource = 'notebook' | 'picked' | 'root';
-
-export interface PanelError {
-  id: number;
-  text: string;
-}
-
-export interface ArtifactEntry {
-  artifact: Artifact;
-  runId: string;
-}
-
-export interface Snapshot {
-  project: string;
-  projectSource: ProjectSource;
-  notebookPath: string | null;
-  sessions: Session[];
-  sessionsLoaded: boolean;
-  sessionId: string | null;
-  chat: ChatState;
-  view: HistoryView;
-  tab: Tab;
-  agents: AgentInfo[];
-  providers: ProviderInfo[];
-  /** The project's default model (`provider:model`), when the server says. */
-  defaultModel: string | null;
-  errors: PanelError[];
-  sending: boolean;
-  historyLoading: boolean;
-  artifacts: ArtifactEntry[] | null;
-}
-
-/** What the panel remembers across reloads (localStorage). */
-interface Remembered {
-  pinnedProject: string | null;
-  sessionByProject: Record<string, string>;
-  view: HistoryView;
-  tab: Tab;
-}
-
-export interface Storage {
-  getItem(key: string): string | null;
-  setItem(key: string, value: string): void;
-}
-
-const STORAGE_KEY = 'agi-jupyter:panel';
 const SESSION_POLL_MS = 5000;
 
-export function folderOf(path: string): string {
-  const index = path.lastIndexOf('/');
-  return index < 0 ? '' : path.slice(0, index);
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise(resolve => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
-
-export class PanelModel {
-  private state: Snapshot;
-  private readonly listeners = new Set<() => void>();
-  private remembered: Remembered;
+export class PanelModel extends PanelStore {
+  private readonly memory: PanelMemory;
+  private readonly streams: SessionStreams;
   /** Aborted when the project or session changes: ends every stream of the old one. */
   private scope = new AbortController();
-  /** Runs read directly (reply stream or events follow); the session stream skips them. */
-  private readonly followed = new Map<string, AbortController>();
-  private errorId = 0;
   private pendingId = 0;
   private pollTimer: ReturnType<typeof setInterval> | null = null;
-  private disposed = false;
   private visible = false;
 
   constructor(
     readonly client: AgiClient,
-    private readonly storage: Storage | null = null
+    storage: Storage | null = null
   ) {
-    this.remembered = this.recall();
-    const pinned = this.remembered.pinnedProject;
-    this.state = {
+    const memory = new PanelMemory(storage);
+    const pinned = memory.value.pinnedProject;
+    super({
       project: pinned ?? '',
       projectSource: pinned !== null ? 'picked' : 'root',
       notebookPath: null,
@@ -108,50 +44,19 @@ export class PanelModel {
       sessionsLoaded: false,
       sessionId: null,
       chat: initialState(),
-      view: this.remembered.view,
-      tab: this.remembered.tab,
+      view: memory.value.view,
+      tab: memory.value.tab,
       agents: [],
       providers: [],
       defaultModel: null,
+      sdks: null,
       errors: [],
       sending: false,
       historyLoading: false,
       artifacts: null
-    };
-  }
-
-  // --- observing ---------------------------------------------------------------------------
-
-  get snapshot(): Snapshot {
-    return this.state;
-  }
-
-  subscribe(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  private set(patch: Partial<Snapshot>): void {
-    this.state = { ...this.state, ...patch };
-    for (const listener of [...this.listeners]) {
-      listener();
-    }
-  }
-
-  private dispatch(action: Action): void {
-    this.set({ chat: reduce(this.state.chat, action) });
-  }
-
-  reportError(error: unknown): void {
-    if (isAbort(error) || this.disposed) {
-      return;
-    }
-    const text = errorText(error);
-    this.set({ errors: [...this.state.errors, { id: ++this.errorId, text }].slice(-5) });
-  }
-
-  dismissError(id: number): void {
-    this.set({ errors: this.state.errors.filter(e => e.id !== id) });
+    });
+    this.memory = memory;
+    this.streams = new SessionStreams(this);
   }
 
   // --- lifecycle ---------------------------------------------------------------------------
@@ -181,25 +86,14 @@ export class PanelModel {
     if (this.pollTimer !== null) {
       clearInterval(this.pollTimer);
     }
-    this.listeners.clear();
+    this.forgetListeners();
   }
 
+  /** The project's agents, model choices and agent SDKs (for the new-session form). */
   async loadCatalogue(): Promise<void> {
-    const project = this.state.project;
-    const [agents, providers] = await Promise.allSettled([
-      this.client.agents(project),
-      this.client.providers(project)
-    ]);
-    if (agents.status === 'fulfilled') {
-      this.set({ agents: agents.value });
-    } else {
-      this.reportError(agents.reason);
-    }
-    if (providers.status === 'fulfilled') {
-      this.set({ providers: providers.value.providers, defaultModel: providers.value.defaultModel });
-    } else {
-      this.reportError(providers.reason);
-    }
+    const { patch, errors } = await loadCatalogue(this.client, this.state.project);
+    this.set(patch);
+    errors.forEach(error => this.reportError(error));
   }
 
   // --- project -----------------------------------------------------------------------------
@@ -219,8 +113,7 @@ export class PanelModel {
 
   /** Pin the project to a folder chosen by the user (null: follow the notebook again). */
   pickProject(folder: string | null): void {
-    this.remembered.pinnedProject = folder;
-    this.remember();
+    this.memory.update({ pinnedProject: folder });
     if (folder === null) {
       const path = this.state.notebookPath;
       this.set({ projectSource: path ? 'notebook' : 'root' });
@@ -242,7 +135,7 @@ export class PanelModel {
     if (this.state.project !== project) {
       return;
     }
-    const wanted = this.remembered.sessionByProject[project];
+    const wanted = this.memory.value.sessionByProject[project];
     const sessions = this.state.sessions;
     const pick = sessions.find(s => s.id === wanted) ?? sessions[0];
     if (pick) {
@@ -278,42 +171,27 @@ export class PanelModel {
     if (id === null) {
       return;
     }
-    this.remembered.sessionByProject[this.state.project] = id;
-    this.remember();
+    this.memory.rememberSession(this.state.project, id);
     const signal = this.scope.signal;
     await this.loadSession(id, signal);
     if (!signal.aborted) {
-      void this.watchSession(id, signal);
+      void this.streams.watchSession(id, signal);
     }
   }
 
   private selectSessionLocal(id: string | null): void {
     this.scope.abort();
     this.scope = new AbortController();
-    this.followed.clear();
+    this.streams.clear();
     const session = this.state.sessions.find(s => s.id === id) ?? null;
     this.set({ sessionId: id, chat: initialState(session), artifacts: null, sending: false });
   }
 
   /** History from the store, the runs, then every run still going is followed again. */
   private async loadSession(id: string, signal: AbortSignal): Promise<void> {
-    const project = this.state.project;
     this.set({ historyLoading: true });
     try {
-      const [messages, runs] = await Promise.all([
-        this.client.history(project, id, this.state.view),
-        this.client.listRuns(project, id)
-      ]);
-      if (signal.aborted) {
-        return;
-      }
-      this.dispatch({ type: 'runs', runs: runs.items });
-      this.dispatch({ type: 'history', messages });
-      for (const run of runs.items) {
-        if (!isTerminal(run.status)) {
-          void this.followRun(run.id, signal);
-        }
-      }
+      await this.streams.load(id, signal);
     } catch (error) {
       if (!signal.aborted) {
         this.reportError(error);
@@ -348,8 +226,7 @@ export class PanelModel {
   // --- view --------------------------------------------------------------------------------
 
   async setView(view: HistoryView): Promise<void> {
-    this.remembered.view = view;
-    this.remember();
+    this.memory.update({ view });
     this.set({ view });
     const id = this.state.sessionId;
     if (!id) {
@@ -366,8 +243,7 @@ export class PanelModel {
   }
 
   setTab(tab: Tab): void {
-    this.remembered.tab = tab;
-    this.remember();
+    this.memory.update({ tab });
     this.set({ tab });
     if (tab === 'artifacts') {
       void this.loadArtifacts();
@@ -408,7 +284,7 @@ export class PanelModel {
         }
         if (!runId && typeof event.run_id === 'string' && event.run_id) {
           runId = event.run_id;
-          this.followed.set(runId, reader);
+          this.streams.claim(runId, reader);
         }
         this.dispatch({ type: 'event', event });
       }
@@ -418,8 +294,8 @@ export class PanelModel {
       }
       this.reportError(error);
     } finally {
-      if (runId && this.followed.get(runId) === reader) {
-        this.followed.delete(runId);
+      if (runId) {
+        this.streams.release(runId, reader);
       }
       if (!signal.aborted) {
         this.set({ sending: false });
@@ -427,7 +303,7 @@ export class PanelModel {
     }
     if (runId && !signal.aborted) {
       if (!isTerminal(this.state.chat.runs[runId]?.status)) {
-        await this.followRun(runId, signal); // the stream dropped: resume from the last event
+        await this.streams.followRun(runId, signal); // the stream dropped: resume from the last event
       }
       void this.afterRun();
     }
@@ -454,127 +330,8 @@ export class PanelModel {
     }
   }
 
-  // --- streams -----------------------------------------------------------------------------
-
-  /**
-   * Read a run's events after the last one applied, following it live until `run.final`.
-   * Reconnects a few times if the connection drops.
-   */
-  async followRun(runId: string, scope: AbortSignal = this.scope.signal): Promise<void> {
-    if (this.followed.has(runId) || scope.aborted) {
-      return;
-    }
-    const reader = new AbortController();
-    scope.addEventListener('abort', () => reader.abort());
-    this.followed.set(runId, reader);
-    try {
-      for (let attempt = 0; attempt < 6 && !reader.signal.aborted; attempt++) {
-        try {
-          const after = this.state.chat.runs[runId]?.lastSeq ?? 0;
-          for await (const event of this.client.runEvents(this.state.project, runId, after, true, reader.signal)) {
-            this.dispatch({ type: 'event', event });
-          }
-          if (isTerminal(this.state.chat.runs[runId]?.status)) {
-            break;
-          }
-        } catch (error) {
-          if (isAbort(error) || reader.signal.aborted) {
-            return;
-          }
-          if (error instanceof ApiError && error.status === 404) {
-            this.reportError(error);
-            return;
-          }
-        }
-        await sleep(Math.min(8000, 500 * 2 ** attempt), reader.signal);
-      }
-    } finally {
-      if (this.followed.get(runId) === reader) {
-        this.followed.delete(runId);
-      }
-    }
-    if (!scope.aborted) {
-      void this.afterRun();
-    }
-  }
-
-  /**
-   * The session stream: the events of every run of the session, wherever it executes (a
-   * notebook's `%%agi`, another tab). It reconnects with a backoff, then catches up on what
-   * it missed from the store.
-   */
-  private async watchSession(sessionId: string, scope: AbortSignal): Promise<void> {
-    for (let attempt = 0; !scope.aborted; attempt++) {
-      try {
-        for await (const event of this.client.sessionStream(this.state.project, sessionId, scope)) {
-          attempt = 0;
-          this.onSessionEvent(event);
-        }
-      } catch (error) {
-        if (isAbort(error) || scope.aborted) {
-          return;
-        }
-        if (error instanceof ApiError && (error.status === 404 || error.status === 403)) {
-          this.reportError(error);
-          return;
-        }
-      }
-      await sleep(Math.min(10000, 1000 * 2 ** Math.min(attempt, 4)), scope);
-      if (!scope.aborted) {
-        await this.catchUp(sessionId, scope);
-      }
-    }
-  }
-
-  private onSessionEvent(event: AgiEvent): void {
-    const runId = typeof event.run_id === 'string' ? event.run_id : null;
-    if (runId && this.followed.has(runId)) {
-      return;
-    }
-    const isNew = runId !== null && !(runId in this.state.chat.runs);
-    this.dispatch({ type: 'event', event });
-    if (runId && isNew && event.type !== 'run.final') {
-      // A run that started while we watch: the stream carries it from its first event, so
-      // it needs no stream of its own (browsers allow only a few connections per server).
-      void this.fillRun(runId);
-    } else if (runId && event.type === 'run.final') {
-      void this.afterRun();
-    }
-  }
-
-  /** After a reconnect: messages and runs that came or ended while the stream was down. */
-  private async catchUp(sessionId: string, scope: AbortSignal): Promise<void> {
-    try {
-      const [messages, runs] = await Promise.all([
-        this.client.history(this.state.project, sessionId, this.state.view),
-        this.client.listRuns(this.state.project, sessionId)
-      ]);
-      if (scope.aborted) {
-        return;
-      }
-      this.dispatch({ type: 'runs', runs: runs.items });
-      this.dispatch({ type: 'history', messages });
-      for (const run of runs.items) {
-        if (!isTerminal(run.status)) {
-          void this.followRun(run.id, scope);
-        }
-      }
-    } catch {
-      // the next reconnect tries again
-    }
-  }
-
-  private async fillRun(runId: string): Promise<void> {
-    try {
-      const run = await this.client.getRun(this.state.project, runId);
-      this.dispatch({ type: 'run', run });
-    } catch {
-      // the run's own events fill in what matters
-    }
-  }
-
   /** A run ended: totals of the session and the artifact list may have changed. */
-  private async afterRun(): Promise<void> {
+  async afterRun(): Promise<void> {
     await this.refreshSessions(true);
     if (this.state.tab === 'artifacts') {
       await this.loadArtifacts();
@@ -584,68 +341,23 @@ export class PanelModel {
   // --- artifacts ---------------------------------------------------------------------------
 
   async loadArtifacts(): Promise<void> {
-    const project = this.state.project;
     const sessionId = this.state.sessionId;
     if (!sessionId) {
       this.set({ artifacts: [] });
       return;
     }
-    const runs = Object.keys(this.state.chat.runs).sort().reverse().slice(0, 30);
-    const lists = await Promise.allSettled(runs.map(id => this.client.runArtifacts(project, id)));
+    const { entries, error } = await collectArtifacts(this.client, this.state.project, Object.keys(this.state.chat.runs));
     if (this.state.sessionId !== sessionId) {
       return;
     }
-    const entries: ArtifactEntry[] = [];
-    lists.forEach((result, index) => {
-      if (result.status === 'fulfilled') {
-        for (const artifact of result.value) {
-          entries.push({ artifact, runId: runs[index] as string });
-        }
-      }
-    });
-    const failed = lists.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) {
-      this.reportError(failed.reason);
+    if (error !== null) {
+      this.reportError(error);
     }
     this.set({ artifacts: entries });
   }
 
   /** An artifact with its text (from the row, or from `/content` for large ones). */
   async openArtifact(id: string): Promise<{ artifact: Artifact; text: string | null }> {
-    const artifact = await this.client.getArtifact(this.state.project, id);
-    let text = typeof artifact.text === 'string' ? artifact.text : null;
-    if (text === null && artifact.path) {
-      text = await this.client.artifactContent(this.state.project, id);
-    }
-    return { artifact, text };
-  }
-
-  // --- memory ------------------------------------------------------------------------------
-
-  private recall(): Remembered {
-    const fallback: Remembered = { pinnedProject: null, sessionByProject: {}, view: 'full', tab: 'chat' };
-    try {
-      const raw = this.storage?.getItem(STORAGE_KEY);
-      if (!raw) {
-        return fallback;
-      }
-      const value = JSON.parse(raw) as Partial<Remembered>;
-      return {
-        pinnedProject: typeof value.pinnedProject === 'string' ? value.pinnedProject : null,
-        sessionByProject: typeof value.sessionByProject === 'object' && value.sessionByProject ? value.sessionByProject : {},
-        view: value.view === 'simple' ? 'simple' : 'full',
-        tab: value.tab === 'runs' || value.tab === 'artifacts' ? value.tab : 'chat'
-      };
-    } catch {
-      return fallback;
-    }
-  }
-
-  private remember(): void {
-    try {
-      this.storage?.setItem(STORAGE_KEY, JSON.stringify(this.remembered));
-    } catch {
-      // storage full or disabled: the panel still works, it just forgets
-    }
+    return openArtifact(this.client, this.state.project, id);
   }
 }

@@ -89,6 +89,8 @@ export interface MessageMeta {
   usage?: Usage;
   cost_usd?: number | null;
   stop_reason?: string | null;
+  /** The agent SDK that ran the turn: `native`, `claude` or `codex`. */
+  sdk?: string | null;
   [key: string]: unknown;
 }
 
@@ -171,6 +173,8 @@ export interface AgentInfo {
   model?: string | null;
   tools?: string[];
   read_only?: boolean;
+  /** The agent's own SDK; null: the project default. */
+  sdk?: string | null;
 }
 
 export interface ModelInfo {
@@ -185,6 +189,24 @@ export interface ProviderInfo {
   enabled?: boolean;
   /** `provider:model` choices (the provider's default model first). */
   models: ModelInfo[];
+}
+
+export interface SdkCapabilities {
+  queue_while_streaming: boolean;
+  interrupt: boolean;
+  tool_events: boolean;
+  full_history: boolean;
+}
+
+/** An agent SDK a session can run on (`GET /sdks`). */
+export interface SdkInfo {
+  id: string;
+  display_name: string;
+  capabilities: SdkCapabilities;
+  /** Whether the SDK / CLI is installed where the server runs. */
+  available: boolean;
+  /** Why not, with the install command. */
+  reason: string | null;
 }
 
 /** A live event (DESIGN.md section 4): `type`, `run_id`, `seq`, `ts` and its payload. */

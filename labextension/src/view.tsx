@@ -4,10 +4,13 @@ import React, { useCallback, useState, useSyncExternalStore } from 'react';
 
 import { Transcript } from './chat';
 import { sessionLabel } from './format';
-import type { PanelModel, Snapshot, Tab } from './model';
+import type { PanelModel } from './model';
 import { ArtifactsView, RunsList } from './runs';
+import { sdkBadge, sdkSelection } from './sdks';
+import type { Snapshot, Tab } from './snapshot';
 import { activeRuns } from './state';
 import type { AgentInfo, HistoryView, ProviderInfo } from './types';
+import type { SdkCatalogue } from './wire';
 
 export interface ViewProps {
   model: PanelModel;
@@ -76,6 +79,8 @@ function ProjectLine(props: { snap: Snapshot; model: PanelModel; pickFolder: () 
 function SessionBar(props: { snap: Snapshot; model: PanelModel }): JSX.Element {
   const { snap, model } = props;
   const [creating, setCreating] = useState(false);
+  const current = snap.chat.session ?? snap.sessions.find(s => s.id === snap.sessionId);
+  const badge = sdkBadge(current?.sdk);
   return (
     <div className="jp-AgiSessions">
       <div className="jp-AgiRow">
@@ -96,6 +101,11 @@ function SessionBar(props: { snap: Snapshot; model: PanelModel }): JSX.Element {
             </option>
           ))}
         </select>
+        {badge ? (
+          <span className="jp-AgiBadge jp-AgiSdkBadge" title={`runs on the ${badge} agent SDK`}>
+            {badge}
+          </span>
+        ) : null}
         <button
           className="jp-AgiButton jp-AgiNewSession"
           onClick={() => setCreating(!creating)}
@@ -113,9 +123,10 @@ function SessionBar(props: { snap: Snapshot; model: PanelModel }): JSX.Element {
           agents={snap.agents}
           providers={snap.providers}
           defaultModel={snap.defaultModel}
+          sdks={snap.sdks}
           onCancel={() => setCreating(false)}
-          onCreate={async (agent, chosenModel, title) => {
-            const created = await model.newSession({ agent, model: chosenModel, title });
+          onCreate={async (agent, sdk, chosenModel, title) => {
+            const created = await model.newSession({ agent, sdk, model: chosenModel, title });
             if (created) {
               setCreating(false);
             }
@@ -130,10 +141,18 @@ function NewSessionForm(props: {
   agents: AgentInfo[];
   providers: ProviderInfo[];
   defaultModel: string | null;
+  sdks: SdkCatalogue | null;
   onCancel: () => void;
-  onCreate: (agent: string | undefined, model: string | undefined, title: string | undefined) => Promise<void>;
+  onCreate: (
+    agent: string | undefined,
+    sdk: string | undefined,
+    model: string | undefined,
+    title: string | undefined
+  ) => Promise<void>;
 }): JSX.Element {
   const [agent, setAgent] = useState('');
+  const [chosenSdk, setChosenSdk] = useState<string | null>(null);
+  const sdk = sdkSelection(props.sdks, props.agents, agent, chosenSdk);
   const [modelId, setModelId] = useState('');
   const [title, setTitle] = useState('');
   const [busy, setBusy] = useState(false);
@@ -141,7 +160,7 @@ function NewSessionForm(props: {
     e.preventDefault();
     setBusy(true);
     try {
-      await props.onCreate(agent || undefined, modelId.trim() || undefined, title.trim() || undefined);
+      await props.onCreate(agent || undefined, sdk.send, modelId.trim() || undefined, title.trim() || undefined);
     } finally {
       setBusy(false);
     }
@@ -159,6 +178,24 @@ function NewSessionForm(props: {
           ))}
         </select>
       </label>
+      {sdk.choices.length ? (
+        <label>
+          SDK
+          <select
+            className="jp-AgiSelect jp-AgiSdkSelect"
+            value={sdk.value}
+            onChange={e => setChosenSdk(e.target.value)}
+            title="The agent SDK that runs the session"
+          >
+            {sdk.choices.map(c => (
+              <option key={c.id} value={c.id} disabled={c.disabled} title={c.title}>
+                {c.label}
+              </option>
+            ))}
+          </select>
+        </label>
+      ) : null}
+      {sdk.warning ? <div className="jp-AgiDim jp-AgiSdkWarning">{sdk.warning}</div> : null}
       <label>
         Model
         <input

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
-import { AgiClient, ApiError, errorText, queryString, toAgents, toApiError, toPage, toProviders, unwrap, type Transport } from '../src/api';
+import { AgiClient, ApiError, errorText, queryString, toApiError, type Transport } from '../src/api';
 import type { AgiEvent } from '../src/types';
+import { toAgents, toPage, toProviders, toSdks, unwrap } from '../src/wire';
 
 interface Call {
   path: string;
@@ -76,6 +77,40 @@ describe('AgiClient', () => {
     expect(calls[0]?.path).toBe('v1/runs/run_1/events?project=p&after_seq=7&follow=true');
   });
 
+  it('lists the agent SDKs of the project', async () => {
+    const body = {
+      default_sdk: 'native',
+      sdks: [
+        {
+          id: 'native',
+          display_name: 'Native',
+          capabilities: { queue_while_streaming: false, interrupt: true, tool_events: true, full_history: true },
+          available: true,
+          reason: null
+        },
+        {
+          id: 'codex',
+          display_name: 'OpenAI Codex',
+          capabilities: { queue_while_streaming: false, interrupt: true, tool_events: true, full_history: false },
+          available: false,
+          reason: 'install it: npm install -g @openai/codex'
+        }
+      ]
+    };
+    const { transport, calls } = fakeTransport(() => json(body));
+    const catalogue = await new AgiClient(transport).sdks('work');
+    expect(calls[0]?.path).toBe('v1/sdks?project=work');
+    expect(calls[0]?.init.method).toBe('GET');
+    expect(catalogue).toEqual({ defaultSdk: 'native', sdks: body.sdks });
+  });
+
+  it('sends the sdk of a new session', async () => {
+    const { transport, calls } = fakeTransport(() => json({ session: { id: 'ses_2', agent: 'build', sdk: 'claude' } }, 201));
+    const session = await new AgiClient(transport).createSession('', { agent: 'build', sdk: 'claude' });
+    expect(session.sdk).toBe('claude');
+    expect(JSON.parse(String(calls[0]?.init.body))).toEqual({ agent: 'build', sdk: 'claude' });
+  });
+
   it('throws ApiError with the server code and message', async () => {
     const { transport } = fakeTransport(() =>
       json({ error: { code: 'PROVIDER_NOT_CONFIGURED', message: "provider 'openai' is not configured" } }, 400)
@@ -118,7 +153,8 @@ describe('normalisers', () => {
 
   it('toAgents reads the server list and a mapping', () => {
     const listed = toAgents({ agents: [{ name: 'plan', description: 'read-only', tools: ['fs.read'], read_only: true, model: null, source: 'builtin' }] });
-    expect(listed).toEqual([{ name: 'plan', description: 'read-only', model: null, tools: ['fs.read'] }]);
+    expect(listed).toEqual([{ name: 'plan', description: 'read-only', model: null, tools: ['fs.read'], sdk: null }]);
+    expect(toAgents({ agents: [{ name: 'coder', sdk: 'claude' }] })[0]?.sdk).toBe('claude');
     expect(toAgents({ build: { description: 'd' } }).map(a => a.name)).toEqual(['build']);
   });
 
@@ -137,5 +173,23 @@ describe('normalisers', () => {
       ['fake', true, ['fake:echo', 'fake:slow']],
       ['ollama', true, []]
     ]);
+  });
+
+  it('toSdks fills in what an SDK entry leaves out and defaults to native', () => {
+    const catalogue = toSdks({ sdks: [{ id: 'claude', available: false }, { display_name: 'no id' }, 'junk'] });
+    expect(catalogue).toEqual({
+      defaultSdk: 'native',
+      sdks: [
+        {
+          id: 'claude',
+          display_name: 'claude',
+          capabilities: { queue_while_streaming: false, interrupt: false, tool_events: false, full_history: false },
+          available: false,
+          reason: null
+        }
+      ]
+    });
+    expect(toSdks({ default_sdk: 'codex', sdks: [] }).defaultSdk).toBe('codex');
+    expect(toSdks(null)).toEqual({ defaultSdk: 'native', sdks: [] });
   });
 });

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 
 import { AgiClient, type Transport } from '../src/api';
-import { PanelModel, folderOf, type Storage } from '../src/model';
+import type { Storage } from '../src/memory';
+import { PanelModel } from '../src/model';
+import { folderOf } from '../src/snapshot';
 
 function ndjson(lines: object[]): Response {
   return new Response(lines.map(l => JSON.stringify(l)).join('\n') + '\n', {
@@ -62,8 +64,8 @@ describe('PanelModel', () => {
       if (path.startsWith('v1/sessions?')) {
         return json({ sessions: [SESSION], next_cursor: null });
       }
-      if (path.startsWith('v1/agents') || path.startsWith('v1/providers')) {
-        return json({ agents: [], providers: [], default_model: 'fake:echo' });
+      if (path.startsWith('v1/agents') || path.startsWith('v1/providers') || path.startsWith('v1/sdks')) {
+        return json({ agents: [], providers: [], sdks: [], default_model: 'fake:echo' });
       }
       if (path.startsWith('v1/sessions/ses_1/history')) {
         return json({ view: 'full', messages: [] });
@@ -144,6 +146,48 @@ describe('PanelModel', () => {
     model.pickProject(null);
     expect(model.snapshot).toMatchObject({ project: 'x', projectSource: 'notebook' });
     expect(folderOf('top.ipynb')).toBe('');
+    model.dispose();
+  });
+
+  it('loads the agent SDKs with the catalogue and creates a session on the chosen one', async () => {
+    const sdks = {
+      default_sdk: 'native',
+      sdks: [
+        { id: 'native', display_name: 'Native', capabilities: {}, available: true, reason: null },
+        { id: 'claude', display_name: 'Claude Agent SDK', capabilities: {}, available: false, reason: 'pip install claude-agent-sdk' }
+      ]
+    };
+    const created: unknown[] = [];
+    const transport: Transport = async (path, init) => {
+      if (path.startsWith('v1/sdks')) {
+        return json(sdks);
+      }
+      if (path.startsWith('v1/agents')) {
+        return json({ agents: [{ name: 'coder', sdk: 'claude' }] });
+      }
+      if (path === 'v1/sessions' && init.method === 'POST') {
+        created.push(JSON.parse(String(init.body)));
+        return json({ session: { id: 'ses_9', agent: 'coder', sdk: 'claude' } }, 201);
+      }
+      if (path.startsWith('v1/sessions/ses_9/stream')) {
+        return hanging(init.signal);
+      }
+      return json({ sessions: [], messages: [], runs: [], providers: [] });
+    };
+    const model = new PanelModel(new AgiClient(transport), null);
+    await model.start();
+    expect(model.snapshot.sdks?.defaultSdk).toBe('native');
+    expect(model.snapshot.sdks?.sdks.map(s => [s.id, s.available, s.reason])).toEqual([
+      ['native', true, null],
+      ['claude', false, 'pip install claude-agent-sdk']
+    ]);
+    expect(model.snapshot.agents).toEqual([expect.objectContaining({ name: 'coder', sdk: 'claude' })]);
+    const session = await model.newSession({ agent: 'coder', sdk: 'claude' });
+    expect(created).toEqual([{ agent: 'coder', sdk: 'claude' }]);
+    expect(session?.sdk).toBe('claude');
+    expect(model.snapshot.sessionId).toBe('ses_9');
+    expect(model.snapshot.chat.session?.sdk).toBe('claude');
+    expect(model.snapshot.errors).toEqual([]);
     model.dispose();
   });
 });

@@ -37,15 +37,37 @@ def open_panel(page: Any) -> Any:
     return panel
 
 
-def new_session(page: Any, *, agent: str = "", model: str = "", title: str = "") -> str:
+def open_new_session_form(page: Any) -> Any:
+    """Show the new-session form (unless it is already shown)."""
+    form = page.locator(".jp-AgiNewSessionForm")
+    if not form.is_visible():
+        page.locator(".jp-AgiNewSession").click()
+    expect(form).to_be_visible()
+    return form
+
+
+def sdk_options(page: Any) -> list[dict[str, Any]]:
+    """The SDK choices of the open new-session form: value, label, disabled, title."""
+    select = page.locator(".jp-AgiNewSessionForm .jp-AgiSdkSelect")
+    expect(select).to_be_visible()
+    options: list[dict[str, Any]] = select.locator("option").evaluate_all(
+        "options => options.map(o => ({value: o.value, label: o.textContent,"
+        " disabled: o.disabled, title: o.title}))"
+    )
+    return options
+
+
+def new_session(
+    page: Any, *, agent: str = "", sdk: str = "", model: str = "", title: str = ""
+) -> str:
     """Create a session with the panel's form; returns its id (the picker's value)."""
     select = page.locator(".jp-AgiSessionSelect")
     before = select.input_value() if select.is_enabled() else ""
-    page.locator(".jp-AgiNewSession").click()
-    form = page.locator(".jp-AgiNewSessionForm")
-    expect(form).to_be_visible()
+    form = open_new_session_form(page)
     if agent:
         form.locator(".jp-AgiAgentSelect").select_option(agent)
+    if sdk:
+        form.locator(".jp-AgiSdkSelect").select_option(sdk)
     if model:
         form.locator(".jp-AgiModelSelect").fill(model)
     if title:

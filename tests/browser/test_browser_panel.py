@@ -14,8 +14,10 @@ from browser_lab import LabServer
 from panel_page import (
     new_session,
     open_lab,
+    open_new_session_form,
     open_panel,
     run_lab_command,
+    sdk_options,
     send,
     shoot,
     transcript,
@@ -225,9 +227,34 @@ def test_the_folder_picker_pins_the_project(page: Any, lab: LabServer, fake: Fak
     expect(page.locator(".jp-AgiProject-path")).to_have_text("picked-project/")
     expect(page.locator(".jp-AgiProject")).to_contain_text("(chosen)")
     expect(page.locator(".jp-AgiSessionSelect")).to_contain_text("no sessions yet")
-    new_session(page, title="in the picked folder")
+
+    # The form offers the agent SDKs the server lists: unavailable ones disabled, with the
+    # reason (the install command) as the tooltip; the project default preselected.
+    listed = lab.api("GET", "agi/v1/sdks?project=picked-project")
+    form = open_new_session_form(page)
+    form.locator(".jp-AgiAgentSelect").select_option("build")
+    options = sdk_options(page)
+    assert [o["value"] for o in options] == [s["id"] for s in listed["sdks"]]
+    for option, sdk in zip(options, listed["sdks"], strict=True):
+        assert option["disabled"] == (not sdk["available"]), option
+        assert sdk["display_name"] in option["label"], option
+        if not sdk["available"]:
+            assert option["title"] == sdk["reason"], option
+    expect(form.locator(".jp-AgiSdkSelect")).to_have_value(listed["default_sdk"])
+    shoot(page, "project-01-new-session-sdks")
+    # Whatever is installed here: another SDK than the default if one is available.
+    available = [s["id"] for s in listed["sdks"] if s["available"]]
+    chosen = next((i for i in available if i != listed["default_sdk"]), listed["default_sdk"])
+    with page.expect_request(
+        lambda r: r.method == "POST" and re.search(r"/agi/v1/sessions(\?|$)", r.url)
+    ) as posted:
+        session_id = new_session(page, agent="build", sdk=chosen, title="in the picked folder")
+    assert posted.value.post_data_json["sdk"] == chosen
+    stored = lab.api("GET", f"agi/v1/sessions/{session_id}?project=picked-project")
+    assert stored["session"]["sdk"] == chosen
+    expect(page.locator(".jp-AgiSdkBadge")).to_have_count(0 if chosen == "native" else 1)
     assert (lab.root / "picked-project" / ".agi" / "agi.sqlite").exists()
-    shoot(page, "project-01-picked-folder")
+    shoot(page, "project-02-picked-folder")
     page.locator(".jp-AgiProject button", has_text="Follow notebook").click()
     expect(page.locator(".jp-AgiProject-path")).to_have_text("/")
 
