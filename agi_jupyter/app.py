@@ -44,6 +44,8 @@ from agi_jupyter.runtime.history import HistoryView, history_view
 from agi_jupyter.runtime.loop_thread import BackgroundLoop
 from agi_jupyter.runtime.runner import allowed_tool_names
 from agi_jupyter.runtime.runs import RunManager, TickResult
+from agi_jupyter.sdk.dispatch import SdkDispatch
+from agi_jupyter.sdk.registry import default_adapters
 from agi_jupyter.store import open_store
 from agi_jupyter.tools import Redactor, ToolRegistry, builtin_tools
 
@@ -112,6 +114,9 @@ class Agi:
             features=features,
         )
         self.runs_manager = RunManager(self.deps)
+        # Agent runs go through the session's SDK adapter (``native`` is our own loop).
+        self.sdk = SdkDispatch(self.deps, default_adapters(self.runs_manager.agent_loop))
+        self.runs_manager.agent_runner = self.sdk
         self.research_settings = research or ResearchSettings()
         self.deep_research = DeepResearch(self.deps, self.runs_manager, self.research_settings)
         self.runs_manager.executors["deep_research"] = self.deep_research
@@ -130,15 +135,21 @@ class Agi:
         notebook_path: str | None = None,
         tools: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
+        sdk: str | None = None,
     ) -> Session:
+        """A new session. ``sdk`` picks the agent SDK that runs it (``native``, ``claude``,
+        ``codex``; default: the agent's, else the configured ``default_sdk``)."""
         agent_name = agent or self.config.default_agent
-        self._check_agent(agent_name)
+        agent_def = self._check_agent(agent_name)
         provider, model_name = self.config.resolve_model(model or self._agent_model(agent_name))
         if queue_mode not in ("queue", "interrupt"):
             raise UsageError(f"queue_mode must be 'queue' or 'interrupt', not {queue_mode!r}")
+        sdk_name = sdk or agent_def.sdk or self.config.default_sdk
+        self.sdk.adapter(sdk_name)
         return self.store.create_session(
             title=title,
             agent=agent_name,
+            sdk=sdk_name,
             provider=provider,
             model=model_name,
             system_prompt=system_prompt,
@@ -161,9 +172,11 @@ class Agi:
         tools: Sequence[str] | None = None,
         **fields: Any,
     ) -> Session:
-        """Change a session (title, agent, model, system_prompt, thinking_level, queue_mode,
+        """Change a session (title, agent, sdk, model, system_prompt, thinking_level, queue_mode,
         notebook_path, metadata, extra tools); session streams see ``session.updated``."""
         changes = dict(fields)
+        if changes.get("sdk") is not None:
+            self.sdk.adapter(changes["sdk"])
         if agent is not None:
             self._check_agent(agent)
             changes["agent"] = agent
@@ -217,6 +230,33 @@ class Agi:
         ``type="deep_research"`` runs use the configured deep research model unless ``model``
         says otherwise (see ``research``). With ``input_message_id=<id of a stored user
         message>`` and an empty ``prompt`` (``()``), the run answers that message."""
+        return self._submit(
+            prompt,
+            session=session,
+            model=model,
+            agent=agent,
+            thinking_level=thinking_level,
+            max_iterations=max_iterations,
+            execution_mode=execution_mode,
+            start=start,
+            **run_fields,
+        )[0]
+
+    def _submit(
+        self,
+        prompt: str | Sequence[Part],
+        *,
+        session: str | Session | None = None,
+        model: str | None = None,
+        agent: str | None = None,
+        thinking_level: str | None = None,
+        max_iterations: int | None = None,
+        execution_mode: str = "foreground_stream",
+        start: bool = True,
+        **run_fields: Any,
+    ) -> tuple[Run, int]:
+        """``submit``, plus the seq after which the events of this message begin (not 0 when
+        the message joined a running turn)."""
         if run_fields.get("type") == "deep_research":
             model = model or f"openai:{self.research_settings.model}"
             execution_mode = "background"
@@ -227,6 +267,9 @@ class Agi:
             pass  # the run answers a user message that is already stored
         elif not parts or all(isinstance(p, TextPart) and not p.text.strip() for p in parts):
             raise UsageError("the prompt is empty")
+        joined = self._join_running_turn(ses, parts, run_fields, model=model, agent=agent)
+        if joined is not None:
+            return joined
         state: dict[str, Any] = {"input": [part_to_dict(p) for p in parts]} if parts else {}
         if max_iterations is not None:
             if max_iterations < 1:
@@ -243,11 +286,11 @@ class Agi:
             notebook_path=run_fields.pop("notebook_path", ses.notebook_path),
             **run_fields,
         )
-        if ses.queue_mode == "interrupt":
+        if ses.queue_mode == "interrupt" and self.sdk.adapter(ses.sdk).capabilities.interrupt:
             self._interrupt_active_runs(ses.id, keep=run.id)
         if start:
             self.loop.submit(self._spawn(run.id))
-        return run
+        return run, 0
 
     def research(
         self,
@@ -274,15 +317,15 @@ class Agi:
     def stream(self, prompt: str | Sequence[Part], **options: Any) -> Iterator[dict[str, Any]]:
         """Start a run and yield its events until ``run.final``. Stopping early is safe: the run
         goes on and persists."""
-        run = self.submit(prompt, **options)
-        return follow_run(self.store, self.bus, run.id)
+        run, after_seq = self._submit(prompt, **options)
+        return follow_run(self.store, self.bus, run.id, after_seq=after_seq)
 
     async def astream(
         self, prompt: str | Sequence[Part], **options: Any
     ) -> AsyncIterator[dict[str, Any]]:
         """``stream`` for callers on their own asyncio loop."""
-        run = self.submit(prompt, **options)
-        async for event in afollow_run(self.store, self.bus, run.id):
+        run, after_seq = self._submit(prompt, **options)
+        async for event in afollow_run(self.store, self.bus, run.id, after_seq=after_seq):
             yield event
 
     def ask(self, prompt: str | Sequence[Part], **options: Any) -> RunResult:
@@ -354,6 +397,31 @@ class Agi:
     async def _spawn(self, run_id: str) -> None:
         self.runs_manager.spawn(run_id)
 
+    def _join_running_turn(
+        self,
+        ses: Session,
+        parts: Sequence[Part],
+        run_fields: Mapping[str, Any],
+        *,
+        model: str | None,
+        agent: str | None,
+    ) -> tuple[Run, int] | None:
+        """Seed 003's first matrix row: in ``queue`` mode, an SDK that takes messages while it
+        streams gets this one in its running turn; returns that run (None: queue a new run)."""
+        if run_fields or model or agent or not all(isinstance(p, TextPart) for p in parts):
+            return None  # a run of its own was asked for
+        if not self.sdk.adapter(ses.sdk).capabilities.queue_while_streaming:
+            return None
+        running = self.store.list_runs(session_id=ses.id, statuses=["running"], limit=1).items
+        if not running or self.sdk.route(ses, running[0]) != "queue_into":
+            return None
+        text = "".join(p.text for p in parts if isinstance(p, TextPart))
+        events = self.store.list_run_events(running[0].id)
+        after_seq = events[-1].seq if events else 0
+        if not self.loop.run(self.sdk.queue_into(running[0].id, text)):
+            return None
+        return self.store.get_run(running[0].id), after_seq
+
     def _interrupt_active_runs(self, session_id: str, *, keep: str) -> None:
         active = self.store.list_runs(
             session_id=session_id, statuses=["queued", "running"], limit=20
@@ -361,6 +429,7 @@ class Agi:
         for run in active:
             if run.id != keep:
                 with contextlib.suppress(RunTerminal):  # it may have ended meanwhile
+                    self.loop.run(self.sdk.abort(run.id))  # a clean SDK stop first, if it can
                     self.cancel(run.id)
 
     # --- catalogue -----------------------------------------------------------------------------
@@ -374,6 +443,10 @@ class Agi:
             return list(registry.all())
         allowed = allowed_tool_names(self._check_agent(agent), None, registry)
         return registry.offered(allowed, self.deps.features)
+
+    def sdks(self) -> list[dict[str, Any]]:
+        """The agent SDKs: id, display name, capability flags, and whether they are installed."""
+        return self.sdk.describe()
 
     def stats(self) -> dict[str, Any]:
         return self.store.stats()

@@ -197,6 +197,7 @@ class _Layer(BaseModel):
     model_config = ConfigDict(extra="forbid")
     default_agent: str | None = None
     default_model: str | None = None
+    default_sdk: Literal["native", "claude", "codex"] | None = None
     max_iterations: int | None = Field(default=None, ge=1, le=1000)
     persist_deltas: bool | None = None
     artifact_threshold: int | None = Field(default=None, ge=1024)
@@ -231,6 +232,7 @@ class ProviderSettings:
 class Config:
     project: Path
     default_agent: str = "general"
+    default_sdk: str = "native"  # the agent SDK of new sessions (DESIGN.md section 10)
     default_model: str = "fake:echo"
     default_model_is_fallback: bool = True
     max_iterations: int = 10
@@ -311,7 +313,11 @@ def load_config(
 
 def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
     layer: dict[str, Any] = {}
-    for key, name in (("AGI_MODEL", "default_model"), ("AGI_AGENT", "default_agent")):
+    for key, name in (
+        ("AGI_MODEL", "default_model"),
+        ("AGI_AGENT", "default_agent"),
+        ("AGI_SDK", "default_sdk"),
+    ):
         if env.get(key):
             layer[name] = env[key]
     if env.get("AGI_MAX_ITERATIONS"):
@@ -440,6 +446,7 @@ def _build(
     return Config(
         project=project,
         default_agent=layer.default_agent or defaults.default_agent,
+        default_sdk=layer.default_sdk or defaults.default_sdk,
         default_model=default_model,
         default_model_is_fallback=layer.default_model is None,
         max_iterations=layer.max_iterations or defaults.max_iterations,

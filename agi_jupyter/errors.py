@@ -3,7 +3,8 @@
     AgiError                      code, message, http_status, retryable
     ├── UsageError                VALIDATION_ERROR (400): the caller passed something wrong
     ├── ConfigError               CONFIG_ERROR (400): a config file or setting is invalid
-    │   └── ProviderNotConfigured PROVIDER_NOT_CONFIGURED (400): no key / SDK / base URL
+    │   ├── ProviderNotConfigured PROVIDER_NOT_CONFIGURED (400): no key / SDK / base URL
+    │   └── SdkNotAvailable       SDK_NOT_AVAILABLE (400): an agent SDK / CLI is not installed
     ├── ProviderError             PROVIDER_ERROR (502): the model API failed
     │   ├── ProviderHTTPError     PROVIDER_HTTP_ERROR: an HTTP error status (429, 5xx, 4xx)
     │   └── ProviderDisconnected  PROVIDER_DISCONNECTED: the stream dropped or ended unfinished
@@ -50,6 +51,13 @@ class ConfigError(AgiError):
 
 class ProviderNotConfigured(ConfigError):
     code = "PROVIDER_NOT_CONFIGURED"
+
+
+class SdkNotAvailable(ConfigError):
+    """An optional agent SDK (``claude-agent-sdk``, the ``codex`` CLI) is missing; the message
+    says how to install it."""
+
+    code = "SDK_NOT_AVAILABLE"
 
 
 class ProviderError(AgiError):

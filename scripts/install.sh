@@ -12,6 +12,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 uv pip install --quiet --python .venv/bin/python -e '.[test]'
 
+# The Codex CLI (sdk="codex" sessions and their tests), kept inside the venv: ~7 s, ~400 MB.
+CODEX_VERSION=0.169.0
+if [ "$(.venv/codex/node_modules/.bin/codex --version 2>/dev/null)" != "codex-cli $CODEX_VERSION" ]; then
+  npm install --silent --no-audit --no-fund --loglevel=error --prefix .venv/codex "@openai/codex@$CODEX_VERSION"
+fi
+
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing Debian chromium for the browser tests..." >&2
   apt-get update -qq >/dev/null

@@ -15,6 +15,7 @@ class Agent:
     tools: tuple[str, ...] = ()
     read_only: bool = False
     model: str | None = None
+    sdk: str | None = None  # the agent SDK its sessions use; None: the configured default
     source: str = "built-in"
     extra: dict[str, str] = field(default_factory=dict)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -28,6 +29,7 @@ class _AgentEntry(BaseModel):
     read_only: bool | None = None
     prompt: str | None = None  # a path relative to the project, or the prompt text itself
     model: str | None = None
+    sdk: Literal["native", "claude", "codex"] | None = None
 
 
 def load_agents(project: Path) -> dict[str, Agent]:
@@ -43,6 +45,7 @@ def load_agents(project: Path) -> dict[str, Agent]:
             read_only=entry.read_only if entry.read_only is not None else base.read_only,
             prompt=_prompt_from_entry(project, entry, base.prompt, path),
             model=entry.model or base.model,
+            sdk=entry.sdk or base.sdk,
             source=str(path),
         )
     for name, agent in list(agents.items()):

@@ -74,13 +74,21 @@ class RunExecutor(Protocol):
     async def aclose(self) -> None: ...
 
 
+class AttemptRunner(Protocol):
+    """Runs one attempt of an ``agent`` run: ``AgentLoop`` itself, or the SDK dispatch that
+    picks the session's adapter (``sdk.dispatch.SdkDispatch``, wired by ``app.Agi``)."""
+
+    async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult: ...
+
+
 class RunManager:
     """Executes runs on the runtime loop. All coroutines here run on that loop."""
 
     def __init__(self, deps: RuntimeDeps) -> None:
         self.deps = deps
         self.agent_loop = AgentLoop(deps)
-        self.executors: dict[str, RunExecutor] = {}  # by run type; ``agent`` runs use the loop
+        self.agent_runner: AttemptRunner = self.agent_loop
+        self.executors: dict[str, RunExecutor] = {}  # by run type; ``agent`` runs: agent_runner
         self._tasks: dict[str, asyncio.Task[Run]] = {}
         self._session_locks: dict[str, asyncio.Lock] = {}
 
@@ -177,7 +185,7 @@ class RunManager:
             executor = self.executors.get(run.type)
             if executor is not None:
                 return await executor.start(run, emitter)
-            result = await self.agent_loop.run_attempt(run, emitter)
+            result = await self.agent_runner.run_attempt(run, emitter)
         except asyncio.CancelledError:
             return self._finish(run_id, emitter, "cancelled", _cancel_error())
         except AgiError as e:

@@ -1,0 +1,64 @@
+"""Running one of our tools for a run: the context, the gating, the deltas, the outcome.
+
+Shared by the native loop and the agent-SDK adapters (whose SDKs call our tools over MCP), so
+gating, path confinement, timeouts, artifacts and redaction are the same for every SDK.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agi_jupyter import events as ev
+from agi_jupyter.records import JSON, Run, Session
+from agi_jupyter.tools import ToolContext, execute_tool_call
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from agi_jupyter.runtime.deps import RuntimeDeps
+    from agi_jupyter.runtime.emitter import RunEmitter
+    from agi_jupyter.tools import ToolOutcome
+
+
+async def run_tool(
+    deps: RuntimeDeps,
+    run: Run,
+    session: Session,
+    emitter: RunEmitter,
+    *,
+    tool_call_id: str,
+    name: str,
+    arguments: JSON,
+    allowed: Collection[str],
+    parse_error: str | None = None,
+) -> ToolOutcome:
+    """Execute one tool call; live chunks go out as ``tool.call.delta``. Never raises for the
+    tool's own problems (they come back as an error outcome the model sees)."""
+
+    def emit_delta(channel: str, chunk: str) -> None:
+        event = ev.ToolCallDelta(tool_call_id=tool_call_id, channel=channel, chunk=chunk)
+        deps.call_in_loop(emitter.emit, event)
+
+    ctx = ToolContext(
+        project=deps.config.project,
+        store=deps.store,
+        config=deps.config,
+        session_id=session.id,
+        run_id=run.id,
+        tool_call_id=tool_call_id,
+        emit=emit_delta,
+        registry=deps.registry,
+        features=deps.features_for(session),
+        agent=session.agent,
+        read_only=deps.agents[session.agent].read_only,
+    )
+    return await execute_tool_call(
+        deps.registry,
+        name=name,
+        arguments=arguments,
+        raw_arguments_error=parse_error,
+        allowed=allowed,
+        ctx=ctx,
+        timeout=deps.config.tool_timeout,
+        redactor=deps.redactor,
+    )

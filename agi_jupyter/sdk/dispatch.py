@@ -1,0 +1,210 @@
+"""Runs ``agent`` runs with their session's SDK adapter, and owns queueing and interrupts.
+
+``SdkDispatch.run_attempt`` is what the run manager calls for an ``agent`` run: it picks the
+adapter by ``session.sdk``, prepares its params (agent, offered tools, system prompt, the user
+message, the adapter's saved state) and, for every adapter but ``native``, assembles canonical
+history through ``CanonicalHistory``.
+
+``route`` applies seed 003's fallback matrix when a message arrives while a run of the session
+is active:
+
+| queue_mode | adapter can           | what happens                                           |
+|------------|-----------------------|--------------------------------------------------------|
+| queue      | queue_while_streaming | the message joins the running turn (``queue_into``)    |
+| queue      | (not)                 | a new run waits in the durable run queue, then runs    |
+| interrupt  | interrupt             | the turn is aborted, the run cancelled, the new starts |
+| interrupt  | (not)                 | falls back to the queue row above                      |
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from agi_jupyter.agents import build_system_prompt
+from agi_jupyter.errors import UsageError
+from agi_jupyter.records import JSON, Run, Session, TextPart
+from agi_jupyter.runtime.runner import allowed_tool_names
+from agi_jupyter.runtime.toolcalls import run_tool
+from agi_jupyter.sdk.base import KNOWN_SDKS, SdkAdapter, SdkRunParams
+from agi_jupyter.sdk.history import CanonicalHistory
+
+if TYPE_CHECKING:
+    from agi_jupyter.runtime.deps import RuntimeDeps
+    from agi_jupyter.runtime.emitter import RunEmitter
+    from agi_jupyter.runtime.runner import AttemptResult
+    from agi_jupyter.tools import ToolOutcome
+
+log = logging.getLogger(__name__)
+
+Route = Literal["queue_into", "interrupt", "queue"]
+STATE_KEY = "sdk_state"  # in session.metadata: {adapter id: the adapter's own state}
+
+
+@dataclass
+class _Live:
+    adapter: SdkAdapter
+    handle: object
+
+
+class SdkDispatch:
+    """The run manager's ``agent`` run executor over the registered adapters."""
+
+    def __init__(self, deps: RuntimeDeps, adapters: Mapping[str, SdkAdapter]) -> None:
+        self.deps = deps
+        self.adapters = dict(adapters)
+        self._live: dict[str, _Live] = {}  # run id -> adapter + handle of a run streaming here
+        self._aborted: set[str] = set()
+
+    def adapter(self, sdk: str) -> SdkAdapter:
+        adapter = self.adapters.get(sdk)
+        if adapter is None:
+            known = ", ".join(self.adapters) or ", ".join(KNOWN_SDKS)
+            raise UsageError(f"unknown sdk {sdk!r} (known: {known})")
+        return adapter
+
+    # --- running -----------------------------------------------------------------------------
+
+    async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult:
+        session = self.deps.store.get_session(run.session_id)
+        adapter = self.adapter(session.sdk)
+        adapter.check_available()
+        history: list[CanonicalHistory] = []
+
+        def prepare() -> SdkRunParams:
+            params, assembler = self._params(adapter, run, session, emitter)
+            history.append(assembler)
+            return params
+
+        try:
+            result = await adapter.execute(run, emitter, prepare)
+        finally:
+            self._live.pop(run.id, None)
+            if history:
+                history[0].flush()  # whatever arrived before a failure stays in history
+        if run.id in self._aborted:
+            self._aborted.discard(run.id)
+            # Interrupted: the SDK stopped cleanly, and the run ends ``cancelled`` whether or
+            # not the run manager's cancel reached the task first.
+            raise asyncio.CancelledError
+        if history:
+            self.deps.store.update_run(run.id, usage=result.usage, cost_usd=result.cost_usd)
+        return result
+
+    def _params(
+        self, adapter: SdkAdapter, run: Run, session: Session, emitter: RunEmitter
+    ) -> tuple[SdkRunParams, CanonicalHistory]:
+        deps = self.deps
+        agent = deps.agents[session.agent]
+        allowed = allowed_tool_names(agent, session, deps.registry)
+        tools = deps.registry.offered(allowed, deps.features_for(session))
+        system = run.system_prompt or build_system_prompt(
+            agent,
+            deps.config.project,
+            tool_prompts=[t.prompt for t in tools if t.prompt],
+            session_prompt=session.system_prompt,
+        )
+        state = dict(run.loop_state or {})
+        max_turns = int(state.get("max_iterations") or deps.config.max_iterations)
+        history = CanonicalHistory(
+            deps.store,
+            emitter,
+            run,
+            sdk=adapter.id,
+            redactor=deps.redactor,
+            max_iterations=max_turns,
+        )
+
+        async def call_tool(tool_call_id: str, name: str, arguments: JSON) -> ToolOutcome:
+            outcome = await run_tool(
+                deps,
+                run,
+                session,
+                emitter,
+                tool_call_id=tool_call_id,
+                name=name,
+                arguments=arguments,
+                allowed=allowed,
+            )
+            history.record_outcome(outcome)
+            return outcome
+
+        def on_handle(handle: object) -> None:
+            self._live[run.id] = _Live(adapter, handle)
+
+        params = SdkRunParams(
+            run=run,
+            session=session,
+            agent=agent,
+            config=deps.config,
+            project=deps.config.project,
+            prompt=self._prompt(run),
+            system_prompt=system,
+            tools=tools,
+            max_turns=max_turns,
+            on_history=history,
+            on_event=emitter.emit,
+            call_tool=call_tool,
+            state=dict((session.metadata.get(STATE_KEY) or {}).get(adapter.id) or {}),
+            save_state=lambda new: self._save_state(session.id, adapter.id, new),
+            on_handle=on_handle,
+            emitter=emitter,
+            result=history.result,
+        )
+        return params, history
+
+    def _prompt(self, run: Run) -> str:
+        if not run.input_message_id:
+            return ""
+        message = self.deps.store.get_message(run.input_message_id)
+        return "".join(p.text for p in message.parts if isinstance(p, TextPart))
+
+    def _save_state(self, session_id: str, sdk: str, state: JSON) -> None:
+        session = self.deps.store.get_session(session_id)
+        metadata = dict(session.metadata)
+        states = dict(metadata.get(STATE_KEY) or {})
+        states[sdk] = state
+        metadata[STATE_KEY] = states
+        self.deps.store.update_session(session_id, metadata=metadata)
+
+    # --- queue / interrupt (seed 003's matrix) ----------------------------------------------
+
+    def route(self, session: Session, active: Run | None) -> Route:
+        """What to do with a new message for ``session`` while ``active`` runs (or None)."""
+        if active is None:
+            return "queue"
+        capabilities = self.adapter(session.sdk).capabilities
+        if session.queue_mode == "interrupt":
+            return "interrupt" if capabilities.interrupt else "queue"
+        if capabilities.queue_while_streaming and active.id in self._live:
+            return "queue_into"
+        return "queue"
+
+    async def queue_into(self, run_id: str, text: str) -> bool:
+        """Hand ``text`` to the running turn of ``run_id``; False if it is no longer live."""
+        live = self._live.get(run_id)
+        if live is None or not live.adapter.capabilities.queue_while_streaming:
+            return False
+        try:
+            await live.adapter.queue_message(live.handle, text)
+        except Exception:  # the turn ended meanwhile: the caller queues a run instead
+            log.info("could not queue a message into run %s", run_id, exc_info=True)
+            return False
+        return True
+
+    async def abort(self, run_id: str) -> None:
+        """Ask the SDK to stop the running turn cleanly (before the run manager cancels it)."""
+        live = self._live.get(run_id)
+        if live is None or not live.adapter.capabilities.interrupt:
+            return
+        self._aborted.add(run_id)
+        try:
+            await live.adapter.abort(live.handle)
+        except Exception:  # a failed graceful stop still ends in the run manager's cancel
+            log.info("could not interrupt run %s cleanly", run_id, exc_info=True)
+
+    def describe(self) -> list[dict[str, object]]:
+        return [adapter.describe() for adapter in self.adapters.values()]

@@ -1,0 +1,324 @@
+"""Canonical history: one SDK-agnostic transcript per session, built from history events.
+
+Seed 003's merge rules, applied to the store's messages (the same rows the native runner
+writes, so the simple and full views look the same whatever SDK ran a session):
+
+- text chunks and thinking blocks collect in the current assistant message; tool calls are
+  appended to it in order;
+- a tool result is its own ``tool`` message; the assistant message holding the call is written
+  first, so every stored conversation stays valid to send to any provider (a departure from the
+  seed, which writes one assistant message per whole turn *after* its tool results);
+- meta (provider, model, usage, stop reason) attaches to the current assistant message;
+- ``TurnDone`` flushes the assistant message: thinking, then text, then tool calls.
+
+Each history event also becomes the matching section-4 live event (``iteration`` when an
+assistant message starts, text deltas, ``tool.call.*``, ``usage``, ``message.completed``), and
+tool calls get their ``tool_calls`` rows, so the panel, the magic and replays need nothing
+SDK-specific. Tool arguments, outputs and errors are redacted before they are stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agi_jupyter import events as ev
+from agi_jupyter.providers.base import Usage
+from agi_jupyter.providers.catalog import cost_usd
+from agi_jupyter.records import (
+    JSON,
+    Part,
+    ReasoningPart,
+    Run,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    utc_now,
+)
+from agi_jupyter.runtime.runner import AttemptResult, message_to_dict
+from agi_jupyter.sdk.base import (
+    AssistantText,
+    AssistantThinking,
+    HistoryEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnDone,
+    TurnMeta,
+    UserInput,
+)
+
+if TYPE_CHECKING:
+    from agi_jupyter.runtime.emitter import RunEmitter
+    from agi_jupyter.store import Store
+    from agi_jupyter.tools import Redactor, ToolOutcome
+
+
+# The meta every assistant message carries, whatever ran it (providers may add their own keys,
+# such as the native runner's ``response_id``).
+META_KEYS = frozenset({"provider", "model", "usage", "cost_usd", "stop_reason", "sdk"})
+
+
+@dataclass
+class _Draft:
+    """The assistant message being assembled."""
+
+    thinking: list[ReasoningPart] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    calls: list[ToolCallEvent] = field(default_factory=list)
+    meta: TurnMeta | None = None
+
+    def empty(self) -> bool:
+        return not (self.thinking or self.text or self.calls)
+
+
+class CanonicalHistory:
+    """Receives one run's history events (``__call__``) and writes history + live events.
+
+    Used on the runtime loop only. ``result()`` gives the attempt's result for the run manager.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        emitter: RunEmitter,
+        run: Run,
+        *,
+        sdk: str,
+        redactor: Redactor,
+        max_iterations: int,
+    ) -> None:
+        self.store = store
+        self.emitter = emitter
+        self.run = run
+        self.sdk = sdk
+        self.redactor = redactor
+        self.max_iterations = max_iterations
+        self.iterations = 0
+        self.usage = {"input_tokens": 0, "output_tokens": 0}
+        self.cost_usd = 0.0
+        self.final_text = ""
+        self._draft: _Draft | None = None
+        self._pending_meta: TurnMeta | None = None
+        self._call_rows: dict[str, str] = {}  # tool_call_id -> tool_calls row id
+        self._call_names: dict[str, str] = {}
+        self._outcomes: dict[str, ToolOutcome] = {}  # results of our own tools, by call id
+        self._answered: set[str] = set()
+
+    # --- intake ------------------------------------------------------------------------------
+
+    def __call__(self, event: HistoryEvent) -> None:
+        if isinstance(event, AssistantText):
+            if event.text:
+                self._current().text.append(event.text)
+                self.emitter.emit(ev.TextDelta(delta=event.text))
+        elif isinstance(event, AssistantThinking):
+            part = ReasoningPart(text=event.text, signature=event.signature)
+            self._current().thinking.append(part)
+            self.emitter.emit(ev.ReasoningDone(text=event.text))
+        elif isinstance(event, ToolCallEvent):
+            self._tool_call(event)
+        elif isinstance(event, ToolResultEvent):
+            self._tool_result(event)
+        elif isinstance(event, TurnMeta):
+            self._meta(event)
+        elif isinstance(event, UserInput):
+            self.flush()
+            message = self.store.add_message(
+                self.run.session_id, "user", [TextPart(text=event.text)], run_id=self.run.id
+            )
+            self.emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
+        elif isinstance(event, TurnDone):
+            self.flush()
+
+    def record_outcome(self, outcome: ToolOutcome) -> None:
+        """Remember what one of our own tools did, for its ``tool_calls`` row and artifact."""
+        self._outcomes[outcome.tool_call_id] = outcome
+
+    def result(self) -> AttemptResult:
+        self.flush()
+        return AttemptResult(
+            self.final_text, dict(self.usage), self.cost_usd, max(self.iterations, 1)
+        )
+
+    # --- assembling --------------------------------------------------------------------------
+
+    def _current(self) -> _Draft:
+        if self._draft is None:
+            self._draft = _Draft()
+            self.iterations += 1
+            self.emitter.emit(
+                ev.Iteration(
+                    iteration=self.iterations,
+                    max_iterations=max(self.max_iterations, self.iterations),
+                )
+            )
+        return self._draft
+
+    def _tool_call(self, event: ToolCallEvent) -> None:
+        arguments = self.redactor.redact_json(event.arguments)
+        call = ToolCallEvent(
+            id=event.id, name=event.name, arguments=arguments, tool_type=event.tool_type
+        )
+        self._current().calls.append(call)
+        self._call_names[event.id] = event.name
+        self.emitter.emit(
+            ev.ToolCallStarted(tool_call_id=event.id, name=event.name, tool_type=event.tool_type)
+        )
+        self.emitter.emit(ev.ToolCallArgumentsDone(tool_call_id=event.id, arguments=arguments))
+
+    def _tool_result(self, event: ToolResultEvent) -> None:
+        if event.id not in self._call_names:
+            # A result whose call was never reported: record the call, so history stays valid.
+            self._tool_call(ToolCallEvent(id=event.id, name=event.name))
+        if event.id not in self._call_rows:
+            self.flush()
+        name = self._call_names.get(event.id, event.name)
+        outcome = self._outcomes.pop(event.id, None)
+        # Our own tool's output as it produced it (the SDK's copy may be wrapped or trimmed).
+        output = outcome.output if outcome is not None else self.redactor.redact_text(event.output)
+        artifact = outcome.artifact if outcome is not None else None
+        if artifact is None and event.artifact is not None:
+            draft = event.artifact
+            artifact = self.store.create_artifact(
+                draft.kind,
+                run_id=self.run.id,
+                session_id=self.run.session_id,
+                title=draft.title,
+                mime=draft.mime,
+                data=self.redactor.redact_json(draft.data) if draft.data else None,
+                text=self.redactor.redact_text(draft.text) if draft.text else None,
+            )
+        ok = not event.is_error
+        status = outcome.status if outcome is not None else ("completed" if ok else "failed")
+        result: Any = outcome.result if outcome is not None else (event.result or output)
+        if isinstance(result, dict):
+            result = self.redactor.redact_json(result)
+        row = self._call_rows.get(event.id)
+        if row is not None and event.id not in self._answered:
+            self.store.update_tool_call(
+                row,
+                status=status,
+                result=result,
+                is_error=not ok,
+                started_at=outcome.started_at if outcome is not None else None,
+                finished_at=utc_now(),
+            )
+        self._answered.add(event.id)
+        part = ToolResultPart(
+            tool_call_id=event.id,
+            name=name,
+            output=output,
+            is_error=not ok,
+            artifact_id=artifact.id if artifact is not None else None,
+        )
+        self.store.add_message(self.run.session_id, "tool", [part], run_id=self.run.id)
+        summary: JSON | None = None
+        if artifact is not None:
+            summary = {
+                "id": artifact.id,
+                "kind": artifact.kind,
+                "title": artifact.title,
+                "size": artifact.size,
+            }
+            if artifact.kind == "file_diff" and artifact.data:
+                summary["summary"] = artifact.data.get("summary")
+        self.emitter.emit(
+            ev.ToolCallOutput(
+                tool_call_id=event.id,
+                name=name,
+                ok=ok,
+                output=output,
+                status=status,
+                artifact=summary,
+            )
+        )
+
+    def _meta(self, meta: TurnMeta) -> None:
+        cost = meta.cost_usd
+        if cost is None:
+            usage = Usage(input_tokens=meta.input_tokens, output_tokens=meta.output_tokens)
+            cost = cost_usd(meta.provider or "", meta.model or "", usage)
+        self.usage["input_tokens"] += meta.input_tokens
+        self.usage["output_tokens"] += meta.output_tokens
+        self.cost_usd += cost or 0.0
+        self.store.add_session_usage(
+            self.run.session_id,
+            input_tokens=meta.input_tokens,
+            output_tokens=meta.output_tokens,
+            cost_usd=cost or 0.0,
+        )
+        self.emitter.emit(
+            ev.UsageEvent(
+                input_tokens=meta.input_tokens, output_tokens=meta.output_tokens, cost_usd=cost
+            )
+        )
+        stamped = TurnMeta(
+            provider=meta.provider,
+            model=meta.model,
+            input_tokens=meta.input_tokens,
+            output_tokens=meta.output_tokens,
+            cost_usd=cost,
+            stop_reason=meta.stop_reason,
+            extra=meta.extra,
+        )
+        if self._draft is not None and not self._draft.empty():
+            self._draft.meta = stamped
+        else:
+            self._pending_meta = stamped  # usage reported before any content: keep it for later
+
+    def flush(self) -> None:
+        """Write the assistant message being assembled (if any)."""
+        draft, self._draft = self._draft, None
+        if draft is None or draft.empty():
+            return
+        text = "".join(draft.text)
+        if text:
+            self.emitter.emit(ev.TextDone(text=text))
+            self.final_text = text
+        parts: list[Part] = [*draft.thinking]
+        if text:
+            parts.append(TextPart(text=text))
+        parts.extend(
+            ToolCallPart(tool_call_id=c.id, name=c.name, arguments=c.arguments) for c in draft.calls
+        )
+        meta = draft.meta or self._pending_meta
+        self._pending_meta = None
+        message = self.store.add_message(
+            self.run.session_id,
+            "assistant",
+            parts,
+            run_id=self.run.id,
+            meta=self._meta_dict(meta),
+        )
+        for call in draft.calls:
+            row = self.store.create_tool_call(
+                self.run.id,
+                call.id,
+                call.name,
+                call.arguments,
+                message_id=message.id,
+                status="running",
+            )
+            self._call_rows[call.id] = row.id
+        self.emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
+
+    def _meta_dict(self, meta: TurnMeta | None) -> JSON:
+        """The same keys as the native runner's assistant meta, plus ``sdk``."""
+        data: JSON = {
+            "provider": self.run.provider,
+            "model": self.run.model,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+            "cost_usd": None,
+            "stop_reason": None,
+            "sdk": self.sdk,
+        }
+        if meta is not None:
+            data.update(
+                provider=meta.provider or self.run.provider,
+                model=meta.model or self.run.model,
+                usage={"input_tokens": meta.input_tokens, "output_tokens": meta.output_tokens},
+                cost_usd=meta.cost_usd,
+                stop_reason=meta.stop_reason,
+            )
+            data.update(meta.extra)
+        return data
