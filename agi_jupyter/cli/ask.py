@@ -41,6 +41,7 @@ class AskOptions:
     continue_: bool
     tools: tuple[str, ...]
     title: str | None
+    sdk: str | None = None
 
     @property
     def session_title(self) -> str:
@@ -70,6 +71,11 @@ class AskOptions:
     help="Extra tools for a new session (repeat or comma-separate; globs like fs.*).",
 )
 @click.option("--title", help="Title of a new session (default: the prompt's first line).")
+@click.option(
+    "--sdk",
+    type=click.Choice(["native", "claude", "codex"]),
+    help="Agent SDK of a new session (default: the agent's, else native; see `agi sdks`).",
+)
 @project_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run's events as NDJSON.")
 @click.option(
@@ -90,6 +96,7 @@ def ask(
     continue_: bool,
     tools: tuple[str, ...],
     title: str | None,
+    sdk: str | None,
     project: Path | None,
     as_json: bool,
     server: str | None,
@@ -104,6 +111,8 @@ def ask(
         raise click.UsageError("give --session or --continue, not both")
     if tools and (session or continue_):
         raise click.UsageError("--tools applies to a new session, not to --session / --continue")
+    if sdk and (session or continue_):
+        raise click.UsageError("--sdk applies to a new session, not to --session / --continue")
     options = AskOptions(
         prompt=_read_prompt(prompt),
         agent=agent,
@@ -112,6 +121,7 @@ def ask(
         continue_=continue_,
         tools=tuple(name.strip() for group in tools for name in group.split(",") if name.strip()),
         title=title,
+        sdk=sdk,
     )
     printer = StreamPrinter(
         as_json=as_json, progress=Progress(stdout_is_terminal() and not as_json)
@@ -157,7 +167,11 @@ def _submit(agi: Agi, options: AskOptions) -> Run:
         )
     _check_tools(agi, options.tools)
     ses = agi.new_session(
-        agent=options.agent, model=options.model, title=options.session_title, tools=options.tools
+        agent=options.agent,
+        model=options.model,
+        title=options.session_title,
+        tools=options.tools,
+        sdk=options.sdk,
     )
     try:
         return agi.submit(options.prompt, session=ses.id, model=options.model)

@@ -177,6 +177,32 @@ def agents(project: Path | None, as_json: bool) -> None:
 
 
 @click.command()
+@project_option
+@json_option
+def sdks(project: Path | None, as_json: bool) -> None:
+    """List the agent SDKs a session can run on, their capabilities and whether installed."""
+    with open_agi(project) as agi:
+        items = agi.sdks()
+        default = agi.config.default_sdk
+    if as_json:
+        render.print_json([{**s, "default": s["id"] == default} for s in items])
+        return
+    render.table(
+        ["sdk", "name", "installed", "capabilities"],
+        (
+            [
+                s["id"] + (" (default)" if s["id"] == default else ""),
+                s["display_name"],
+                "yes" if s["available"] else f"no: {s['reason']}",
+                ", ".join(k for k, v in s["capabilities"].items() if v) or "-",
+            ]
+            for s in items
+        ),
+        empty="no SDKs",
+    )
+
+
+@click.command()
 @click.option(
     "--provider", metavar="VENDOR", help="Only this vendor's models (openai, anthropic, google)."
 )
@@ -230,4 +256,4 @@ def _print_models(default: str, providers: list[dict[str, Any]], known: list[Any
     )
 
 
-COMMANDS = (artifacts, artifact, tasks, stats, tools, agents, models)
+COMMANDS = (artifacts, artifact, tasks, stats, tools, agents, sdks, models)

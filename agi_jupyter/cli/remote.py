@@ -149,6 +149,7 @@ def _session_id(client: ServerClient, options: AskOptions) -> str:
         "model": options.model,
         "title": options.session_title,
         "tools": list(options.tools),
+        "sdk": options.sdk,
     }
     created = client.call("POST", "sessions", {k: v for k, v in body.items() if v})
     return str(created["session"]["id"])

@@ -101,7 +101,7 @@ class CellRunner:
     def session(self) -> Session:
         args = self.args
         if args.new:
-            return self.ctx.new_session(agent=args.agent, model=args.model)
+            return self.ctx.new_session(agent=args.agent, model=args.model, sdk=args.sdk)
         if args.session:
             return self.agi.session(args.session)
         return self.ctx.current_session()

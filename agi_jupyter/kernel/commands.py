@@ -23,13 +23,15 @@ if TYPE_CHECKING:
 HELP = """\
 %agi sessions                      sessions of this project (* marks the notebook's)
 %agi use ID                        make session ID the notebook's session
-%agi new [--agent A] [--model M]   start a new notebook session
+%agi new [--agent A] [--model M] [--sdk S]
+                                   start a new notebook session (S: native, claude, codex)
 %agi history [ID] [--full]         messages of a session (--full: tool calls, reasoning)
 %agi runs [ID]                     runs of a session
 %agi show RUN                      a run's answer and tool calls
 %agi cancel RUN                    cancel a run
 %agi wait [RUN]                    wait for --background runs (or RUN); returns the result
 %agi agents                        agents and their tools
+%agi sdks                          agent SDKs, their capabilities, whether installed
 %agi tools [AGENT]                 tools (those AGENT is offered)
 %agi models                        known models and list prices
 %agi config                        resolved settings (no secrets)
@@ -45,12 +47,13 @@ Command = Callable[["KernelContext", "argparse.Namespace"], Any]
 def _parser() -> Any:
     parser = MagicArgumentParser(prog="%agi", add_help=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in ("sessions", "agents", "models", "config", "stats", "chat", "help"):
+    for name in ("sessions", "agents", "sdks", "models", "config", "stats", "chat", "help"):
         sub.add_parser(name, add_help=False)
     sub.add_parser("use", add_help=False).add_argument("id")
     new = sub.add_parser("new", add_help=False)
     new.add_argument("--agent", "-a")
     new.add_argument("--model", "-m")
+    new.add_argument("--sdk", choices=("native", "claude", "codex"))
     history = sub.add_parser("history", add_help=False)
     history.add_argument("id", nargs="?")
     history.add_argument("--full", action="store_true")
@@ -97,6 +100,7 @@ def cmd_sessions(ctx: KernelContext, args: argparse.Namespace) -> Table:
                 s.title or "",
                 s.agent,
                 f"{s.provider}:{s.model}",
+                s.sdk,
                 s.message_count,
                 s.input_tokens + s.output_tokens,
                 f"{s.cost_usd:.4f}",
@@ -104,7 +108,8 @@ def cmd_sessions(ctx: KernelContext, args: argparse.Namespace) -> Table:
                 s.created_at,
             ]
         )
-    columns = ["", "id", "title", "agent", "model", "messages", "tokens", "cost $", "notebook"]
+    columns = ["", "id", "title", "agent", "model", "sdk", "messages", "tokens", "cost $"]
+    columns.append("notebook")
     return Table([*columns, "created"], rows, title="Sessions")
 
 
@@ -114,8 +119,11 @@ def cmd_use(ctx: KernelContext, args: argparse.Namespace) -> None:
 
 
 def cmd_new(ctx: KernelContext, args: argparse.Namespace) -> None:
-    session = ctx.new_session(agent=args.agent, model=args.model)
-    print(f"agi: new session {session.id} ({session.agent}, {session.provider}:{session.model})")
+    session = ctx.new_session(agent=args.agent, model=args.model, sdk=args.sdk)
+    sdk = "" if session.sdk == "native" else f", sdk {session.sdk}"
+    print(
+        f"agi: new session {session.id} ({session.agent}, {session.provider}:{session.model}{sdk})"
+    )
 
 
 def _session_id(ctx: KernelContext, given: str | None) -> str:
@@ -226,6 +234,20 @@ def cmd_agents(ctx: KernelContext, args: argparse.Namespace) -> Table:
     return Table(["agent", "description", "tools", "model", "source"], rows, title="Agents")
 
 
+def cmd_sdks(ctx: KernelContext, args: argparse.Namespace) -> Table:
+    default = ctx.agi.config.default_sdk
+    rows = [
+        [
+            s["id"] + (" (default)" if s["id"] == default else ""),
+            s["display_name"],
+            "yes" if s["available"] else f"no: {s['reason']}",
+            ", ".join(k for k, v in s["capabilities"].items() if v),
+        ]
+        for s in ctx.agi.sdks()
+    ]
+    return Table(["sdk", "name", "installed", "capabilities"], rows, title="Agent SDKs")
+
+
 def cmd_tools(ctx: KernelContext, args: argparse.Namespace) -> Table:
     rows = []
     for t in ctx.agi.tools(args.agent):
@@ -305,6 +327,7 @@ COMMANDS: dict[str, Command] = {
     "cancel": cmd_cancel,
     "wait": cmd_wait,
     "agents": cmd_agents,
+    "sdks": cmd_sdks,
     "tools": cmd_tools,
     "models": cmd_models,
     "config": cmd_config,

@@ -155,7 +155,9 @@ class KernelContext:
             return self.agi.session(self.session_id)
         return self.new_session()
 
-    def new_session(self, *, agent: str | None = None, model: str | None = None) -> Session:
+    def new_session(
+        self, *, agent: str | None = None, model: str | None = None, sdk: str | None = None
+    ) -> Session:
         path = self.notebook_path()
         title = f"notebook {Path(path).name}" if path else "notebook session"
         session = self.agi.new_session(
@@ -164,6 +166,7 @@ class KernelContext:
             title=title,
             notebook_path=path,
             metadata={"front_door": "kernel"},
+            sdk=sdk,
         )
         self.session_id = session.id
         return session

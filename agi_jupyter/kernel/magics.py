@@ -31,6 +31,13 @@ CELL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("-m", "--model"), {"help": "model for this cell, as provider:model"}),
     (("-s", "--session"), {"metavar": "ID", "help": "run in this session (this cell only)"}),
     (("--new",), {"action": "store_true", "help": "start a new notebook session and use it"}),
+    (
+        ("--sdk",),
+        {
+            "choices": ("native", "claude", "codex"),
+            "help": "agent SDK of the new session (with --new)",
+        },
+    ),
     (("-f", "--format"), {"choices": FORMATS, "help": "markdown (default), code, text or json"}),
     (("-t", "--tools"), {"metavar": "T1,T2", "help": "extra tools to allow in the session"}),
     (("-c", "--context"), {"metavar": "VAR,...", "help": "describe these variables to the model"}),
@@ -116,6 +123,8 @@ class AgiMagics(Magics):  # type: ignore[misc]
             return None
         if args.max_iterations is not None and args.max_iterations < 1:
             return self._usage(self.agi_cell, "--max-iterations must be at least 1")
+        if args.sdk and not args.new:
+            return self._usage(self.agi_cell, "--sdk applies to a new session: add --new")
         from agi_jupyter.errors import AgiError
         from agi_jupyter.kernel.cell import CellRunner
 

@@ -154,9 +154,14 @@ class ImageInput(Body):
 InputPart = Annotated[Union[TextInput, ImageInput], Field(discriminator="type")]  # noqa: UP007
 
 
+SdkName = Literal["native", "claude", "codex"]
+_SDK_HELP = "The agent SDK that runs the session: native (default), claude or codex."
+
+
 class SessionCreate(Body):
     title: str | None = None
     agent: str | None = Field(None, description="general, plan, build or a project agent.")
+    sdk: SdkName | None = Field(None, description=_SDK_HELP)
     model: str | None = Field(None, description="provider:model, e.g. openai:gpt-5-mini.")
     system_prompt: str | None = None
     thinking_level: str | None = None
@@ -169,6 +174,7 @@ class SessionCreate(Body):
 class SessionUpdate(Body):
     title: str | None = None
     agent: str | None = None
+    sdk: SdkName | None = Field(None, description=_SDK_HELP)
     model: str | None = None
     system_prompt: str | None = None
     thinking_level: str | None = None
@@ -221,6 +227,7 @@ class OneShotRequest(RunOptions):
     prompt: str | None = None
     messages: list[ChatTurn] | None = None
     system_prompt: str | None = None
+    sdk: SdkName | None = Field(None, description=_SDK_HELP)
 
 
 class TickRequest(Body):
@@ -299,11 +306,32 @@ class AgentInfo(Out):
     tools: list[str]
     read_only: bool
     model: str | None
+    sdk: str | None = Field(description="The agent's own SDK (None: the project default).")
     source: str
 
 
 class AgentList(Out):
     agents: list[AgentInfo]
+
+
+class SdkCapabilityFlags(Out):
+    queue_while_streaming: bool = Field(description="Takes a message into a running turn.")
+    interrupt: bool = Field(description="Can stop a running turn cleanly.")
+    tool_events: bool = Field(description="Reports tool calls and results.")
+    full_history: bool = Field(description="Reports thinking and tools for the full view.")
+
+
+class SdkInfo(Out):
+    id: str
+    display_name: str
+    capabilities: SdkCapabilityFlags
+    available: bool = Field(description="Whether the SDK / CLI is installed here.")
+    reason: str | None = Field(description="Why not, with the install command.")
+
+
+class SdkList(Out):
+    default_sdk: str
+    sdks: list[SdkInfo]
 
 
 class ToolInfo(Out):

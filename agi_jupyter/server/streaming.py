@@ -64,8 +64,12 @@ def dumps(data: Any) -> str:
 def encode(fmt: Format, event: dict[str, Any], event_id: int | str | None = None) -> bytes:
     """One event in ``fmt`` (``ndjson`` or ``sse``)."""
     if fmt == "sse":
-        head = f"event: {event.get('type', 'message')}\n"
-        if event_id is not None:
-            head += f"id: {event_id}\n"
-        return f"{head}data: {dumps(event)}\n\n".encode()
+        return encode_sse(event, event_id)
     return (dumps(event) + "\n").encode()
+
+
+def encode_sse(event: dict[str, Any], event_id: int | str | None = None) -> bytes:
+    head = f"event: {event.get('type', 'message')}\n"
+    if event_id is not None:
+        head += f"id: {event_id}\n"
+    return f"{head}data: {dumps(event)}\n\n".encode()

@@ -196,6 +196,29 @@ def test_tools_and_agents(run_cli: RunCli) -> None:
     assert run_cli("tools", "--agent", "nope").exit_code == 2
 
 
+def test_sdks(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGI_CODEX_BIN", "/nonexistent/codex")
+    sdks = {s["id"]: s for s in json_of(run_cli, "sdks")}
+    assert set(sdks) == {"native", "claude", "codex"}
+    assert sdks["native"]["default"] is True
+    assert sdks["native"]["available"] is True
+    assert sdks["claude"]["capabilities"]["interrupt"] is True
+    table = run_cli("sdks").stdout
+    assert "native (default)" in table
+    assert "Claude Agent SDK" in table
+
+
+def test_ask_sdk_option_names_a_new_session(run_cli: RunCli) -> None:
+    assert run_cli("ask", "--sdk", "pi", "hello").exit_code == 2
+    both = run_cli("ask", "--sdk", "native", "--continue", "hello")
+    assert both.exit_code == 2
+    assert "--sdk applies to a new session" in both.stderr
+    done = run_cli("ask", "--sdk", "native", "--json", "hello")
+    assert done.exit_code == 0, done.output
+    sessions = json_of(run_cli, "sessions")
+    assert sessions[0]["sdk"] == "native"
+
+
 def test_models(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-models")
     data = json_of(run_cli, "models")

@@ -113,6 +113,8 @@ def test_bad_options_print_usage_without_traceback(cell: RunCell, fake_llm: Fake
     assert "the prompt is empty" in empty.stderr
     unknown_agent = cell("%%agi -a nobody\nhi")
     assert "unknown agent 'nobody'" in unknown_agent.stderr
+    sdk_without_new = cell("%%agi --sdk claude\nhi")
+    assert "--sdk applies to a new session: add --new" in sdk_without_new.stderr
     assert fake_llm.requests == []
 
 
@@ -202,6 +204,13 @@ def test_line_magic_commands(cell: RunCell, ctx: Any, fake_llm: FakeLLMServer) -
     new = cell("%agi new --agent plan")
     assert "new session" in new.stdout
     assert ctx.agi.session(ctx.session_id).agent == "plan"
+    assert "native (default)" in cell("%agi sdks").value.to_text()
+    on_claude = cell("%agi new --sdk claude")
+    assert "sdk claude" in on_claude.stdout
+    assert ctx.agi.session(ctx.session_id).sdk == "claude"
+    assert "claude" in [row[5] for row in cell("%agi sessions").value.rows]
+    assert "invalid choice" in cell("%agi new --sdk pi").stderr
+    cell("%agi new")
     used = cell(f"%agi use {result.session_id}")
     assert ctx.session_id == result.session_id
     assert "now uses session" in used.stdout

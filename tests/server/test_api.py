@@ -237,6 +237,27 @@ async def test_catalogue(fetch: Fetch) -> None:
     assert unknown_agent.status == 400
 
 
+async def test_sdks_and_session_sdk(fetch: Fetch) -> None:
+    listed = await fetch("sdks")
+    assert listed.status == 200
+    assert listed.data["default_sdk"] == "native"
+    sdks = {s["id"]: s for s in listed.data["sdks"]}
+    assert {"native", "claude", "codex"} <= set(sdks)
+    assert sdks["native"]["available"] is True
+    assert sdks["native"]["capabilities"]["interrupt"] is True
+    assert sdks["codex"]["capabilities"]["queue_while_streaming"] is False
+    created = await fetch("sessions", method="POST", json={"sdk": "claude", "agent": "plan"})
+    assert created.status == 201
+    assert created.data["session"]["sdk"] == "claude"
+    session_id = created.data["session"]["id"]
+    changed = await fetch(f"sessions/{session_id}", method="PATCH", json={"sdk": "native"})
+    assert changed.data["session"]["sdk"] == "native"
+    bad = await fetch("sessions", method="POST", json={"sdk": "pi"})
+    assert (bad.status, bad.error["code"]) == (400, "VALIDATION_ERROR")
+    agents = await fetch("agents")
+    assert all("sdk" in a for a in agents.data["agents"])
+
+
 async def test_tasks_are_listed_and_paginated(fetch: Fetch, server_root: Path) -> None:
     from agi_jupyter.store import open_store
 

@@ -24,7 +24,15 @@ from tornado.iostream import StreamClosedError
 
 from agi_jupyter.errors import AgiError
 from agi_jupyter.server.models import ErrorBody, ErrorDetail
-from agi_jupyter.server.streaming import CONTENT_TYPES, SSE_KEEPALIVE, Format, encode, negotiate
+from agi_jupyter.server.streaming import (
+    CONTENT_TYPES,
+    SSE_KEEPALIVE,
+    Format,
+    dumps,
+    encode,
+    encode_sse,
+    negotiate,
+)
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
@@ -47,6 +55,7 @@ B = TypeVar("B", bound=BaseModel)
 H = TypeVar("H", bound="AgiHandler")
 Method = Callable[Concatenate[H, P], Coroutine[Any, Any, None]]
 Events = AsyncGenerator[dict[str, Any], None]
+Batches = AsyncGenerator[list[dict[str, Any]], None]
 
 
 class ApiError(web.HTTPError):
@@ -146,6 +155,20 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
         self.set_status(status)
         self.finish(model.model_dump_json())
 
+    def _start_stream(self, fmt: Format) -> None:
+        self.set_status(200)
+        self.set_header("Content-Type", CONTENT_TYPES[fmt])
+        self.set_header("Cache-Control", "no-cache")
+        self.set_header("X-Accel-Buffering", "no")
+        stream = getattr(self.request.connection, "stream", None)
+        if stream is not None:
+            stream.set_nodelay(True)  # each write leaves at once (tornado resets it at finish)
+
+    async def _end_stream(self, fmt: Format) -> None:
+        if not self._gone:
+            with contextlib.suppress(StreamClosedError):
+                await self.finish(set_content_type=CONTENT_TYPES[fmt])
+
     async def send_events(
         self,
         fmt: Format,
@@ -157,13 +180,7 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
         only stops the writing: runs go on). An empty dict is a keep-alive tick (an SSE
         comment); the headers leave with the first event or tick. Events that arrive together
         leave in one write (see ``_Flusher``)."""
-        self.set_status(200)
-        self.set_header("Content-Type", CONTENT_TYPES[fmt])
-        self.set_header("Cache-Control", "no-cache")
-        self.set_header("X-Accel-Buffering", "no")
-        stream = getattr(self.request.connection, "stream", None)
-        if stream is not None:
-            stream.set_nodelay(True)  # each write leaves at once (tornado resets it at finish)
+        self._start_stream(fmt)
         flusher = _Flusher(self)
         try:
             async for event in events:
@@ -178,14 +195,40 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
         except StreamClosedError:
             self._gone = True
         except AgiError as e:
-            error = {"type": "error", "code": e.code, "message": e.message, "retryable": False}
-            self.write(encode(fmt, error))
+            self.write(_error_line(fmt, e))
         finally:
             flusher.close()
             await events.aclose()
-        if not self._gone:
-            with contextlib.suppress(StreamClosedError):
-                await self.finish(set_content_type=CONTENT_TYPES[fmt])
+        await self._end_stream(fmt)
+
+    async def send_batches(
+        self,
+        fmt: Format,
+        batches: Batches,
+        *,
+        event_id: Callable[[dict[str, Any]], int | str | None] | None = None,
+    ) -> None:
+        """``send_events`` for a source that hands over every event ready at once (a run's
+        follower): one write and one flush per batch. While a flush waits for the socket,
+        the next events gather in the follower and leave together."""
+        self._start_stream(fmt)
+        try:
+            async for batch in batches:
+                if self._gone:
+                    break
+                if fmt == "ndjson":
+                    self.write("".join([dumps(event) + "\n" for event in batch]).encode())
+                else:
+                    ids = [event_id(e) if event_id else None for e in batch]
+                    self.write(b"".join(map(encode_sse, batch, ids)))
+                await self.flush()
+        except StreamClosedError:
+            self._gone = True
+        except AgiError as e:
+            self.write(_error_line(fmt, e))
+        finally:
+            await batches.aclose()
+        await self._end_stream(fmt)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         error = kwargs.get("exc_info", (None, None, None))[1]
@@ -202,6 +245,12 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
         body = ErrorBody(error=ErrorDetail(code=code, message=message))
         self.set_header("Content-Type", "application/json")
         self.finish(body.model_dump_json())
+
+
+def _error_line(fmt: Format, error: AgiError) -> bytes:
+    """A stream's last event when following it failed."""
+    event = {"type": "error", "code": error.code, "message": error.message, "retryable": False}
+    return encode(fmt, event)
 
 
 def _phrase(status: int) -> str:

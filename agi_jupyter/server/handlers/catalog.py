@@ -1,4 +1,4 @@
-"""What a project offers and holds: agents, tools, providers, statistics, tasks."""
+"""What a project offers and holds: agents, tools, providers, agent SDKs, statistics, tasks."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from agi_jupyter.server.models import (
     AgentList,
     ProviderInfo,
     ProviderList,
+    SdkInfo,
+    SdkList,
     Stats,
     TaskPage,
     TasksQuery,
@@ -42,6 +44,7 @@ class AgentsHandler(AgiHandler):
                 tools=list(a.tools),
                 read_only=a.read_only,
                 model=a.model,
+                sdk=a.sdk,
                 source=a.source,
             )
             for a in agi.agents().values()
@@ -82,6 +85,14 @@ class ProvidersHandler(AgiHandler):
                 )
             )
         self.reply(ProviderList(default_model=agi.config.default_model, providers=providers))
+
+
+class SdksHandler(AgiHandler):
+    @protected
+    async def get(self) -> None:
+        agi = await self.agi()
+        sdks = [SdkInfo.model_validate(s) for s in await self.call(agi.sdks)]
+        self.reply(SdkList(default_sdk=agi.config.default_sdk, sdks=sdks))
 
 
 class StatsHandler(AgiHandler):

@@ -28,6 +28,7 @@ def start_one_shot(agi: Agi, body: OneShotRequest) -> Run:
     session = agi.new_session(
         agent=body.agent,
         model=body.model,
+        sdk=body.sdk,
         title=ONE_SHOT_TITLE,
         system_prompt=body.system_prompt,
         metadata={"one_shot": True},

@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from agi_jupyter.runtime.follow import afollow_run_batches
 from agi_jupyter.server.models import Message, RunResultResponse
 from agi_jupyter.server.streaming import Format
 
@@ -37,12 +38,16 @@ async def reply_to_run(
 ) -> None:
     """Stream the run's events from ``after_seq`` (``run.meta`` first, ``run.final`` last),
     or wait for the end and answer with the run's result."""
-    events = events_of(agi.afollow(run_id, after_seq=after_seq))
+    # The follower's batches, not Agi.afollow's single events: each batch leaves in one write.
+    batches = afollow_run_batches(agi.store, agi.bus, run_id, after_seq=after_seq)
     if fmt != "json":
-        await handler.send_events(fmt, events, event_id=seq_of)
+        await handler.send_batches(fmt, batches, event_id=seq_of)
         return
-    async for _ in events:
-        pass
+    try:
+        async for _ in batches:
+            pass
+    finally:
+        await batches.aclose()
     result = await handler.call(agi.result, run_id)
     handler.reply(
         RunResultResponse(
