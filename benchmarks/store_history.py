@@ -1,10 +1,13 @@
-"""How long the store takes to load a long session history (``list_messages``).
+"""How long loading a long session history takes: ``list_messages`` and ``Agi.history``.
 
 Builds a throwaway project with one session of N messages (default 10,000: user prompts,
 assistant turns with reasoning + text + a tool call, and tool results: ~1.7 parts a message),
-then times ``list_messages`` on an open store, several times, and prints the median and best
-wall-clock and CPU times. For scale it also times the bare SQLite fetch of the same rows (the two
-SELECTs, no decoding), which no implementation of the store in Python can beat.
+then times, several times each, ``store.list_messages`` and ``Agi.history`` with both views
+(``Agi.history`` = ``list_messages`` + ``history_view``), and prints the median and best
+wall-clock and the median CPU time of each. Every timed call includes freeing its result, as a
+caller that drops it would. For scale it also times the bare SQLite fetch of the rows
+``list_messages`` reads (its one SELECT, no decoding), and of the rows the store read before
+migration m005 (messages, then message_parts joined to them).
 
     .venv/bin/python benchmarks/store_history.py [--messages 10000] [--repeat 9]
 """
@@ -17,11 +20,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from agi_jupyter.app import Agi
 from agi_jupyter.records import Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from agi_jupyter.store import SqliteStore, open_store
+from agi_jupyter.store import SqliteStore
+from agi_jupyter.store.rows import MESSAGE_SELECT
 
 
 def parts_for(i: int) -> tuple[Any, list[Part]]:
@@ -48,6 +52,18 @@ def build(store: SqliteStore, count: int) -> str:
 
 
 def bare_fetch(store: SqliteStore, session_id: str) -> None:
+    """The one SELECT of ``list_messages``, rows fetched and dropped."""
+    with store._read() as conn:
+        assert conn is not None
+        conn.execute(
+            f"SELECT {MESSAGE_SELECT} FROM messages WHERE session_id = ?"
+            " ORDER BY created_at, rowid LIMIT -1",
+            [session_id],
+        ).fetchall()
+
+
+def bare_fetch_before_m005(store: SqliteStore, session_id: str) -> None:
+    """The two SELECTs the store made before the ``parts`` column (message_parts unchanged)."""
     with store._read() as conn:
         assert conn is not None
         conn.execute("SELECT * FROM messages WHERE session_id = ?", [session_id]).fetchall()
@@ -78,7 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp, open_store(Path(tmp)) as store:
+    with (
+        tempfile.TemporaryDirectory() as home,
+        tempfile.TemporaryDirectory() as project,
+        Agi(project, env={"HOME": home}) as agi,
+    ):
+        store = agi.store
+        assert isinstance(store, SqliteStore)
         start = time.perf_counter()
         session_id = build(store, args.messages)
         build_s = time.perf_counter() - start
@@ -90,9 +112,18 @@ def main(argv: list[str] | None = None) -> int:
             f"list_messages ({args.messages:,} messages, {parts:,} parts)",
             *timings(lambda: store.list_messages(session_id), args.repeat),
         )
+        for view in ("full", "simple"):
+            report(
+                f"Agi.history(view={view!r})",
+                *timings(lambda view=view: agi.history(session_id, view=view), args.repeat),
+            )
         report(
-            "bare SQLite fetch of the same rows",
+            "bare SQLite fetch of the rows list_messages reads",
             *timings(lambda: bare_fetch(store, session_id), args.repeat),
+        )
+        report(
+            "bare SQLite fetch of the rows read before m005",
+            *timings(lambda: bare_fetch_before_m005(store, session_id), args.repeat),
         )
     return 0
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
     from agi_jupyter.app import Agi
 
 HASH_VERSION = 1
-MAX_SESSIONS_SCANNED = 50
 
 
 @dataclass(frozen=True)
@@ -66,38 +64,9 @@ def history_fingerprint(messages: list[Message]) -> tuple[Any, ...]:
     )
 
 
-def _sessions_to_scan(agi: Agi, notebook_path: str | None) -> Iterator[str]:
-    cursor: str | None = None
-    seen = 0
-    while seen < MAX_SESSIONS_SCANNED:
-        page = agi.store.list_sessions(limit=25, cursor=cursor, notebook_path=notebook_path)
-        for session in page.items:
-            seen += 1
-            yield session.id
-        cursor = page.next_cursor
-        if cursor is None:
-            return
-
-
 def find_recorded(agi: Agi, request_hash: str, notebook_path: str | None) -> Run | None:
-    """The newest succeeded run with this request hash in the notebook's recent sessions."""
-    best: Run | None = None
-    for session_id in _sessions_to_scan(agi, notebook_path):
-        cursor: str | None = None
-        while True:
-            page = agi.store.list_runs(
-                session_id=session_id, statuses=["succeeded"], limit=100, cursor=cursor
-            )
-            for run in page.items:
-                matches = run.request_hash == request_hash and not run.error
-                if matches and (best is None or run.created_at > best.created_at):
-                    best = run
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        if best is not None:
-            return best
-    return best
+    """The newest succeeded run with this request hash started from the notebook."""
+    return agi.store.find_replayable_run(request_hash, notebook_path=notebook_path)
 
 
 def recorded_python_calls(agi: Agi, run_id: str) -> list[str]:

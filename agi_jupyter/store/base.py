@@ -117,8 +117,16 @@ class Store(Protocol):
     ) -> Message: ...
     def get_message(self, id: str) -> Message: ...
     def list_messages(
-        self, session_id: str, *, after_id: str | None = None, limit: int | None = None
-    ) -> list[Message]: ...
+        self,
+        session_id: str,
+        *,
+        after_id: str | None = None,
+        limit: int | None = None,
+        text_only: bool = False,
+    ) -> list[Message]:
+        """``text_only``: only user and assistant messages, each with only its non-empty text
+        parts (the simple history view; a message left with no parts is still listed)."""
+        ...
 
     # --- runs -----------------------------------------------------------------------------
 
@@ -138,6 +146,11 @@ class Store(Protocol):
     def heartbeat(self, id: str, owner: str) -> bool: ...
     def due_runs(self, *, now: str | None = None, limit: int = 10) -> list[Run]: ...
     def stale_runs(self, *, heartbeat_before: str, limit: int = 10) -> list[Run]: ...
+    def find_replayable_run(self, request_hash: str, *, notebook_path: str | None) -> Run | None:
+        """The newest run with this ``request_hash`` that succeeded without an error, started
+        from ``notebook_path`` (any notebook if None): what a notebook replay repeats."""
+        ...
+
     def get_run_by_response_id(self, response_id: str) -> Run | None: ...
 
     # --- run events -----------------------------------------------------------------------

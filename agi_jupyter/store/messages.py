@@ -1,8 +1,12 @@
 """Messages and their ordered parts.
 
-A message's parts are rows of ``message_parts`` (``idx`` keeps their order). A history is read
-with two queries whatever its length (the messages, then all their parts in the same order),
-and the parts' JSON is decoded with one ``json.loads`` call: see benchmarks/store_history.py.
+A message's parts are written twice in one transaction: as rows of ``message_parts`` (``idx``
+keeps their order; artifacts and SQL queries refer to them by id) and as the ``messages.parts``
+column (one JSON array per message), which every read decodes. A history is one query with no
+join, and one ``json.loads`` call per batch of rows (``rows.messages_from_cursor``): see
+benchmarks/store_history.py. A message whose ``parts`` column is NULL (written by a version
+without migration m005, or whose parts rows were changed by SQL since) has its parts read from
+``message_parts`` instead.
 """
 
 from __future__ import annotations
@@ -20,27 +24,26 @@ from agi_jupyter.records import (
     MessageStatus,
     Part,
     Role,
+    TextPart,
     new_id,
+    part_to_dict,
     parts_text,
     utc_now,
 )
 from agi_jupyter.store.connection import StoreCore
 from agi_jupyter.store.rows import (
+    MESSAGE_SELECT,
     MESSAGES,
+    TEXT_MESSAGE_SELECT,
     check_limit,
     loads_many,
-    messages_from_rows,
+    messages_from_cursor,
     part_from_data,
     part_row,
+    parts_json,
 )
 
-_SELECT = f"SELECT {MESSAGES.select('m')}, m.rowid FROM messages m"
-_PARTS = (
-    "SELECT p.message_id, p.type, p.content FROM messages m"
-    " JOIN message_parts p ON p.message_id = m.id"
-)
-_ORDER = "ORDER BY m.created_at, m.rowid"
-_CREATED_AT = MESSAGES.columns.index("created_at")  # row[-1] is the rowid
+_IN_BATCH = 500  # ids per ``IN (...)`` of the message_parts fallback
 
 
 def _not_found(message_id: str) -> NotFound:
@@ -73,7 +76,7 @@ class MessagesMixin(StoreCore):
             updated_at=now,
         )
         row = MESSAGES.to_row(message)
-        part_rows = [part_row(p) for p in message.parts]
+        dicts = [part_to_dict(p) for p in message.parts]
         with self._write() as conn:
             cur = conn.execute(
                 "UPDATE sessions SET message_count = message_count + 1, updated_at = ?"
@@ -83,7 +86,7 @@ class MessagesMixin(StoreCore):
             if cur.rowcount == 0:
                 raise SessionNotFound(f"session {session_id!r} not found")
             self._insert(conn, "messages", row)
-            self._insert_parts(conn, message.id, part_rows)
+            self._write_parts(conn, message.id, dicts, replace=False)
         return message
 
     def update_message(
@@ -105,7 +108,7 @@ class MessagesMixin(StoreCore):
         if parts is not None:
             changes["text"] = parts_text(list(parts))
         values = MESSAGES.encode(changes)
-        part_rows = None if parts is None else [part_row(p) for p in parts]
+        dicts = None if parts is None else [part_to_dict(p) for p in parts]
         assignments = ", ".join(f"{name} = ?" for name in values)
         with self._write() as conn:
             cur = conn.execute(
@@ -113,36 +116,44 @@ class MessagesMixin(StoreCore):
             )
             if cur.rowcount == 0:
                 raise _not_found(id)
-            if part_rows is not None:
-                conn.execute("DELETE FROM message_parts WHERE message_id = ?", [id])
-                self._insert_parts(conn, id, part_rows)
+            if dicts is not None:
+                self._write_parts(conn, id, dicts, replace=True)
             conn.execute(
                 "UPDATE sessions SET updated_at = ?"
                 " WHERE id = (SELECT session_id FROM messages WHERE id = ?)",
                 [now, id],
             )
-            messages = self._load_messages(conn, "m.id = ?", [id], -1)
-        return messages[0]
+            message = self._load_message(conn, id)
+        assert message is not None  # updated in this transaction
+        return message
 
     def get_message(self, id: str) -> Message:
         with self._read() as conn:
-            messages = [] if conn is None else self._load_messages(conn, "m.id = ?", [id], -1)
-        if not messages:
+            message = None if conn is None else self._load_message(conn, id)
+        if message is None:
             raise _not_found(id)
-        return messages[0]
+        return message
 
     def list_messages(
-        self, session_id: str, *, after_id: str | None = None, limit: int | None = None
+        self,
+        session_id: str,
+        *,
+        after_id: str | None = None,
+        limit: int | None = None,
+        text_only: bool = False,
     ) -> list[Message]:
         """A session's messages in creation order, with their parts; only those after the
-        session's message ``after_id`` if given. An unknown session has no messages."""
+        session's message ``after_id`` if given. An unknown session has no messages.
+        ``text_only``: user and assistant messages with only their non-empty text parts."""
         size = check_limit(limit)
         with self._read() as conn:
             if conn is None:
                 if after_id is not None:
                     raise _not_found(after_id)
                 return []
-            where, params = "m.session_id = ?", [session_id]
+            where, params = "session_id = ?", [session_id]
+            if text_only:
+                where += " AND role IN ('user', 'assistant')"
             if after_id is not None:
                 anchor = conn.execute(
                     "SELECT created_at, rowid FROM messages WHERE id = ? AND session_id = ?",
@@ -150,52 +161,81 @@ class MessagesMixin(StoreCore):
                 ).fetchone()
                 if anchor is None:
                     raise _not_found(after_id)
-                where += " AND (m.created_at, m.rowid) > (?, ?)"
+                where += " AND (created_at, rowid) > (?, ?)"
                 params.extend(anchor)
-            return self._load_messages(conn, where, params, size)
+            select = TEXT_MESSAGE_SELECT if text_only else MESSAGE_SELECT
+            cursor = conn.execute(
+                f"SELECT {select} FROM messages WHERE {where} ORDER BY created_at, rowid LIMIT ?",
+                [*params, size],
+            )
+            with _gc_paused():
+                messages = _with_parts(conn, cursor, session_id)
+            if text_only:
+                for message in messages:
+                    if not all(isinstance(p, TextPart) and p.text for p in message.parts):
+                        message.parts = [
+                            p for p in message.parts if isinstance(p, TextPart) and p.text
+                        ]
+            return messages
 
     # --- helpers --------------------------------------------------------------------------
 
     @staticmethod
-    def _insert_parts(
-        conn: sqlite3.Connection, message_id: str, part_rows: list[tuple[str, str]]
+    def _write_parts(
+        conn: sqlite3.Connection, message_id: str, dicts: list[dict[str, Any]], *, replace: bool
     ) -> None:
+        """A message's parts as ``message_parts`` rows, then as its ``parts`` column: m005's
+        triggers clear the column whenever the rows change, so it is written last."""
+        if replace:
+            conn.execute("DELETE FROM message_parts WHERE message_id = ?", [message_id])
         conn.executemany(
             "INSERT INTO message_parts (id, message_id, idx, type, content) VALUES (?, ?, ?, ?, ?)",
-            [
-                (new_id("prt"), message_id, idx, kind, content)
-                for idx, (kind, content) in enumerate(part_rows)
-            ],
+            [(new_id("prt"), message_id, idx, *part_row(data)) for idx, data in enumerate(dicts)],
         )
+        conn.execute("UPDATE messages SET parts = ? WHERE id = ?", [parts_json(dicts), message_id])
 
     @staticmethod
-    def _load_messages(
-        conn: sqlite3.Connection, where: str, params: list[Any], limit: int
-    ) -> list[Message]:
-        """Messages matching ``where`` in creation order, and all their parts in one query."""
+    def _load_message(conn: sqlite3.Connection, id: str) -> Message | None:
+        found = conn.execute("SELECT session_id FROM messages WHERE id = ?", [id]).fetchone()
+        if found is None:
+            return None
+        cursor = conn.execute(f"SELECT {MESSAGE_SELECT} FROM messages WHERE id = ?", [id])
+        return _with_parts(conn, cursor, found[0])[0]
+
+
+def _with_parts(conn: sqlite3.Connection, cursor: sqlite3.Cursor, session_id: str) -> list[Message]:
+    """``messages_from_cursor``, with the parts of messages whose ``parts`` column is NULL read
+    from ``message_parts``."""
+    messages, missing = messages_from_cursor(cursor, session_id)
+    if missing:
+        parts = _parts_from_rows(conn, [messages[i].id for i in missing])
+        for i in missing:
+            messages[i].parts = parts.get(messages[i].id, [])
+    return messages
+
+
+def _parts_from_rows(conn: sqlite3.Connection, message_ids: list[str]) -> dict[str, list[Part]]:
+    """The parts of these messages read from ``message_parts``, by message id."""
+    parts: dict[str, list[Part]] = {}
+    for start in range(0, len(message_ids), _IN_BATCH):
+        batch = message_ids[start : start + _IN_BATCH]
         rows = conn.execute(
-            f"{_SELECT} WHERE {where} {_ORDER} LIMIT ?", [*params, limit]
+            "SELECT message_id, type, content FROM message_parts"
+            f" WHERE message_id IN ({', '.join('?' for _ in batch)}) ORDER BY message_id, idx",
+            batch,
         ).fetchall()
-        if not rows:
-            return []
-        if limit >= 0:  # the parts of the messages up to the last one loaded
-            where += " AND (m.created_at, m.rowid) <= (?, ?)"
-            params = [*params, rows[-1][_CREATED_AT], rows[-1][-1]]
-        part_rows = conn.execute(f"{_PARTS} WHERE {where} {_ORDER}, p.idx", params).fetchall()
-        with _gc_paused(len(part_rows) + len(rows)):
-            contents = loads_many([content for _, _, content in part_rows])
-            parts: dict[str, list[Part]] = {row[0]: [] for row in rows}
-            for (message_id, kind, _), data in zip(part_rows, contents, strict=True):
-                parts[message_id].append(part_from_data(kind, data))
-            return messages_from_rows(rows, parts)
+        contents = loads_many([content for _, _, content in rows])
+        for (message_id, kind, _), data in zip(rows, contents, strict=True):
+            parts.setdefault(message_id, []).append(part_from_data(kind, data))
+    return parts
 
 
 @contextlib.contextmanager
-def _gc_paused(objects: int) -> Iterator[None]:
-    """Pause the cyclic GC while a long history is built: tens of thousands of new dicts and
-    records would otherwise trigger repeated full collections over a heap that holds no
-    cycles (about 20% of the load time of a 10,000-message history)."""
-    if objects < 2_000 or not gc.isenabled():
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while a history is fetched and built: tens of thousands of new
+    tuples, dicts and records would otherwise trigger repeated collections over a heap that
+    holds no cycles (about 20% of the load time of a 10,000-message history)."""
+    if not gc.isenabled():
         yield
         return
     gc.disable()

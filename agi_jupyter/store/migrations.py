@@ -12,7 +12,11 @@ JSON columns are TEXT holding JSON, booleans are 0/1 integers, times are ISO-860
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterable
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -310,3 +314,89 @@ def m004_indexes(db: Database) -> None:
             unique=unique,
             if_not_exists=True,
         )
+
+
+# Any change to a message's ``message_parts`` rows made outside ``store.messages`` (an older
+# version of this package, which writes no ``parts`` column, or plain SQL) turns the message's
+# ``parts`` column into NULL, which readers take as "read message_parts": the copy can be
+# missing but never stale. ``store.messages`` writes the rows first and the column after them.
+# (A trigger that rebuilt the column in SQL would need SQLite's JSON functions, which do not
+# keep every value Python's json writes, such as NaN, and before SQLite 3.44 cannot order
+# json_group_array.)
+_PARTS_TRIGGERS = {
+    "message_parts_insert": "AFTER INSERT ON message_parts BEGIN"
+    " UPDATE messages SET parts = NULL WHERE id = NEW.message_id AND parts IS NOT NULL; END",
+    "message_parts_update": "AFTER UPDATE ON message_parts BEGIN"
+    " UPDATE messages SET parts = NULL"
+    " WHERE id IN (OLD.message_id, NEW.message_id) AND parts IS NOT NULL; END",
+    "message_parts_delete": "AFTER DELETE ON message_parts BEGIN"
+    " UPDATE messages SET parts = NULL WHERE id = OLD.message_id AND parts IS NOT NULL; END",
+}
+
+
+@migration
+def m005_messages_parts_column(db: Database) -> None:
+    """``messages.parts``: a copy of a message's parts as one JSON array of their dicts, so a
+    history is read with one query and no join over ``message_parts`` (which stays, with the
+    same rows: artifacts and SQL queries refer to them). Filled in for existing messages."""
+    if "parts" not in db.table("messages").columns_dict:
+        db.execute("ALTER TABLE messages ADD COLUMN parts TEXT")  # json
+    for name, body in _PARTS_TRIGGERS.items():
+        db.execute(f"CREATE TRIGGER IF NOT EXISTS {name} {body}")
+    # In batches of messages, each read in full before it is written: memory stays bounded
+    # on a large store, and no statement scans a table that is being updated.
+    after = ""
+    while True:
+        ids = [
+            row[0]
+            for row in db.execute(
+                "SELECT id FROM messages WHERE parts IS NULL AND id > ? ORDER BY id LIMIT ?",
+                [after, _BACKFILL_BATCH],
+            ).fetchall()
+        ]
+        if not ids:
+            return
+        rows = db.execute(
+            "SELECT m.id, p.type, p.content FROM messages m"
+            " LEFT JOIN message_parts p ON p.message_id = m.id"
+            f" WHERE m.id IN ({', '.join('?' for _ in ids)}) ORDER BY m.id, p.idx",
+            ids,
+        ).fetchall()
+        db.conn.executemany(
+            "UPDATE messages SET parts = ? WHERE id = ?",
+            [
+                (parts, message_id)
+                for message_id, group in groupby(rows, key=itemgetter(0))
+                if (parts := _parts_column(group)) is not None
+            ],
+        )
+        after = ids[-1]
+
+
+_BACKFILL_BATCH = 500
+
+
+def _parts_column(rows: Iterable[tuple[str, str | None, str | None]]) -> str | None:
+    """The ``parts`` column of one message from its ``message_parts`` rows (a message without
+    parts is one row of NULLs), as ``store.messages`` writes it; None if a row does not hold a
+    JSON object (the message then keeps reading ``message_parts``, as it did before)."""
+    dicts: list[dict[str, Any]] = []
+    for _, kind, content in rows:
+        if kind is None:
+            continue
+        try:
+            data = json.loads(content or "")
+        except ValueError:
+            return None
+        if not isinstance(data, dict):
+            return None
+        dicts.append({**data, "type": kind})
+    return json.dumps(dicts, ensure_ascii=False, separators=(",", ":"))
+
+
+@migration
+def m006_runs_request_hash_index(db: Database) -> None:
+    """Replays find the recorded run of a cell by its request hash in one indexed lookup."""
+    db.table("runs").create_index(
+        ["request_hash", "status"], index_name="idx_runs_request_hash_status", if_not_exists=True
+    )

@@ -14,9 +14,12 @@ import base64
 import binascii
 import dataclasses
 import json
+import sqlite3
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
+
+import orjson
 
 from agi_jupyter import records
 from agi_jupyter.errors import UsageError
@@ -174,28 +177,96 @@ TASKS = Mapping(Task, "tasks")
 CAPABILITIES = Mapping(Capability, "capabilities", json_columns=("tool_schema",))
 
 
-# --- message parts: stored as (type, content JSON without "type") -----------------------------
+# --- message parts --------------------------------------------------------------------------
+#
+# A message's parts are stored twice, written in the same transaction: as rows of
+# ``message_parts`` (type, content JSON without "type"; what artifacts and SQL queries refer to)
+# and as the ``messages.parts`` column, the JSON array of the parts' dicts
+# (``records.part_to_dict``), which messages are read from. A NULL ``parts`` column means "read
+# ``message_parts``" (see migrations.m005_messages_parts_column).
 
 _PART_CLASSES: dict[str, type[Any]] = {
     cls.__dataclass_fields__["type"].default: cls for cls in typing.get_args(Part)
 }
 
 
-def part_row(part: Part) -> tuple[str, str]:
-    """The (type, content) columns of a message part."""
-    data = records.part_to_dict(part)
-    kind = str(data.pop("type"))
-    return kind, dumps(data)
+def plain_dataclass(cls: type[Any]) -> bool:
+    """Whether ``__init__`` of dataclass ``cls`` does nothing but assign every field, so that a
+    bare instance (``object.__new__``) given a dict of all its fields, in field order, as
+    ``__dict__`` is the same object ``__init__`` would make."""
+    params = cls.__dataclass_params__
+    return (
+        not params.frozen
+        and "__slots__" not in cls.__dict__
+        and not hasattr(cls, "__post_init__")
+        and all(f.init for f in dataclasses.fields(cls))
+    )
+
+
+# Part classes that a decoded dict with exactly their fields can become without ``__init__``
+# (``messages_from_cursor``): type -> (class, field names). The keys are checked as a set; they
+# are in field order as ``part_to_dict`` (and the m005 backfill) wrote them.
+_DIRECT_PARTS: dict[str, tuple[type[Any], frozenset[str]]] = {
+    kind: (cls, frozenset(f.name for f in dataclasses.fields(cls)))
+    for kind, cls in _PART_CLASSES.items()
+    if plain_dataclass(cls)
+}
+_DIRECT_MESSAGE = plain_dataclass(Message)
+
+# What ``messages_from_cursor`` reads, in this order: a message's columns but ``session_id`` (the
+# same for a whole history, so given once); ``updated_at`` as NULL when it equals
+# ``created_at`` (never updated: both fields then share one string); then its ``meta`` and
+# ``parts`` JSON texts joined by a comma, NULL as ``null``, so that the texts of many rows join
+# into one JSON array.
+MESSAGE_SELECT = (
+    "id, role, run_id, status, text, created_at, nullif(updated_at, created_at),"
+    " coalesce(meta, 'null') || ',' || coalesce(parts, 'null')"
+)
+# The same, with only the non-empty text parts of each message, filtered by SQLite in C so that
+# Python never decodes the rest (the simple history view). NULL ``parts`` stays NULL, so those
+# messages are still read from ``message_parts`` (and filtered by the caller).
+TEXT_MESSAGE_SELECT = (
+    "id, role, run_id, status, text, created_at, nullif(updated_at, created_at),"
+    " coalesce(meta, 'null') || ',' || CASE WHEN parts IS NULL THEN 'null' ELSE ("
+    "SELECT json_group_array(json(value)) FROM json_each(messages.parts)"
+    " WHERE json_extract(value, '$.type') = 'text' AND json_extract(value, '$.text') != ''"
+    ") END"
+)
+# Rows decoded at a time: the JSON texts, decoded values and records of a batch stay in the CPU
+# caches (measured ~10% faster than decoding 10,000 rows at once), and memory stays bounded.
+_BATCH = 1000
+
+
+def parts_json(dicts: Sequence[dict[str, Any]]) -> str:
+    """The ``messages.parts`` column of a message: the JSON array of its parts' dicts."""
+    return dumps(list(dicts))
+
+
+def part_row(data: dict[str, Any]) -> tuple[str, str]:
+    """The (type, content) columns of a ``message_parts`` row, from the part's dict."""
+    content = dict(data)
+    kind = str(content.pop("type"))
+    return kind, dumps(content)
+
+
+def _loads_batch(text: str) -> Any:
+    """Parse one batch of a history: orjson (about twice as fast as ``json`` on it), falling
+    back to ``json`` for what only ``json`` reads (``NaN`` / ``Infinity``, which ``json.dumps``
+    writes for such floats)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def loads_many(texts: Sequence[str | None]) -> list[Any]:
-    """Parse many JSON texts with one ``json.loads`` call (NULL reads as None): loading a long
-    history is dominated by per-call overhead otherwise."""
+    """Parse many JSON texts with one ``json.loads`` call (NULL reads as None): per-call
+    overhead would dominate otherwise."""
     return list(json.loads("[" + ",".join(t or "null" for t in texts) + "]")) if texts else []
 
 
 def part_from_data(kind: str, data: dict[str, Any]) -> Part:
-    """A part from its ``type`` column and its decoded ``content``."""
+    """A part from a ``message_parts`` row: its ``type`` column and its decoded ``content``."""
     cls = _PART_CLASSES.get(kind)
     if cls is not None:
         try:
@@ -206,28 +277,62 @@ def part_from_data(kind: str, data: dict[str, Any]) -> Part:
     return records.part_from_dict({**data, "type": kind})
 
 
-def messages_from_rows(rows: Sequence[Row], parts: dict[str, list[Part]]) -> list[Message]:
-    """Message rows (``MESSAGES.select()`` order, extra trailing columns ignored) with their
-    parts: the hot path of loading a history."""
-    metas = loads_many([row[6] for row in rows])
-    messages = []
-    for row, meta in zip(rows, metas, strict=True):
-        id_, session_id, role, run_id, status, text, _, created_at, updated_at = row[:9]
-        messages.append(
-            Message(
-                id=id_,
-                session_id=session_id,
-                role=role,
-                run_id=run_id,
-                status=status,
-                text=text or "",
-                meta=meta or {},
-                parts=parts[id_],
-                created_at=created_at,
-                updated_at=updated_at,
-            )
-        )
-    return messages
+def messages_from_cursor(
+    cursor: sqlite3.Cursor, session_id: str
+) -> tuple[list[Message], list[int]]:
+    """The rows of an executed ``SELECT {MESSAGE_SELECT}`` of one session's messages as
+    records (the hot path of loading a history); and the positions of the messages whose
+    ``parts`` column is NULL: their ``parts`` are left empty for the caller to read from
+    ``message_parts``.
+
+    The ``meta`` and ``parts`` texts of a batch of rows are parsed by one ``json.loads`` call,
+    and the decoded dicts become the ``__dict__`` of the records instead of going through
+    ``__init__``: per-object overhead is what dominates a long history, and the records come
+    out the same (see ``plain_dataclass``). A part dict whose keys are not exactly its class's
+    fields (written by another version) goes through ``records.part_from_dict``, which drops
+    unknown keys.
+    """
+    direct_parts = _DIRECT_PARTS
+    direct_message = _DIRECT_MESSAGE
+    new = object.__new__
+    messages: list[Message] = []
+    missing: list[int] = []
+    while rows := cursor.fetchmany(_BATCH):
+        decoded = iter(_loads_batch("[" + ",".join([row[7] for row in rows]) + "]"))
+        for (id_, role, run_id, status, text, created_at, updated_at, _), meta, parts in zip(
+            rows, decoded, decoded, strict=True
+        ):
+            if parts is None:
+                missing.append(len(messages))
+                parts = []
+            else:  # the decoded list becomes the message's list of parts
+                for i, data in enumerate(parts):
+                    direct = direct_parts.get(data.get("type"))
+                    if direct is not None and data.keys() == direct[1]:
+                        part = new(direct[0])
+                        part.__dict__ = data
+                    else:
+                        part = records.part_from_dict(data)
+                    parts[i] = part
+            fields = {  # in field order, as __init__ fills __dict__
+                "id": id_,
+                "session_id": session_id,
+                "role": role,
+                "run_id": run_id,
+                "status": status,
+                "text": text or "",
+                "meta": meta or {},
+                "parts": parts,
+                "created_at": created_at,
+                "updated_at": created_at if updated_at is None else updated_at,
+            }
+            if direct_message:
+                message = new(Message)
+                message.__dict__ = fields
+            else:
+                message = Message(**fields)
+            messages.append(message)
+    return messages, missing
 
 
 # --- opaque cursors ----------------------------------------------------------------------------

@@ -119,6 +119,16 @@ class RunsMixin(StoreCore):
         )
         return [RUNS.from_row(r) for r in rows]
 
+    def find_replayable_run(self, request_hash: str, *, notebook_path: str | None) -> Run | None:
+        """The newest succeeded, error-free run with this request hash (from that notebook)."""
+        sql = f"{_SELECT} WHERE request_hash = ? AND status = 'succeeded' AND error IS NULL"
+        params: list[Any] = [request_hash]
+        if notebook_path is not None:
+            sql += " AND notebook_path = ?"
+            params.append(notebook_path)
+        row = self._one(f"{sql} ORDER BY created_at DESC, rowid DESC LIMIT 1", params)
+        return None if row is None else RUNS.from_row(row)
+
     def get_run_by_response_id(self, response_id: str) -> Run | None:
         row = self._one(f"{_SELECT} WHERE provider_response_id = ?", [response_id])
         return None if row is None else RUNS.from_row(row)

@@ -72,6 +72,8 @@ def test_migrations_are_numbered_in_order() -> None:
         "m002_runs",
         "m003_artifacts_webhooks_tasks_capabilities",
         "m004_indexes",
+        "m005_messages_parts_column",
+        "m006_runs_request_hash_index",
     ]
     assert len(set(names)) == len(names)
 

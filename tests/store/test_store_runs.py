@@ -250,3 +250,31 @@ def test_provider_response_id_lookup_and_uniqueness(store: SqliteStore, session:
     with pytest.raises(Conflict):
         store.create_run(session.id, provider_response_id="resp_1")
     assert store.get_run(other.id) == other
+
+
+def test_find_replayable_run_by_request_hash(store: SqliteStore, session: Session) -> None:
+    def run(status: str, *, notebook: str = "a.ipynb", error: Any = None, hash_: str = "h1") -> str:
+        made = store.create_run(session.id, request_hash=hash_, notebook_path=notebook)
+        return store.update_run(made.id, status=status, error=error).id
+
+    assert store.find_replayable_run("h1", notebook_path="a.ipynb") is None
+    older = run("succeeded")
+    newest = run("succeeded")
+    run("failed")
+    run("succeeded", error={"code": "MAX_ITERATIONS_REACHED", "message": "stopped"})
+    elsewhere = run("succeeded", notebook="b.ipynb")
+    run("succeeded", hash_="h2")
+    found = store.find_replayable_run("h1", notebook_path="a.ipynb")
+    assert found is not None
+    assert found.id == newest != older
+    anywhere = store.find_replayable_run("h1", notebook_path=None)
+    assert anywhere is not None
+    assert anywhere.id == elsewhere
+    assert store.find_replayable_run("h3", notebook_path=None) is None
+    with store._read() as conn:
+        assert conn is not None
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM runs WHERE request_hash = ? AND status = ?",
+            ["h1", "succeeded"],
+        ).fetchall()
+    assert "idx_runs_request_hash_status" in str(plan)
