@@ -208,7 +208,8 @@ class Agi:
     def history(self, session_id: str, *, view: HistoryView = "simple") -> list[Message]:
         if view not in ("simple", "full"):
             raise UsageError(f"view must be 'simple' or 'full', not {view!r}")
-        return history_view(self.store.list_messages(session_id), view)
+        messages = self.store.list_messages(session_id, text_only=view == "simple")
+        return history_view(messages, view)
 
     # --- runs ----------------------------------------------------------------------------------
 

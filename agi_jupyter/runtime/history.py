@@ -8,10 +8,12 @@ from typing import Literal
 from agi_jupyter.records import (
     ChatMessage,
     Message,
+    Part,
     TextPart,
     ToolCallPart,
     ToolResultPart,
 )
+from agi_jupyter.store.rows import plain_dataclass
 
 HistoryView = Literal["simple", "full"]
 
@@ -47,14 +49,28 @@ def unanswered_tool_calls(messages: list[Message]) -> list[tuple[Message, ToolCa
 
 
 def history_view(messages: list[Message], view: HistoryView) -> list[Message]:
-    """``full``: every message with all its parts. ``simple``: user and assistant text only."""
+    """``full``: every message with all its parts. ``simple``: user and assistant text only;
+    a message that keeps all its parts is returned as it is, the others as copies."""
     if view == "full":
         return messages
     simple = []
     for m in messages:
         if m.role not in ("user", "assistant"):
             continue
-        texts = [p for p in m.parts if isinstance(p, TextPart) and p.text]
+        texts: list[Part] = [p for p in m.parts if isinstance(p, TextPart) and p.text]
         if texts:
-            simple.append(replace(m, parts=list(texts)))
+            simple.append(m if len(texts) == len(m.parts) else _with_parts(m, texts))
     return simple
+
+
+_COPY_DICT = plain_dataclass(Message)
+
+
+def _with_parts(message: Message, parts: list[Part]) -> Message:
+    """``dataclasses.replace(message, parts=parts)``; for a plain dataclass, as a copy of its
+    ``__dict__``, about ten times faster (it is done for every message of a long history)."""
+    if not _COPY_DICT:
+        return replace(message, parts=parts)
+    copy = object.__new__(Message)
+    copy.__dict__ = {**message.__dict__, "parts": parts}
+    return copy
