@@ -46,7 +46,6 @@ log = logging.getLogger(__name__)
 
 INSTALL = "pip install 'agi-jupyter[claude]'"
 INTERRUPT_TIMEOUT = 5.0  # the CLI answers an interrupt request at once; don't hang on a sick one
-ABORT_GRACE = 10.0  # after an interrupt, how long the run waits for the cancel that follows
 MISSING_SESSION = "No conversation found"  # the CLI's error when ``resume`` names no session
 
 
@@ -108,9 +107,8 @@ async def _attempt(params: SdkRunParams, resume: str | None) -> AttemptResult:
         else:
             raise ProviderDisconnected("the claude CLI ended its output before the answer")
         if live.aborted:
-            # Interrupted for a new message: the run manager cancels this run next; a run
-            # that is not cancelled ends with what it has.
-            await asyncio.sleep(ABORT_GRACE)
+            # Interrupted for a new message: the dispatcher ends the run ``cancelled``, with
+            # what it has in history.
             return params.result()
         return _outcome(params, stream)
     except asyncio.CancelledError:
