@@ -31,8 +31,8 @@ from agi_jupyter.records import (
     part_to_dict,
 )
 from agi_jupyter.runtime.history import conversation, unanswered_tool_calls
+from agi_jupyter.runtime.toolcalls import run_tool
 from agi_jupyter.runtime.toolnames import ToolNames
-from agi_jupyter.tools import ToolContext, execute_tool_call
 
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
@@ -210,6 +210,7 @@ class AgentLoop:
             },
             "cost_usd": cost,
             "stop_reason": turn.finish.reason if turn.finish else None,
+            "sdk": "native",
         }
         if turn.response_id:
             meta["response_id"] = turn.response_id
@@ -279,32 +280,16 @@ class AgentLoop:
         allowed: list[str],
         emitter: RunEmitter,
     ) -> ToolOutcome:
-        def emit_delta(channel: str, chunk: str) -> None:
-            event = ev.ToolCallDelta(tool_call_id=call.tool_call_id, channel=channel, chunk=chunk)
-            self.deps.call_in_loop(emitter.emit, event)
-
-        ctx = ToolContext(
-            project=self.deps.config.project,
-            store=self.deps.store,
-            config=self.deps.config,
-            session_id=session.id,
-            run_id=run.id,
+        return await run_tool(
+            self.deps,
+            run,
+            session,
+            emitter,
             tool_call_id=call.tool_call_id,
-            emit=emit_delta,
-            registry=self.deps.registry,
-            features=self.deps.features_for(session),
-            agent=session.agent,
-            read_only=self.deps.agents[session.agent].read_only,
-        )
-        return await execute_tool_call(
-            self.deps.registry,
             name=call.name,
             arguments=call.arguments,
-            raw_arguments_error=call.parse_error,
             allowed=allowed,
-            ctx=ctx,
-            timeout=self.deps.config.tool_timeout,
-            redactor=self.deps.redactor,
+            parse_error=call.parse_error,
         )
 
     def _save_tool_result(
