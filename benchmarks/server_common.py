@@ -42,9 +42,22 @@ def free_port() -> int:
         return port
 
 
-def start_fake() -> tuple[subprocess.Popen[str], str]:
+# The fake LLM server is a socketserver with the standard listen backlog of 5. When a burst of
+# 100 runs opens 100 connections to it at once, the kernel drops most SYNs (netstat: "times
+# the listen queue of a socket overflowed") and each dropped connection waits for the 1 s SYN
+# retransmission: a stall of the stand-in model that a real provider does not have. So the
+# benchmarks start it with a backlog of 1024.
+FAKE_LAUNCHER = (
+    "import sys; from agi_jupyter.testing.handler import FakeHTTPServer; "
+    "FakeHTTPServer.request_queue_size = 1024; "
+    "from agi_jupyter.testing.fake_llm import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def start_fake(backlog_fix: bool = True) -> tuple[subprocess.Popen[str], str]:
+    module = ["-c", FAKE_LAUNCHER] if backlog_fix else ["-m", "agi_jupyter.testing.fake_llm"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "agi_jupyter.testing.fake_llm", "--port", "0"],
+        [sys.executable, *module, "--port", "0"],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -54,8 +67,8 @@ def start_fake() -> tuple[subprocess.Popen[str], str]:
 
 
 @contextmanager
-def servers(root: Path, *extra_args: str) -> Iterator[Servers]:
-    fake, fake_url = start_fake()
+def servers(root: Path, *extra_args: str, backlog_fix: bool = True) -> Iterator[Servers]:
+    fake, fake_url = start_fake(backlog_fix)
     port, token = free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
@@ -120,3 +133,18 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def syn_retransmits() -> int | None:
+    """The machine's count of retransmitted SYNs so far (Linux ``/proc/net/netstat``; counts
+    every process's connections): each one is a connection that waited ~1 s to open."""
+    try:
+        with open("/proc/net/netstat") as netstat:
+            lines = netstat.read().splitlines()
+    except OSError:
+        return None
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        if names.startswith("TcpExt:"):
+            table = dict(zip(names.split()[1:], values.split()[1:], strict=False))
+            return int(table["TCPSynRetrans"]) if "TCPSynRetrans" in table else None
+    return None

@@ -8,7 +8,13 @@
 2. time to the first event (``run.meta``) through the server (HTTP request -> first NDJSON
    line) vs ``Agi.stream`` called in-process (goal: the server adds <= 5 ms at p50).
 
+The fake model server is started with a listen backlog of 1024 (see ``server_common``):
+with its default of 5, a burst of 100 runs lost most connections to the 1 s SYN
+retransmission, which dominated the concurrent figures; ``--small-backlog`` reproduces that,
+and every round prints the SYN retransmissions the machine counted during the burst.
+
     .venv/bin/python benchmarks/server_streams.py [--streams 100] [--singles 30] [--repeat 3]
+        [--small-backlog]
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from server_common import Servers, cpu_seconds, percentile, servers
+from server_common import Servers, cpu_seconds, percentile, servers, syn_retransmits
 
 from agi_jupyter.app import Agi
 from agi_jupyter.testing import FakeLLMClient, Fault, Turn
@@ -67,23 +73,29 @@ async def singles(running: Servers, n: int) -> list[tuple[float, float, int]]:
         return [await one_stream(c, s) for s in sessions]
 
 
-async def concurrent(running: Servers, n: int) -> tuple[list[tuple[float, float, int]], int, float]:
-    """n streams at once: their results, the number of failures, the server's CPU seconds."""
+async def concurrent(
+    running: Servers, n: int
+) -> tuple[list[tuple[float, float, int]], int, float, int | None]:
+    """n streams at once: their results, the number of failures, the server's CPU seconds and
+    the SYN retransmissions the machine counted meanwhile."""
     limits = httpx.Limits(max_connections=n + 10, max_keepalive_connections=n + 10)
     async with httpx.AsyncClient(
         base_url=running.base, headers=running.headers, timeout=120, limits=limits
     ) as c:
         sessions = await new_sessions(c, n)
         cpu = cpu_seconds(running.pid)
+        syns = syn_retransmits()
         results = await asyncio.gather(
             *(one_stream(c, s) for s in sessions), return_exceptions=True
         )
         cpu = cpu_seconds(running.pid) - cpu
+        after = syn_retransmits()
+        syns = None if syns is None or after is None else after - syns
     ok = [r for r in results if isinstance(r, tuple)]
     errors = [r for r in results if not isinstance(r, tuple)]
     for error in errors[:3]:
         print("  error:", repr(error))
-    return ok, len(errors), cpu
+    return ok, len(errors), cpu, syns
 
 
 def pace(running: Servers, n: int, paced: bool) -> None:
@@ -105,7 +117,7 @@ def measure(
         pace(running, args.singles, paced)
         one = asyncio.run(singles(running, args.singles))
         pace(running, args.streams, paced)
-        many, failed, cpu = asyncio.run(concurrent(running, args.streams))
+        many, failed, cpu, syns = asyncio.run(concurrent(running, args.streams))
         errors += failed
         firsts += [r[0] for r in one]
         single_totals.append(statistics.median(r[1] for r in one))
@@ -114,7 +126,7 @@ def measure(
             f"{label} round {round_}: single p50 {ms(single_totals[-1])}, "
             f"{args.streams} concurrent p50 {ms(load_totals[-1])} "
             f"p95 {ms(percentile([r[1] for r in many], 0.95))}, errors {failed}, "
-            f"server CPU {ms(cpu / args.streams)} per stream"
+            f"server CPU {ms(cpu / args.streams)} per stream, SYN retransmits {syns}"
         )
     return statistics.median(single_totals), statistics.median(load_totals), errors, firsts
 
@@ -145,8 +157,18 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=100)
     parser.add_argument("--singles", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--small-backlog",
+        action="store_true",
+        help="start the fake model server with its default listen backlog (5), as the figures "
+        "recorded before 2026-11-22 were: bursts then lose connections to SYN retransmits",
+    )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, servers(Path(tmp)) as running:
+    backlog_fix = not args.small_backlog
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        servers(Path(tmp), backlog_fix=backlog_fix) as running,
+    ):
         pace(running, 0, False)
         asyncio.run(singles(running, 3))  # warm up the server's Agi and provider client
         results = {paced: measure(running, args, paced) for paced in (True, False)}

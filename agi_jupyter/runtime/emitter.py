@@ -8,15 +8,19 @@ With ``persist_deltas`` the deltas are written in batches: they are published at
 stored together with the next coarse event or at most ``FLUSH_INTERVAL`` after the first of
 them, so a streaming run costs about ten store writes a second instead of one per token, and
 observers in other processes (the side panel tailing the store) still see it live.
+
+A streamed answer is one event per token, so the delta path is kept short: ``emit_delta``
+builds the wire dict directly and timestamps come from ``_utc_now_ms`` (see there).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING, Any, Literal
 
 from agi_jupyter.events import DELTA_TYPES, Event, event_to_dict, is_persisted
-from agi_jupyter.records import JSON, utc_now
+from agi_jupyter.records import JSON
 
 if TYPE_CHECKING:
     from agi_jupyter.runtime.bus import EventBus
@@ -24,6 +28,25 @@ if TYPE_CHECKING:
 
 
 FLUSH_INTERVAL = 0.1  # seconds a persisted delta may wait to be written with others
+
+_MILLIS = [f".{n:03d}Z" for n in range(1000)]
+_second: tuple[int, str] = (-1, "")  # the whole UTC second last formatted, and its text
+
+
+def _utc_now_ms() -> str:
+    """``records.utc_now()`` (``2026-11-22T01:53:03.123Z``) in ~0.2 µs instead of ~1.5 µs.
+
+    ``datetime.now(UTC).isoformat(...)`` cost as much as the rest of a delta's trip through
+    the emitter; the date and time of day change once a second, so they are
+    formatted once a second and only the milliseconds are appended per event. The pair is
+    swapped in as one tuple, so a caller on another thread never reads a mismatched one."""
+    global _second
+    whole, millis = divmod(time.time_ns() // 1_000_000, 1000)
+    second, text = _second
+    if whole != second:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+        _second = (whole, text)
+    return text + _MILLIS[millis]
 
 
 class RunEmitter:
@@ -48,12 +71,27 @@ class RunEmitter:
 
     def emit(self, event: Event) -> dict[str, Any]:
         self.seq += 1
-        event.run_id, event.seq, event.ts = self.run_id, self.seq, utc_now()
+        event.run_id, event.seq, event.ts = self.run_id, self.seq, _utc_now_ms()
         data = event_to_dict(event)
         if is_persisted(data["type"], persist_deltas=self.persist_deltas):
             payload = {k: v for k, v in data.items() if k not in ("type", "run_id", "seq")}
             self._pending.append((self.seq, data["type"], payload))
             if data["type"] not in DELTA_TYPES or not self._flush_later():
+                self.flush()
+        self.bus.publish(self.session_id, data)
+        return data
+
+    def emit_delta(
+        self, type: Literal["output.text.delta", "reasoning.delta"], delta: str
+    ) -> dict[str, Any]:
+        """``emit(TextDelta(delta=...))`` / ``emit(ReasoningDelta(...))`` without the event
+        object: the same dict (same keys, same order), built directly, for the per-token path."""
+        self.seq += 1
+        data = {"type": type, "run_id": self.run_id, "seq": self.seq, "ts": _utc_now_ms()}
+        data["delta"] = delta
+        if self.persist_deltas:
+            self._pending.append((self.seq, type, {"ts": data["ts"], "delta": delta}))
+            if not self._flush_later():
                 self.flush()
         self.bus.publish(self.session_id, data)
         return data

@@ -146,12 +146,13 @@ class AgentLoop:
     ) -> TurnResult:
         turn = TurnResult()
         chunks: list[str] = []
+        # Deltas, one per token, take the emitter's short path (no event object).
         async for event in provider.stream(request):
             if isinstance(event, pb.TextDelta):
                 chunks.append(event.text)
-                emitter.emit(ev.TextDelta(delta=event.text))
+                emitter.emit_delta("output.text.delta", event.text)
             elif isinstance(event, pb.ReasoningDelta):
-                emitter.emit(ev.ReasoningDelta(delta=event.text))
+                emitter.emit_delta("reasoning.delta", event.text)
             elif isinstance(event, pb.ReasoningDone):
                 turn.reasoning.append(
                     ReasoningPart(
