@@ -169,14 +169,7 @@ class MessagesMixin(StoreCore):
                 [*params, size],
             )
             with _gc_paused():
-                messages = _with_parts(conn, cursor, session_id)
-            if text_only:
-                for message in messages:
-                    if not all(isinstance(p, TextPart) and p.text for p in message.parts):
-                        message.parts = [
-                            p for p in message.parts if isinstance(p, TextPart) and p.text
-                        ]
-            return messages
+                return _with_parts(conn, cursor, session_id, text_only=text_only)
 
     # --- helpers --------------------------------------------------------------------------
 
@@ -203,14 +196,19 @@ class MessagesMixin(StoreCore):
         return _with_parts(conn, cursor, found[0])[0]
 
 
-def _with_parts(conn: sqlite3.Connection, cursor: sqlite3.Cursor, session_id: str) -> list[Message]:
+def _with_parts(
+    conn: sqlite3.Connection, cursor: sqlite3.Cursor, session_id: str, *, text_only: bool = False
+) -> list[Message]:
     """``messages_from_cursor``, with the parts of messages whose ``parts`` column is NULL read
-    from ``message_parts``."""
+    from ``message_parts`` (``text_only``: only their non-empty texts, as SQL filtered the rest)."""
     messages, missing = messages_from_cursor(cursor, session_id)
     if missing:
         parts = _parts_from_rows(conn, [messages[i].id for i in missing])
         for i in missing:
-            messages[i].parts = parts.get(messages[i].id, [])
+            found = parts.get(messages[i].id, [])
+            if text_only:
+                found = [p for p in found if isinstance(p, TextPart) and p.text]
+            messages[i].parts = found
     return messages
 
 

@@ -32,6 +32,7 @@ from agi_jupyter.errors import (
     ProviderHTTPError,
     SdkNotAvailable,
 )
+from agi_jupyter.sdk.claude.adapter import INSTALL
 from agi_jupyter.sdk.claude.options import build_options
 from agi_jupyter.sdk.claude.stream import ClaudeStream, new_uuid, user_message
 from agi_jupyter.sdk.claude.tools import ToolNameMap, ToolUseIds, mcp_server
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INSTALL = "pip install 'agi-jupyter[claude]'"
 INTERRUPT_TIMEOUT = 5.0  # the CLI answers an interrupt request at once; don't hang on a sick one
 MISSING_SESSION = "No conversation found"  # the CLI's error when ``resume`` names no session
 
