@@ -268,9 +268,13 @@ class Agi:
             pass  # the run answers a user message that is already stored
         elif not parts or all(isinstance(p, TextPart) and not p.text.strip() for p in parts):
             raise UsageError("the prompt is empty")
-        joined = self._join_running_turn(ses, parts, run_fields, model=model, agent=agent)
-        if joined is not None:
-            return joined
+        route = self.sdk.route(ses)
+        own_run = bool(run_fields or model or agent)  # a run of its own was asked for
+        if route == "queue_into" and not own_run and all(isinstance(p, TextPart) for p in parts):
+            text = "".join(p.text for p in parts if isinstance(p, TextPart))
+            joined = self.sdk.join_running_turn(ses, text)
+            if joined is not None:
+                return joined
         state: dict[str, Any] = {"input": [part_to_dict(p) for p in parts]} if parts else {}
         if max_iterations is not None:
             if max_iterations < 1:
@@ -287,7 +291,7 @@ class Agi:
             notebook_path=run_fields.pop("notebook_path", ses.notebook_path),
             **run_fields,
         )
-        if ses.queue_mode == "interrupt" and self.sdk.adapter(ses.sdk).capabilities.interrupt:
+        if route == "interrupt":
             self._interrupt_active_runs(ses.id, keep=run.id)
         if start:
             self.loop.submit(self._spawn(run.id))
@@ -397,31 +401,6 @@ class Agi:
 
     async def _spawn(self, run_id: str) -> None:
         self.runs_manager.spawn(run_id)
-
-    def _join_running_turn(
-        self,
-        ses: Session,
-        parts: Sequence[Part],
-        run_fields: Mapping[str, Any],
-        *,
-        model: str | None,
-        agent: str | None,
-    ) -> tuple[Run, int] | None:
-        """Seed 003's first matrix row: in ``queue`` mode, an SDK that takes messages while it
-        streams gets this one in its running turn; returns that run (None: queue a new run)."""
-        if run_fields or model or agent or not all(isinstance(p, TextPart) for p in parts):
-            return None  # a run of its own was asked for
-        if not self.sdk.adapter(ses.sdk).capabilities.queue_while_streaming:
-            return None
-        running = self.store.list_runs(session_id=ses.id, statuses=["running"], limit=1).items
-        if not running or self.sdk.route(ses, running[0]) != "queue_into":
-            return None
-        text = "".join(p.text for p in parts if isinstance(p, TextPart))
-        events = self.store.list_run_events(running[0].id)
-        after_seq = events[-1].seq if events else 0
-        if not self.loop.run(self.sdk.queue_into(running[0].id, text)):
-            return None
-        return self.store.get_run(running[0].id), after_seq
 
     def _interrupt_active_runs(self, session_id: str, *, keep: str) -> None:
         active = self.store.list_runs(

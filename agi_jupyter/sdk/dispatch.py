@@ -172,16 +172,25 @@ class SdkDispatch:
 
     # --- queue / interrupt (seed 003's matrix) ----------------------------------------------
 
-    def route(self, session: Session, active: Run | None) -> Route:
-        """What to do with a new message for ``session`` while ``active`` runs (or None)."""
-        if active is None:
-            return "queue"
+    def route(self, session: Session) -> Route:
+        """What a new message for ``session`` does to a run of it that is active, if any."""
         capabilities = self.adapter(session.sdk).capabilities
         if session.queue_mode == "interrupt":
             return "interrupt" if capabilities.interrupt else "queue"
-        if capabilities.queue_while_streaming and active.id in self._live:
-            return "queue_into"
-        return "queue"
+        return "queue_into" if capabilities.queue_while_streaming else "queue"
+
+    def join_running_turn(self, session: Session, text: str) -> tuple[Run, int] | None:
+        """Hand ``text`` to the session's turn that is streaming in this process (called off
+        the runtime loop): that run and the seq its new events follow, or None (queue a run)."""
+        store = self.deps.store
+        running = store.list_runs(session_id=session.id, statuses=["running"], limit=1).items
+        if not running or running[0].id not in self._live:
+            return None
+        events = store.list_run_events(running[0].id)
+        after_seq = events[-1].seq if events else 0
+        if not self.deps.loop.run(self.queue_into(running[0].id, text)):
+            return None
+        return store.get_run(running[0].id), after_seq
 
     async def queue_into(self, run_id: str, text: str) -> bool:
         """Hand ``text`` to the running turn of ``run_id``; False if it is no longer live."""
