@@ -146,7 +146,7 @@ class AgentLoop:
     ) -> TurnResult:
         turn = TurnResult()
         chunks: list[str] = []
-        # Deltas, one per token, take the emitter's short path (no event object).
+        # Deltas take the emitter's short path: no event object, coalesced per loop turn.
         async for event in provider.stream(request):
             if isinstance(event, pb.TextDelta):
                 chunks.append(event.text)

@@ -98,7 +98,7 @@ def test_claude_plain_answer_streams_and_stores_meta(
     events = list(claude_agi.stream("say hello", session=session.id))
 
     deltas = [e["delta"] for e in events if e["type"] == "output.text.delta"]
-    assert len(deltas) == 4  # one per word, as the fake streamed them
+    assert deltas, "streamed, not only the final text"
     assert "".join(deltas) == "Hello from Claude, streamed."
     assert events[-1]["type"] == "run.final"
     assert events[-1]["run"]["status"] == "succeeded"

@@ -55,7 +55,8 @@ async def test_post_message_streams_ndjson(api: Api, fetch: Fetch, fake_llm: Fak
         events = await ndjson(response)
     check_sequence(events)
     deltas = [e["delta"] for e in events if e["type"] == "output.text.delta"]
-    assert deltas == ["Hel", "lo ", "there"]
+    assert deltas
+    assert "".join(deltas) == "Hello there"  # chunks read together may come as one delta
     assert [e["text"] for e in events if e["type"] == "output.text.done"] == ["Hello there"]
     assert events[-1]["run"]["status"] == "succeeded"
 

@@ -208,7 +208,7 @@ def test_persisted_deltas_are_written_in_batches(project: Path, fake_llm: FakeLL
         elapsed = time.monotonic() - start
         stored = agi.store.list_run_events(run_id)
     deltas = [e.payload["delta"] for e in stored if e.type == "output.text.delta"]
-    assert deltas == chunks, "every delta is stored, in order"
+    assert "".join(deltas) == "".join(chunks), "every delta is stored, in order"
     assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
     coarse = len([e for e in stored if e.type != "output.text.delta"])
     assert len(writes) <= coarse + elapsed * 10 + 2, (len(writes), coarse, elapsed)
