@@ -17,6 +17,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, Unicode, validate
 
 from agi_jupyter.research import DEFAULT_MODEL, ResearchSettings
+from agi_jupyter.server.heap import freeze_heap, load_default_provider
 from agi_jupyter.server.kernels import NotebookKernels, NotebookPython
 from agi_jupyter.server.projects import Projects
 from agi_jupyter.server.ratelimit import RateLimiter
@@ -78,6 +79,13 @@ class AgiExtensionApp(ExtensionApp):
     max_body_size = Int(
         1024 * 1024, help="Largest request body accepted (bytes); larger ones get 413."
     ).tag(config=True)
+    freeze_gc = Bool(
+        True,
+        help="Once the server has started, and once each project's runtime has loaded its "
+        "model SDK, move the objects that exist then out of the cyclic garbage collector's "
+        "reach (gc.freeze). Without it, each full collection of a server's ~300,000 "
+        "long-lived objects stops every request for ~100 ms.",
+    ).tag(config=True)
     stream_keepalive = Float(
         15.0, help="Seconds of silence after which an SSE stream sends a keep-alive comment."
     ).tag(config=True)
@@ -120,6 +128,9 @@ class AgiExtensionApp(ExtensionApp):
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         self.runner.start()
+        if self.freeze_gc:
+            count = freeze_heap()
+            self.log.debug("agi: %d objects moved out of the cyclic GC's reach", count)
 
     async def stop_extension(self) -> None:
         await self.runner.stop()
@@ -161,4 +172,7 @@ class AgiExtensionApp(ExtensionApp):
             tools=[NotebookPython(self.kernels)],
         )
         agi.deps.session_features = self.kernels.session_features(agi.project)
+        if self.freeze_gc:
+            load_default_provider(agi)
+            freeze_heap()
         return agi

@@ -51,7 +51,9 @@ def agi_config() -> dict[str, Any]:
 
 @pytest.fixture
 def jp_server_config(agi_config: dict[str, Any]) -> dict[str, Any]:
-    settings = {"tick_interval": 0.0, "heartbeat_interval": 0.0, **agi_config}
+    # gc.freeze() would be process-wide here: the tests share one process (test_extension
+    # checks the setting in a server of its own).
+    settings = {"tick_interval": 0.0, "heartbeat_interval": 0.0, "freeze_gc": False, **agi_config}
     return {
         "ServerApp": {"jpserver_extensions": {"agi_jupyter": True}},
         "AgiExtensionApp": settings,
