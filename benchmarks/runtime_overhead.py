@@ -7,7 +7,8 @@ counted):
    loop over the same stream (goal <= 1.05x; the verdict uses this process's CPU time, which a
    busy machine disturbs least). The raw loop keeps one client and one event loop across
    rounds, as ``Agi`` keeps its provider client; round 0 warms both up and the two sides
-   alternate which goes first. ``--noise`` runs the raw loop on both sides (an A/A run: the
+   alternate which goes first; every ``Agi.stream`` answer starts a new session, so both sides
+   send one user message. ``--noise`` runs the raw loop on both sides (an A/A run: the
    ratio it prints is the noise floor of the machine at that moment);
 2. a 10-turn tool loop (each turn one ``fs.list`` call, then a final answer) through ``Agi.ask``
    vs the same 11 requests made with the raw SDK: the runtime's overhead per turn;
@@ -114,13 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     raw_client = RawClient(base_url)
     try:
         with tempfile.TemporaryDirectory() as project, Agi(project, env=env) as agi:
-            session = agi.new_session(agent="plan", model="openai-chat:gpt-4o-mini")
+            # A new session per answer (made before the clock starts), so the request carries
+            # the one user message the raw loop sends, not every earlier 20,000-token answer.
+            session = [""]
 
             def ours() -> None:
                 if args.noise:
                     raw_client.stream(1)
                 else:
-                    list(agi.stream("go", session=session.id))
+                    list(agi.stream("go", session=session[0]))
 
             raw_runs, our_runs = [], []
             for round_ in range(args.repeat + 1):  # round 0 warms both sides up
@@ -128,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                 for side in order:
                     fake.enqueue(answer_turn(args.chunks))
                     raw_side = side == "raw"
+                    session[0] = agi.new_session(agent="plan", model="openai-chat:gpt-4o-mini").id
                     took = cpu_timed(lambda: raw_client.stream(1)) if raw_side else cpu_timed(ours)
                     if round_:
                         (raw_runs if side == "raw" else our_runs).append(took)
