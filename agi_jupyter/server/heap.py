@@ -12,14 +12,14 @@ reference counting, and only frozen cycles stay (they were alive when frozen).
 
 from __future__ import annotations
 
-import contextlib
 import gc
+import logging
 from typing import TYPE_CHECKING
-
-from agi_jupyter.errors import AgiError
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
+
+log = logging.getLogger(__name__)
 
 
 def freeze_heap() -> int:
@@ -32,11 +32,14 @@ def freeze_heap() -> int:
 def load_default_provider(agi: Agi) -> None:
     """Create the client of the project's default model now (importing its SDK), on the
     runtime's loop where runs use it, so that ``freeze_heap`` covers the SDK's objects too.
-    Nothing happens when that model is not usable (no key): the first run reports it."""
+    A model that cannot be loaded (no key, a bad setting) is left alone here: the project opens
+    as before and the first run that uses the model reports the problem."""
 
     async def load() -> None:
         provider, _model = agi.config.resolve_model()
         agi.deps.providers.get(provider)
 
-    with contextlib.suppress(AgiError):
+    try:
         agi.loop.run(load())
+    except Exception as error:  # a warm-up must never stop a project from opening
+        log.debug("agi: the default model was not loaded ahead of use: %s", error)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agi_jupyter.app import Agi
+from agi_jupyter.server.heap import load_default_provider
 from agi_jupyter.testing import FakeLLMServer, Turn
 from tests.server.conftest import Fetch
 
@@ -47,3 +50,11 @@ async def test_the_server_freezes_its_heap_at_start_and_after_loading_a_project(
     answer = await fetch("sessions", session, "messages", method="POST", json={"content": "x"})
     assert answer.status == 200
     assert "hi" in answer.body.decode()
+
+
+def test_a_default_model_that_cannot_load_leaves_the_project_usable(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path / "home"), "AGI_MODEL": "anthropic:claude-haiku-4-5"}
+    with Agi(tmp_path / "proj", env=env) as agi:  # no ANTHROPIC_API_KEY
+        load_default_provider(agi)
+        assert agi.deps.providers._providers == {}
+        assert agi.new_session().id  # the project still works
