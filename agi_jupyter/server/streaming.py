@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+import orjson
+
 Format = Literal["json", "ndjson", "sse"]
 
 NDJSON = "application/x-ndjson"
@@ -58,7 +60,14 @@ def _quality(params: str) -> float:
 
 
 def dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON text of an event or a body. orjson writes the same text as ``json`` here
+    (no spaces, UTF-8 kept) ~5x faster, and every streamed event goes through it; ``json``
+    writes what orjson refuses (integers over 64 bits, non-string keys, lone surrogates,
+    escaped so the text can be encoded). Non-finite floats come out as ``null``, valid JSON."""
+    try:
+        return orjson.dumps(data).decode()
+    except TypeError:
+        return json.dumps(data, separators=(",", ":"))
 
 
 def encode(fmt: Format, event: dict[str, Any], event_id: int | str | None = None) -> bytes:

@@ -23,7 +23,7 @@ from agi_jupyter.runtime.follow import afollow_session
 from agi_jupyter.server.projects import Projects
 from agi_jupyter.server.ratelimit import RateLimiter
 from agi_jupyter.server.routes import url_pattern
-from agi_jupyter.server.streaming import encode, negotiate
+from agi_jupyter.server.streaming import dumps, encode, negotiate
 from agi_jupyter.testing import FakeLLMServer, Fault, Turn
 from tests.server.research_helpers import SECRET, event_for, report_turn, signed
 
@@ -300,3 +300,22 @@ def test_an_event_about_a_response_not_yet_finished_is_kept(
         late = agi.tick()
         assert (late.webhook_events, late.completed_background) == (1, 1)
         assert agi.run(run.id).status == "succeeded"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (
+            {"type": "output.text.delta", "delta": 'é\n"x'},
+            '{"type":"output.text.delta","delta":"é\\n\\"x"}',
+        ),
+        ({"n": 2**70}, '{"n":1180591620717411303424}'),  # over 64 bits: the json fallback
+        ({1: True}, '{"1":true}'),  # a non-string key: the json fallback
+        ({"s": "\ud800"}, '{"s":"\\ud800"}'),  # a lone surrogate, escaped so it encodes
+        ({"f": float("nan")}, '{"f":null}'),  # valid JSON, unlike json's NaN
+    ],
+)
+def test_dumps_writes_compact_valid_json_for_every_value(value: Any, text: str) -> None:
+    assert dumps(value) == text
+    assert json.loads(dumps(value)) is not None
+    dumps(value).encode()  # every result can be sent
