@@ -307,3 +307,42 @@ async def test_anthropic_adaptive_thinking_where_the_sdk_wants_it(
     body = await sent_body(fake_llm, make_provider, collect, "anthropic", request)  # no warning
     assert body["thinking"] == {"type": "adaptive"}
     assert body["output_config"] == {"effort": "high"}
+
+
+@pytest.mark.asyncio
+async def test_chat_sends_what_the_sdk_create_would_send(
+    make_provider: Any, fake_llm: FakeLLMServer
+) -> None:
+    """The chat adapter skips the SDK's request transform (``OpenAIChatProvider._open``): the
+    same body and headers reach the server as with ``chat.completions.create(**params)``."""
+    tool = ToolSpec(
+        name="double",
+        description="Double a number.",
+        parameters={"type": "object", "properties": {"a": {"type": "integer"}}},
+    )
+    parts: list[Any] = [TextPart(text="And this?"), ImagePart(mime="image/png", data_base64="iVBO")]
+    request = ProviderRequest(
+        model="gpt-4o",
+        system="Be brief.",
+        messages=[*second_turn(), ChatMessage(role="user", parts=parts)],
+        tools=[tool],
+        thinking_level="low",
+        max_output_tokens=300,
+        temperature=0.2,
+        idempotency_key="run_1-1-1",
+        extra_body={"seed": 7},
+    )
+    provider = make_provider("openai-chat")
+    params = provider.request_params(request)
+    fake_llm.enqueue(Turn(text="a"), Turn(text="b"))
+    async with await provider._open(params):
+        pass
+    async with await provider.client.chat.completions.create(**params):
+        pass
+    ours, sdk = fake_llm.requests
+    assert ours.body == sdk.body
+    assert isinstance(ours.body, dict)
+    assert ours.body["seed"] == 7
+    for header in ("authorization", "idempotency-key", "content-type", "user-agent"):
+        assert ours.headers.get(header) == sdk.headers.get(header), header
+    assert ours.headers["authorization"].startswith("Bearer ")
