@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.errors import ProviderDisconnected
 from agi_jupyter.providers._common import (
@@ -51,7 +51,6 @@ from agi_jupyter.records import (
 try:
     import httpx2
     import openai
-    from openai._types import RequestOptions
     from openai.types.chat import (
         ChatCompletion,
         ChatCompletionAssistantMessageParam,
@@ -67,6 +66,9 @@ try:
     from openai.types.completion_usage import CompletionUsage
 except ImportError as _import_error:
     raise ImportError(install_hint("openai", "openai")) from _import_error
+
+if TYPE_CHECKING:
+    from openai._types import RequestOptions  # a TypedDict: for the type checker only
 
 _FINISH_REASONS: dict[str, FinishReason] = {
     "stop": "stop",
