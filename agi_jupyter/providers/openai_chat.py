@@ -129,7 +129,8 @@ class OpenAIChatProvider(SdkAdapter):
         76-message conversation with six tools, on every model turn, on the runtime thread.
         The body here is already plain JSON (``request_params``), so it goes through the
         client's documented ``post`` the way ``create`` sends it, with the same auth,
-        headers, errors and typed stream (``benchmarks/provider_overhead.py``)."""
+        headers, errors and typed stream (``tests/providers/test_providers_bodies.py`` checks
+        that the body and headers equal ``create``'s)."""
         body = {k: v for k, v in params.items() if k not in ("extra_headers", "extra_body")}
         options: RequestOptions = {"security": {"bearer_auth": True}}
         if "extra_headers" in params:
