@@ -117,13 +117,13 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as project, Agi(project, env=env) as agi:
             # A new session per answer (made before the clock starts), so the request carries
             # the one user message the raw loop sends, not every earlier 20,000-token answer.
-            session = [""]
+            session_id = ""
 
             def ours() -> None:
                 if args.noise:
                     raw_client.stream(1)
                 else:
-                    list(agi.stream("go", session=session[0]))
+                    list(agi.stream("go", session=session_id))
 
             raw_runs, our_runs = [], []
             for round_ in range(args.repeat + 1):  # round 0 warms both sides up
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                 for side in order:
                     fake.enqueue(answer_turn(args.chunks))
                     raw_side = side == "raw"
-                    session[0] = agi.new_session(agent="plan", model="openai-chat:gpt-4o-mini").id
+                    session_id = agi.new_session(agent="plan", model="openai-chat:gpt-4o-mini").id
                     took = cpu_timed(lambda: raw_client.stream(1)) if raw_side else cpu_timed(ours)
                     if round_:
                         (raw_runs if side == "raw" else our_runs).append(took)
