@@ -46,7 +46,7 @@ from agi_jupyter.runtime.runner import allowed_tool_names
 from agi_jupyter.runtime.runs import RunManager, TickResult
 from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
-from agi_jupyter.store import open_store
+from agi_jupyter.store import create_store
 from agi_jupyter.tools import Redactor, ToolRegistry, builtin_tools
 
 if TYPE_CHECKING:
@@ -97,7 +97,13 @@ class Agi:
             find_project(project or Path.cwd()), overrides=config, traitlets=traitlets, env=env
         )
         self.project = self.config.project
-        self.store = open_store(self.project, artifact_threshold=self.config.artifact_threshold)
+        self.store = create_store(
+            self.project,
+            artifact_threshold=self.config.artifact_threshold,
+            database_url=self.config.database_url,
+            database_password=self.config.database_password,
+            project_key=self.config.store_key,
+        )
         registry = ToolRegistry([*builtin_tools(), *tools])
         registry.load_project_tools(self.project, store=self.store)
         self.loop = BackgroundLoop()

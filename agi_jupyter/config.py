@@ -7,7 +7,11 @@ provider), then validated once by pydantic, so an error names the layer it came 
 
 Credentials are never read from config files or requests: only from the environment or from the
 global credentials file that ``agi setup`` writes with mode 0600. ``ProviderSettings.api_key`` is
-excluded from ``repr`` so a settings object can be logged safely.
+excluded from ``repr`` so a settings object can be logged safely. The same holds for the store's
+database: ``database_url`` may come from any layer, but one with a password only from the
+environment (``AGI_DATABASE_URL``), traitlets or explicit arguments, never from a config file;
+a password kept apart comes from ``database_password`` in the credentials file (or libpq's own
+``PGPASSWORD`` / ``~/.pgpass``).
 
 This is the only module that reads environment variables; everything else gets a ``Config``.
 """
@@ -20,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -30,6 +35,7 @@ Wire = Literal["openai-responses", "openai-chat", "anthropic"]
 PROJECT_DIRNAME = ".agi"
 CONFIG_FILENAME = "config.json"
 CREDENTIALS_FILENAME = "credentials.json"
+CREDENTIALS_DATABASE_KEY = "database_password"
 
 
 @dataclass(frozen=True)
@@ -205,6 +211,8 @@ class _Layer(BaseModel):
     max_attempts: int | None = Field(default=None, ge=1, le=100)
     retry_backoff: list[float] | None = None
     providers: dict[str, _ProviderLayer] | None = None
+    database_url: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
+    project_key: str | None = Field(default=None, min_length=1, max_length=1000)
 
 
 # --- resolved settings -----------------------------------------------------------------------
@@ -243,10 +251,20 @@ class Config:
     retry_backoff: tuple[float, ...] = (2.0, 4.0, 8.0)
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
+    # The store: None is the project's SQLite file; a postgresql:// URL a shared database,
+    # where ``project_key`` names the project (default: the project folder's path).
+    database_url: str | None = field(default=None, repr=False)
+    database_password: str | None = field(default=None, repr=False)
+    project_key: str | None = None
 
     @property
     def agi_dir(self) -> Path:
         return self.project / PROJECT_DIRNAME
+
+    @property
+    def store_key(self) -> str:
+        """The project's key in a shared database: configured, else the folder's path."""
+        return self.project_key or str(self.project)
 
     def provider(self, name: str) -> ProviderSettings:
         try:
@@ -289,14 +307,11 @@ def load_config(
     env = os.environ if env is None else env
     project_dir = Path(project).expanduser().resolve()
     global_dir = global_config_dir(env)
+    files = [global_dir / CONFIG_FILENAME, project_dir / PROJECT_DIRNAME / CONFIG_FILENAME]
     layers = [
         ("environment", _env_layer(env)),
         ("traitlets config", dict(traitlets or {})),
-        (str(global_dir / CONFIG_FILENAME), _read_json_file(global_dir / CONFIG_FILENAME)),
-        (
-            str(project_dir / PROJECT_DIRNAME / CONFIG_FILENAME),
-            _read_json_file(project_dir / PROJECT_DIRNAME / CONFIG_FILENAME),
-        ),
+        *((str(path), _read_json_file(path)) for path in files),
         ("explicit arguments", dict(overrides or {})),
     ]
     merged: dict[str, Any] = {}
@@ -305,6 +320,8 @@ def load_config(
         if not data:
             continue
         _validate_layer(name, data)
+        if name in map(str, files):
+            _refuse_database_password(name, data)
         _merge_into(merged, data)
         sources.append(name)
     credentials = read_credentials(global_dir / CREDENTIALS_FILENAME)
@@ -322,6 +339,9 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
             layer[name] = env[key]
     if env.get("AGI_MAX_ITERATIONS"):
         layer["max_iterations"] = env["AGI_MAX_ITERATIONS"]
+    for key, name in (("AGI_DATABASE_URL", "database_url"), ("AGI_PROJECT_KEY", "project_key")):
+        if env.get(key):
+            layer[name] = env[key]
     if env.get("AGI_PERSIST_DELTAS"):
         layer["persist_deltas"] = env["AGI_PERSIST_DELTAS"].lower() in ("1", "true", "yes")
     providers: dict[str, Any] = {}
@@ -378,6 +398,20 @@ def _validate_layer(source: str, data: Mapping[str, Any]) -> None:
             parse_model_spec(model)
         except UsageError as e:
             raise ConfigError(f"{source}: default_model: {e.message}") from None
+
+
+def _refuse_database_password(source: str, data: Mapping[str, Any]) -> None:
+    """A config file may name the database, never hold its password."""
+    url = data.get("database_url")
+    if not isinstance(url, str):
+        return
+    parts = urlsplit(url)
+    if parts.password is not None or "password" in parse_qs(parts.query):
+        raise ConfigError(
+            f"{source}: database_url must not contain a password; set it in the environment "
+            f"(PGPASSWORD, or AGI_DATABASE_URL) or as {CREDENTIALS_DATABASE_KEY!r} in the "
+            "credentials file"
+        )
 
 
 def _merge_into(target: dict[str, Any], layer: Mapping[str, Any]) -> None:
@@ -457,4 +491,7 @@ def _build(
         retry_backoff=tuple(layer.retry_backoff or defaults.retry_backoff),
         providers=providers,
         sources=sources,
+        database_url=layer.database_url,
+        database_password=credentials.get(CREDENTIALS_DATABASE_KEY) if layer.database_url else None,
+        project_key=layer.project_key,
     )

@@ -14,7 +14,8 @@
     ├── NotFound                  NOT_FOUND (404) and SESSION_/RUN_/ARTIFACT_NOT_FOUND
     ├── Conflict                  CONFLICT (409)
     │   └── RunTerminal           RUN_TERMINAL (409): the run already ended
-    └── RunCancelled              RUN_CANCELLED: the run was cancelled
+    ├── RunCancelled              RUN_CANCELLED: the run was cancelled
+    └── StoreUnavailable          STORE_UNAVAILABLE (503): the store's database cannot be reached
 
 Messages never contain secrets: callers pass only what is safe to show to a user.
 """
@@ -132,3 +133,12 @@ class RunTerminal(Conflict):
 class RunCancelled(AgiError):
     code = "RUN_CANCELLED"
     http_status = 409
+
+
+class StoreUnavailable(AgiError):
+    """The store's database server cannot be reached (PostgreSQL down, wrong host or password);
+    retrying later may work. The message names the database without its password."""
+
+    code = "STORE_UNAVAILABLE"
+    http_status = 503
+    retryable = True

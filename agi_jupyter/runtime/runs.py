@@ -97,37 +97,46 @@ class RunManager:
     def is_local(self, run_id: str) -> bool:
         return run_id in self._tasks
 
-    def spawn(self, run_id: str, *, wait_for_session: bool = True) -> asyncio.Task[Run]:
-        """Start driving a run in this process (on the loop); returns the existing task if any."""
+    def spawn(
+        self, run_id: str, *, wait_for_session: bool = True, claimed: bool = False
+    ) -> asyncio.Task[Run]:
+        """Start driving a run in this process (on the loop); returns the existing task if any.
+        ``claimed``: the run was claimed for this process already (``claim_due_runs``)."""
         task = self._tasks.get(run_id)
         if task is None:
-            task = asyncio.get_running_loop().create_task(self._drive(run_id, wait_for_session))
+            drive = self._drive(run_id, wait_for_session, claimed=claimed)
+            task = asyncio.get_running_loop().create_task(drive)
             self._tasks[run_id] = task
             task.add_done_callback(lambda _t: self._tasks.pop(run_id, None))
         return task
 
-    async def _drive(self, run_id: str, wait_for_session: bool) -> Run:
+    async def _drive(self, run_id: str, wait_for_session: bool, *, claimed: bool = False) -> Run:
         store = self.deps.store
         while True:
             run = store.get_run(run_id)
-            if run.status != "queued":
+            if run.status != ("running" if claimed else "queued"):
                 return run
             try:
-                await asyncio.sleep(_seconds_until(run.next_attempt_at))
+                await asyncio.sleep(0 if claimed else _seconds_until(run.next_attempt_at))
                 lock = self._session_locks.setdefault(run.session_id, asyncio.Lock())
                 async with lock:
-                    if not await self._session_free_elsewhere(run, wait_for_session):
+                    if not claimed and not await self._claim(run, wait_for_session):
                         return store.get_run(run_id)
-                    run = store.get_run(run_id)
-                    if run.status != "queued" or not store.claim_run(
-                        run.id, run.version, owner=self.deps.owner
-                    ):
-                        return store.get_run(run_id)
+                    claimed = False  # a retry is claimed again
                     run = await self._execute_claimed(run_id)
             except asyncio.CancelledError:
                 return self._cancel_unclaimed(run_id)
             if run.status != "queued":
                 return run
+
+    async def _claim(self, run: Run, wait_for_session: bool) -> bool:
+        """Claim a queued run for this process, once no other process runs its session."""
+        if not await self._session_free_elsewhere(run, wait_for_session):
+            return False
+        run = self.deps.store.get_run(run.id)
+        return run.status == "queued" and self.deps.store.claim_run(
+            run.id, run.version, owner=self.deps.owner
+        )
 
     async def _session_free_elsewhere(self, run: Run, wait: bool) -> bool:
         """Whether no other process is running a run of this session (waits if ``wait``)."""
@@ -330,11 +339,20 @@ class RunManager:
         tasks: list[asyncio.Task[Run]] = []
         for run in self._recover_stale(result, max_runs):
             tasks.append(self.spawn(run.id, wait_for_session=False))
-        for run in self.deps.store.due_runs(limit=max_runs):
-            if self.is_local(run.id) or len(tasks) >= max_runs:
-                result.skipped += 1
-                continue
-            tasks.append(self.spawn(run.id, wait_for_session=False))
+        if len(tasks) < max_runs:
+            # Claimed in one statement: ticks of other processes take other runs meanwhile.
+            claimed = self.deps.store.claim_due_runs(
+                owner=self.deps.owner, limit=max_runs - len(tasks)
+            )
+            for run in claimed:
+                if self.is_local(run.id):  # its task here is about to claim it: hand it back
+                    self.deps.store.update_run_if(
+                        run.id, run.version, status="queued", owner=None, heartbeat_at=None
+                    )
+                    continue
+                tasks.append(self.spawn(run.id, claimed=True))
+        else:
+            result.skipped += len(self.deps.store.due_runs(limit=max_runs))
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait({task})

@@ -89,8 +89,36 @@ class AgiExtensionApp(ExtensionApp):
     stream_keepalive = Float(
         15.0, help="Seconds of silence after which an SSE stream sends a keep-alive comment."
     ).tag(config=True)
+    database_url = Unicode(
+        None,
+        allow_none=True,
+        help="A postgresql:// URL: keep every project's sessions and runs in this shared "
+        "PostgreSQL database instead of each project's .agi/agi.sqlite, so several servers "
+        "(JupyterHub user servers, replicas) share them. AGI_DATABASE_URL works too.",
+    ).tag(config=True)
+    project_key = Unicode(
+        None,
+        allow_none=True,
+        help="The name of the server's projects in the shared database (default: each "
+        "project folder's absolute path). Servers that should share a project but see it "
+        "at different paths set the same key. AGI_PROJECT_KEY works too.",
+    ).tag(config=True)
+    run_heartbeat_interval = Float(
+        5.0, help="Seconds between the heartbeats of each run this server executes."
+    ).tag(config=True)
+    run_stale_after = Float(
+        30.0,
+        help="Seconds without a heartbeat after which a run is taken to have lost its server "
+        "(killed, partitioned) and is recovered by another.",
+    ).tag(config=True)
 
-    @validate("tick_interval", "heartbeat_interval", "deep_research_poll_interval")
+    @validate(
+        "tick_interval",
+        "heartbeat_interval",
+        "deep_research_poll_interval",
+        "run_heartbeat_interval",
+        "run_stale_after",
+    )
     def _non_negative(self, proposal: Any) -> float:
         value = float(proposal["value"])
         if value < 0:
@@ -110,7 +138,9 @@ class AgiExtensionApp(ExtensionApp):
         self.executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="agi-server")
         assert self.serverapp is not None
         root = Path(self.serverapp.root_dir).expanduser()
-        self.projects = Projects(root, self.default_project, self.make_agi, self.executor)
+        self.projects = Projects(
+            root, self.default_project, self.make_agi, self.executor, has_store=self.has_store
+        )
         self.webhook_limiter = RateLimiter(self.webhook_rate_limit)
         self.kernels = NotebookKernels(self.serverapp)
         self.runner = BackgroundRunner(
@@ -158,20 +188,44 @@ class AgiExtensionApp(ExtensionApp):
             persist_raw_response=self.persist_raw_responses,
         )
 
+    def traitlets_layer(self) -> dict[str, Any]:
+        """The settings of this server as a configuration layer (``config.load_config``)."""
+        layer: dict[str, Any] = {}
+        if self.persist_deltas is not None:
+            layer["persist_deltas"] = bool(self.persist_deltas)
+        if self.database_url:
+            layer["database_url"] = self.database_url
+        if self.project_key:
+            layer["project_key"] = self.project_key
+        return layer
+
+    def has_store(self, project: Path) -> bool:
+        """Whether the runner should tick ``project`` before a request opens it."""
+        from agi_jupyter.config import load_config
+        from agi_jupyter.errors import AgiError
+        from agi_jupyter.store import store_exists
+
+        try:
+            config = load_config(project, traitlets=self.traitlets_layer())
+        except AgiError:
+            return False  # reported when the project is opened
+        return store_exists(project, database_url=config.database_url)
+
     def make_agi(self, project: Path) -> Agi:
         """The ``Agi`` of one project folder (called off the event loop)."""
         from agi_jupyter.app import Agi
 
-        layer: dict[str, Any] = {}
-        if self.persist_deltas is not None:
-            layer["persist_deltas"] = bool(self.persist_deltas)
         agi = Agi(
             project,
-            traitlets=layer,
+            traitlets=self.traitlets_layer(),
             research=self.research_settings(),
             tools=[NotebookPython(self.kernels)],
         )
+        agi.deps.heartbeat_interval = self.run_heartbeat_interval
+        agi.deps.stale_after = self.run_stale_after
         agi.deps.session_features = self.kernels.session_features(agi.project)
+        # Another server queued a background run here: tick now, not at the next interval.
+        agi.store.listen(self.runner.wake_threadsafe)
         if self.freeze_gc:
             load_default_provider(agi)
             freeze_heap()

@@ -116,10 +116,12 @@ class HistoryQuery(Query):
 
 
 class SessionStreamQuery(Query):
-    after_cursor: int | None = Field(
+    after_cursor: str | None = Field(
         None,
-        ge=0,
-        description="Resume after this stored-event cursor (the SSE id); default: from now.",
+        min_length=1,
+        max_length=100,
+        description="Resume after this stored-event cursor (an SSE id: opaque text; the "
+        "Last-Event-ID header works too); default: from now.",
     )
 
 

@@ -109,6 +109,35 @@ class RunsMixin(StoreCore):
         )
         return [RUNS.from_row(r) for r in rows]
 
+    def claim_due_runs(self, *, owner: str, limit: int = 10, now: str | None = None) -> list[Run]:
+        """Claim up to ``limit`` due queued runs, oldest first, at most one per session and
+        none of a session with a running run (one ``BEGIN IMMEDIATE`` transaction: processes
+        sharing the file take turns, so no run is claimed twice)."""
+        size = check_limit(limit)
+        stamp = utc_now()
+        if self._one("SELECT 1 FROM runs WHERE status = 'queued' LIMIT 1") is None:
+            return []  # nothing to claim (and no store file is created for nothing)
+        with self._write() as conn:
+            ids = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT id FROM (SELECT id, rowid AS pos, row_number() OVER"
+                    " (PARTITION BY session_id ORDER BY rowid) AS nth FROM runs q"
+                    " WHERE status = 'queued' AND (next_attempt_at IS NULL OR next_attempt_at <= ?)"
+                    " AND NOT EXISTS (SELECT 1 FROM runs b WHERE b.session_id = q.session_id"
+                    " AND b.status = 'running')) WHERE nth = 1 ORDER BY pos LIMIT ?",
+                    [now or stamp, size],
+                )
+            ]
+            conn.executemany(
+                "UPDATE runs SET status = 'running', owner = ?, heartbeat_at = ?,"
+                " started_at = COALESCE(started_at, ?), version = version + 1, updated_at = ?"
+                " WHERE id = ?",
+                [(owner, stamp, stamp, stamp, run_id) for run_id in ids],
+            )
+            rows = [conn.execute(f"{_SELECT} WHERE id = ?", [i]).fetchone() for i in ids]
+        return [RUNS.from_row(r) for r in rows]
+
     def stale_runs(self, *, heartbeat_before: str, limit: int = 10) -> list[Run]:
         """Running runs whose owner has not heartbeaten since ``heartbeat_before`` (or ever)."""
         rows = self._all(

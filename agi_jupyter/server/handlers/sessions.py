@@ -74,13 +74,10 @@ class SessionStreamHandler(AgiHandler):
     @protected
     async def get(self, session_id: str) -> None:
         query = self.query(SessionStreamQuery)
-        after = query.after_cursor
-        last_id = self.request.headers.get("Last-Event-ID")
-        if after is None and last_id and last_id.isdigit():
-            after = int(last_id)
+        after = query.after_cursor or self.request.headers.get("Last-Event-ID") or None
         agi = await self.agi()
         await self.call(agi.session, session_id)
-        positions: dict[int, int] = {}
+        positions: dict[int, str] = {}
 
         async def events() -> AsyncGenerator[dict[str, Any], None]:
             from agi_jupyter.runtime.follow import afollow_session

@@ -1,0 +1,242 @@
+"""The PostgreSQL store: schemas per project, migrations, passwords, wake-ups, the session
+cursor's commit order, read-only queries, and what its import costs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from agi_jupyter.errors import ConfigError, StoreUnavailable, UsageError
+from agi_jupyter.store import MIGRATIONS, Store, create_store
+from agi_jupyter.store.postgres import PostgresStore, database
+from agi_jupyter.store.postgres.migrations import PG_MIGRATIONS
+from agi_jupyter.store.postgres.query import to_format
+from agi_jupyter.store.rows import (
+    ARTIFACTS,
+    CAPABILITIES,
+    MESSAGES,
+    RUN_EVENTS,
+    RUNS,
+    SESSIONS,
+    TASKS,
+    TOOL_CALLS,
+    WEBHOOK_EVENTS,
+)
+from tests.postgres_server import SECRET_PASSWORD, SECRET_ROLE, PostgresServer, free_port
+from tests.store.conftest import OpenStore, count
+
+
+def wait_until(event: threading.Event) -> bool:
+    return event.wait(timeout=30)  # bounded; the assertion on the result reports a timeout
+
+
+def test_every_sqlite_migration_has_a_postgres_counterpart() -> None:
+    assert [fn.__name__ for fn in PG_MIGRATIONS] == [fn.__name__ for fn in MIGRATIONS]
+
+
+def test_tables_have_every_record_column(pg_store: Store) -> None:
+    for mapping in (SESSIONS, MESSAGES, RUNS, RUN_EVENTS, TOOL_CALLS, ARTIFACTS):
+        names = {
+            row[0]
+            for row in pg_store.query(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_schema = current_schema() AND table_name = ?",
+                [mapping.table],
+            ).rows
+        }
+        assert set(mapping.columns) <= names, mapping.table
+    for mapping in (WEBHOOK_EVENTS, TASKS, CAPABILITIES):
+        assert count(pg_store, f"SELECT COUNT(*) FROM {mapping.table}") == 0
+
+
+def test_each_project_key_has_a_schema_of_its_own(postgres_url: str, tmp_path: Path) -> None:
+    with (
+        create_store(tmp_path / "Team Analysis", database_url=postgres_url) as one,
+        create_store(tmp_path / "other", database_url=postgres_url, project_key="k2") as two,
+    ):
+        assert isinstance(one, PostgresStore)
+        assert isinstance(two, PostgresStore)
+        assert one.schema.startswith("agi_team_analysis_")
+        assert two.schema.startswith("agi_k2_")
+        assert one.project_key == str((tmp_path / "Team Analysis").resolve())
+        assert f"(schema {one.schema})" in one.location
+        mine = one.create_session(title="mine")
+        assert two.list_sessions().items == []
+        assert [s.id for s in one.list_sessions().items] == [mine.id]
+        assert count(one, "SELECT COUNT(*) FROM sessions") == 1
+        assert count(two, "SELECT COUNT(*) FROM sessions") == 0
+
+
+def test_concurrent_first_opens_create_and_migrate_once(postgres_url: str) -> None:
+    info = database.conninfo(postgres_url, None)
+    barrier = threading.Barrier(6)
+    schemas: list[str] = []
+    errors: list[BaseException] = []
+
+    def open_new() -> None:
+        try:
+            barrier.wait(timeout=30)
+            schemas.append(database.ensure_schema(info, "/race/new-project"))
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=open_new) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(set(schemas)) == 1
+    with psycopg.connect(postgres_url) as conn:
+        applied = conn.execute(f'SELECT name FROM "{schemas[0]}"._migrations').fetchall()
+        keys = conn.execute(
+            "SELECT COUNT(*) FROM agi.projects WHERE key = %s", ["/race/new-project"]
+        ).fetchone()
+    assert sorted(name for (name,) in applied) == [fn.__name__ for fn in PG_MIGRATIONS]
+    assert keys == (1,)
+
+
+def test_a_password_kept_apart_is_used_and_never_shown(
+    postgres_server: PostgresServer, project: Path
+) -> None:
+    url = postgres_server.url(SECRET_ROLE, user=SECRET_ROLE)
+    with create_store(project, database_url=url, database_password=SECRET_PASSWORD) as store:
+        store.create_session(title="x")
+        assert SECRET_PASSWORD not in store.location
+        assert SECRET_PASSWORD not in repr(store)
+    with pytest.raises(StoreUnavailable) as info:
+        create_store(project, database_url=url, database_password="wrong-password-123")
+    assert "wrong-password-123" not in info.value.message
+    assert "password authentication failed" in info.value.message
+    inline = url.replace(f"{SECRET_ROLE}@", f"{SECRET_ROLE}:{SECRET_PASSWORD}@")
+    with create_store(project, database_url=inline) as store:
+        assert len(store.list_sessions().items) == 1
+        assert SECRET_PASSWORD not in store.location
+
+
+def test_an_unreachable_database_is_store_unavailable(project: Path) -> None:
+    url = f"postgresql://agi:pw-not-shown@127.0.0.1:{free_port()}/nowhere"
+    with pytest.raises(StoreUnavailable, match="cannot connect") as info:
+        create_store(project, database_url=url)
+    assert "pw-not-shown" not in info.value.message
+    assert info.value.http_status == 503
+
+
+def test_a_bad_database_url_is_a_config_error(project: Path) -> None:
+    with pytest.raises(ConfigError, match="postgresql://"):
+        create_store(project, database_url="mysql://x@y/z")
+
+
+def test_text_postgresql_cannot_hold_is_a_usage_error(pg_store: Store) -> None:
+    with pytest.raises(UsageError, match="invalid write"):
+        pg_store.create_session(title="nul \x00 byte")
+    assert pg_store.list_sessions().items == []
+
+
+def test_later_appends_wait_for_an_earlier_one_to_commit(
+    make_pg_store: OpenStore, postgres_url: str
+) -> None:
+    """The session stream's positions are handed out under the session row's lock: while one
+    transaction holds a position, no later position can commit (and be read, and skipped)."""
+    store = make_pg_store()
+    assert isinstance(store, PostgresStore)
+    session = store.create_session()
+    run = store.create_run(session.id)
+    appended = threading.Event()
+
+    def append() -> None:
+        store.append_run_event(run.id, "later", {})
+        appended.set()
+
+    with psycopg.connect(postgres_url) as slow:  # an append that has not committed yet
+        slow.execute(f'SET search_path TO "{store.schema}"')
+        slow.execute("UPDATE sessions SET event_pos = event_pos + 1 WHERE id = %s", [session.id])
+        writer = threading.Thread(target=append)
+        writer.start()
+        assert not appended.wait(timeout=0.5), "a later position committed before an earlier one"
+        slow.rollback()
+    writer.join(timeout=30)
+    assert appended.is_set()
+    assert [e.type for _, e in store.list_session_run_events(session.id)] == ["later"]
+
+
+def test_listen_wakes_on_background_runs_of_its_project(
+    make_pg_store: OpenStore, postgres_url: str, tmp_path: Path
+) -> None:
+    listener, writer = make_pg_store(), make_pg_store()
+    woken = threading.Event()
+    calls: list[int] = []
+
+    def wake() -> None:
+        calls.append(1)
+        woken.set()
+
+    stop = listener.listen(wake)
+    with create_store(tmp_path / "elsewhere", database_url=postgres_url) as other:
+        other.create_run(other.create_session().id, execution_mode="background")
+    session = writer.create_session()
+    writer.create_run(session.id)  # foreground: announced to nobody
+    writer.create_run(session.id, execution_mode="background")
+    assert wait_until(woken)
+    assert calls == [1]  # notifications arrive in commit order: none came before this one
+    stop()
+
+
+def test_queries_see_the_project_only_and_change_nothing(pg_store: Store) -> None:
+    pg_store.create_session(title="it's ?")
+    result = pg_store.query(
+        "SELECT title, '?' AS mark, ? AS param FROM sessions WHERE title LIKE ?", [7, "it%"]
+    )
+    assert result.columns == ["title", "mark", "param"]
+    assert result.rows == [("it's ?", "?", 7)]
+    with pytest.raises(UsageError, match="read-only"):
+        pg_store.query("UPDATE sessions SET title = 'x'")
+    with pytest.raises(UsageError, match="multiple commands"):
+        pg_store.query("SELECT 1; SELECT 2")
+    pg_store.query("SET search_path TO public")
+    assert pg_store.query("SELECT title FROM sessions").rows == [("it's ?",)]
+    assert pg_store.query("SELECT 1.50::numeric, '{\"a\": [1]}'::jsonb").rows == [(1.5, {"a": [1]})]
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("SELECT ?", "SELECT %s"),
+        ("SELECT '?', \"a?\", ? -- ?\n", "SELECT '?', \"a?\", %s -- ?\n"),
+        ("SELECT 50% /* ? */ , $$ ? $$, $t$?$t$, ?", "SELECT 50%% /* ? */ , $$ ? $$, $t$?$t$, %s"),
+        ("SELECT 'it''s ?', ?", "SELECT 'it''s ?', %s"),
+    ],
+)
+def test_question_marks_become_placeholders_outside_quotes(sql: str, expected: str) -> None:
+    assert to_format(sql) == expected
+
+
+def test_importing_the_package_does_not_import_the_driver(project: Path) -> None:
+    code = (
+        "import sys; import agi_jupyter, agi_jupyter.app, agi_jupyter.store\n"
+        "from agi_jupyter.store import create_store\n"
+        f"create_store({str(project)!r}).create_session()\n"
+        "assert 'psycopg' not in sys.modules, 'psycopg was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_without_the_driver_a_database_url_says_what_to_install(project: Path) -> None:
+    code = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "from agi_jupyter.errors import ConfigError\n"
+        "from agi_jupyter.store import create_store\n"
+        "try:\n"
+        f"    create_store({str(project)!r}, database_url='postgresql://x@localhost/db')\n"
+        "except ConfigError as e:\n"
+        "    print(e.message)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, timeout=60, capture_output=True, text=True
+    )
+    assert "agi-jupyter[postgres]" in out.stdout
