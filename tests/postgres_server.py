@@ -130,3 +130,17 @@ def postgres_server() -> Iterator[PostgresServer]:
 def postgres_url(postgres_server: PostgresServer) -> str:
     """The URL of this test process's database (over the unix socket, no password)."""
     return os.environ.get("AGI_TEST_DATABASE_URL") or postgres_server.socket_url("agi_test")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """The store backend a test runs on: tests (and fixtures) that take it run twice."""
+    return str(request.param)
+
+
+@pytest.fixture
+def backend_env(backend: str, request: pytest.FixtureRequest) -> dict[str, str]:
+    """Environment variables selecting the test's backend (``AGI_DATABASE_URL`` or none)."""
+    if backend == "postgres":
+        return {"AGI_DATABASE_URL": request.getfixturevalue("postgres_url")}
+    return {}

@@ -334,34 +334,42 @@ class RunManager:
     # --- tick ----------------------------------------------------------------------------------
 
     async def tick(self, *, max_runs: int = 10) -> TickResult:
-        """Recover stale runs, then claim and execute due queued runs, and wait for them."""
+        """Recover stale runs, then claim and execute up to ``max_runs`` due queued runs, and
+        wait for them. A claim takes one run per session (``claim_due_runs``), so whenever a
+        run ends the tick claims again: a session's queue drains within one tick."""
         result = TickResult()
-        tasks: list[asyncio.Task[Run]] = []
-        for run in self._recover_stale(result, max_runs):
-            tasks.append(self.spawn(run.id, wait_for_session=False))
-        if len(tasks) < max_runs:
-            # Claimed in one statement: ticks of other processes take other runs meanwhile.
-            claimed = self.deps.store.claim_due_runs(
-                owner=self.deps.owner, limit=max_runs - len(tasks)
-            )
-            for run in claimed:
-                if self.is_local(run.id):  # its task here is about to claim it: hand it back
-                    self.deps.store.update_run_if(
-                        run.id, run.version, status="queued", owner=None, heartbeat_at=None
-                    )
-                    continue
-                tasks.append(self.spawn(run.id, claimed=True))
-        else:
-            result.skipped += len(self.deps.store.due_runs(limit=max_runs))
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait({task})
+        tasks = [
+            self.spawn(r.id, wait_for_session=False) for r in self._recover_stale(result, max_runs)
+        ]
+        running: set[asyncio.Future[Run]] = set(tasks)
+        while True:
+            if len(tasks) < max_runs:
+                fresh = self._claim_due(result, max_runs - len(tasks))
+                tasks.extend(fresh)
+                running.update(fresh)
+            if not running:
+                break
+            _, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
         for task in tasks:
             if task.done() and not task.cancelled():
                 run = task.result()
                 if run.owner == self.deps.owner and run.is_terminal:
                     result.executed += 1
         return result
+
+    def _claim_due(self, result: TickResult, limit: int) -> list[asyncio.Task[Run]]:
+        """Claim due runs for this process (one statement: ticks of other processes take other
+        runs meanwhile) and start them."""
+        tasks = []
+        for run in self.deps.store.claim_due_runs(owner=self.deps.owner, limit=limit):
+            if self.is_local(run.id):  # its task here is about to claim it: hand it back
+                self.deps.store.update_run_if(
+                    run.id, run.version, status="queued", owner=None, heartbeat_at=None
+                )
+                result.skipped += 1
+                continue
+            tasks.append(self.spawn(run.id, claimed=True))
+        return tasks
 
     def _recover_stale(self, result: TickResult, limit: int) -> list[Run]:
         cutoff = _iso_in(-self.deps.stale_after)

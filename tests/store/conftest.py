@@ -1,8 +1,9 @@
 """Fixtures of the store tests.
 
 The conformance tests (``test_conformance_*.py``) take ``store`` / ``make_store`` and run once
-per backend (``backend``: ``sqlite``, ``postgres``): they use the ``Store`` protocol only, so
-every backend must pass them. ``Store.query`` stands in for raw SQL where a test counts rows.
+per backend (``backend``, from ``tests/postgres_server.py``: ``sqlite``, ``postgres``): they
+use the ``Store`` protocol only, so every backend must pass them. ``Store.query`` stands in
+for raw SQL where a test counts rows.
 The backend-specific tests (``test_sqlite_*``, ``test_postgres_*``) take ``sqlite_store`` /
 ``make_sqlite_store`` or ``pg_store`` / ``make_pg_store``.
 """
@@ -19,7 +20,6 @@ from agi_jupyter.records import Run, Session
 from agi_jupyter.store import SqliteStore, Store, create_store, open_store
 
 OpenStore = Callable[..., Store]
-BACKENDS = ["sqlite", "postgres"]
 
 
 @pytest.fixture
@@ -40,11 +40,6 @@ def _opener(make: Callable[..., Store]) -> Iterator[Callable[..., Store]]:
     yield open_one
     for store in opened:
         store.close()
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture

@@ -224,8 +224,13 @@ class _Listener:
                         for note in conn.notifies(timeout=0.5):
                             self.dispatch(note.payload)
             except psycopg.Error as e:
-                log.warning("agi: listening for new work failed (%s); retrying", type(e).__name__)
+                log.warning("agi: listening for new work failed (%s); retrying", _first_line(e))
                 self.stopped.wait(1.0)
+
+
+def _first_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 _listeners: dict[str, _Listener] = {}
