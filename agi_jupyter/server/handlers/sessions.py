@@ -77,6 +77,10 @@ class SessionStreamHandler(AgiHandler):
         after = query.after_cursor or self.request.headers.get("Last-Event-ID") or None
         agi = await self.agi()
         await self.call(agi.session, session_id)
+        if after is not None:  # a malformed cursor (or another store's) is a 400, not a stream
+            await self.call(
+                agi.store.list_session_run_events, session_id, after_cursor=after, limit=1
+            )
         positions: dict[int, str] = {}
 
         async def events() -> AsyncGenerator[dict[str, Any], None]:
