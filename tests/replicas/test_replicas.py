@@ -154,9 +154,9 @@ def test_the_runs_of_a_killed_replica_are_recovered_by_another(
     final = survivor.call("GET", f"runs/{run_id}")["run"]
     assert (final["status"], final["attempt"]) == ("succeeded", 2)
     assert owner_pid(final) != victim.process.pid
-    events = survivor.call(
-        "GET", f"runs/{run_id}/events", headers={"Accept": "application/json"}
-    )["events"]
+    events = survivor.call("GET", f"runs/{run_id}/events", headers={"Accept": "application/json"})[
+        "events"
+    ]
     assert [e["type"] for e in events].count("run.final") == 1
     assert prompts(fake).count("SLOW job") == 2
     answer = survivor.call("GET", f"sessions/{session}/history")["messages"][-1]

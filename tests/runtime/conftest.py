@@ -22,9 +22,7 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def agi_env(
-    tmp_path: Path, fake_llm: FakeLLMServer, backend_env: dict[str, str]
-) -> dict[str, str]:
+def agi_env(tmp_path: Path, fake_llm: FakeLLMServer, backend_env: dict[str, str]) -> dict[str, str]:
     """Provider keys and base URLs that point every provider at the fake server, and the
     test's store backend (every runtime test runs on SQLite and on PostgreSQL)."""
     return {
