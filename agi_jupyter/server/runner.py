@@ -118,9 +118,14 @@ class BackgroundRunner:
 
     async def _tick(self, agi: Agi) -> None:
         try:
-            await agi.atick(max_runs=self.max_runs, max_webhook_events=self.max_webhook_events)
+            result = await agi.atick(
+                max_runs=self.max_runs, max_webhook_events=self.max_webhook_events
+            )
         except Exception:
             self.log.exception("agi: tick of %s failed", agi.project)
+            return
+        if result.executed + result.recovered + result.failed_stale >= self.max_runs:
+            self.wake()  # a full tick: more runs are likely queued, so tick again at once
 
     async def beat(self) -> None:
         """One heartbeat over every project in use."""

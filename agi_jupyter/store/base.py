@@ -284,9 +284,10 @@ class Store(Protocol):
         ...
 
     def listen(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Call ``callback`` (from another thread) when another process queues a background
-        run in this project; returns a function that stops it. A store without notifications
-        (SQLite) never calls it: a periodic tick finds the work anyway."""
+        """Call ``callback`` (from another thread) when new work may be claimable in this
+        project: a background run was queued, or a run ended whose session has queued runs.
+        Returns a function that stops it. A store without notifications (SQLite) never calls
+        it: a periodic tick finds the work anyway."""
         ...
 
     # --- stats ----------------------------------------------------------------------------

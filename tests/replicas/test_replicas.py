@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from agi_jupyter.app import Agi
@@ -125,6 +126,28 @@ def test_300_queued_runs_are_executed_once_each_across_the_replicas(
     assert len(by_replica) >= 2, f"the queue was not shared: {by_replica}"
 
 
+def test_runs_of_the_python_and_rest_apis_are_stored_in_postgresql(
+    replicas: list[Replica], replica_root: Path, env: dict[str, str], postgres_url: str
+) -> None:
+    """The bar: with a database URL configured, a run through the Python API and one through
+    the REST API land in PostgreSQL, and no SQLite store appears."""
+    project = replica_root / "project"
+    with Agi(project, env=env) as agi:
+        by_python = agi.ask("through python").run
+        schema = agi.store.schema  # type: ignore[attr-defined]
+    session = replicas[1].call("POST", "sessions", json={"title": "rest"})["session"]["id"]
+    by_rest = replicas[1].call("POST", f"sessions/{session}/messages", json={"content": "rest"})
+    with psycopg.connect(postgres_url) as conn:
+        rows = conn.execute(
+            f'SELECT id, status FROM "{schema}".runs WHERE id = ANY(%s) ORDER BY id',
+            [[by_python.id, by_rest["run"]["id"]]],
+        ).fetchall()
+    assert sorted(rows) == sorted(
+        [(by_python.id, "succeeded"), (by_rest["run"]["id"], "succeeded")]
+    )
+    assert not (project / ".agi" / "agi.sqlite").exists()
+
+
 def test_the_runs_of_a_killed_replica_are_recovered_by_another(
     replicas: list[Replica], fake: FakeLLMServer
 ) -> None:
@@ -137,6 +160,13 @@ def test_the_runs_of_a_killed_replica_are_recovered_by_another(
         return default_rule(protocol, body)
 
     fake.default_rule = rule
+    try:
+        check_recovery(replicas, fake, slow_calls)
+    finally:
+        fake.default_rule = default_rule
+
+
+def check_recovery(replicas: list[Replica], fake: FakeLLMServer, slow_calls: list[int]) -> None:
     a = replicas[0]
     session = a.call("POST", "sessions", json={"title": "doomed"})["session"]["id"]
     run_id = a.call("POST", f"sessions/{session}/runs", json={"input": "SLOW job"})["run"]["id"]

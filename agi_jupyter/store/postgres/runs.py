@@ -7,7 +7,8 @@ host. ``claim_due_runs`` hands out the queue with ``FOR UPDATE SKIP LOCKED``: re
 it at once each lock different runs instead of queueing behind one another, and the claiming
 ``UPDATE`` re-checks ``status = 'queued'``, so a run claimed meanwhile by ``claim_run`` is not
 taken twice. A new queued background run is announced with ``pg_notify`` (delivered at commit)
-to wake the other replicas' ticks at once.
+to wake the other replicas' ticks at once, and so is the end of a run whose session has
+queued runs (the replica whose tick found that session busy may be idle).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from agi_jupyter.errors import RunNotFound
-from agi_jupyter.records import Page, Run, new_id, utc_now
+from agi_jupyter.records import TERMINAL_RUN_STATUSES, Page, Run, new_id, utc_now
 from agi_jupyter.store.postgres.core import Connection, PgCore, limit_value
 from agi_jupyter.store.postgres.database import CHANNEL
 from agi_jupyter.store.rows import RUNS, check_limit
@@ -86,6 +87,8 @@ class PgRunsMixin(PgCore):
         values = RUNS.changes(changes)
         with self._write() as conn:
             row = self._update_run(conn, id, None, values, returning=True)
+            if row is not None:
+                self._announce_next(conn, id, values)
         if row is None:
             raise _not_found(id)
         return RUNS.from_row(row)
@@ -93,7 +96,10 @@ class PgRunsMixin(PgCore):
     def update_run_if(self, id: str, expected_version: int, /, **changes: Any) -> bool:
         values = RUNS.changes(changes)
         with self._write() as conn:
-            return self._update_run(conn, id, expected_version, values) is not None
+            won = self._update_run(conn, id, expected_version, values) is not None
+            if won:
+                self._announce_next(conn, id, values)
+            return won
 
     def claim_run(self, id: str, expected_version: int, *, owner: str) -> bool:
         with self._connection() as conn:
@@ -151,6 +157,17 @@ class PgRunsMixin(PgCore):
         return None if row is None else RUNS.from_row(row)
 
     # --- helpers --------------------------------------------------------------------------
+
+    def _announce_next(self, conn: Connection, id: str, values: dict[str, Any]) -> None:
+        """A run that ends frees its session: if the session has queued runs, wake the other
+        replicas (one of them may be idle, its last tick having found the session busy)."""
+        if values.get("status") not in TERMINAL_RUN_STATUSES:
+            return
+        conn.execute(
+            "SELECT pg_notify(%s, %s) WHERE EXISTS (SELECT 1 FROM runs WHERE status = 'queued'"
+            " AND session_id = (SELECT session_id FROM runs WHERE id = %s))",
+            [CHANNEL, self.schema, id],
+        )
 
     @staticmethod
     def _update_run(
