@@ -213,6 +213,7 @@ class _Layer(BaseModel):
     providers: dict[str, _ProviderLayer] | None = None
     database_url: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
     project_key: str | None = Field(default=None, min_length=1, max_length=1000)
+    project_namespace: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 # --- resolved settings -----------------------------------------------------------------------
@@ -252,10 +253,11 @@ class Config:
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
     # The store: None is the project's SQLite file; a postgresql:// URL a shared database,
-    # where ``project_key`` names the project (default: the project folder's path).
+    # where ``store_key`` names the project.
     database_url: str | None = field(default=None, repr=False)
     database_password: str | None = field(default=None, repr=False)
     project_key: str | None = None
+    project_namespace: str | None = None
 
     @property
     def agi_dir(self) -> Path:
@@ -263,8 +265,17 @@ class Config:
 
     @property
     def store_key(self) -> str:
-        """The project's key in a shared database: configured, else the folder's path."""
-        return self.project_key or str(self.project)
+        """The project's key in a shared database: its ``project_key`` (set in the project's
+        own config file), else its folder's path, after ``project_namespace:`` if one is set
+        (servers that see different projects at the same paths, such as every JupyterHub
+        user's ``/home/jovyan``, keep them apart with a namespace each)."""
+        if self.project_key:
+            return self.project_key
+        return (
+            f"{self.project_namespace}:{self.project}"
+            if self.project_namespace
+            else str(self.project)
+        )
 
     def provider(self, name: str) -> ProviderSettings:
         try:
@@ -322,6 +333,11 @@ def load_config(
         _validate_layer(name, data)
         if name in map(str, files):
             _refuse_database_password(name, data)
+        if "project_key" in data and name not in (str(files[1]), "explicit arguments"):
+            raise ConfigError(
+                f"{name}: project_key names one project, so it belongs in that "
+                "project's .agi/config.json; project_namespace sets a prefix for every project"
+            )
         _merge_into(merged, data)
         sources.append(name)
     credentials = read_credentials(global_dir / CREDENTIALS_FILENAME)
@@ -339,7 +355,10 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
             layer[name] = env[key]
     if env.get("AGI_MAX_ITERATIONS"):
         layer["max_iterations"] = env["AGI_MAX_ITERATIONS"]
-    for key, name in (("AGI_DATABASE_URL", "database_url"), ("AGI_PROJECT_KEY", "project_key")):
+    for key, name in (
+        ("AGI_DATABASE_URL", "database_url"),
+        ("AGI_PROJECT_NAMESPACE", "project_namespace"),
+    ):
         if env.get(key):
             layer[name] = env[key]
     if env.get("AGI_PERSIST_DELTAS"):
@@ -494,4 +513,5 @@ def _build(
         database_url=layer.database_url,
         database_password=credentials.get(CREDENTIALS_DATABASE_KEY) if layer.database_url else None,
         project_key=layer.project_key,
+        project_namespace=layer.project_namespace,
     )

@@ -96,12 +96,13 @@ class AgiExtensionApp(ExtensionApp):
         "PostgreSQL database instead of each project's .agi/agi.sqlite, so several servers "
         "(JupyterHub user servers, replicas) share them. AGI_DATABASE_URL works too.",
     ).tag(config=True)
-    project_key = Unicode(
+    project_namespace = Unicode(
         None,
         allow_none=True,
-        help="The name of the server's projects in the shared database (default: each "
-        "project folder's absolute path). Servers that should share a project but see it "
-        "at different paths set the same key. AGI_PROJECT_KEY works too.",
+        help="With a database_url: a prefix for the keys of this server's projects in the "
+        "shared database (a project's key is its folder's absolute path, or the project_key "
+        "of its .agi/config.json). Servers that see different projects at the same paths "
+        "(JupyterHub users' /home/jovyan) set one each. AGI_PROJECT_NAMESPACE works too.",
     ).tag(config=True)
     run_heartbeat_interval = Float(
         5.0, help="Seconds between the heartbeats of each run this server executes."
@@ -195,8 +196,8 @@ class AgiExtensionApp(ExtensionApp):
             layer["persist_deltas"] = bool(self.persist_deltas)
         if self.database_url:
             layer["database_url"] = self.database_url
-        if self.project_key:
-            layer["project_key"] = self.project_key
+        if self.project_namespace:
+            layer["project_namespace"] = self.project_namespace
         return layer
 
     def has_store(self, project: Path) -> bool:

@@ -186,22 +186,29 @@ URL = "postgresql://agi@db.example:5432/team"
 def test_no_database_url_means_the_sqlite_store(project: Path, home: Path) -> None:
     cfg = load_config(project, env=env_for(home))
     assert (cfg.database_url, cfg.database_password, cfg.project_key) == (None, None, None)
+    assert cfg.project_namespace is None
     assert cfg.store_key == str(project.resolve())
 
 
-def test_database_url_and_project_key_from_each_layer(project: Path, home: Path) -> None:
-    env = env_for(home, AGI_DATABASE_URL=URL, AGI_PROJECT_KEY="team/analysis")
+def test_database_url_and_project_namespace_from_each_layer(project: Path, home: Path) -> None:
+    env = env_for(home, AGI_DATABASE_URL=URL, AGI_PROJECT_NAMESPACE="user-alice")
     cfg = load_config(project, env=env)
-    assert (cfg.database_url, cfg.project_key, cfg.store_key) == (
-        URL,
-        "team/analysis",
-        "team/analysis",
-    )
+    assert (cfg.database_url, cfg.store_key) == (URL, f"user-alice:{project.resolve()}")
     traitlets = load_config(project, env=env_for(home), traitlets={"database_url": URL + "2"})
     assert traitlets.database_url == URL + "2"
     write_json(project / ".agi" / "config.json", {"database_url": URL + "3", "project_key": "p"})
     cfg = load_config(project, env=env)
-    assert (cfg.database_url, cfg.project_key) == (URL + "3", "p")
+    assert (cfg.database_url, cfg.project_key, cfg.store_key) == (URL + "3", "p", "p")
+
+
+def test_project_key_belongs_to_the_project_file(project: Path, home: Path) -> None:
+    with pytest.raises(ConfigError, match="project_key names one project"):
+        load_config(project, env=env_for(home), traitlets={"project_key": "k"})
+    write_json(home / ".config" / "agi" / "config.json", {"project_key": "k"})
+    with pytest.raises(ConfigError, match=r"config\.json: project_key"):
+        load_config(project, env=env_for(home))
+    (home / ".config" / "agi" / "config.json").unlink()
+    assert load_config(project, env=env_for(home), overrides={"project_key": "k"}).store_key == "k"
 
 
 def test_a_password_in_a_config_file_is_refused(project: Path, home: Path) -> None:

@@ -73,7 +73,7 @@ def agi_env(
     store is the test's backend (every server test runs on SQLite and on PostgreSQL)."""
     for name, value in backend_env.items():
         monkeypatch.setenv(name, value)
-    for name in ("AGI_DATABASE_URL", "AGI_PROJECT_KEY"):
+    for name in ("AGI_DATABASE_URL", "AGI_PROJECT_NAMESPACE"):
         if name not in backend_env:
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai-secret-0001")
