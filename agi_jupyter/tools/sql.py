@@ -110,13 +110,13 @@ def _explain(text: str, label: str, read_only: bool) -> str:
 
 class SqlQuery(Tool[SqlQueryArgs]):
     name = "sql.query"
+    # The result's "dialect" says which database the store is. (The example notebooks' stored
+    # outputs show this text's start and, through the fake model, its number of words.)
     description = (
-        "Run one parameterized SQL statement (? placeholders). database='data' is your own "
-        "read-write SQLite database for tables you create; database='store' reads the agent "
-        "store (sessions, messages, message_parts, runs, run_events, tool_calls, artifacts, "
-        "tasks, capabilities) and cannot change it: SQLite, or PostgreSQL when the project's "
-        "store is a PostgreSQL database (the result's 'dialect' says which). Returns rows as "
-        "JSON, or the row count of a change."
+        "Run one parameterized SQL statement (SQLite). database='data' is your own read-write "
+        "database for tables you create; database='store' reads the agent store (sessions, "
+        "messages, message_parts, runs, tool_calls, artifacts, tasks, capabilities), read-only, "
+        "in PostgreSQL's dialect when shared. Returns rows as JSON, or a change's row count."
     )
     parameters = SqlQueryArgs
     read_only = True  # offered to read-only agents: then the data database is read-only too
