@@ -87,7 +87,10 @@ class PostgresServer:
         try:
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
         finally:
-            shutil.rmtree(self.folder, ignore_errors=True)
+            if os.environ.get("AGI_TEST_POSTGRES_KEEP"):  # keep the folder (and its log)
+                print(f"PostgreSQL test server kept in {self.folder}")
+            else:
+                shutil.rmtree(self.folder, ignore_errors=True)
 
     def url(self, dbname: str = "postgres", user: str = "postgres") -> str:
         return f"postgresql://{user}@127.0.0.1:{self.port}/{dbname}"

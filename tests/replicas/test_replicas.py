@@ -18,7 +18,8 @@ from agi_jupyter.testing import FakeLLMServer, Fault, Turn
 from agi_jupyter.testing.rules import default_rule, last_user_text
 from tests.replicas.conftest import STALE_AFTER, Replica, sse_events
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("replicas")]
+# Three servers on 2 shared cores: setup alone can take a minute when the machine is busy.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("replicas"), pytest.mark.timeout(900)]
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
 

@@ -57,19 +57,23 @@ async def test_tick_executes_queued_runs(fetch: Fetch, other: Agi) -> None:
 
 @pytest.mark.slow
 async def test_concurrent_ticks_execute_each_run_exactly_once(
-    fetch: Fetch, other: Agi, fake_llm: FakeLLMServer, server_root: Path
+    fetch: Fetch, other: Agi, fake_llm: FakeLLMServer, server_root: Path, backend: str
 ) -> None:
     ids = queue_runs(other, 20, 10)
     executed = 0
-    for _ in range(20):
+    for _ in range(40):
         ticks = [fetch("runner", "tick", method="POST", json={"max_runs": 50}) for _ in range(8)]
         competitor = asyncio.to_thread(other.tick, max_runs=50)  # another runtime, same store
         *replies, theirs = await asyncio.gather(*ticks, competitor)
         assert all(r.status == 200 for r in replies), replies
         executed += sum(r.data["executed"] for r in replies) + theirs.executed
-        if not other.store.due_runs(limit=1):
+        active = other.store.list_runs(statuses=["queued", "running"], limit=1).items
+        if not active:
             break
-    assert executed == 200
+    if backend == "sqlite":
+        assert executed == 200
+    else:  # runs ending also wake the server's own runner (NOTIFY), which executes some too
+        assert 0 < executed <= 200
     model_requests = [r for r in fake_llm.requests if r.method == "POST"]
     assert len(model_requests) == 200
     with project_store(server_root) as store:
