@@ -224,6 +224,8 @@ class _Listener:
                         for note in conn.notifies(timeout=0.5):
                             self.dispatch(note.payload)
             except psycopg.Error as e:
+                if self.stopped.is_set():
+                    return  # stopped while the connection went away: nothing to report
                 log.warning("agi: listening for new work failed (%s); retrying", _first_line(e))
                 self.stopped.wait(1.0)
 
