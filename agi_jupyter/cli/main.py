@@ -59,8 +59,8 @@ def cli() -> None:
       agi setup                              providers, API keys, defaults
 
     Everything is recorded in .agi/agi.sqlite of the project (the current folder, or its nearest
-    ancestor with .agi/). Exit codes: 0 ok, 1 run failed, 2 bad usage, 3 not configured,
-    130 cancelled.
+    ancestor with .agi/), or in a shared PostgreSQL database when AGI_DATABASE_URL is set.
+    Exit codes: 0 ok, 1 run failed, 2 bad usage, 3 not configured, 130 cancelled.
     """
 
 

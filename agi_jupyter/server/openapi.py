@@ -42,7 +42,8 @@ PROJECT_PARAM = {
     "in": "query",
     "required": False,
     "description": "The project folder, relative to the server root (default: the configured "
-    "default project). It picks the store <project>/.agi/agi.sqlite.",
+    "default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema "
+    "in a shared PostgreSQL database.",
     "schema": {"type": "string"},
 }
 
