@@ -16,14 +16,23 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.agents import load_agents
-from agi_jupyter.config import KNOWN_PROVIDERS, Config, find_project, load_config
+from agi_jupyter.config import (
+    KNOWN_PROVIDERS,
+    Config,
+    find_project,
+    global_config_dir,
+    load_config,
+    reference_values,
+)
 from agi_jupyter.errors import ProviderNotConfigured, RunTerminal, UsageError
 from agi_jupyter.events import SessionUpdated, event_to_dict
+from agi_jupyter.mcp.config import load_mcp_servers, secrets_of
+from agi_jupyter.mcp.servers import McpServers
 from agi_jupyter.records import (
     ACTIVE_RUN_STATUSES,
     Message,
@@ -42,6 +51,7 @@ from agi_jupyter.runtime.deps import ProviderPool, RuntimeDeps
 from agi_jupyter.runtime.follow import afollow_run, follow_run
 from agi_jupyter.runtime.history import HistoryView, history_view
 from agi_jupyter.runtime.loop_thread import BackgroundLoop
+from agi_jupyter.runtime.result import RunResult as RunResult  # re-exported
 from agi_jupyter.runtime.runner import allowed_tool_names
 from agi_jupyter.runtime.runs import RunManager, TickResult
 from agi_jupyter.sdk.dispatch import SdkDispatch
@@ -52,30 +62,6 @@ from agi_jupyter.tools import Redactor, ToolRegistry, builtin_tools
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
     from agi_jupyter.tools import AnyTool
-
-
-@dataclass
-class RunResult:
-    """What ``ask`` returns: the final answer, the run, the run's messages and its usage."""
-
-    text: str
-    run: Run
-    messages: list[Message]
-    usage: dict[str, Any]
-
-    @property
-    def run_id(self) -> str:
-        return self.run.id
-
-    @property
-    def session_id(self) -> str:
-        return self.run.session_id
-
-    def __str__(self) -> str:
-        return self.text
-
-    def _repr_markdown_(self) -> str:
-        return self.text
 
 
 class Agi:
@@ -100,6 +86,11 @@ class Agi:
         self.store = open_store(self.project, artifact_threshold=self.config.artifact_threshold)
         registry = ToolRegistry([*builtin_tools(), *tools])
         registry.load_project_tools(self.project, store=self.store)
+        servers = load_mcp_servers(self.project, global_config_dir(env), reference_values(env))
+        redactor = Redactor(env, extra=secrets_of(servers))
+        # MCP servers' tools (mcp.<server>.<tool>) join the registry when a run can reach them.
+        self.mcp = McpServers(servers, registry, redactor)
+        registry.sources.append(self.mcp)
         self.loop = BackgroundLoop()
         self.bus = EventBus()
         self.deps = RuntimeDeps(
@@ -108,7 +99,7 @@ class Agi:
             registry=registry,
             agents=load_agents(self.project),
             providers=ProviderPool(self.config),
-            redactor=Redactor(env),
+            redactor=redactor,
             bus=self.bus,
             loop=self.loop,
             features=features,
@@ -418,11 +409,21 @@ class Agi:
         return dict(self.deps.agents)
 
     def tools(self, agent: str | None = None) -> list[AnyTool]:
+        """All tools, or those ``agent`` is offered; MCP servers they need are started first
+        (one that fails is left out: see ``mcp_servers``)."""
         registry = self.deps.registry
+        allowed = (
+            ["*"] if agent is None else allowed_tool_names(self._check_agent(agent), None, registry)
+        )
+        self.loop.run(registry.prepare(allowed))
         if agent is None:
             return list(registry.all())
-        allowed = allowed_tool_names(self._check_agent(agent), None, registry)
         return registry.offered(allowed, self.deps.features)
+
+    def mcp_servers(self) -> list[dict[str, Any]]:
+        """The configured MCP servers: state (not started, running, exited, failed, stopped),
+        error with its stderr tail (redacted), and their tools."""
+        return self.mcp.status()
 
     def sdks(self) -> list[dict[str, Any]]:
         """The agent SDKs: id, display name, capability flags, and whether they are installed."""
@@ -443,6 +444,8 @@ class Agi:
 
     async def _aclose(self) -> None:
         await self.runs_manager.aclose()
+        await self.sdk.aclose()
+        await self.deps.registry.aclose()  # stops the MCP servers
         await self.deps.providers.aclose()
 
     def __enter__(self) -> Agi:

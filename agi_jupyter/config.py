@@ -401,6 +401,13 @@ def read_credentials(path: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()}
 
 
+def reference_values(env: Mapping[str, str]) -> dict[str, str]:
+    """What ``${VAR}`` references in MCP server and ACP agent settings resolve from (see
+    ``envrefs``): the global credentials file's entries, overridden by the environment."""
+    credentials = read_credentials(global_config_dir(env) / CREDENTIALS_FILENAME)
+    return {**credentials, **env}
+
+
 def _provider_settings(
     merged: Mapping[str, Any], credentials: Mapping[str, str], env: Mapping[str, str]
 ) -> dict[str, ProviderSettings]:

@@ -27,6 +27,8 @@ _COMMON = (
 
 # In an agent's tool list: every project tool (``.agi/tools/``, capabilities it wrote itself).
 PROJECT_TOOLS = "@project"
+# Every tool of the MCP servers in ``.agi/mcp.json`` (``mcp.<server>.<tool>``).
+MCP_TOOLS = "mcp.*"
 
 READ_ONLY_TOOLS: tuple[str, ...] = ("fs.read", "fs.list", "fs.search", "sql.query", "tasks")
 BUILD_TOOLS: tuple[str, ...] = (
@@ -38,6 +40,7 @@ BUILD_TOOLS: tuple[str, ...] = (
     "write_capability",
     "reload",
     PROJECT_TOOLS,
+    MCP_TOOLS,
 )
 
 BUILTIN_AGENTS: dict[str, Agent] = {

@@ -72,6 +72,8 @@ class SdkDispatch:
         session = self.deps.store.get_session(run.session_id)
         adapter = self.adapter(session.sdk)
         adapter.check_available()
+        agent = self.deps.agents[session.agent]
+        await self.deps.registry.prepare(allowed_tool_names(agent, session, self.deps.registry))
         history: list[CanonicalHistory] = []
 
         def prepare() -> SdkRunParams:
@@ -216,4 +218,11 @@ class SdkDispatch:
             log.info("could not interrupt run %s cleanly", run_id, exc_info=True)
 
     def describe(self) -> list[dict[str, object]]:
-        return [adapter.describe() for adapter in self.adapters.values()]
+        return [adapter.describe() for adapter in self.adapters.values() if adapter.listed]
+
+    async def aclose(self) -> None:
+        for adapter in self.adapters.values():
+            try:
+                await adapter.aclose()
+            except Exception:  # closing the others matters more
+                log.warning("could not close the %s adapter", adapter.id, exc_info=True)
