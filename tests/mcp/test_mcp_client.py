@@ -49,9 +49,10 @@ def test_build_agent_is_offered_the_servers_tools_and_a_call_returns_its_result(
     assert (call.name, call.status, call.args) == ("mcp.tools.add", "completed", {"a": 2, "b": 40})
     assert call.result["output"] == "42"
     assert call.result["data"] == {"structured": {"result": 42}}
-    tool_message = [m for m in agi.history(session.id, view="full") if m.role == "tool"][0]
+    tool_message = next(m for m in agi.history(session.id, view="full") if m.role == "tool")
     part = tool_message.parts[0]
-    assert isinstance(part, ToolResultPart) and part.output == "42"
+    assert isinstance(part, ToolResultPart)
+    assert part.output == "42"
     # the model was sent the result
     second = fake_llm.requests[1].body or {}
     assert any(m.get("role") == "tool" and m.get("content") == "42" for m in second["messages"])
@@ -120,7 +121,8 @@ def test_agents_are_offered_only_what_their_tool_lists_reach(
     states = {s["name"]: s["state"] for s in agi.mcp_servers()}
     assert states == {"other": "not started", "tools": "running"}
     look = next(t for t in agi.tools("adder") if t.name == "mcp.tools.look")
-    assert look.read_only and look.source == "mcp:tools"
+    assert look.read_only
+    assert look.source == "mcp:tools"
 
     fake_llm.enqueue(
         Turn(tool_calls=[FakeToolCall("mcp_tools_pid", {})]),
@@ -165,7 +167,8 @@ def test_a_server_that_fails_to_start_is_reported_once_and_its_tools_are_absent(
     assert len(reports) == 2  # once per broken server, not once per run
     status = {s["name"]: s for s in agi.mcp_servers()}
     broken = status["broken"]
-    assert broken["state"] == "failed" and broken["tools"] == []
+    assert broken["state"] == "failed"
+    assert broken["tools"] == []
     assert "cannot open the database /nonexistent/db" in broken["error"]
     assert "tok-crash-0123456789" not in broken["error"]
     assert "token was [REDACTED:" in broken["error"]
@@ -190,7 +193,8 @@ def test_a_server_that_died_is_started_again_and_all_stop_with_the_runtime(
     run = agi.ask("go", session=session.id).run
 
     first, died, again = agi.store.list_tool_calls(run_id=run.id)
-    assert died.is_error and "went away during the call" in died.result["output"]
+    assert died.is_error
+    assert "went away during the call" in died.result["output"]
     assert not again.is_error
     old_pid, new_pid = int(first.result["output"]), int(again.result["output"])
     assert old_pid != new_pid

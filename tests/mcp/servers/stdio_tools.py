@@ -63,7 +63,8 @@ def documents() -> list[types.ContentBlock]:
         types.EmbeddedResource(
             type="resource",
             resource=types.BlobResourceContents(
-                uri="memo://blob", mime_type="application/octet-stream",
+                uri="memo://blob",
+                mime_type="application/octet-stream",
                 blob=base64.b64encode(b"\x00\x01binary").decode(),
             ),
         ),
