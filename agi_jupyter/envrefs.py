@@ -52,7 +52,8 @@ def expand(text: str, lookup: Mapping[str, str], into: Expanded | None = None) -
             return value
         if default is not None:
             return default
-        missing.append(name)
+        if name not in missing:
+            missing.append(name)
         return ""
 
     result = _REFERENCE.sub(replace, text)
