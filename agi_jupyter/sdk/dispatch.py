@@ -62,7 +62,8 @@ class SdkDispatch:
     def adapter(self, sdk: str) -> SdkAdapter:
         adapter = self.adapters.get(sdk)
         if adapter is None:
-            known = ", ".join(self.adapters) or ", ".join(KNOWN_SDKS)
+            listed = [name for name, a in self.adapters.items() if a.listed]
+            known = ", ".join(listed) or ", ".join(KNOWN_SDKS)
             raise UsageError(f"unknown sdk {sdk!r} (known: {known})")
         return adapter
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from agi_jupyter.sdk.claude.adapter import ClaudeAdapter
 from agi_jupyter.sdk.codex.adapter import CodexAdapter
+from agi_jupyter.sdk.external import ExternalAdapter
 from agi_jupyter.sdk.native import NativeAdapter
 
 if TYPE_CHECKING:
@@ -16,4 +17,9 @@ if TYPE_CHECKING:
 def default_adapters(loop: AgentLoop) -> dict[str, SdkAdapter]:
     """``native`` plus the optional SDKs (their modules import the SDK only when a run starts,
     so a missing SDK shows up as ``SDK_NOT_AVAILABLE`` on use, never at import)."""
-    return {"native": NativeAdapter(loop), "claude": ClaudeAdapter(), "codex": CodexAdapter()}
+    return {
+        "native": NativeAdapter(loop),
+        "claude": ClaudeAdapter(),
+        "codex": CodexAdapter(),
+        "external": ExternalAdapter(),
+    }
