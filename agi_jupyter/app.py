@@ -54,6 +54,7 @@ from agi_jupyter.runtime.loop_thread import BackgroundLoop
 from agi_jupyter.runtime.result import RunResult as RunResult  # re-exported
 from agi_jupyter.runtime.runner import allowed_tool_names
 from agi_jupyter.runtime.runs import RunManager, TickResult
+from agi_jupyter.sdk.acp.settings import AcpAgents
 from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
 from agi_jupyter.store import open_store
@@ -86,8 +87,11 @@ class Agi:
         self.store = open_store(self.project, artifact_threshold=self.config.artifact_threshold)
         registry = ToolRegistry([*builtin_tools(), *tools])
         registry.load_project_tools(self.project, store=self.store)
-        servers = load_mcp_servers(self.project, global_config_dir(env), reference_values(env))
-        redactor = Redactor(env, extra=secrets_of(servers))
+        lookup = reference_values(env)  # what ${VAR} in MCP and ACP settings resolve from
+        servers = load_mcp_servers(self.project, global_config_dir(env), lookup)
+        agents = load_agents(self.project)
+        acp = AcpAgents.resolve(self.config, agents, lookup)
+        redactor = Redactor(env, extra={**secrets_of(servers), **acp.secrets()})
         # MCP servers' tools (mcp.<server>.<tool>) join the registry when a run can reach them.
         self.mcp = McpServers(servers, registry, redactor)
         registry.sources.append(self.mcp)
@@ -97,7 +101,7 @@ class Agi:
             config=self.config,
             store=self.store,
             registry=registry,
-            agents=load_agents(self.project),
+            agents=agents,
             providers=ProviderPool(self.config),
             redactor=redactor,
             bus=self.bus,
@@ -106,7 +110,8 @@ class Agi:
         )
         self.runs_manager = RunManager(self.deps)
         # Agent runs go through the session's SDK adapter (``native`` is our own loop).
-        self.sdk = SdkDispatch(self.deps, default_adapters(self.runs_manager.agent_loop))
+        adapters = default_adapters(self.runs_manager.agent_loop, acp=acp)
+        self.sdk = SdkDispatch(self.deps, adapters)
         self.runs_manager.agent_runner = self.sdk
         self.research_settings = research or ResearchSettings()
         self.deep_research = DeepResearch(self.deps, self.runs_manager, self.research_settings)
@@ -129,7 +134,7 @@ class Agi:
         sdk: str | None = None,
     ) -> Session:
         """A new session. ``sdk`` picks the agent SDK that runs it (``native``, ``claude``,
-        ``codex``; default: the agent's, else the configured ``default_sdk``)."""
+        ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``)."""
         agent_name = agent or self.config.default_agent
         agent_def = self._check_agent(agent_name)
         provider, model_name = self.config.resolve_model(model or self._agent_model(agent_name))

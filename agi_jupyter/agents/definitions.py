@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agi_jupyter.config import AcpCommand
+
 
 @dataclass(frozen=True)
 class Agent:
@@ -16,6 +18,7 @@ class Agent:
     read_only: bool = False
     model: str | None = None
     sdk: str | None = None  # the agent SDK its sessions use; None: the configured default
+    acp: AcpCommand | None = None  # the ACP agent its ``acp`` sessions start (else config's)
     source: str = "built-in"
     extra: dict[str, str] = field(default_factory=dict)
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from agi_jupyter.runtime.runner import AttemptResult
     from agi_jupyter.tools import AnyTool, ToolOutcome
 
-KNOWN_SDKS = ("native", "claude", "codex")
+KNOWN_SDKS = ("native", "claude", "codex", "acp")
 DEFAULT_SDK = "native"
 
 

@@ -154,8 +154,8 @@ class ImageInput(Body):
 InputPart = Annotated[Union[TextInput, ImageInput], Field(discriminator="type")]  # noqa: UP007
 
 
-SdkName = Literal["native", "claude", "codex"]
-_SDK_HELP = "The agent SDK that runs the session: native (default), claude or codex."
+SdkName = Literal["native", "claude", "codex", "acp"]
+_SDK_HELP = "The agent SDK that runs the session: native (default), claude, codex or acp."
 
 
 class SessionCreate(Body):
