@@ -255,7 +255,10 @@ def cmd_tools(ctx: KernelContext, args: argparse.Namespace) -> Table:
         requires = ", ".join(sorted(t.requires))
         rows.append([t.name, first, "yes" if t.read_only else "", requires, t.source])
     title = f"Tools offered to {args.agent}" if args.agent else "Tools"
-    return Table(["tool", "description", "read-only", "requires", "source"], rows, title=title)
+    failed = [s for s in ctx.agi.mcp_servers() if s["state"] == "failed"]
+    note = "; ".join(f"MCP server {s['name']} failed: {s['error']}" for s in failed)
+    columns = ["tool", "description", "read-only", "requires", "source"]
+    return Table(columns, rows, title=title, note=note)
 
 
 def cmd_models(ctx: KernelContext, args: argparse.Namespace) -> Table:

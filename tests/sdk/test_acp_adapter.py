@@ -66,9 +66,7 @@ def test_an_acp_session_completes_a_turn_with_files_terminal_and_permission(
     assert result.run.cost_usd == pytest.approx(0.01)
 
 
-def test_the_agent_process_is_reused_and_costs_are_per_run(
-    make_agi: MakeAgi, notes: Path
-) -> None:
+def test_the_agent_process_is_reused_and_costs_are_per_run(make_agi: MakeAgi, notes: Path) -> None:
     agi = make_agi(config=acp_config())
     session = agi.new_session(agent="build", sdk="acp")
 
@@ -85,9 +83,7 @@ def test_the_agent_process_is_reused_and_costs_are_per_run(
     )
 
 
-def test_a_read_only_agent_gets_reads_only(
-    make_agi: MakeAgi, project: Path, notes: Path
-) -> None:
+def test_a_read_only_agent_gets_reads_only(make_agi: MakeAgi, project: Path, notes: Path) -> None:
     agi = make_agi(config=acp_config())
     session = agi.new_session(agent="plan", sdk="acp")
 
@@ -210,9 +206,7 @@ def test_agents_json_names_an_agents_own_acp_command(
     assert "no ACP agent is configured for agent 'build'" in no_agent.error["message"]
 
 
-def test_text_parts_and_tool_calls_are_the_canonical_shape(
-    make_agi: MakeAgi, notes: Path
-) -> None:
+def test_text_parts_and_tool_calls_are_the_canonical_shape(make_agi: MakeAgi, notes: Path) -> None:
     agi = make_agi(config=acp_config())
     session = agi.new_session(agent="build", sdk="acp")
     agi.ask("shape", session=session.id)
