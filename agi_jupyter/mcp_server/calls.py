@@ -1,8 +1,8 @@
 """External agents' calls of our tools, recorded in the store like any run.
 
 Each MCP client (by the name it gives, per server process) gets one session (agent: the agent
-the MCP server exposes, ``sdk: external``, ``provider: mcp``, ``model``: the client's name,
-``metadata.external``). Each call becomes one run of it, executed by the ``external`` SDK
+the MCP server exposes, ``sdk: external``, ``metadata.external``: protocol and client name);
+its runs have ``provider: mcp`` and ``model``: the client's name. Each call becomes one run of it, executed by the ``external`` SDK
 adapter (``sdk/external.py``), which runs the tool with the agent's gating, confinement,
 timeouts and redaction. The caller waits for the run and gets the recorded outcome, so what it
 sees is exactly what the store keeps. Runs of one session execute one at a time.
@@ -69,8 +69,6 @@ class ExternalCalls:
                     title=f"MCP client: {client}",
                     agent=self.agent,
                     sdk=EXTERNAL_SDK,
-                    provider=PROVIDER,
-                    model=client,
                     metadata={"external": {"protocol": "mcp", "client": client}},
                 )
                 known = self._sessions[client] = session.id

@@ -44,7 +44,8 @@ class ExternalAdapter(SdkAdapter):
     listed = False
 
     def resolve_display_model(self, session: Session) -> DisplayModel:
-        return DisplayModel(PROVIDER, session.model)
+        client = (session.metadata.get("external") or {}).get("client")
+        return DisplayModel(PROVIDER, client or session.model)
 
     def check_available(self) -> None:
         """Always available: nothing to install."""
@@ -59,7 +60,7 @@ class ExternalAdapter(SdkAdapter):
         arguments = dict(call.get("arguments") or {})
         params.on_history(ToolCallEvent(id=call_id, name=name, arguments=arguments))
         params.on_history(
-            TurnMeta(provider=PROVIDER, model=params.session.model, stop_reason="tool_use")
+            TurnMeta(provider=PROVIDER, model=params.run.model, stop_reason="tool_use")
         )
         outcome = await params.call_tool(call_id, name, arguments)
         params.on_history(

@@ -63,6 +63,14 @@ def test_the_mcp_client_lists_our_tools_over_stdio_and_its_calls_are_recorded(
         external = next(s for s in agi.sessions().items if s.sdk == "external")
         assert external.title == "MCP client: mcp"  # the SDK client's default name
         assert external.metadata["external"] == {"protocol": "mcp", "client": "mcp"}
+        assert agi.sdk.adapter("external").resolve_display_model(external).label == "mcp:mcp"
+        messages = agi.history(external.id, view="full")
+        assert messages[0].meta["provider"] == "mcp"
+        assert messages[0].meta["model"] == "mcp"
+        refused = agi.ask("can you answer?", session=external.id).run
+        assert refused.status == "failed"
+        assert "answers no messages" in (refused.error or {})["message"]
+
         calls_made = [
             c for r in agi.runs(external.id).items for c in agi.store.list_tool_calls(run_id=r.id)
         ]
