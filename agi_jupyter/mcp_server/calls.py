@@ -2,10 +2,11 @@
 
 Each MCP client (by the name it gives, per server process) gets one session (agent: the agent
 the MCP server exposes, ``sdk: external``, ``metadata.external``: protocol and client name);
-its runs have ``provider: mcp`` and ``model``: the client's name. Each call becomes one run of it, executed by the ``external`` SDK
-adapter (``sdk/external.py``), which runs the tool with the agent's gating, confinement,
-timeouts and redaction. The caller waits for the run and gets the recorded outcome, so what it
-sees is exactly what the store keeps. Runs of one session execute one at a time.
+its runs have ``provider: mcp`` and ``model``: the client's name. Each call becomes one run of
+it, executed by the ``external`` SDK adapter (``sdk/external.py``), which runs the tool with the
+agent's gating, confinement, timeouts and redaction. The caller waits for the run and gets the
+recorded outcome, so what it sees is exactly what the store keeps. Runs of one session execute
+one at a time.
 """
 
 from __future__ import annotations
