@@ -73,7 +73,12 @@ class McpEndpoints:
             endpoint = self._endpoints.get(key)
             if endpoint is None or endpoint.task.done():
                 endpoint = self._endpoints[key] = _Endpoint(await _new_manager(agi, agent))
-        await endpoint.ready.wait()
+        ready = asyncio.ensure_future(endpoint.ready.wait())
+        await asyncio.wait({ready, endpoint.task}, return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        if not endpoint.ready.is_set():  # the manager's run() ended before it was ready
+            endpoint.task.result()
+            raise RuntimeError("the MCP session manager stopped while starting")
         return endpoint.manager
 
     async def aclose(self) -> None:
