@@ -134,3 +134,17 @@ async def test_the_endpoint_needs_jupyter_auth(http_server_client: Any, jp_base_
             headers={"Content-Type": "application/json", "Accept": "application/json"},
         )
     assert response.status_code == 403
+
+
+async def test_an_unknown_agent_is_a_validation_error(
+    http_server_client: Any, jp_base_url: str, jp_auth_header: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(headers=jp_auth_header) as http:
+        response = await http.post(
+            mcp_url(http_server_client, jp_base_url, "?agent=nobody"),
+            content=b"{}",
+            headers={"Content-Type": "application/json"},
+        )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "VALIDATION_ERROR"
+    assert "unknown agent 'nobody'" in response.json()["error"]["message"]
