@@ -278,3 +278,9 @@ def m005_messages_parts_column(conn: Connection) -> None:
 def m006_runs_request_hash_index(conn: Connection) -> None:
     """Replays find the recorded run of a cell by its request hash in one indexed lookup."""
     conn.execute("CREATE INDEX idx_runs_request_hash_status ON runs (request_hash, status)")
+
+
+@migration
+def m013_runs_agent(conn: Connection) -> None:
+    """A run can have its own agent (``%%agi -a X`` changes the agent for one cell only)."""
+    conn.execute(f"ALTER TABLE runs ADD COLUMN agent {TEXT}")
