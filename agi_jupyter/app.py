@@ -220,6 +220,7 @@ class Agi:
         session: str | Session | None = None,
         model: str | None = None,
         agent: str | None = None,
+        run_agent: str | None = None,
         thinking_level: str | None = None,
         max_iterations: int | None = None,
         execution_mode: str = "foreground_stream",
@@ -228,14 +229,17 @@ class Agi:
     ) -> Run:
         """Queue a run for ``prompt`` and (unless ``start=False``) start executing it here.
 
-        ``type="deep_research"`` runs use the configured deep research model unless ``model``
-        says otherwise (see ``research``). With ``input_message_id=<id of a stored user
-        message>`` and an empty ``prompt`` (``()``), the run answers that message."""
+        ``agent`` switches the session to that agent; ``run_agent`` uses an agent for this run
+        only (the session keeps its own). ``type="deep_research"`` runs use the configured deep
+        research model unless ``model`` says otherwise (see ``research``). With
+        ``input_message_id=<id of a stored user message>`` and an empty ``prompt`` (``()``),
+        the run answers that message."""
         return self._submit(
             prompt,
             session=session,
             model=model,
             agent=agent,
+            run_agent=run_agent,
             thinking_level=thinking_level,
             max_iterations=max_iterations,
             execution_mode=execution_mode,
@@ -250,6 +254,7 @@ class Agi:
         session: str | Session | None = None,
         model: str | None = None,
         agent: str | None = None,
+        run_agent: str | None = None,
         thinking_level: str | None = None,
         max_iterations: int | None = None,
         execution_mode: str = "foreground_stream",
@@ -262,6 +267,9 @@ class Agi:
             model = model or f"openai:{self.research_settings.model}"
             execution_mode = "background"
         ses = self._session_for(session, agent=agent, model=model)
+        if run_agent is not None and run_agent != ses.agent:
+            self._check_agent(run_agent)
+            run_fields["agent"] = run_agent
         provider, model_name = self._model_for(ses, model)
         parts: list[Part] = [TextPart(text=prompt)] if isinstance(prompt, str) else list(prompt)
         if not parts and run_fields.get("input_message_id"):

@@ -162,7 +162,7 @@ class CellRunner:
         run = self.agi.submit(
             req.prompt,
             session=req.session.id,
-            agent=req.agent,
+            run_agent=req.agent,
             model=req.model,
             thinking_level=req.thinking_level,
             max_iterations=req.max_iterations,
@@ -250,11 +250,11 @@ class CellRunner:
         thread.start()
 
     def replay(self, req: CellRequest, recorded: Run) -> CellResult:
-        if req.agent and req.agent != req.session.agent:
-            self.agi.store.update_session(req.session.id, agent=req.agent)
+        agent = req.agent if req.agent and req.agent != req.session.agent else None
         run = self.agi.replay(
             recorded.id,
             session=req.session.id,
+            agent=agent,
             execution_mode="kernel",
             request_hash=req.request_hash,
             **self.ctx.run_fields(),

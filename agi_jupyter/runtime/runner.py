@@ -29,6 +29,7 @@ from agi_jupyter.records import (
     ToolCallPart,
     ToolResultPart,
     part_to_dict,
+    session_for_run,
 )
 from agi_jupyter.runtime.history import conversation, unanswered_tool_calls
 from agi_jupyter.runtime.toolcalls import run_tool
@@ -68,7 +69,7 @@ class AgentLoop:
 
     async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult:
         deps = self.deps
-        session = deps.store.get_session(run.session_id)
+        session = session_for_run(deps.store.get_session(run.session_id), run)
         agent = self._agent(session)
         tools = deps.registry.offered(self._allowed(agent, session), deps.features_for(session))
         system = run.system_prompt or build_system_prompt(

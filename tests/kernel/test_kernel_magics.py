@@ -182,6 +182,24 @@ def test_sessions_and_options(cell: RunCell, ctx: Any, fake_llm: FakeLLMServer) 
     assert ctx.agi.session(first.session_id).tool_config["extra_tools"] == ["fs.read"]
 
 
+def test_an_agent_option_is_for_its_cell_only(
+    cell: RunCell, ctx: Any, fake_llm: FakeLLMServer
+) -> None:
+    first = cell("%%agi\none").value
+    session = ctx.agi.session(ctx.session_id)
+    assert session.agent == "general"
+    build = cell("%%agi -a build\ntwo").value
+    assert build.run.agent == "build"
+    assert '"fs_write"' in json.dumps(fake_llm.requests[-1].body.get("tools"))
+    assert ctx.agi.session(ctx.session_id).agent == "general"  # the session kept its agent
+    third = cell("%%agi\nthree").value
+    assert third.run.agent is None
+    assert "tools" not in fake_llm.requests[-1].body  # general: no tools offered
+    assert first.session_id == build.session_id == third.session_id
+    meta = next(e for e in ctx.agi.follow(build.run_id) if e["type"] == "run.meta")
+    assert meta["agent"] == "build"
+
+
 def test_line_magic_commands(cell: RunCell, ctx: Any, fake_llm: FakeLLMServer) -> None:
     result = cell("%%agi\nhello").value
     sessions = cell("%agi sessions").value
