@@ -439,6 +439,17 @@ class Agi:
     def stats(self) -> dict[str, Any]:
         return self.store.stats()
 
+    def load_default_model(self) -> None:
+        """Create the default model's client now (importing its SDK) on the runtime's loop,
+        where runs use it, instead of in the first run. Raises what creating it raises (no
+        key, a bad setting): callers that only warm up ignore it, the first run reports it."""
+
+        async def load() -> None:
+            provider, _model = self.config.resolve_model()
+            self.deps.providers.get(provider)
+
+        self.loop.run(load())
+
     def close(self) -> None:
         """Stop runs still executing here (they end ``cancelled``) and release resources."""
         if self.loop.in_loop_thread():

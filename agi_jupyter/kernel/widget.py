@@ -371,8 +371,11 @@ def chat(
 
     from agi_jupyter.errors import UsageError
     from agi_jupyter.kernel.context import context_for
+    from agi_jupyter.kernel.warmup import ready
 
     shell = get_ipython()
     if shell is None:
         raise UsageError("agi_jupyter.chat() needs a notebook (an IPython kernel)")
-    return ChatWidget(context_for(shell), session=session, agent=agent, model=model)
+    ctx = context_for(shell)
+    ready(ctx)
+    return ChatWidget(ctx, session=session, agent=agent, model=model)

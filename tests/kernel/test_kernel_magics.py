@@ -20,10 +20,19 @@ def test_cell_streams_markdown_and_returns_a_run_result(
     assert result.text == "Hello from the model."
     assert result.run.status == "succeeded"
     assert result.usage["input_tokens"] == 10
-    # streamed: a live display (updated per delta), cleared at the end, then the final answer
-    updates = [o for o in run.outputs if o["update"]]
+    # a status line at once in an output area with no data (nothing for nbval to compare),
+    # the answer streamed into it, the area cleared, then the final answer: the only output
+    first, status, *rest = run.published
+    assert (first["data"], first["update"]) == ({}, False)
+    assert status["update"]
+    assert status["data"]["text/markdown"] == "<sub>agi · starting…</sub>"
+    updates = [o for o in rest if o.get("update")]
     assert len(updates) >= 4
-    assert updates[-1]["data"] == {"text/plain": ""}
+    assert any("running…" in o["data"]["text/plain"] for o in updates)
+    assert rest[-2] == {"clear": True, "wait": True}
+    assert not rest[-1]["update"]
+    assert [o["data"] for o in run.outputs] == [rest[-1]["data"]]
+    assert run.outputs[0]["metadata"] == {"agi": {"run_id": result.run_id}}
     final = run.outputs[-1]["data"]
     assert final["text/markdown"].startswith("Hello from the model.")
     assert "fake:echo · general · 10 in / 4 out tokens" in final["text/plain"]
@@ -92,7 +101,10 @@ def test_formats(cell: RunCell, shell: Any, fake_llm: FakeLLMServer) -> None:
 
     fake_llm.enqueue(Turn(text="**plain**"))
     text = cell("%%agi -f text --no-stream\nplain please")
-    assert [o for o in text.outputs if o["update"]] == []
+    statuses = [o["data"]["text/plain"] for o in text.published if o.get("update")]
+    assert statuses
+    assert all(status.startswith("[") for status in statuses)  # the status line only
+    assert len(text.outputs) == 1
     assert "text/markdown" not in text.outputs[-1]["data"]
     assert text.outputs[-1]["data"]["text/plain"].startswith("**plain**")
 
@@ -138,7 +150,7 @@ def test_python_tool_changes_the_namespace_and_reports_names(
     assert "result: 51" in output
     assert "names: created total; changed seen" in output
     markdown = run.outputs[-1]["data"]["text/markdown"]
-    assert "<details><summary>✅ <code>python</code> completed</summary>" in markdown
+    assert "<details><summary>✓ <code>python</code> completed</summary>" in markdown
     assert "```python\ntotal = base * 5" in markdown
 
 
@@ -256,8 +268,11 @@ def test_terminal_ipython_prints_the_stream_and_text_tables(
     cell: RunCell, monkeypatch: Any, fake_llm: FakeLLMServer
 ) -> None:
     import agi_jupyter.kernel.cell as cell_module
+    import agi_jupyter.kernel.commands as commands_module
+    import agi_jupyter.kernel.magics as magics_module
 
-    monkeypatch.setattr(cell_module, "is_terminal", lambda shell: True)
+    for module in (cell_module, commands_module, magics_module):
+        monkeypatch.setattr(module, "is_terminal", lambda shell: True)
     fake_llm.enqueue(Turn(chunks=["stream", "ed ", "text"]))
     run = cell("%%agi\nhello terminal")
     assert run.outputs == []  # no display handles: printed as it streams
