@@ -92,6 +92,9 @@ class ToolResultPart:
     output: str
     is_error: bool = False
     artifact_id: str | None = None
+    # The tool call's final status (completed, failed, denied, skipped); None in parts
+    # stored before it was recorded here: read ``is_error`` then.
+    status: ToolCallStatus | None = None
     type: Literal["tool_result"] = "tool_result"
 
 

@@ -304,6 +304,7 @@ class AgentLoop:
             output=outcome.output,
             is_error=not outcome.ok,
             artifact_id=artifact_id,
+            status=outcome.status,
         )
         self.deps.store.add_message(session.id, "tool", [part], run_id=run.id)
         summary = None
@@ -334,6 +335,7 @@ class AgentLoop:
                 output="The tool call was interrupted (the process running it stopped). "
                 "Its effects are unknown; check before calling it again.",
                 is_error=True,
+                status="failed",
             )
             self.deps.store.add_message(message.session_id, "tool", [part], run_id=run.id)
             emitter.emit(
