@@ -372,4 +372,5 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         "meta": message.meta,
         "parts": [part_to_dict(p) for p in message.parts],
         "created_at": message.created_at,
+        "updated_at": message.updated_at,
     }

@@ -756,9 +756,7 @@ export interface components {
              */
             ts: string;
             /** Message */
-            message: {
-                [key: string]: unknown;
-            };
+            message: components["schemas"]["Message"];
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -816,9 +814,7 @@ export interface components {
              */
             ts: string;
             /** Message */
-            message: {
-                [key: string]: unknown;
-            };
+            message: components["schemas"]["Message"];
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -1236,9 +1232,7 @@ export interface components {
              */
             ts: string;
             /** Run */
-            run: {
-                [key: string]: unknown;
-            };
+            run: components["schemas"]["Run"];
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -1599,9 +1593,7 @@ export interface components {
              */
             ts: string;
             /** Session */
-            session: {
-                [key: string]: unknown;
-            };
+            session: components["schemas"]["Session"];
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -1696,9 +1688,7 @@ export interface components {
              */
             ts: string;
             /** Session */
-            session: {
-                [key: string]: unknown;
-            };
+            session: components["schemas"]["Session"];
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
