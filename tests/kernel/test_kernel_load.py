@@ -22,7 +22,8 @@ config.HistoryManager.enabled = False
 config.AgiMagics.warm_up = {warm_up}
 ip = InteractiveShell.instance(config=config)
 heavy = ["openai", "anthropic", "anywidget", "ipywidgets", "tornado", "sqlite_utils",
-         "pydantic", "agi_jupyter.app", "agi_jupyter.store", "agi_jupyter.providers"]
+         "pydantic", "agi_jupyter.app", "agi_jupyter.store", "agi_jupyter.providers",
+         "mcp", "acp"]
 start = time.perf_counter()
 ip.run_line_magic("load_ext", "agi_jupyter")
 elapsed = time.perf_counter() - start
