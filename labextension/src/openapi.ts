@@ -694,6 +694,38 @@ export interface components {
              */
             type: "iteration";
         };
+        /** McpServerInfo */
+        McpServerInfo: {
+            /** Name */
+            name: string;
+            /**
+             * Transport
+             * @enum {string}
+             */
+            transport: "stdio" | "http" | "sse";
+            /**
+             * Target
+             * @description The command, or the URL without credentials.
+             */
+            target: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "not started" | "running" | "exited" | "failed" | "stopped";
+            /**
+             * Error
+             * @description Why it failed to start, with its stderr's tail.
+             */
+            error: string | null;
+            /** Tools */
+            tools: string[];
+            /**
+             * Source
+             * @description The mcp.json file that declares it.
+             */
+            source: string;
+        };
         /** Message */
         Message: {
             /** Id */
@@ -880,10 +912,10 @@ export interface components {
             system_prompt?: string | null;
             /**
              * Sdk
-             * @description The agent SDK that runs the session: native (default), claude or codex.
+             * @description The agent SDK that runs the session: native (default), claude, codex or acp.
              * @default null
              */
-            sdk?: ("native" | "claude" | "codex") | null;
+            sdk?: ("native" | "claude" | "codex" | "acp") | null;
         };
         /** ProviderInfo */
         ProviderInfo: {
@@ -1534,10 +1566,10 @@ export interface components {
             agent?: string | null;
             /**
              * Sdk
-             * @description The agent SDK that runs the session: native (default), claude or codex.
+             * @description The agent SDK that runs the session: native (default), claude, codex or acp.
              * @default null
              */
-            sdk?: ("native" | "claude" | "codex") | null;
+            sdk?: ("native" | "claude" | "codex" | "acp") | null;
             /**
              * Model
              * @description provider:model, e.g. openai:gpt-5-mini.
@@ -1628,10 +1660,10 @@ export interface components {
             agent?: string | null;
             /**
              * Sdk
-             * @description The agent SDK that runs the session: native (default), claude or codex.
+             * @description The agent SDK that runs the session: native (default), claude, codex or acp.
              * @default null
              */
-            sdk?: ("native" | "claude" | "codex") | null;
+            sdk?: ("native" | "claude" | "codex" | "acp") | null;
             /**
              * Model
              * @default null
@@ -2074,11 +2106,31 @@ export interface components {
             parameters: {
                 [key: string]: unknown;
             };
+            /**
+             * Read Only
+             * @description Changes nothing (offered to read-only agents).
+             */
+            read_only: boolean;
+            /**
+             * Source
+             * @description builtin, project (.agi/tools/) or mcp:<server>.
+             */
+            source: string;
+            /**
+             * Server
+             * @description The MCP server it comes from, if any.
+             */
+            server: string | null;
         };
         /** ToolList */
         ToolList: {
             /** Tools */
             tools: components["schemas"]["ToolInfo"][];
+            /**
+             * Mcp Servers
+             * @description The configured MCP servers (.agi/mcp.json and the global mcp.json).
+             */
+            mcp_servers: components["schemas"]["McpServerInfo"][];
         };
         /** ToolResultPart */
         ToolResultPart: {
