@@ -191,7 +191,12 @@ class KernelContext:
         return session
 
     def use_session(self, session_id: str) -> Session:
+        """Make ``session_id`` the notebook's session. A session of no notebook yet (one made
+        in the side panel) becomes this notebook's, so the panel follows it here."""
         session = self.agi.session(session_id)
+        path = self.notebook_path()
+        if path and not session.notebook_path:
+            session = self.agi.store.update_session(session.id, notebook_path=path)
         self.session_id = session.id
         return session
 

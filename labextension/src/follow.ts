@@ -1,8 +1,8 @@
 /**
- * Which session the panel shows: a pinned one, else the active notebook's own session (the
- * newest whose `notebook_path` names the notebook: each kernel start opens a fresh one), else
- * the one last open in the project, else the newest. Pure functions over the session list
- * (the API lists sessions newest first).
+ * Which session the panel shows: a pinned one, else the active notebook's own session (of
+ * those whose `notebook_path` names the notebook, the one used last: each kernel start opens a
+ * fresh one), else the one last open in the project, else the newest. Pure functions over the
+ * session list (the API lists sessions newest first).
  */
 
 import type { Session } from './types';
@@ -14,9 +14,16 @@ export function isNotebookSession(session: Session, path: string): boolean {
   return !!own && (own === path || path.endsWith(`/${own}`));
 }
 
-/** The newest session of the notebook at `path`, or null. */
+/** The session of the notebook at `path` used last (a kernel's fresh session after a
+ * restart, or one `%agi use` gave the notebook), or null. */
 export function notebookSession(sessions: Session[], path: string): Session | null {
-  return sessions.find(s => isNotebookSession(s, path)) ?? null;
+  let found: Session | null = null;
+  for (const session of sessions) {
+    if (isNotebookSession(session, path) && (!found || session.updated_at > found.updated_at)) {
+      found = session;
+    }
+  }
+  return found;
 }
 
 export interface Choice {

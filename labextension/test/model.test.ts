@@ -239,7 +239,7 @@ describe('PanelModel', () => {
     expect(model.snapshot.pinned).toBe(false);
 
     // A kernel restart opens a newer session for the notebook: the poll switches to it.
-    listed = [session({ id: 'ses_a2', notebook_path: 'a.ipynb' }), ...listed];
+    listed = [session({ id: 'ses_a2', notebook_path: 'a.ipynb', updated_at: '2026-11-23T11:00:00.000Z' }), ...listed];
     await model.refreshSessions(true);
     await shows('ses_a2', 'the newer session of a');
     model.dispose();

@@ -212,6 +212,19 @@ def test_an_agent_option_is_for_its_cell_only(
     assert meta["agent"] == "build"
 
 
+def test_use_gives_a_session_of_no_notebook_to_this_notebook(
+    cell: RunCell, ctx: Any, shell: Any, project: Any
+) -> None:
+    shell.magics_manager.registry["AgiMagics"].notebook_path = str(project / "nb.ipynb")
+    panel = ctx.agi.new_session(title="made in the panel")
+    other = ctx.agi.new_session(notebook_path="other.ipynb")
+    cell(f"%agi use {panel.id}")
+    assert ctx.agi.session(panel.id).notebook_path == "nb.ipynb"  # the panel follows it here
+    cell(f"%agi use {other.id}")
+    assert ctx.agi.session(other.id).notebook_path == "other.ipynb"  # never taken from another
+    assert ctx.session_id == other.id
+
+
 def test_line_magic_commands(cell: RunCell, ctx: Any, fake_llm: FakeLLMServer) -> None:
     result = cell("%%agi\nhello").value
     sessions = cell("%agi sessions").value
