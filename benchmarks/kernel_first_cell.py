@@ -12,9 +12,11 @@ execute request:
 Arms alternate: ``warm`` (the default: the runtime is imported and the default model's
 client created on a background thread right after ``%load_ext``) and ``cold``
 (``c.AgiMagics.warm_up = False``, everything happens in the first cell). ``--noise`` runs the
-``warm`` arm on both sides (A/A). The model is the fake LLM server of this process; medians
-are reported, with first/warm ratios (goal: the first answer within 1.5x of a warm one). The
-project's store exists (a project used before) unless ``--fresh``.
+``warm`` arm on both sides (A/A). The model is the fake LLM server of this process, answering
+after ``--latency`` seconds (default 0.3 s, a fast real model's time to first token; 0 measures
+our overhead alone); medians are reported, with first/warm ratios (goal: the first answer
+within 1.5x of a warm one). The project's store exists (a project used before) unless
+``--fresh``.
 
     .venv/bin/python benchmarks/kernel_first_cell.py --repeat 5
     .venv/bin/python benchmarks/kernel_first_cell.py --think 0     # the first cell at once
@@ -34,7 +36,7 @@ from typing import Any
 from jupyter_client.manager import start_new_kernel
 
 from agi_jupyter.store import open_store
-from agi_jupyter.testing import FakeLLMServer
+from agi_jupyter.testing import FakeLLMServer, Fault, Turn
 
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AGI_MODEL")
 
@@ -69,7 +71,13 @@ def run_cell(kc: Any, code: str) -> dict[str, float]:
     return wait_idle(kc, kc.execute(code), start)
 
 
-def measure(warm_up: bool, think: float, fresh: bool) -> dict[str, dict[str, float]]:
+def measure(
+    warm_up: bool, think: float, fresh: bool, fake: FakeLLMServer, latency: float
+) -> dict[str, dict[str, float]]:
+    # Each answer waits `latency` before the model's first byte, as a real model's time to
+    # first token does (0: the fake answers at once and only our overhead is measured).
+    answer = Turn(text="echo: hello", fault=Fault(delay_before_headers=latency))
+    fake.enqueue(answer, answer)
     with tempfile.TemporaryDirectory() as cwd:
         if not fresh:  # a project used before: its store exists
             with open_store(Path(cwd)) as store:
@@ -93,6 +101,9 @@ def main() -> int:
     parser.add_argument("--think", type=float, default=3.0, help="seconds before the first cell")
     parser.add_argument("--noise", action="store_true", help="A/A: the warm arm on both sides")
     parser.add_argument("--fresh", action="store_true", help="a project with no store yet")
+    parser.add_argument(
+        "--latency", type=float, default=0.3, help="the model's time to first byte, seconds"
+    )
     args = parser.parse_args()
     fake = FakeLLMServer()
     fake.start()
@@ -105,11 +116,14 @@ def main() -> int:
     try:
         for _ in range(args.repeat):
             for name, warm_up in arms.items():
-                results[name].append(measure(warm_up, args.think, args.fresh))
+                results[name].append(measure(warm_up, args.think, args.fresh, fake, args.latency))
     finally:
         fake.stop()
     project = "fresh project" if args.fresh else "existing store"
-    print(f"think {args.think:.1f} s, {project}, {args.repeat} kernels per arm (medians, ms)")
+    print(
+        f"think {args.think:.1f} s, model latency {args.latency:.2f} s, {project}, "
+        f"{args.repeat} kernels per arm (medians, ms)"
+    )
     for name, runs in results.items():
         row = {}
         for cell in ("first", "warm"):
