@@ -400,3 +400,10 @@ def m006_runs_request_hash_index(db: Database) -> None:
     db.table("runs").create_index(
         ["request_hash", "status"], index_name="idx_runs_request_hash_status", if_not_exists=True
     )
+
+
+@migration
+def m013_runs_agent(db: Database) -> None:
+    """A run can have its own agent (``%%agi -a X`` changes the agent for one cell only)."""
+    if "agent" not in db.table("runs").columns_dict:
+        db.table("runs").add_column("agent", str)
