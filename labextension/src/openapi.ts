@@ -2248,7 +2248,7 @@ export interface operations {
     listSessions: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
@@ -2293,7 +2293,7 @@ export interface operations {
     createSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -2347,7 +2347,7 @@ export interface operations {
     getSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -2390,7 +2390,7 @@ export interface operations {
     deleteSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -2433,7 +2433,7 @@ export interface operations {
     updateSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -2498,7 +2498,7 @@ export interface operations {
     listMessages: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
@@ -2554,7 +2554,7 @@ export interface operations {
     postMessage: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -2621,7 +2621,7 @@ export interface operations {
     getHistory: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
                 /** @description simple: user/assistant text; full: every part of every message. */
                 view?: "simple" | "full";
@@ -2675,10 +2675,10 @@ export interface operations {
     streamSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
-                /** @description Resume after this stored-event cursor (the SSE id); default: from now. */
-                after_cursor?: number | null;
+                /** @description Resume after this stored-event cursor (an SSE id: opaque text; the Last-Event-ID header works too); default: from now. */
+                after_cursor?: string | null;
             };
             header?: never;
             path: {
@@ -2729,7 +2729,7 @@ export interface operations {
     listRuns: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
@@ -2785,7 +2785,7 @@ export interface operations {
     createRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -2850,7 +2850,7 @@ export interface operations {
     streamRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -2917,7 +2917,7 @@ export interface operations {
     getRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -2960,7 +2960,7 @@ export interface operations {
     cancelRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -3012,7 +3012,7 @@ export interface operations {
     getRunEvents: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
                 /** @description Replay events with a greater seq. */
                 after_seq?: number;
@@ -3070,7 +3070,7 @@ export interface operations {
     listRunArtifacts: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -3113,7 +3113,7 @@ export interface operations {
     getArtifact: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -3156,7 +3156,7 @@ export interface operations {
     getArtifactContent: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -3199,7 +3199,7 @@ export interface operations {
     oneShot: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -3255,7 +3255,7 @@ export interface operations {
     listAgents: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -3287,7 +3287,7 @@ export interface operations {
     listTools: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
                 /** @description Only the tools this agent is offered. */
                 agent?: string | null;
@@ -3330,7 +3330,7 @@ export interface operations {
     listProviders: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -3362,7 +3362,7 @@ export interface operations {
     listSdks: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -3394,7 +3394,7 @@ export interface operations {
     getStats: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -3426,7 +3426,7 @@ export interface operations {
     listTasks: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
@@ -3472,7 +3472,7 @@ export interface operations {
     openaiWebhook: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
@@ -3522,7 +3522,7 @@ export interface operations {
     tick: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
                 project?: string;
             };
             header?: never;
