@@ -33,6 +33,7 @@ from agi_jupyter.records import (
 from agi_jupyter.runtime.history import conversation, unanswered_tool_calls
 from agi_jupyter.runtime.toolcalls import run_tool
 from agi_jupyter.runtime.toolnames import ToolNames
+from agi_jupyter.tools.diffs import DIFF_KINDS
 
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
@@ -317,7 +318,7 @@ class AgentLoop:
         if outcome.artifact is not None:
             a = outcome.artifact
             summary = {"id": a.id, "kind": a.kind, "title": a.title, "size": a.size}
-            if a.kind == "file_diff" and a.data:
+            if a.kind in DIFF_KINDS and a.data:
                 summary["summary"] = a.data.get("summary")
         emitter.emit(
             ev.ToolCallOutput(
