@@ -99,6 +99,36 @@ def op_to_wire(op: Op) -> dict[str, Any]:
     return {"op": "replace", "notebook": op.notebook}
 
 
+def op_from_wire(data: dict[str, Any]) -> Op:
+    """The operation of ``op_to_wire``'s JSON (``Replace`` without its snapshot bytes)."""
+    kind = data.get("op")
+    if kind == "insert":
+        return Insert(
+            cell_type=str(data["cell_type"]),
+            source=str(data["source"]),
+            cell_id=str(data["cell_id"]),
+            after_cell_id=data.get("after_cell_id"),
+            index=data.get("index"),
+        )
+    if kind == "edit":
+        return Edit(
+            cell_id=str(data["cell_id"]),
+            expected_source=str(data["expected_source"]),
+            source=str(data["source"]),
+        )
+    if kind == "delete":
+        return Delete(cell_id=str(data["cell_id"]), expected_source=str(data["expected_source"]))
+    if kind == "set_outputs":
+        return SetOutputs(
+            cell_id=str(data["cell_id"]),
+            outputs=list(data["outputs"]),
+            execution_count=data.get("execution_count"),
+        )
+    if kind == "replace":
+        return Replace(content=b"", notebook=dict(data["notebook"]))
+    raise NotebookError(f"unknown notebook operation {kind!r}")
+
+
 def apply_op(notebook: NotebookJSON, op: Op) -> None:
     """Apply ``op`` to a normalised notebook dict in place (``NotebookError`` if refused)."""
     if isinstance(op, Replace):

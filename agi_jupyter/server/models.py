@@ -196,6 +196,12 @@ class MessageCreate(RunOptions):
     """A user message; the reply is streamed (by ``Accept``) or returned when done."""
 
     content: str | list[InputPart] = Field(description="Text, or a list of text/image parts.")
+    notebook_path: str | None = Field(
+        None,
+        description="The notebook the user is looking at (relative to the project or to the "
+        "server root): the run's notebook for the notebook tools and the outline.",
+    )
+    cell_id: str | None = Field(None, description="The notebook's active cell.")
 
 
 class RunCreate(RunOptions):

@@ -16,10 +16,21 @@ from tests.notebook.conftest import write_notebook
 
 def edit_run(agi: Agi, fake_llm: FakeLLMServer, source: str) -> str:
     fake_llm.enqueue(
-        Turn(tool_calls=[FakeToolCall("notebook.edit", {"path": "nb.ipynb", "cell_id": "total",
-             "expected_hash": source_hash("x + 1"), "source": source})]),
+        Turn(
+            tool_calls=[
+                FakeToolCall(
+                    "notebook.edit",
+                    {
+                        "path": "nb.ipynb",
+                        "cell_id": "total",
+                        "expected_hash": source_hash("x + 1"),
+                        "source": source,
+                    },
+                )
+            ]
+        ),
         Turn(text="edited"),
-    )  # fmt: skip
+    )
     return agi.ask("edit the notebook", agent="build", model="fake:echo").run_id
 
 

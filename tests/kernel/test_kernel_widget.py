@@ -151,10 +151,21 @@ def test_a_notebook_change_shows_its_cell_diff_in_the_tool_entry(
     write_notebook(project / "w.ipynb")
     widget.agent = "build"
     fake_llm.enqueue(
-        Turn(tool_calls=[FakeToolCall("notebook.edit", {"path": "w.ipynb", "cell_id": "total",
-             "expected_hash": source_hash("x + 1"), "source": "x + 5"})]),
+        Turn(
+            tool_calls=[
+                FakeToolCall(
+                    "notebook.edit",
+                    {
+                        "path": "w.ipynb",
+                        "cell_id": "total",
+                        "expected_hash": source_hash("x + 1"),
+                        "source": "x + 5",
+                    },
+                )
+            ]
+        ),
         Turn(text="edited"),
-    )  # fmt: skip
+    )
     widget.send_message("edit")
     widget.wait(10)
     tool = next(e for e in widget.transcript if e["role"] == "tool")

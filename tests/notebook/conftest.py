@@ -25,8 +25,11 @@ def write_notebook(path: Path, cells: list[tuple[str, str, str]] = CELLS) -> byt
     book = nbformat.v4.new_notebook()
     makers = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell}
     book.cells = [makers[kind](source, id=cell_id) for cell_id, kind, source in cells]
-    book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                   "language": "python"}  # fmt: skip
+    book.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(book, path)
     return path.read_bytes()
 

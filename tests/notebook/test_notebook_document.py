@@ -94,9 +94,14 @@ def test_a_wrong_hash_is_refused_and_nothing_is_written(project: Path, notebook:
 def test_a_user_edit_between_read_and_write_is_refused(project: Path, notebook: Path) -> None:
     doc = document(project)
     seen = {c.id: c.source_hash for c in asyncio.run(doc.read()).cells}
-    write_notebook(notebook, [("intro", "markdown", "# Analysis"),
-                              ("load", "code", "x = 21  # the user's fix"),
-                              ("total", "code", "x + 1")])  # fmt: skip
+    write_notebook(
+        notebook,
+        [
+            ("intro", "markdown", "# Analysis"),
+            ("load", "code", "x = 21  # the user's fix"),
+            ("total", "code", "x + 1"),
+        ],
+    )
     after_user = notebook.read_bytes()
     with pytest.raises(NotebookError) as info:
         asyncio.run(doc.edit("load", seen["load"], "x = 0"))
@@ -182,8 +187,7 @@ def test_the_cell_diff_names_cells_and_output_changes(notebook: Path) -> None:
     after["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "hi\n"}]
     del after["cells"][0]
     patch, counts = cell_diff(before, after, "analysis.ipynb")
-    assert counts == {"cells_added": 0, "cells_edited": 1, "cells_deleted": 1,
-                      "outputs_changed": 1}  # fmt: skip
+    assert counts == {"cells_added": 0, "cells_edited": 1, "cells_deleted": 1, "outputs_changed": 1}
     assert "--- a/analysis.ipynb [cell total code]" in patch
     assert "-x + 1\n+x + 2\n" in patch
     assert "+stdout: hi" in patch

@@ -40,8 +40,13 @@ def test_agents_are_offered_the_notebook_tools_they_may_use(
     assert {t.name for t in agi.tools("plan")} >= {"notebook.read"}
     assert not {t.name for t in agi.tools("plan")} & {"notebook.edit", "notebook.run"}
     build = {t.name for t in agi.tools("build")}
-    assert {"notebook.read", "notebook.insert", "notebook.edit", "notebook.delete",
-            "notebook.run"} <= build  # fmt: skip
+    assert {
+        "notebook.read",
+        "notebook.insert",
+        "notebook.edit",
+        "notebook.delete",
+        "notebook.run",
+    } <= build
     assert not any(t.name.startswith("notebook.") for t in agi.tools("general"))
     fake_llm.enqueue(Turn(text="ok"))
     agi.ask("hi", agent="plan")
@@ -57,18 +62,28 @@ def test_a_run_reads_inserts_edits_runs_and_undo_restores_the_file(
     agi = make_agi()
     fake_llm.enqueue(
         Turn(tool_calls=[FakeToolCall("notebook.read", {}, id="read")]),
-        Turn(tool_calls=[
-            FakeToolCall("notebook.insert", {"source": "## Results", "cell_type": "markdown",
-                                             "after_cell_id": "load"}, id="insert"),
-            FakeToolCall("notebook.edit", {"cell_id": "total", "expected_hash": HASH_TOTAL,
-                                           "source": "x * 2"}, id="edit"),
-            FakeToolCall("notebook.edit", {"cell_id": "load", "expected_hash": "0" * 16,
-                                           "source": "x = 0"}, id="stale_edit"),
-        ]),
-        Turn(tool_calls=[FakeToolCall("notebook.run", {"cell_ids": ["load", "total"]},
-                                      id="run")]),
+        Turn(
+            tool_calls=[
+                FakeToolCall(
+                    "notebook.insert",
+                    {"source": "## Results", "cell_type": "markdown", "after_cell_id": "load"},
+                    id="insert",
+                ),
+                FakeToolCall(
+                    "notebook.edit",
+                    {"cell_id": "total", "expected_hash": HASH_TOTAL, "source": "x * 2"},
+                    id="edit",
+                ),
+                FakeToolCall(
+                    "notebook.edit",
+                    {"cell_id": "load", "expected_hash": "0" * 16, "source": "x = 0"},
+                    id="stale_edit",
+                ),
+            ]
+        ),
+        Turn(tool_calls=[FakeToolCall("notebook.run", {"cell_ids": ["load", "total"]}, id="run")]),
         Turn(text="Done: 40."),
-    )  # fmt: skip
+    )
     session = agi.new_session(agent="build", notebook_path="analysis.ipynb")
     result = agi.ask("work on the notebook", session=session.id)
     assert result.run.status == "succeeded"
@@ -117,10 +132,21 @@ def test_undo_refuses_when_the_cells_changed_after_the_run_unless_forced(
     original = notebook.read_bytes()
     agi = make_agi()
     fake_llm.enqueue(
-        Turn(tool_calls=[FakeToolCall("notebook.edit", {"path": "analysis.ipynb",
-             "cell_id": "total", "expected_hash": HASH_TOTAL, "source": "x - 1"})]),
+        Turn(
+            tool_calls=[
+                FakeToolCall(
+                    "notebook.edit",
+                    {
+                        "path": "analysis.ipynb",
+                        "cell_id": "total",
+                        "expected_hash": HASH_TOTAL,
+                        "source": "x - 1",
+                    },
+                )
+            ]
+        ),
         Turn(text="edited"),
-    )  # fmt: skip
+    )
     run = agi.ask("edit", agent="build").run
     book = nbformat.read(notebook, as_version=4)
     book.cells[0].source = "# The user's title"
@@ -167,10 +193,17 @@ def test_a_cell_past_its_timeout_is_interrupted_and_the_run_goes_on(
     nbformat.write(book, notebook)
     agi = make_agi()
     fake_llm.enqueue(
-        Turn(tool_calls=[FakeToolCall("notebook.run", {"path": "analysis.ipynb",
-             "cell_ids": ["total", "load"], "timeout": 2}, id="run")]),
+        Turn(
+            tool_calls=[
+                FakeToolCall(
+                    "notebook.run",
+                    {"path": "analysis.ipynb", "cell_ids": ["total", "load"], "timeout": 2},
+                    id="run",
+                )
+            ]
+        ),
         Turn(text="it was interrupted"),
-    )  # fmt: skip
+    )
     result = agi.ask("run it", agent="build")
     assert result.run.status == "succeeded"
     run_call = results(agi, result.run_id)["run"]
@@ -191,9 +224,12 @@ def test_cancelling_a_run_during_notebook_run_interrupts_the_kernel(
     nbformat.write(book, notebook)
     agi = make_agi()
     fake_llm.enqueue(
-        Turn(tool_calls=[FakeToolCall("notebook.run", {"path": "analysis.ipynb",
-             "cell_ids": ["total"]})]),
-    )  # fmt: skip
+        Turn(
+            tool_calls=[
+                FakeToolCall("notebook.run", {"path": "analysis.ipynb", "cell_ids": ["total"]})
+            ]
+        ),
+    )
     run = agi.submit("run it", agent="build")
     deltas: list[str] = []
     seen = threading.Event()
