@@ -450,6 +450,7 @@ class BridgeAnnounce(Body):
 class NotebookRequest(Out):
     """What the bridge stream sends a tab: read the notebook, or apply one change to it."""
 
+    type: Literal["notebook.request"] = "notebook.request"
     request_id: str
     path: str
     op: Literal["read", "apply"]

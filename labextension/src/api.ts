@@ -9,7 +9,7 @@
  */
 
 import { formatOf, readEvents, type WireEvent } from './stream';
-import type { AgentInfo, AgiEvent, Artifact, HistoryView, Message, Page, Run, Session } from './types';
+import type { AgentInfo, AgiEvent, Artifact, Change, HistoryView, Message, Page, Run, Session, UndoResult } from './types';
 import {
   firstString,
   isRecord,
@@ -66,6 +66,12 @@ export interface NewSession {
   notebook_path?: string;
 }
 
+/** Where the user is when sending a message: the active notebook and its active cell. */
+export interface Whereabouts {
+  notebook_path?: string;
+  cell_id?: string;
+}
+
 type Query = Record<string, string | number | boolean | undefined | null>;
 
 export class AgiClient {
@@ -107,13 +113,14 @@ export class AgiClient {
     project: string,
     sessionId: string,
     content: string,
-    signal?: AbortSignal
+    signal?: AbortSignal,
+    where: Whereabouts = {}
   ): AsyncGenerator<AgiEvent, void, undefined> {
     return this.stream(
       'POST',
       `sessions/${enc(sessionId)}/messages`,
       { project },
-      { content },
+      { content, ...dropEmpty(where) },
       signal
     );
   }
@@ -167,6 +174,38 @@ export class AgiClient {
       undefined,
       signal
     );
+  }
+
+  /** The changes a run made to notebooks (empty: nothing to undo). */
+  async runChanges(project: string, runId: string): Promise<Change[]> {
+    const json = await this.json('GET', `runs/${enc(runId)}/changes`, { project });
+    return toPage<Change>(json, 'changes').items;
+  }
+
+  /** Restore the notebooks a run changed (`UNDO_CONFLICT` when their cells changed since). */
+  async undoRun(project: string, runId: string, force = false): Promise<UndoResult> {
+    return (await this.json('POST', `runs/${enc(runId)}/undo`, { project }, { force })) as UndoResult;
+  }
+
+  // --- the notebook bridge (labextension <-> server runs and kernels) ----------------------
+
+  /** This window's stream of notebook requests from server runs (SSE). */
+  notebookRequests(clientId: string, signal?: AbortSignal): AsyncGenerator<AgiEvent, void, undefined> {
+    return this.stream('GET', 'notebook/bridge', { client_id: clientId }, undefined, signal, 'text/event-stream');
+  }
+
+  /** The notebooks this window has open (paths relative to the server root). */
+  async announceNotebooks(clientId: string, open: string[]): Promise<void> {
+    await this.json('POST', 'notebook/bridge', {}, { client_id: clientId, open });
+  }
+
+  /** The answer to a notebook request; `projectDir` for a kernel's request. */
+  async notebookReply(requestId: string, reply: unknown, projectDir?: string): Promise<void> {
+    const body: Record<string, unknown> = { request_id: requestId, reply };
+    if (projectDir) {
+      body.project_dir = projectDir;
+    }
+    await this.json('POST', 'notebook/replies', {}, body);
   }
 
   // --- artifacts -------------------------------------------------------------------------

@@ -164,7 +164,7 @@ function ToolArtifact(props: { id: string; kind: string; model: PanelModel }): J
   if (!state) {
     return <div className="jp-AgiDim">Loading artifact…</div>;
   }
-  if (state.kind === 'file_diff' && state.text) {
+  if ((state.kind === 'file_diff' || state.kind === 'notebook_diff') && state.text) {
     return (
       <>
         <div className="jp-AgiTool-label">Diff: {state.title}</div>

@@ -11,29 +11,26 @@ import {
   type JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICommandPalette, InputDialog } from '@jupyterlab/apputils';
-import { URLExt } from '@jupyterlab/coreutils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import { FileDialog } from '@jupyterlab/filebrowser';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
-import { ServerConnection } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
 import type { Widget } from '@lumino/widgets';
 
 import agiSvg from '../style/icons/agi.svg';
-import { AgiClient, type Transport } from './api';
+import { AgiClient } from './api';
 import { PanelModel } from './model';
+import { notebookBridgePlugin } from './bridgeplugin';
+import { asNotebookPanel } from './notebookbridge';
 import { AgiPanel } from './panel';
+import { jupyterTransport } from './transport';
 
 export const PANEL_ID = 'agi-jupyter-panel';
 export const OPEN_COMMAND = 'agi-jupyter:open';
 
 export const agiIcon = new LabIcon({ name: 'agi-jupyter:agi', svgstr: agiSvg });
 
-/** Requests under `<base_url>agi/` with the server's auth (token / XSRF) headers. */
-export function jupyterTransport(settings: ServerConnection.ISettings): Transport {
-  const root = URLExt.join(settings.baseUrl, 'agi');
-  return (path, init) => ServerConnection.makeRequest(`${root}/${path}`, init, settings);
-}
+export { jupyterTransport };
 
 /** The path of a notebook widget (its document context), else null. */
 function notebookPath(widget: Widget | null): string | null {
@@ -92,6 +89,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
           model.setActivePath(path);
         }
       };
+      // Messages say which cell is active in the notebook the user looks at.
+      model.activeCell = () => asNotebookPanel(labShell.currentWidget)?.content.activeCell?.model.id ?? null;
       labShell.currentChanged.connect(follow);
       void app.restored.then(follow);
     }
@@ -108,4 +107,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, notebookBridgePlugin];

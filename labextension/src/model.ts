@@ -9,7 +9,7 @@
  * `cancelRun()`: aborting a stream only stops reading it.
  */
 
-import { ApiError, type AgiClient, type NewSession } from './api';
+import { ApiError, type AgiClient, type NewSession, type Whereabouts } from './api';
 import { collectArtifacts, openArtifact } from './artifacts';
 import { loadCatalogue } from './catalogue';
 import { PanelMemory, type Storage } from './memory';
@@ -29,6 +29,8 @@ export class PanelModel extends PanelStore {
   private pendingId = 0;
   private pollTimer: ReturnType<typeof setInterval> | null = null;
   private visible = false;
+  /** The active cell of the notebook the user looks at (set by the plugin). */
+  activeCell: () => string | null = () => null;
 
   constructor(
     readonly client: AgiClient,
@@ -277,7 +279,7 @@ export class PanelModel extends PanelStore {
     signal.addEventListener('abort', () => reader.abort());
     let runId: string | null = null;
     try {
-      const events = this.client.sendMessage(this.state.project, sessionId, prompt, reader.signal);
+      const events = this.client.sendMessage(this.state.project, sessionId, prompt, reader.signal, this.whereabouts());
       for await (const event of events) {
         if (signal.aborted) {
           break;
@@ -308,6 +310,12 @@ export class PanelModel extends PanelStore {
       void this.afterRun();
     }
     return runId !== null;
+  }
+
+  /** The active notebook (when the project follows it) and its active cell. */
+  private whereabouts(): Whereabouts {
+    const path = this.state.projectSource === 'notebook' ? this.state.notebookPath : null;
+    return path ? { notebook_path: path, cell_id: this.activeCell() ?? undefined } : {};
   }
 
   /** Cancel the session's runs that are still going (the stop button). */

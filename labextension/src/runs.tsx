@@ -10,6 +10,7 @@ import type { PanelModel } from './model';
 import type { ArtifactEntry } from './snapshot';
 import { sortedRuns, type ChatState } from './state';
 import type { Artifact } from './types';
+import { UndoButton } from './undo';
 import { isTerminal } from './types';
 
 export function RunsList(props: { chat: ChatState; model: PanelModel }): JSX.Element {
@@ -32,6 +33,7 @@ export function RunsList(props: { chat: ChatState; model: PanelModel }): JSX.Ele
                 Cancel
               </button>
             ) : null}
+            <UndoButton runId={run.id} status={run.status} model={props.model} />
           </div>
           <div className="jp-AgiRun-meta jp-AgiDim">
             {[
@@ -153,7 +155,7 @@ function ArtifactDetail(props: { artifact: Artifact; text: string | null }): JSX
         ) : null}
       </>
     );
-  } else if (artifact.kind === 'file_diff') {
+  } else if (artifact.kind === 'file_diff' || artifact.kind === 'notebook_diff') {
     const diff = diffText(data, props.text);
     body = diff ? <DiffView text={diff} /> : <div className="jp-AgiDim">(empty diff)</div>;
   } else if (props.text !== null) {

@@ -148,6 +148,24 @@ export interface Run {
   created_at?: string;
 }
 
+/** A change a run made to a notebook (or a file), with the sha256 of its snapshots. */
+export interface Change {
+  id: string;
+  run_id?: string | null;
+  tool_call_id?: string | null;
+  kind: 'notebook' | 'file' | string;
+  path: string;
+  before_sha?: string | null;
+  after_sha?: string | null;
+  created_at?: string;
+}
+
+/** What `POST /runs/{id}/undo` did, per notebook. */
+export interface UndoResult {
+  run_id: string;
+  notebooks: { path: string; status: string; backend: string; forced: boolean }[];
+}
+
 export interface Artifact {
   id: string;
   kind: string;
