@@ -78,8 +78,7 @@ class _ResultHook:
         with contextlib.suppress(Exception):
             hook.update_user_ns(value)
         data, metadata = self.shell.display_formatter.format(value)
-        content = {"data": data, "metadata": metadata,
-                   "execution_count": self.shell.execution_count}  # fmt: skip
+        content = {"data": data, "metadata": metadata, "execution_count": hook.prompt_count}
         with self.lock:
             self.collector.add("execute_result", content)
 
@@ -125,10 +124,11 @@ def captured(shell: Any, collector: OutputCollector) -> Iterator[None]:
 @contextlib.contextmanager
 def counted(shell: Any) -> Iterator[None]:
     """Give the nested cell the next execution count, keeping ``In[n]`` the source of cell
-    ``n``. Inside a running cell (whose input is already ``In[N]``, and whose end will advance
-    the count once more) the count is left one short, so the next cell of the user still gets
-    the count that matches its place in ``In``. The running ``%%agi`` cell's own prompt then
-    ends showing the count of the last cell it ran."""
+    ``n``. IPython 9 advances the count when a cell starts; IPython 8 did when it ended: inside
+    a running IPython 8 cell (whose input is already ``In[N]``, and whose end will advance the
+    count once more) the count is left one short, so the user's next cell still gets the count
+    of its place in ``In``. The running ``%%agi`` cell's prompt then ends showing the count of
+    the last cell it ran (the kernel reports the latest count)."""
     history = shell.history_manager.input_hist_raw
     inside = len(history) == shell.execution_count + 1
     shell.execution_count = len(history)

@@ -78,6 +78,7 @@ def test_agi_cell_edits_and_runs_its_own_notebook_and_undo_restores_it(
     assert shell.user_ns["In"][5] == "after = 1"
     assert load.outputs == [{"output_type": "stream", "name": "stdout", "text": "loaded\n"}]
     assert total.outputs[0]["data"]["text/plain"] == "22"
+    assert total.outputs[0]["execution_count"] == 4
     final = run.outputs[-1]["data"]["text/markdown"]
     assert "notebook.edit" in final
     assert "-x + 1\n+x + 2" in final, "the cell diff is in the tool block"
