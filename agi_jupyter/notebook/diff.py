@@ -77,5 +77,10 @@ def diff_draft(before: NotebookJSON, after: NotebookJSON, path: str, backend: st
 
 
 def describe(counts: dict[str, int]) -> str:
-    parts = [f"{n} {name.replace('_', ' ')}" for name, n in counts.items() if n]
+    """``1 cell edited, 2 outputs changed``."""
+    parts = []
+    for name, n in counts.items():
+        if n:
+            noun, verb = name.split("_")
+            parts.append(f"{n} {noun if n > 1 else noun.rstrip('s')} {verb}")
     return ", ".join(parts) or "no cell changed"

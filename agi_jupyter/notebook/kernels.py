@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,11 @@ class PrivateKernels:
 
         manager = AsyncKernelManager(kernel_name=kernel_name_of(file))
         try:
-            await manager.start_kernel(cwd=str(file.parent))
+            # The kernel process's own stdout/stderr (not the cells' outputs, which come over
+            # the protocol) would otherwise land in the output of the cell that started it.
+            await manager.start_kernel(
+                cwd=str(file.parent), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
         except NoSuchKernel as e:
             raise NotebookError(
                 f"cannot run cells of {file.name}: no kernel {e.name!r} is installed "
