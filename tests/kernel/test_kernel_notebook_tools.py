@@ -11,6 +11,7 @@ import nbformat
 import pytest
 
 from agi_jupyter.notebook import source_hash
+from agi_jupyter.store import open_store
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 from tests.kernel.conftest import RunCell
 from tests.notebook.conftest import write_notebook
@@ -120,3 +121,80 @@ def test_undo_magic_says_when_a_run_changed_nothing(cell: RunCell, fake_llm: Fak
     run = cell("%%agi\nhello")
     assert "changed no notebook" in cell(f"%agi undo {run.value.run_id}").stdout
     assert json.dumps("x")
+
+
+@pytest.mark.slow
+def test_in_a_real_kernel_agi_edits_and_runs_its_own_notebook_and_undo_restores_it(
+    tmp_path: Path,
+    kernel_env: dict[str, str],
+    fake_llm: FakeLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kernel_nb import execute
+
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    own = folder / "own.ipynb"
+    monkeypatch.setenv("JPY_SESSION_NAME", str(own))
+    cells = [
+        ("setup", "code", "%load_ext agi_jupyter"),
+        ("target", "code", "answer = 6 * 7\nanswer"),
+        ("broken", "code", "1 / 0"),
+        ("slow", "code", "import time\ntime.sleep(120)"),
+        ("ask", "code", "%%agi -a build\nwork on this notebook"),
+        ("undo", "code", "%agi undo {_.run_id}"),
+    ]
+    original = write_notebook(own, cells)
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("notebook.read", {}, id="read")]),
+        Turn(
+            tool_calls=[
+                FakeToolCall(
+                    "notebook.edit",
+                    {
+                        "cell_id": "target",
+                        "source": "answer = 6 * 9\nanswer",
+                        "expected_hash": source_hash("answer = 6 * 7\nanswer"),
+                    },
+                    id="edit",
+                ),
+                FakeToolCall(
+                    "notebook.edit",
+                    {"cell_id": "broken", "source": "0", "expected_hash": source_hash("wrong")},
+                    id="wrong",
+                ),
+                FakeToolCall(
+                    "notebook.insert", {"source": "# added", "after_cell_id": "ask"}, id="insert"
+                ),
+            ]
+        ),
+        Turn(
+            tool_calls=[FakeToolCall("notebook.run", {"cell_ids": ["target", "broken"]}, id="run")]
+        ),
+        Turn(
+            tool_calls=[
+                FakeToolCall("notebook.run", {"cell_ids": ["slow"], "timeout": 1}, id="slow")
+            ]
+        ),
+        Turn(text="54, a ZeroDivisionError, and a nap cut short."),
+    )
+    book = nbformat.read(own, as_version=4)
+    book.cells = [c for c in book.cells if c.id in ("setup", "ask", "undo")]  # what runs now
+    done = execute(book, folder)
+    ask = done.cells[1].outputs
+    final = ask[-1]["data"]["text/markdown"]
+    assert "54, a ZeroDivisionError" in final
+    assert all(o["output_type"] == "display_data" for o in ask), "no cell output leaked here"
+    assert "ZeroDivisionError" not in "".join(str(o) for o in ask[:-1])
+    with open_store(folder) as store:
+        (run,) = store.list_runs().items
+        calls = {c.tool_call_id: c for c in store.list_tool_calls(run_id=run.id)}
+    assert "read from the file" in calls["read"].result["output"]
+    assert calls["wrong"].result["error"]["code"] == "HASH_MISMATCH"
+    ran = calls["run"].result["output"]
+    assert "cell target: ran as" in ran
+    assert "- result: 54" in ran
+    assert "ZeroDivisionError" in ran
+    assert "interrupted after 1 s (kernel interrupt)" in calls["slow"].result["output"]
+    assert done.cells[2].outputs[0]["text"] == "agi: restored own.ipynb (file)\n"
+    assert own.read_bytes() == original, "undo put the file back byte for byte"
