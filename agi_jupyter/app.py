@@ -16,15 +16,24 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import notebook
 from agi_jupyter.agents import load_agents
-from agi_jupyter.config import Config, find_project, load_config, not_configured_message
+from agi_jupyter.config import (
+    Config,
+    find_project,
+    global_config_dir,
+    load_config,
+    not_configured_message,
+    reference_values,
+)
 from agi_jupyter.errors import ProviderNotConfigured, RunTerminal, UsageError
 from agi_jupyter.events import SessionUpdated, event_to_dict
+from agi_jupyter.mcp.config import load_mcp_servers, secrets_of
+from agi_jupyter.mcp.servers import McpServers
 from agi_jupyter.records import (
     ACTIVE_RUN_STATUSES,
     Message,
@@ -43,8 +52,10 @@ from agi_jupyter.runtime.deps import ProviderPool, RuntimeDeps
 from agi_jupyter.runtime.follow import afollow_run, follow_run
 from agi_jupyter.runtime.history import HistoryView, history_view
 from agi_jupyter.runtime.loop_thread import BackgroundLoop
+from agi_jupyter.runtime.result import RunResult as RunResult  # re-exported
 from agi_jupyter.runtime.runner import allowed_tool_names
 from agi_jupyter.runtime.runs import RunManager, TickResult
+from agi_jupyter.sdk.acp.settings import AcpAgents
 from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
 from agi_jupyter.store import open_store
@@ -53,30 +64,6 @@ from agi_jupyter.tools import Redactor, ToolRegistry, builtin_tools
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
     from agi_jupyter.tools import AnyTool
-
-
-@dataclass
-class RunResult:
-    """What ``ask`` returns: the final answer, the run, the run's messages and its usage."""
-
-    text: str
-    run: Run
-    messages: list[Message]
-    usage: dict[str, Any]
-
-    @property
-    def run_id(self) -> str:
-        return self.run.id
-
-    @property
-    def session_id(self) -> str:
-        return self.run.session_id
-
-    def __str__(self) -> str:
-        return self.text
-
-    def _repr_markdown_(self) -> str:
-        return self.text
 
 
 class Agi:
@@ -106,15 +93,23 @@ class Agi:
             [*builtin_tools(), *notebook.notebook_tools(self.notebooks), *tools]
         )
         registry.load_project_tools(self.project, store=self.store)
+        lookup = reference_values(env)  # what ${VAR} in MCP and ACP settings resolve from
+        servers = load_mcp_servers(self.project, global_config_dir(env), lookup)
+        agents = load_agents(self.project)
+        acp = AcpAgents.resolve(self.config, agents, lookup)
+        redactor = Redactor(env, extra={**secrets_of(servers), **acp.secrets()})
+        # MCP servers' tools (mcp.<server>.<tool>) join the registry when a run can reach them.
+        self.mcp = McpServers(servers, registry, redactor)
+        registry.sources.append(self.mcp)
         self.loop = BackgroundLoop()
         self.bus = EventBus()
         self.deps = RuntimeDeps(
             config=self.config,
             store=self.store,
             registry=registry,
-            agents=load_agents(self.project),
+            agents=agents,
             providers=ProviderPool(self.config),
-            redactor=Redactor(env),
+            redactor=redactor,
             bus=self.bus,
             loop=self.loop,
             features=features,
@@ -122,7 +117,8 @@ class Agi:
         )
         self.runs_manager = RunManager(self.deps)
         # Agent runs go through the session's SDK adapter (``native`` is our own loop).
-        self.sdk = SdkDispatch(self.deps, default_adapters(self.runs_manager.agent_loop))
+        adapters = default_adapters(self.runs_manager.agent_loop, acp=acp)
+        self.sdk = SdkDispatch(self.deps, adapters)
         self.runs_manager.agent_runner = self.sdk
         self.research_settings = research or ResearchSettings()
         self.deep_research = DeepResearch(self.deps, self.runs_manager, self.research_settings)
@@ -145,7 +141,7 @@ class Agi:
         sdk: str | None = None,
     ) -> Session:
         """A new session. ``sdk`` picks the agent SDK that runs it (``native``, ``claude``,
-        ``codex``; default: the agent's, else the configured ``default_sdk``)."""
+        ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``)."""
         agent_name = agent or self.config.default_agent
         agent_def = self._check_agent(agent_name)
         provider, model_name = self.config.resolve_model(model or self._agent_model(agent_name))
@@ -431,11 +427,21 @@ class Agi:
         return dict(self.deps.agents)
 
     def tools(self, agent: str | None = None) -> list[AnyTool]:
+        """All tools, or those ``agent`` is offered; MCP servers they need are started first
+        (one that fails is left out: see ``mcp_servers``)."""
         registry = self.deps.registry
+        allowed = (
+            ["*"] if agent is None else allowed_tool_names(self._check_agent(agent), None, registry)
+        )
+        self.loop.run(registry.prepare(allowed))
         if agent is None:
             return list(registry.all())
-        allowed = allowed_tool_names(self._check_agent(agent), None, registry)
         return registry.offered(allowed, self.deps.features)
+
+    def mcp_servers(self) -> list[dict[str, Any]]:
+        """The configured MCP servers: state (not started, running, exited, failed, stopped),
+        error with its stderr tail (redacted), and their tools."""
+        return self.mcp.status()
 
     def sdks(self) -> list[dict[str, Any]]:
         """The agent SDKs: id, display name, capability flags, and whether they are installed."""
@@ -456,6 +462,8 @@ class Agi:
 
     async def _aclose(self) -> None:
         await self.runs_manager.aclose()
+        await self.sdk.aclose()
+        await self.deps.registry.aclose()  # stops the MCP servers
         await self.deps.providers.aclose()
         await self.notebooks.aclose()
 

@@ -34,7 +34,7 @@ CELL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (
         ("--sdk",),
         {
-            "choices": ("native", "claude", "codex"),
+            "choices": ("native", "claude", "codex", "acp"),
             "help": "agent SDK of the new session (with --new)",
         },
     ),

@@ -71,7 +71,9 @@ class AgentLoop:
         deps = self.deps
         session = deps.store.get_session(run.session_id)
         agent = self._agent(session)
-        tools = deps.registry.offered(self._allowed(agent, session), deps.features_for(session))
+        allowed = self._allowed(agent, session)
+        await deps.registry.prepare(allowed)  # starts the MCP servers the agent can reach
+        tools = deps.registry.offered(allowed, deps.features_for(session))
         system = run.system_prompt or build_system_prompt(
             agent,
             deps.config.project,

@@ -62,7 +62,8 @@ class SdkDispatch:
     def adapter(self, sdk: str) -> SdkAdapter:
         adapter = self.adapters.get(sdk)
         if adapter is None:
-            known = ", ".join(self.adapters) or ", ".join(KNOWN_SDKS)
+            listed = [name for name, a in self.adapters.items() if a.listed]
+            known = ", ".join(listed) or ", ".join(KNOWN_SDKS)
             raise UsageError(f"unknown sdk {sdk!r} (known: {known})")
         return adapter
 
@@ -72,6 +73,8 @@ class SdkDispatch:
         session = self.deps.store.get_session(run.session_id)
         adapter = self.adapter(session.sdk)
         adapter.check_available()
+        agent = self.deps.agents[session.agent]
+        await self.deps.registry.prepare(allowed_tool_names(agent, session, self.deps.registry))
         history: list[CanonicalHistory] = []
 
         def prepare() -> SdkRunParams:
@@ -216,4 +219,11 @@ class SdkDispatch:
             log.info("could not interrupt run %s cleanly", run_id, exc_info=True)
 
     def describe(self) -> list[dict[str, object]]:
-        return [adapter.describe() for adapter in self.adapters.values()]
+        return [adapter.describe() for adapter in self.adapters.values() if adapter.listed]
+
+    async def aclose(self) -> None:
+        for adapter in self.adapters.values():
+            try:
+                await adapter.aclose()
+            except Exception:  # closing the others matters more
+                log.warning("could not close the %s adapter", adapter.id, exc_info=True)

@@ -62,7 +62,10 @@ def build_openapi() -> dict[str, Any]:
             "version": API_VERSION,
             "description": "REST and streaming API of the agi-jupyter server extension "
             f"(package {__version__}). Every route needs Jupyter authentication except the "
-            "OpenAI webhook, which is authenticated by its signature.",
+            "OpenAI webhook, which is authenticated by its signature. Not described here: "
+            "`/agi/mcp`, the project's MCP server over streamable HTTP (Model Context "
+            "Protocol; POST, GET and DELETE as that protocol defines them, Jupyter "
+            "authentication, `?project=` and `?agent=`).",
         },
         "servers": [{"url": "/", "description": "the Jupyter server (prefix its base URL)"}],
         "tags": [{"name": t} for t in dict.fromkeys(r.tag for r in ROUTES)],

@@ -20,7 +20,8 @@ start = time.perf_counter()
 ip.run_line_magic("load_ext", "agi_jupyter")
 elapsed = time.perf_counter() - start
 heavy = ["openai", "anthropic", "anywidget", "ipywidgets", "tornado", "sqlite_utils",
-         "pydantic", "agi_jupyter.app", "agi_jupyter.store", "agi_jupyter.providers"]
+         "pydantic", "agi_jupyter.app", "agi_jupyter.store", "agi_jupyter.providers",
+         "mcp", "acp"]
 print(json.dumps({
     "elapsed": elapsed,
     "loaded": [m for m in heavy if m in sys.modules],

@@ -297,3 +297,17 @@ def test_wait_after_the_background_run_ended_still_returns_it(
     waited = cell("%agi wait").value
     assert waited.text == "done already"
     assert not ctx.background
+
+
+def test_agi_tools_lists_mcp_tools_with_their_server_and_failed_servers(
+    cell: RunCell, project: Any
+) -> None:
+    from tests.mcp.helpers import stdio_entry, write_mcp_json
+
+    write_mcp_json(project, {"tools": stdio_entry(), "broken": stdio_entry("crashing.py")})
+    table = cell("%agi tools build").value
+    rows = {row[0]: row for row in table.rows}
+    assert rows["mcp.tools.add"][1] == "Add two numbers."
+    assert rows["mcp.tools.add"][-1] == "mcp:tools"
+    assert "MCP server broken failed" in table.note
+    assert "cannot open the database" in table.note

@@ -13,6 +13,7 @@ from agi_jupyter import events as ev
 from agi_jupyter.records import _PART_TYPES
 from agi_jupyter.server.handlers.base import AgiHandler
 from agi_jupyter.server.models import EventUnion, PartUnion
+from agi_jupyter.server.routes import PROTOCOL_ROUTES
 
 METHODS = ("get", "post", "patch", "delete", "put")
 
@@ -23,6 +24,9 @@ async def test_openapi_document_is_valid_and_served(jp_fetch: Any) -> None:
     validate(doc)
     assert doc["openapi"].startswith("3.1")
     assert doc["info"]["version"] == "1.0.0"
+    for path, _handler in PROTOCOL_ROUTES:  # protocol endpoints: named, not described
+        assert path not in doc["paths"]
+        assert f"`{path}`" in doc["info"]["description"]
     assert all(path.startswith(("/agi/v1/", "/agi/openapi.json")) for path in doc["paths"])
     webhook = doc["paths"]["/agi/v1/webhooks/openai"]["post"]
     assert webhook["security"] == []
@@ -51,7 +55,8 @@ def agi_rules(rules: list[Rule]) -> list[tuple[re.Pattern[str], type[AgiHandler]
     found = []
     for rule in rules:
         target = rule.target
-        if isinstance(target, type) and issubclass(target, AgiHandler):
+        protocol = any(target is handler for _, handler in PROTOCOL_ROUTES)
+        if isinstance(target, type) and issubclass(target, AgiHandler) and not protocol:
             assert isinstance(rule.matcher, PathMatches)
             found.append((rule.matcher.regex, target))
         elif hasattr(target, "rules"):
