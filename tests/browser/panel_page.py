@@ -23,7 +23,9 @@ def shoot(page: Any, name: str) -> Path:
 
 
 def open_lab(page: Any, lab: LabServer) -> None:
-    page.goto(lab.lab_url())
+    """JupyterLab with a fresh workspace (``reset``): notebooks an earlier test left open in
+    the shared server's workspace are not restored."""
+    page.goto(lab.lab_url() + "&reset")
     page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
     page.wait_for_selector(PANEL_TAB)
 

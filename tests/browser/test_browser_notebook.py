@@ -22,6 +22,14 @@ from agi_jupyter.notebook import source_hash
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 
 ASSISTANT = ".jp-AgiMessage-assistant"
+
+
+@pytest.fixture(autouse=True)
+def no_kernels_left(lab: LabServer) -> Iterator[None]:
+    """The notebooks' kernel sessions end with the test (the Lab server is shared)."""
+    yield
+    for session in lab.api("GET", "api/sessions") or []:
+        lab.api("DELETE", f"api/sessions/{session['id']}")
 CELLS = [
     ("intro", "markdown", "# Workspace"),
     ("load", "code", "x = 20\nprint('loaded')"),
