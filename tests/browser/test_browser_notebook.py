@@ -30,6 +30,8 @@ def no_kernels_left(lab: LabServer) -> Iterator[None]:
     yield
     for session in lab.api("GET", "api/sessions") or []:
         lab.api("DELETE", f"api/sessions/{session['id']}")
+
+
 CELLS = [
     ("intro", "markdown", "# Workspace"),
     ("load", "code", "x = 20\nprint('loaded')"),
