@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agi_jupyter.errors import NotFound, UsageError
@@ -20,6 +21,7 @@ from agi_jupyter.store.rows import CHANGES
 
 _SELECT = f"SELECT {CHANGES.select()} FROM changes"
 MAX_REQUEST_ID = 200
+REPLY_TTL = timedelta(hours=1)
 
 
 class ChangesMixin(StoreCore):
@@ -102,7 +104,11 @@ class ChangesMixin(StoreCore):
         if not request_id or len(request_id) > MAX_REQUEST_ID:
             raise UsageError("request_id must be 1 to 200 characters")
         text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+        now = datetime.now(UTC)
+        expired = (now - REPLY_TTL).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         with self._write() as conn:
+            # Answers nobody took (the kernel stopped waiting, or died) do not pile up.
+            conn.execute("DELETE FROM notebook_replies WHERE created_at < ?", [expired])
             conn.execute(
                 "INSERT INTO notebook_replies (request_id, payload, created_at) VALUES (?, ?, ?)"
                 " ON CONFLICT (request_id) DO UPDATE SET payload = excluded.payload",

@@ -121,6 +121,9 @@ export class NotebookBridge {
     if (!request?.request_id || this.handled.has(request.request_id)) {
       return; // a second view of the same notebook got it too
     }
+    if (this.handled.size > 1000) {
+      this.handled.clear(); // ids are unique: only a request's second delivery is skipped
+    }
     this.handled.add(request.request_id);
     const model = panel.content.model;
     const reply = model

@@ -105,7 +105,7 @@ def test_a_reload_during_a_run_resumes_it(page: Any, lab: LabServer, fake: FakeL
     open_panel(page)
     session_id = new_session(page)
     words = [f"part{i} " for i in range(40)]
-    fake.enqueue(Turn(chunks=words, fault=Fault(stall_between_events=0.1)))
+    fake.enqueue(Turn(chunks=words, fault=Fault(stall_between_events=0.25)))
     send(page, "Count slowly")
     expect(page.locator(f'{ASSISTANT}[data-status="streaming"]')).to_contain_text("part2 ")
     page.reload()  # the run goes on in the server; the panel comes back to it

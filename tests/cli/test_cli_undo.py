@@ -42,6 +42,13 @@ def test_undo_restores_the_notebook_and_refuses_after_a_user_edit(
     run_id = edit_run(agi, fake_llm, "x + 2")
     assert path.read_bytes() != original
 
+    session_id = agi.run(run_id).session_id
+    exported = run_cli("export", session_id, "--to", "-")  # agi export keeps working
+    assert exported.exit_code == 0, exported.stderr
+    book = nbformat.reads(exported.stdout, as_version=4)
+    nbformat.validate(book)
+    assert any(c.source.startswith("# tool call: notebook.edit") for c in book.cells)
+
     done = run_cli("undo", run_id)
     assert done.exit_code == 0, done.stderr
     assert done.stdout == "restored nb.ipynb (file)\n"

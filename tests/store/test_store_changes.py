@@ -74,3 +74,12 @@ def test_notebook_replies_are_taken_once(store: SqliteStore) -> None:
     assert store.take_notebook_reply("req_1") is None
     with pytest.raises(UsageError):
         store.put_notebook_reply("", {})
+
+
+def test_notebook_replies_nobody_took_expire(store: SqliteStore) -> None:
+    store.put_notebook_reply("old", {"ok": True})
+    with store._write() as conn:
+        conn.execute("UPDATE notebook_replies SET created_at = '2020-01-01T00:00:00.000Z'")
+    store.put_notebook_reply("new", {"ok": True})
+    assert store.take_notebook_reply("old") is None
+    assert store.take_notebook_reply("new") == {"ok": True}
