@@ -10,7 +10,8 @@ the answer into the project's store (``notebook_replies``) and the kernel takes 
 A comm is opened when a ``%%agi`` run (or the chat widget) starts; a tab with the extension
 answers its opening with a hello through the same route. No hello within ``HELLO_WAIT``
 seconds of the opening: no tab is listening (nbclient, VS Code, JupyterLab without the
-extension or the server extension), and the notebook is used through its file.
+extension or the server extension), and the notebook is used through its file; the kernel
+then stops waiting for hellos (it still takes one that came).
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ class TabLink:
         self.comm: Any = None
         self.opened_at = 0.0
         self.hello: dict[str, Any] | None = None
+        # No tab answered an earlier comm of this kernel (nbclient, a console, JupyterLab
+        # without the extension): later runs look for a hello without waiting for one.
+        self.silent = False
 
     def open(self, shell: Any, project: Path, notebook: Path | None) -> None:
         """Open a fresh comm to the front end (main thread; only inside a real kernel)."""
@@ -65,9 +69,10 @@ class TabLink:
         while True:
             reply = await asyncio.to_thread(store.take_notebook_reply, key)
             if reply is not None:
-                self.hello = reply
+                self.hello, self.silent = reply, False
                 return True
-            if time.monotonic() - self.opened_at > HELLO_WAIT:
+            if self.silent or time.monotonic() - self.opened_at > HELLO_WAIT:
+                self.silent = True
                 return False
             await asyncio.sleep(POLL)
 

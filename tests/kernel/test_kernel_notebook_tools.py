@@ -198,3 +198,24 @@ def test_in_a_real_kernel_agi_edits_and_runs_its_own_notebook_and_undo_restores_
     assert "interrupted after 1 s (kernel interrupt)" in calls["slow"].result["output"]
     assert done.cells[2].outputs[0]["text"] == "agi: restored own.ipynb (file)\n"
     assert own.read_bytes() == original, "undo put the file back byte for byte"
+
+
+def test_the_tab_link_waits_for_a_hello_once(tmp_path: Path) -> None:
+    import asyncio
+    import time
+    from types import SimpleNamespace
+
+    from agi_jupyter.kernel.tab import HELLO_WAIT, TabLink
+
+    link = TabLink()
+    with open_store(tmp_path) as store:
+        link.comm, link.opened_at = SimpleNamespace(comm_id="c1"), time.monotonic()
+        started = time.monotonic()
+        assert asyncio.run(link.attached(store)) is False
+        assert time.monotonic() - started >= HELLO_WAIT, "no tab answered in time"
+        assert link.silent is True, "later runs do not wait for a hello"
+        link.comm, link.opened_at = SimpleNamespace(comm_id="c2"), time.monotonic()
+        assert asyncio.run(link.attached(store)) is False
+        store.put_notebook_reply("hello:c2", {"ok": True, "path": "own.ipynb"})
+        assert asyncio.run(link.attached(store)) is True
+        assert link.silent is False
