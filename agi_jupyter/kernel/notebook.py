@@ -44,9 +44,9 @@ class KernelNotebookAccess:
         own = self.ctx.notebook_file()
         return own is not None and own.resolve() == target.file
 
-    async def open(self, target: NotebookTarget) -> NotebookDocument:
+    async def open(self, target: NotebookTarget, *, wait: bool = True) -> NotebookDocument:
         store = self.ctx.agi.store
-        if self.is_own(target) and await self.link.attached(store):
+        if self.is_own(target) and await self.link.attached(store, wait=wait):
             return NotebookDocument(self.link.backend(store), target.shown)
         return await self.headless.open(target)
 

@@ -59,8 +59,9 @@ class TabLink:
         self.comm = create_comm(target_name=COMM_TARGET, data=data)
         self.opened_at, self.hello = time.monotonic(), None
 
-    async def attached(self, store: Store) -> bool:
-        """Whether a tab answered this comm's opening (waits up to ``HELLO_WAIT`` after it)."""
+    async def attached(self, store: Store, *, wait: bool = True) -> bool:
+        """Whether a tab answered this comm's opening (waits up to ``HELLO_WAIT`` after it,
+        unless ``wait`` is False)."""
         if self.comm is None:
             return False
         if self.hello is not None:
@@ -73,6 +74,8 @@ class TabLink:
                 return True
             if self.silent or time.monotonic() - self.opened_at > HELLO_WAIT:
                 self.silent = True
+                return False
+            if not wait:
                 return False
             await asyncio.sleep(POLL)
 

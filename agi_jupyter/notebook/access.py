@@ -51,8 +51,9 @@ def locate(project: Path, path: str) -> NotebookTarget:
 class NotebookAccess(Protocol):
     def locate(self, project: Path, path: str) -> NotebookTarget: ...
 
-    async def open(self, target: NotebookTarget) -> NotebookDocument:
-        """The notebook through the backend that holds it now."""
+    async def open(self, target: NotebookTarget, *, wait: bool = True) -> NotebookDocument:
+        """The notebook through the backend that holds it now; ``wait=False``: do not wait
+        to find out (a kernel's tab that has not said hello yet), use what is known now."""
         ...
 
     async def history(self, target: NotebookTarget) -> History | None:
@@ -85,7 +86,7 @@ class HeadlessAccess:
     def locate(self, project: Path, path: str) -> NotebookTarget:
         return locate(project, path)
 
-    async def open(self, target: NotebookTarget) -> NotebookDocument:
+    async def open(self, target: NotebookTarget, *, wait: bool = True) -> NotebookDocument:
         return NotebookDocument(FileBackend(target.file, target.shown), target.shown)
 
     @property

@@ -32,7 +32,9 @@ class NotebookContext:
         with contextlib.suppress(AgiError, OSError, TimeoutError):
             async with asyncio.timeout(READ_TIMEOUT):
                 target = self.access.locate(self.project, path)
-                doc = await self.access.open(target)
+                # Advisory: a kernel's tab that has not said hello yet is not waited for
+                # (the file is outlined instead); the tools wait.
+                doc = await self.access.open(target, wait=False)
                 state = await doc.read(await self.access.history(target))
                 return outline(state.path, state.cells, run.cell_id)
         log.debug("no outline of %s for run %s", path, run.id)

@@ -58,7 +58,7 @@ class ServerNotebookAccess:
             raise NotebookError("the Jupyter server is not ready yet", code="SERVER_NOT_READY")
         return self.loop
 
-    async def open(self, target: NotebookTarget) -> NotebookDocument:
+    async def open(self, target: NotebookTarget, *, wait: bool = True) -> NotebookDocument:
         loop, api_path = self._loop(), self.api_path(target)
         ydoc = await on_loop(loop, shared_document(self.serverapp, api_path))
         if ydoc is not None:
