@@ -19,13 +19,20 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def jp_server_config(agi_config: dict[str, Any]) -> dict[str, Any]:
+def jp_server_config(agi_config: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     settings = {"tick_interval": 0.0, "heartbeat_interval": 0.0, "freeze_gc": False, **agi_config}
     extensions = {"agi_jupyter": True, "jupyter_server_ydoc": True, "jupyter_server_fileid": True}
     return {
         "ServerApp": {"jpserver_extensions": extensions},
         "AgiExtensionApp": settings,
-        "YDocExtension": {"document_save_delay": 0.2, "file_poll_interval": 0.2},
+        # The default store of document updates is .jupyter_ystore.db in the working folder
+        # (the repository): a temporary one instead.
+        "YDocExtension": {
+            "document_save_delay": 0.2,
+            "file_poll_interval": 0.2,
+            "ystore_class": "jupyter_server_ydoc.stores.TempFileYStore",
+        },
+        "BaseFileIdManager": {"db_path": str(tmp_path / "file_id_manager.db")},
     }
 
 
