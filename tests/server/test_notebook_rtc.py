@@ -25,15 +25,16 @@ def jp_server_config(agi_config: dict[str, Any], tmp_path: Path) -> dict[str, An
     return {
         "ServerApp": {"jpserver_extensions": extensions},
         "AgiExtensionApp": settings,
-        # The default store of document updates is .jupyter_ystore.db in the working folder
-        # (the repository): a temporary one instead.
-        "YDocExtension": {
-            "document_save_delay": 0.2,
-            "file_poll_interval": 0.2,
-            "ystore_class": "jupyter_server_ydoc.stores.TempFileYStore",
-        },
+        "YDocExtension": {"document_save_delay": 0.2, "file_poll_interval": 0.2},
         "BaseFileIdManager": {"db_path": str(tmp_path / "file_id_manager.db")},
     }
+
+
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """jupyter-collaboration keeps document updates in .jupyter_ystore.db of the working
+    folder: the test's, not the repository."""
+    monkeypatch.chdir(tmp_path)
 
 
 async def open_shared(jp_serverapp: Any, path: str) -> Any:
