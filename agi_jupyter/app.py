@@ -223,6 +223,7 @@ class Agi:
         session: str | Session | None = None,
         model: str | None = None,
         agent: str | None = None,
+        run_agent: str | None = None,
         thinking_level: str | None = None,
         max_iterations: int | None = None,
         execution_mode: str = "foreground_stream",
@@ -231,14 +232,17 @@ class Agi:
     ) -> Run:
         """Queue a run for ``prompt`` and (unless ``start=False``) start executing it here.
 
-        ``type="deep_research"`` runs use the configured deep research model unless ``model``
-        says otherwise (see ``research``). With ``input_message_id=<id of a stored user
-        message>`` and an empty ``prompt`` (``()``), the run answers that message."""
+        ``agent`` switches the session to that agent; ``run_agent`` uses an agent for this run
+        only (the session keeps its own). ``type="deep_research"`` runs use the configured deep
+        research model unless ``model`` says otherwise (see ``research``). With
+        ``input_message_id=<id of a stored user message>`` and an empty ``prompt`` (``()``),
+        the run answers that message."""
         return self._submit(
             prompt,
             session=session,
             model=model,
             agent=agent,
+            run_agent=run_agent,
             thinking_level=thinking_level,
             max_iterations=max_iterations,
             execution_mode=execution_mode,
@@ -253,6 +257,7 @@ class Agi:
         session: str | Session | None = None,
         model: str | None = None,
         agent: str | None = None,
+        run_agent: str | None = None,
         thinking_level: str | None = None,
         max_iterations: int | None = None,
         execution_mode: str = "foreground_stream",
@@ -265,6 +270,9 @@ class Agi:
             model = model or f"openai:{self.research_settings.model}"
             execution_mode = "background"
         ses = self._session_for(session, agent=agent, model=model)
+        if run_agent is not None and run_agent != ses.agent:
+            self._check_agent(run_agent)
+            run_fields["agent"] = run_agent
         provider, model_name = self._model_for(ses, model)
         parts: list[Part] = [TextPart(text=prompt)] if isinstance(prompt, str) else list(prompt)
         if not parts and run_fields.get("input_message_id"):
@@ -449,6 +457,17 @@ class Agi:
 
     def stats(self) -> dict[str, Any]:
         return self.store.stats()
+
+    def load_default_model(self) -> None:
+        """Create the default model's client now (importing its SDK) on the runtime's loop,
+        where runs use it, instead of in the first run. Raises what creating it raises (no
+        key, a bad setting): callers that only warm up ignore it, the first run reports it."""
+
+        async def load() -> None:
+            provider, _model = self.config.resolve_model()
+            self.deps.providers.get(provider)
+
+        self.loop.run(load())
 
     def close(self) -> None:
         """Stop runs still executing here (they end ``cancelled``) and release resources."""

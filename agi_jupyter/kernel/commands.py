@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from IPython.core.error import UsageError as IPythonUsageError
 
-from agi_jupyter.kernel._ipython import MagicArgumentParser
+from agi_jupyter.kernel._ipython import MagicArgumentParser, is_terminal
 from agi_jupyter.kernel.tables import Table, Text
 
 if TYPE_CHECKING:
@@ -179,7 +179,6 @@ def cmd_runs(ctx: KernelContext, args: argparse.Namespace) -> Table:
 
 
 def cmd_show(ctx: KernelContext, args: argparse.Namespace) -> Any:
-    from agi_jupyter.kernel.cell import is_terminal
     from agi_jupyter.kernel.render import MarkdownView, RunView
 
     run = ctx.agi.run(args.run)

@@ -29,6 +29,7 @@ from agi_jupyter.records import (
     ToolCallPart,
     ToolResultPart,
     part_to_dict,
+    session_for_run,
 )
 from agi_jupyter.runtime.history import conversation, unanswered_tool_calls
 from agi_jupyter.runtime.toolcalls import run_tool
@@ -69,7 +70,7 @@ class AgentLoop:
 
     async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult:
         deps = self.deps
-        session = deps.store.get_session(run.session_id)
+        session = session_for_run(deps.store.get_session(run.session_id), run)
         agent = self._agent(session)
         allowed = self._allowed(agent, session)
         await deps.registry.prepare(allowed)  # starts the MCP servers the agent can reach
@@ -314,6 +315,7 @@ class AgentLoop:
             output=outcome.output,
             is_error=not outcome.ok,
             artifact_id=artifact_id,
+            status=outcome.status,
         )
         self.deps.store.add_message(session.id, "tool", [part], run_id=run.id)
         summary = None
@@ -344,6 +346,7 @@ class AgentLoop:
                 output="The tool call was interrupted (the process running it stopped). "
                 "Its effects are unknown; check before calling it again.",
                 is_error=True,
+                status="failed",
             )
             self.deps.store.add_message(message.session_id, "tool", [part], run_id=run.id)
             emitter.emit(
@@ -380,4 +383,5 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         "meta": message.meta,
         "parts": [part_to_dict(p) for p in message.parts],
         "created_at": message.created_at,
+        "updated_at": message.updated_at,
     }

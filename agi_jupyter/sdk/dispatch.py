@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 
 from agi_jupyter.agents import build_system_prompt
 from agi_jupyter.errors import UsageError
-from agi_jupyter.records import JSON, Run, Session, TextPart
+from agi_jupyter.records import JSON, Run, Session, TextPart, session_for_run
 from agi_jupyter.runtime.runner import allowed_tool_names
 from agi_jupyter.runtime.toolcalls import run_tool
 from agi_jupyter.sdk.base import KNOWN_SDKS, SdkAdapter, SdkRunParams
@@ -70,7 +70,7 @@ class SdkDispatch:
     # --- running -----------------------------------------------------------------------------
 
     async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult:
-        session = self.deps.store.get_session(run.session_id)
+        session = session_for_run(self.deps.store.get_session(run.session_id), run)
         adapter = self.adapter(session.sdk)
         adapter.check_available()
         agent = self.deps.agents[session.agent]

@@ -215,6 +215,7 @@ class CanonicalHistory:
             output=output,
             is_error=not ok,
             artifact_id=artifact.id if artifact is not None else None,
+            status=status,
         )
         self.store.add_message(self.run.session_id, "tool", [part], run_id=self.run.id)
         summary: JSON | None = None

@@ -105,7 +105,26 @@ def _schemas() -> dict[str, Any]:
             models[(route.stream_item, "serialization")] = None
     _, schema = models_json_schema(list(models), ref_template=REF)
     defs: dict[str, Any] = schema.get("$defs", {})
+    for (event, field), target in EVENT_PAYLOADS.items():
+        prop = defs[event]["properties"][field]
+        defs[event]["properties"][field] = {"$ref": REF.format(model=target), **_doc(prop)}
     return dict(sorted(defs.items()))
+
+
+# Event payloads that are records: plain JSON objects in events.py (a bottom module), documented
+# here as the record they are, so clients get their types (tests/server/test_openapi.py checks
+# real events against these schemas).
+EVENT_PAYLOADS = {
+    ("MessageCompleted", "message"): "Message",
+    ("MessageCreated", "message"): "Message",
+    ("SessionCreated", "session"): "Session",
+    ("SessionUpdated", "session"): "Session",
+    ("RunFinal", "run"): "Run",
+}
+
+
+def _doc(prop: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in prop.items() if k in ("title", "description")}
 
 
 def _ref(model: type[BaseModel]) -> dict[str, str]:

@@ -439,3 +439,10 @@ def m008_snapshots_and_changes(db: Database) -> None:
         not_null={"payload", "created_at"},
         if_not_exists=True,
     )
+
+
+@migration
+def m013_runs_agent(db: Database) -> None:
+    """A run can have its own agent (``%%agi -a X`` changes the agent for one cell only)."""
+    if "agent" not in db.table("runs").columns_dict:
+        db.table("runs").add_column("agent", str)

@@ -132,9 +132,9 @@ export class NotebookBridge {
     void this.reply(request.request_id, reply, project);
   }
 
-  private async reply(requestId: string, reply: unknown, project?: string): Promise<void> {
+  private async reply(requestId: string, reply: object, project?: string): Promise<void> {
     try {
-      await this.client.notebookReply(requestId, reply, project);
+      await this.client.notebookReply(requestId, reply as Record<string, unknown>, project);
     } catch (error) {
       console.warn('agi-jupyter: could not answer a notebook request', error);
     }
@@ -162,7 +162,7 @@ export class NotebookBridge {
       try {
         for await (const event of this.client.notebookRequests(this.clientId, controller.signal)) {
           attempt = 0;
-          if (event.type === 'notebook.request') {
+          if ((event as { type: string }).type === 'notebook.request') {
             this.serve(event as unknown as NotebookRequest);
           }
         }
