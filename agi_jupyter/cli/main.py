@@ -6,7 +6,8 @@ not ``--help`` / ``--version``) is taken as the prompt, so ``agi sessions`` list
 command.
 
 Exit codes: 0 success, 1 the run failed (or another error), 2 bad usage, 3 configuration
-(a provider not configured, a malformed config file), 130 cancelled (Ctrl-C).
+(a provider not configured, a malformed config file), 4 ``agi undo`` refused (the cells changed
+after the run), 130 cancelled (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import click
 
 from agi_jupyter import __version__
-from agi_jupyter.cli import ask, catalog, export, inspect, mcp, serve, setup
+from agi_jupyter.cli import ask, catalog, export, inspect, mcp, serve, setup, undo
 from agi_jupyter.cli.common import exit_code_for, fail
 from agi_jupyter.errors import AgiError
 
@@ -61,7 +62,8 @@ def cli() -> None:
 
     Everything is recorded in .agi/agi.sqlite of the project (the current folder, or its nearest
     ancestor with .agi/), or in a shared PostgreSQL database when AGI_DATABASE_URL is set.
-    Exit codes: 0 ok, 1 run failed, 2 bad usage, 3 not configured, 130 cancelled.
+    Exit codes: 0 ok, 1 run failed, 2 bad usage, 3 not configured, 4 undo refused,
+    130 cancelled.
     """
 
 
@@ -73,6 +75,7 @@ for _command in (
     *inspect.COMMANDS,
     *catalog.COMMANDS,
     export.export,
+    undo.undo,
 ):
     cli.add_command(_command)
 

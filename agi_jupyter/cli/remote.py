@@ -35,6 +35,8 @@ _ERRORS: dict[str, type[errors.AgiError]] = {
     "RUN_NOT_FOUND": errors.RunNotFound,
     "ARTIFACT_NOT_FOUND": errors.ArtifactNotFound,
     "RUN_TERMINAL": errors.RunTerminal,
+    "UNDO_CONFLICT": errors.Conflict,
+    "RUN_ACTIVE": errors.Conflict,
 }
 
 
@@ -107,7 +109,7 @@ def _error_from(response: urllib.error.HTTPError) -> errors.AgiError:
             code=code,
         )
     cls = _ERRORS.get(code)
-    return cls(message) if cls is not None else errors.AgiError(message, code=code)
+    return cls(message, code=code) if cls is not None else errors.AgiError(message, code=code)
 
 
 def ask_remote(

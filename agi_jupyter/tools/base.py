@@ -98,6 +98,8 @@ class ToolContext:
     features: frozenset[str] = frozenset()
     read_only: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
+    turn: int | None = None
+    """The run's model turn (iteration) the call belongs to, when the runner knows it."""
 
     def for_call(self, tool_call_id: str, *, emit: Emit | None = None) -> ToolContext:
         """A copy for one call, with its id and (optionally) its own ``emit``."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from agi_jupyter.errors import ConfigError, StoreUnavailable, UsageError
+from agi_jupyter.errors import ConfigError, NotFound, StoreUnavailable, UsageError
 from agi_jupyter.store import MIGRATIONS, Store, create_store
 from agi_jupyter.store.postgres import PostgresStore, database
 from agi_jupyter.store.postgres.migrations import PG_MIGRATIONS
@@ -19,6 +19,7 @@ from agi_jupyter.store.postgres.query import to_format
 from agi_jupyter.store.rows import (
     ARTIFACTS,
     CAPABILITIES,
+    CHANGES,
     MESSAGES,
     RUN_EVENTS,
     RUNS,
@@ -40,7 +41,7 @@ def test_every_sqlite_migration_has_a_postgres_counterpart() -> None:
 
 
 def test_tables_have_every_record_column(pg_store: Store) -> None:
-    for mapping in (SESSIONS, MESSAGES, RUNS, RUN_EVENTS, TOOL_CALLS, ARTIFACTS):
+    for mapping in (SESSIONS, MESSAGES, RUNS, RUN_EVENTS, TOOL_CALLS, ARTIFACTS, CHANGES):
         names = {
             row[0]
             for row in pg_store.query(
@@ -163,6 +164,36 @@ def test_later_appends_wait_for_an_earlier_one_to_commit(
     writer.join(timeout=30)
     assert appended.is_set()
     assert [e.type for _, e in store.list_session_run_events(session.id)] == ["later"]
+
+
+def test_blobs_being_referenced_are_not_collected(
+    make_pg_store: OpenStore, postgres_url: str
+) -> None:
+    """Deleting a session collects the snapshots no change refers to, but skips a blob that
+    an uncommitted ``add_change`` holds (``FOR KEY SHARE``) instead of waiting for it or
+    deleting it under that change."""
+    store = make_pg_store()
+    assert isinstance(store, PostgresStore)
+    held, loose = store.put_blob(b"held"), store.put_blob(b"loose")
+    doomed = store.create_session()
+    with psycopg.connect(postgres_url) as adding:  # an add_change that has not committed yet
+        adding.execute(f'SET search_path TO "{store.schema}"')
+        adding.execute("SELECT 1 FROM blobs WHERE sha256 = %s FOR KEY SHARE", [held])
+        store.delete_session(doomed.id)  # does not wait for the open transaction
+        adding.rollback()
+    assert store.get_blob(held) == b"held"
+    with pytest.raises(NotFound):
+        store.get_blob(loose)
+
+
+def test_notebook_replies_nobody_took_expire(pg_store: Store) -> None:
+    assert isinstance(pg_store, PostgresStore)
+    pg_store.put_notebook_reply("old", {"ok": True})
+    with pg_store._write() as conn:
+        conn.execute("UPDATE notebook_replies SET created_at = '2020-01-01T00:00:00.000Z'")
+    pg_store.put_notebook_reply("new", {"ok": True})
+    assert pg_store.take_notebook_reply("old") is None
+    assert pg_store.take_notebook_reply("new") == {"ok": True}
 
 
 def test_listen_wakes_on_background_runs_of_its_project(

@@ -53,3 +53,12 @@ def test_replays_find_runs_by_an_index(sqlite_store: SqliteStore) -> None:
             ["h1", "succeeded"],
         ).fetchall()
     assert "idx_runs_request_hash_status" in str(plan)
+
+
+def test_notebook_replies_nobody_took_expire(sqlite_store: SqliteStore) -> None:
+    sqlite_store.put_notebook_reply("old", {"ok": True})
+    with sqlite_store._write() as conn:
+        conn.execute("UPDATE notebook_replies SET created_at = '2020-01-01T00:00:00.000Z'")
+    sqlite_store.put_notebook_reply("new", {"ok": True})
+    assert sqlite_store.take_notebook_reply("old") is None
+    assert sqlite_store.take_notebook_reply("new") == {"ok": True}

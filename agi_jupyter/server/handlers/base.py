@@ -100,6 +100,7 @@ def public(method: Method[H, P]) -> Method[H, P]:
 
 class AgiHandler(ExtensionHandlerMixin, APIHandler):
     auth_resource = AUTH_RESOURCE
+    body_limit: int | None = None  # bytes; None: the extension's max_body_size
     _gone = False
 
     @property
@@ -108,8 +109,8 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
 
     async def prepare(self) -> None:  # type: ignore[override]  # as APIHandler.prepare
         await super().prepare()
-        self.agi_app.runner.start()  # idempotent; also covers servers started without _post_start
-        limit = self.agi_app.max_body_size
+        self.agi_app.start_on_loop()  # idempotent; covers servers started without _post_start
+        limit = self.body_limit or self.agi_app.max_body_size
         if len(self.request.body or b"") > limit:
             raise ApiError(413, "PAYLOAD_TOO_LARGE", f"the request body is over {limit} bytes")
 

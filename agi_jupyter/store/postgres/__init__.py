@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from agi_jupyter.store.base import Store
 from agi_jupyter.store.postgres.artifacts import PgArtifactsMixin
+from agi_jupyter.store.postgres.changes import PgChangesMixin
 from agi_jupyter.store.postgres.events import PgEventsMixin
 from agi_jupyter.store.postgres.messages import PgMessagesMixin
 from agi_jupyter.store.postgres.misc import (
@@ -37,6 +38,7 @@ class PostgresStore(
     PgCapabilitiesMixin,
     PgStatsMixin,
     PgQueryMixin,
+    PgChangesMixin,
 ):
     """One project's data in a shared PostgreSQL database (its own schema, named by
     ``project_key``). Safe to share between threads (a connection pool) and to use from any

@@ -281,6 +281,48 @@ def m006_runs_request_hash_index(conn: Connection) -> None:
 
 
 @migration
+def m008_snapshots_and_changes(conn: Connection) -> None:
+    """Content-addressed snapshots (``blobs``, the bytes in the database, so every replica can
+    undo), the changes runs make to notebooks and files, and the mailbox where a JupyterLab
+    tab leaves the answer to a kernel's notebook request (the tab may talk to one replica and
+    the kernel's server be another)."""
+    _table(
+        conn,
+        "blobs",
+        f"sha256 {TEXT} PRIMARY KEY",
+        "size bigint NOT NULL",
+        "data bytea NOT NULL",
+        f"created_at {TEXT} NOT NULL",
+    )
+    _table(
+        conn,
+        "changes",
+        f"id {TEXT} PRIMARY KEY",
+        POS,
+        f"run_id {TEXT}",
+        "turn bigint",
+        f"tool_call_id {TEXT}",
+        f"kind {TEXT} NOT NULL",
+        f"path {TEXT} NOT NULL",
+        f"before_sha {TEXT}",
+        f"after_sha {TEXT}",
+        f"created_at {TEXT} NOT NULL",
+    )
+    conn.execute("CREATE INDEX idx_changes_run_id ON changes (run_id)")
+    conn.execute("CREATE INDEX idx_changes_path ON changes (path)")
+    # The blob collector's anti-join (``sessions.py``) looks a blob up by either column.
+    conn.execute("CREATE INDEX idx_changes_before_sha ON changes (before_sha)")
+    conn.execute("CREATE INDEX idx_changes_after_sha ON changes (after_sha)")
+    _table(
+        conn,
+        "notebook_replies",
+        f"request_id {TEXT} PRIMARY KEY",
+        f"payload {TEXT} NOT NULL",
+        f"created_at {TEXT} NOT NULL",
+    )
+
+
+@migration
 def m013_runs_agent(conn: Connection) -> None:
     """A run can have its own agent (``%%agi -a X`` changes the agent for one cell only)."""
     conn.execute(f"ALTER TABLE runs ADD COLUMN agent {TEXT}")

@@ -7,6 +7,7 @@ from typing import Any
 
 from agi_jupyter.errors import SessionNotFound
 from agi_jupyter.records import JSON, Page, QueueMode, Session, new_id, utc_now
+from agi_jupyter.store.postgres.changes import COLLECT_BLOBS
 from agi_jupyter.store.postgres.core import PgCore
 from agi_jupyter.store.rows import SESSIONS
 
@@ -21,10 +22,12 @@ _CASCADE = [
     f" ({_MESSAGES_OF}))",
     "DELETE FROM run_events WHERE session_id = %(id)s",
     f"DELETE FROM tool_calls WHERE run_id IN ({_RUNS_OF})",
+    f"DELETE FROM changes WHERE run_id IN ({_RUNS_OF})",
     f"DELETE FROM message_parts WHERE message_id IN ({_MESSAGES_OF})",
     "DELETE FROM messages WHERE session_id = %(id)s",
     "DELETE FROM runs WHERE session_id = %(id)s",
     "DELETE FROM sessions WHERE id = %(id)s",
+    COLLECT_BLOBS,  # snapshots no change refers to any more
 ]
 
 
@@ -96,10 +99,10 @@ class PgSessionsMixin(PgCore):
         return SESSIONS.from_row(row)
 
     def delete_session(self, id: str) -> None:
-        """Delete a session with its messages, parts, runs, run events, tool calls and
-        artifacts. The session row is locked first, so writers into the session (which lock
-        it too, or hold it with ``FOR KEY SHARE``) finish before or wait and then find it
-        gone."""
+        """Delete a session with its messages, parts, runs, run events, tool calls, changes
+        and artifacts (and the snapshots no other change refers to). The session row is
+        locked first, so writers into the session (which lock it too, or hold it with
+        ``FOR KEY SHARE``) finish before or wait and then find it gone."""
         with self._write() as conn:
             found = conn.execute("SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", [id])
             if found.fetchone() is None:
