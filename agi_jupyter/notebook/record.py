@@ -8,6 +8,7 @@ first change of a run to a notebook thus holds the snapshot undo restores.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from dataclasses import dataclass
 
 from agi_jupyter.notebook.document import Mutation
@@ -21,8 +22,22 @@ class Recorded:
     changed: bool
 
 
+# One lock per notebook path and event loop (asyncio locks belong to one loop).
+_ORDER: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 async def record_change(ctx: ToolContext, path: str, mutation: Mutation) -> Recorded:
-    return await asyncio.to_thread(_record, ctx, path, mutation)
+    """Record a mutation that has just completed. The tool calls of one model turn run
+    concurrently, and their records run in threads: without the lock, a later mutation's
+    record could commit first (it did on PostgreSQL, where a write takes a round trip), and
+    undo, which restores the first change's ``before``, would restore the wrong state. The
+    lock is taken in the order the mutations completed (taking a free asyncio lock does not
+    yield, and waiters are served first come, first served)."""
+    locks = _ORDER.setdefault(asyncio.get_running_loop(), {})
+    async with locks.setdefault(path, asyncio.Lock()):
+        return await asyncio.to_thread(_record, ctx, path, mutation)
 
 
 def _record(ctx: ToolContext, path: str, mutation: Mutation) -> Recorded:
