@@ -42,12 +42,14 @@ from agi_jupyter.runtime.deps import ProviderPool, RuntimeDeps
 from agi_jupyter.runtime.follow import afollow_run, follow_run
 from agi_jupyter.runtime.history import HistoryView, history_view
 from agi_jupyter.runtime.loop_thread import BackgroundLoop
+from agi_jupyter.runtime.redacted_store import redacted_store
 from agi_jupyter.runtime.runner import allowed_tool_names
 from agi_jupyter.runtime.runs import RunManager, TickResult
 from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
 from agi_jupyter.store import open_store
 from agi_jupyter.tools import Redactor, ToolRegistry, builtin_tools
+from agi_jupyter.tools.redact import install_log_redaction
 
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
@@ -97,7 +99,18 @@ class Agi:
             find_project(project or Path.cwd()), overrides=config, traitlets=traitlets, env=env
         )
         self.project = self.config.project
-        self.store = open_store(self.project, artifact_threshold=self.config.artifact_threshold)
+        # One redactor for everything stored, streamed, shown or sent to a provider.
+        self.redactor = Redactor(
+            env,
+            credentials=self.config.credentials,
+            patterns=self.config.redact_patterns,
+            allow=self.config.redact_allow,
+        )
+        install_log_redaction(self.redactor)
+        self.store = redacted_store(
+            open_store(self.project, artifact_threshold=self.config.artifact_threshold),
+            self.redactor,
+        )
         registry = ToolRegistry([*builtin_tools(), *tools])
         registry.load_project_tools(self.project, store=self.store)
         self.loop = BackgroundLoop()
@@ -108,7 +121,7 @@ class Agi:
             registry=registry,
             agents=load_agents(self.project),
             providers=ProviderPool(self.config),
-            redactor=Redactor(env),
+            redactor=self.redactor,
             bus=self.bus,
             loop=self.loop,
             features=features,
@@ -188,7 +201,7 @@ class Agi:
             raise UsageError("queue_mode must be 'queue' or 'interrupt'")
         ses = self.store.update_session(session_id, **changes)
         event = SessionUpdated(session=asdict(ses), ts=utc_now())
-        self.bus.publish(ses.id, event_to_dict(event))
+        self.bus.publish(ses.id, self.redactor.redact_json(event_to_dict(event)))
         return ses
 
     def delete_session(self, session_id: str) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -205,6 +206,8 @@ class _Layer(BaseModel):
     max_attempts: int | None = Field(default=None, ge=1, le=100)
     retry_backoff: list[float] | None = None
     providers: dict[str, _ProviderLayer] | None = None
+    redact_patterns: list[str] | None = None
+    redact_allow: list[str] | None = None
 
 
 # --- resolved settings -----------------------------------------------------------------------
@@ -243,6 +246,12 @@ class Config:
     retry_backoff: tuple[float, ...] = (2.0, 4.0, 8.0)
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
+    # Redaction (tools/redact.py): extra regular expressions, and names/values never redacted.
+    redact_patterns: tuple[str, ...] = ()
+    redact_allow: tuple[str, ...] = ()
+    # Every value of the credentials file, by key: all of them are redacted wherever they
+    # appear. Never printed (repr=False).
+    credentials: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def agi_dir(self) -> Path:
@@ -301,10 +310,15 @@ def load_config(
     ]
     merged: dict[str, Any] = {}
     sources: list[str] = []
+    project_file = layers[3][0]
     for name, data in layers:
         if not data:
             continue
         _validate_layer(name, data)
+        if name == project_file and "redact_allow" in data:
+            # A project folder may come from anyone (a cloned repository): it must not be
+            # able to switch redaction of the user's secrets off.
+            raise ConfigError(f"{name}: redact_allow is accepted only in the global config")
         _merge_into(merged, data)
         sources.append(name)
     credentials = read_credentials(global_dir / CREDENTIALS_FILENAME)
@@ -372,6 +386,11 @@ def _validate_layer(source: str, data: Mapping[str, Any]) -> None:
             for err in e.errors()
         )
         raise ConfigError(f"{source}: {problems}") from None
+    for index, pattern in enumerate(data.get("redact_patterns") or []):
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise ConfigError(f"{source}: redact_patterns.{index}: invalid ({e})") from None
     model = data.get("default_model")
     if isinstance(model, str):
         try:
@@ -388,6 +407,8 @@ def _merge_into(target: dict[str, Any], layer: Mapping[str, Any]) -> None:
                 providers.setdefault(name, {}).update(
                     {k: v for k, v in dict(entry).items() if v is not None}
                 )
+        elif key == "redact_patterns" and value:
+            target[key] = [*target.get(key, []), *value]  # every layer adds, none removes
         elif value is not None:
             target[key] = value
 
@@ -457,4 +478,7 @@ def _build(
         retry_backoff=tuple(layer.retry_backoff or defaults.retry_backoff),
         providers=providers,
         sources=sources,
+        redact_patterns=tuple(layer.redact_patterns or ()),
+        redact_allow=tuple(layer.redact_allow or ()),
+        credentials=dict(credentials),
     )

@@ -161,6 +161,7 @@ class RunManager:
             session_id=run.session_id,
             persist_deltas=self.deps.config.persist_deltas,
             last_seq=events[-1].seq if events else 0,
+            redactor=self.deps.redactor,
         )
 
     async def _execute_claimed(self, run_id: str) -> Run:
