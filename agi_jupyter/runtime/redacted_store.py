@@ -32,7 +32,7 @@ from agi_jupyter.records import (
 )
 
 if TYPE_CHECKING:
-    from agi_jupyter.store import Store
+    from agi_jupyter.store import ArtifactWriter, Store
     from agi_jupyter.tools.redact import Redactor
 
 
@@ -132,6 +132,9 @@ class RedactedStore:
             content = self.redactor.redact_bytes(content)
         return self.inner.create_artifact(kind, content=content, **self._json(fields))
 
+    def open_artifact(self, kind: str, **fields: Any) -> ArtifactWriter:
+        return _RedactedWriter(self.inner.open_artifact(kind, **self._json(fields)), self.redactor)
+
     def create_task(
         self, title: str, *, details: str | None = None, due_at: str | None = None
     ) -> Task:
@@ -151,6 +154,28 @@ class RedactedStore:
             file_path=file_path,
             tool_schema=self._json(tool_schema),
         )
+
+
+class _RedactedWriter:
+    """Redacts the bytes as a stream (a secret split across two writes is still caught)."""
+
+    def __init__(self, inner: ArtifactWriter, redactor: Redactor) -> None:
+        self.inner = inner
+        self.stream = redactor.byte_stream()
+
+    def write(self, data: bytes) -> None:
+        safe = self.stream.feed(data)
+        if safe:
+            self.inner.write(safe)
+
+    def commit(self) -> Artifact:
+        rest = self.stream.flush()
+        if rest:
+            self.inner.write(rest)
+        return self.inner.commit()
+
+    def abort(self) -> None:
+        self.inner.abort()
 
 
 def redacted_store(inner: Store, redactor: Redactor) -> Store:

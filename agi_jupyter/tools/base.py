@@ -31,7 +31,6 @@ from agi_jupyter.records import JSON
 if TYPE_CHECKING:
     from agi_jupyter.config import Config
     from agi_jupyter.store import Store
-    from agi_jupyter.tools.redact import Redactor
     from agi_jupyter.tools.registry import ToolRegistry
 
 P = TypeVar("P", bound=BaseModel)
@@ -99,9 +98,6 @@ class ToolContext:
     features: frozenset[str] = frozenset()
     read_only: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
-    # The run's redactor, for tools that store output themselves (shell spills); what goes
-    # through ``emit`` and the result is redacted by the executor.
-    redactor: Redactor | None = None
 
     def for_call(self, tool_call_id: str, *, emit: Emit | None = None) -> ToolContext:
         """A copy for one call, with its id and (optionally) its own ``emit``."""

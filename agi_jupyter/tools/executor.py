@@ -114,9 +114,7 @@ class _LiveOutput:
         self._streams: dict[str, StreamRedactor[str]] = {}
 
     def context(self, ctx: ToolContext) -> ToolContext:
-        if not self._redactor:
-            return replace(ctx, redactor=self._redactor)
-        return replace(ctx, emit=self._redacted_emit, redactor=self._redactor)
+        return replace(ctx, emit=self._redacted_emit) if self._redactor else ctx
 
     def _redacted_emit(self, channel: str, chunk: str) -> None:
         stream = self._streams.get(channel)
