@@ -307,6 +307,7 @@ class WebhookEvent:
     processing_error: str | None = None
     created_at: str = ""
     updated_at: str = ""
+    delivery_id: str | None = None  # the webhook-id header of the delivery
 
 
 @dataclass(kw_only=True)

@@ -249,7 +249,12 @@ class Store(Protocol):
         type: str,
         payload: JSON,
         response_id: str | None = None,
-    ) -> tuple[WebhookEvent, bool]: ...
+        delivery_id: str | None = None,
+    ) -> tuple[WebhookEvent, bool]:
+        """Once per event: False (and the stored event) when ``event_id`` or ``delivery_id``
+        (the delivery's ``webhook-id`` header) is already known."""
+        ...
+
     def list_unprocessed_webhook_events(self, *, limit: int = 50) -> list[WebhookEvent]: ...
     def mark_webhook_event_processed(self, id: str, *, error: str | None = None) -> bool: ...
 

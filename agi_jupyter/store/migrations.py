@@ -400,3 +400,15 @@ def m006_runs_request_hash_index(db: Database) -> None:
     db.table("runs").create_index(
         ["request_hash", "status"], index_name="idx_runs_request_hash_status", if_not_exists=True
     )
+
+
+@migration
+def m009_webhook_delivery_id(db: Database) -> None:
+    """``webhook_events.delivery_id``: the ``webhook-id`` header of the delivery, unique, so a
+    redelivery is recognised by it as well as by the payload's event id."""
+    if "delivery_id" not in db.table("webhook_events").columns_dict:
+        db.table("webhook_events").add_column("delivery_id", str)
+    db.execute(
+        "CREATE UNIQUE INDEX IF NOT EXISTS idx_webhook_events_delivery_id "
+        "ON webhook_events (delivery_id) WHERE delivery_id IS NOT NULL"
+    )

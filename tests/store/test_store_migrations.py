@@ -37,7 +37,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     },
     "m003_artifacts_webhooks_tasks_capabilities": {
         "artifacts": {*ARTIFACTS.columns, "content"},
-        "webhook_events": set(WEBHOOK_EVENTS.columns),
+        "webhook_events": set(WEBHOOK_EVENTS.columns) - {"delivery_id"},  # m009 adds it
         "tasks": set(TASKS.columns),
         "capabilities": set(CAPABILITIES.columns),
     },
@@ -74,6 +74,7 @@ def test_migrations_are_numbered_in_order() -> None:
         "m004_indexes",
         "m005_messages_parts_column",
         "m006_runs_request_hash_index",
+        "m009_webhook_delivery_id",
     ]
     assert len(set(names)) == len(names)
 
