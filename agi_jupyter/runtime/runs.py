@@ -97,6 +97,10 @@ class RunManager:
     def is_local(self, run_id: str) -> bool:
         return run_id in self._tasks
 
+    def has_local_runs(self) -> bool:
+        """Whether any run is executing in this process."""
+        return bool(self._tasks)
+
     def spawn(self, run_id: str, *, wait_for_session: bool = True) -> asyncio.Task[Run]:
         """Start driving a run in this process (on the loop); returns the existing task if any."""
         task = self._tasks.get(run_id)
