@@ -23,7 +23,7 @@ from agi_jupyter.server.handlers.catalog import (
     TasksHandler,
     ToolsHandler,
 )
-from agi_jupyter.server.handlers.docs import OpenAPIHandler
+from agi_jupyter.server.handlers.docs import NotFoundHandler, OpenAPIHandler
 from agi_jupyter.server.handlers.messages import MessagesHandler
 from agi_jupyter.server.handlers.oneshot import OneShotHandler
 from agi_jupyter.server.handlers.runner import TickHandler
@@ -220,10 +220,12 @@ def url_pattern(path: str) -> str:
 
 
 def url_patterns() -> list[tuple[str, type[AgiHandler]]]:
-    """One (pattern, handler) per path, in table order; a path has a single handler class."""
+    """One (pattern, handler) per path, in table order (a path has a single handler class),
+    then a JSON 404 for every other path under the prefix."""
     handlers: dict[str, type[AgiHandler]] = {}
     for route in ROUTES:
         known = handlers.setdefault(route.path, route.handler)
         if known is not route.handler:
             raise RuntimeError(f"{route.path}: two handler classes ({known}, {route.handler})")
-    return [(url_pattern(path) + "$", handler) for path, handler in handlers.items()]
+    patterns = [(url_pattern(path) + "$", handler) for path, handler in handlers.items()]
+    return [*patterns, (re.escape(PREFIX) + "(?:/.*)?$", NotFoundHandler)]

@@ -144,6 +144,8 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
             if e.status_code == 403 and self.current_user is None:
                 raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED, headers=_CHALLENGE) from None
             raise
+        if not self.current_user and not self._public():
+            raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED, headers=_CHALLENGE)
         self.agi_app.runner.start()  # idempotent; also covers servers started without _post_start
         limit = self.agi_app.max_body_size
         length = self.request.headers.get("Content-Length", "0").strip() or "0"
@@ -154,6 +156,11 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
         set_max = getattr(self.request.connection, "set_max_body_size", None)
         if set_max is not None:  # an HTTP/1 connection (tornado's HTTP1Connection)
             set_max(4 * limit)
+
+    def _public(self) -> bool:
+        """Whether the method asked for needs no Jupyter authentication (``@public``)."""
+        method = getattr(self, (self.request.method or "").lower(), None)
+        return bool(getattr(method, "__allow_unauthenticated", False))
 
     def check_xsrf_cookie(self) -> None:
         """The XSRF check protects cookie-authenticated users; a request that is not
