@@ -269,3 +269,10 @@ async def test_tasks_are_listed_and_paginated(fetch: Fetch, server_root: Path) -
     assert [t["title"] for t in rest.data["tasks"]] == ["task 2"]
     done = await fetch("tasks", params={"status": "done"})
     assert [t["title"] for t in done.data["tasks"]] == ["task 0"]
+
+
+@pytest.mark.parametrize("path", [("nothing-here",), ("sessions", "s", "nope", "deeper")])
+async def test_unknown_paths_under_agi_answer_json(fetch: Fetch, path: tuple[str, ...]) -> None:
+    reply = await fetch(*path)
+    assert (reply.status, reply.error["code"]) == (404, "NOT_FOUND")
+    assert reply.headers["Content-Type"] == "application/json"
