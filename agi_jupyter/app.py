@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.agents import load_agents
 from agi_jupyter.config import KNOWN_PROVIDERS, Config, find_project, load_config
-from agi_jupyter.errors import ProviderNotConfigured, RunTerminal, UsageError
+from agi_jupyter.errors import (
+    AgentNotFound,
+    ProviderNotConfigured,
+    RunTerminal,
+    SdkModelMismatch,
+    UsageError,
+)
 from agi_jupyter.events import SessionUpdated, event_to_dict
 from agi_jupyter.records import (
     ACTIVE_RUN_STATUSES,
@@ -33,6 +39,7 @@ from agi_jupyter.records import (
     Run,
     Session,
     TextPart,
+    is_blank,
     part_to_dict,
     utc_now,
 )
@@ -158,7 +165,15 @@ class Agi:
         if queue_mode not in ("queue", "interrupt"):
             raise UsageError(f"queue_mode must be 'queue' or 'interrupt', not {queue_mode!r}")
         sdk_name = sdk or agent_def.sdk or self.config.default_sdk
-        self.sdk.adapter(sdk_name)
+        # An SDK that cannot run the model is refused now, not when the first run fails: a
+        # 400 when both were asked for, a 409 when a default (the agent's, the project's) is
+        # what does not fit.
+        try:
+            self.sdk.adapter(sdk_name).check_model(provider, model_name)
+        except SdkModelMismatch as e:
+            if not (sdk and model):
+                e.http_status = 409
+            raise
         return self.store.create_session(
             title=title,
             agent=agent_name,
@@ -188,13 +203,13 @@ class Agi:
         """Change a session (title, agent, sdk, model, system_prompt, thinking_level, queue_mode,
         notebook_path, metadata, extra tools); session streams see ``session.updated``."""
         changes = dict(fields)
-        if changes.get("sdk") is not None:
-            self.sdk.adapter(changes["sdk"])
         if agent is not None:
             self._check_agent(agent)
             changes["agent"] = agent
         if model is not None:
             changes["provider"], changes["model"] = self.config.resolve_model(model)
+        if changes.get("sdk") is not None or model is not None:
+            self._check_sdk_change(session_id, changes)
         if tools is not None:
             changes["tool_config"] = {"extra_tools": list(tools)} if tools else {}
         if changes.get("queue_mode", "queue") not in ("queue", "interrupt"):
@@ -203,6 +218,21 @@ class Agi:
         event = SessionUpdated(session=asdict(ses), ts=utc_now())
         self.bus.publish(ses.id, self.redactor.redact_json(event_to_dict(event)))
         return ses
+
+    def _check_sdk_change(self, session_id: str, changes: Mapping[str, Any]) -> None:
+        """The session's SDK must run its model after the change: ``SdkModelMismatch``
+        (400) when the change itself mismatches them, 409 when it conflicts with what the
+        session already has."""
+        ses = self.store.get_session(session_id)
+        sdk = changes.get("sdk") or ses.sdk
+        provider = changes.get("provider") or ses.provider or self.config.resolve_model()[0]
+        model = changes.get("model") or ses.model or ""
+        try:
+            self.sdk.adapter(sdk).check_model(provider, model)
+        except SdkModelMismatch as e:
+            if not ("sdk" in changes and "provider" in changes):
+                e.http_status = 409  # the stored half of the pair is what it conflicts with
+            raise
 
     def delete_session(self, session_id: str) -> None:
         """Cancel the session's active runs, then delete it with everything it holds."""
@@ -275,11 +305,13 @@ class Agi:
             model = model or f"openai:{self.research_settings.model}"
             execution_mode = "background"
         ses = self._session_for(session, agent=agent, model=model)
-        provider, model_name = self._model_for(ses, model)
+        # Deep research runs are ours (background Responses), whatever the session's SDK.
+        research = run_fields.get("type") == "deep_research"
+        provider, model_name = self._model_for(ses, model, sdk=not research)
         parts: list[Part] = [TextPart(text=prompt)] if isinstance(prompt, str) else list(prompt)
         if not parts and run_fields.get("input_message_id"):
             pass  # the run answers a user message that is already stored
-        elif not parts or all(isinstance(p, TextPart) and not p.text.strip() for p in parts):
+        elif not parts or all(isinstance(p, TextPart) and is_blank(p.text) for p in parts):
             raise UsageError("the prompt is empty")
         route = self.sdk.route(ses)
         own_run = bool(run_fields or model or agent)  # a run of its own was asked for
@@ -470,7 +502,7 @@ class Agi:
         agent = self.deps.agents.get(name)
         if agent is None:
             known = ", ".join(sorted(self.deps.agents))
-            raise UsageError(f"unknown agent {name!r} (known: {known})")
+            raise AgentNotFound(f"unknown agent {name!r} (known: {known})")
         return agent
 
     def _agent_model(self, agent: str) -> str | None:
@@ -487,9 +519,15 @@ class Agi:
             ses = self.store.update_session(ses.id, agent=agent)
         return ses
 
-    def _model_for(self, session: Session, model: str | None) -> tuple[str, str]:
+    def _model_for(self, session: Session, model: str | None, *, sdk: bool) -> tuple[str, str]:
         if model:
             provider, name = self.config.resolve_model(model)
+            try:
+                if sdk:
+                    self.sdk.adapter(session.sdk).check_model(provider, name)
+            except SdkModelMismatch as e:
+                e.http_status = 409  # it conflicts with the session's SDK
+                raise
         elif session.provider and session.model:
             provider, name = session.provider, session.model
         else:

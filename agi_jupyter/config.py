@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -154,13 +154,41 @@ _MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
+_NOT_BLANK = r"[^ \t\n\r\f\v]"
+_BLANKS = " \t\n\r\f\v"  # what model specs are stripped of (ASCII whitespace only)
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in word)
+
+
+def model_spec_pattern(providers: Iterable[str] | None = None) -> str:
+    """A regular expression of model specs ``parse_model_spec`` accepts (of ``providers``
+    only, if given): ``provider:model``, a provider with a default model alone (``openai``,
+    ``openai:``), or a name starting as a known model family (``claude-…``, ``gpt-…``); no
+    whitespace. The API validates model fields with it (Python ``re.search``), and the OpenAPI
+    document carries it, so both say the same."""
+    allowed = set(KNOWN_PROVIDERS if providers is None else providers)
+    names = sorted((n for n in KNOWN_PROVIDERS if n in allowed), key=len, reverse=True)
+    defaults = [n for n in names if KNOWN_PROVIDERS[n].default_model]
+    prefixes = [p for p, provider in _MODEL_PREFIXES if provider in allowed]
+    # Provider names are [a-z-]: nothing to escape. "Not blank" is written out, as regex
+    # engines disagree on what \\s is beyond ASCII.
+    forms = [f"(?:{'|'.join(names)}):{_NOT_BLANK}+"]
+    if defaults:
+        forms.append(f"(?:{'|'.join(defaults)}):?")
+    if prefixes:
+        forms.append(f"(?:{'|'.join(map(_any_case, prefixes))}){_NOT_BLANK}*")
+    return "^(?:" + "|".join(forms) + ")$"
+
+
 def parse_model_spec(spec: str) -> tuple[str, str]:
     """Split ``provider:model`` (or guess the provider of a bare model name).
 
     Only the first colon separates, and only when its left side names a known provider, so
     ``ollama:llama3:8b`` is the ``ollama`` provider's ``llama3:8b``.
     """
-    spec = spec.strip()
+    spec = spec.strip(_BLANKS)
     head, sep, tail = spec.partition(":")
     if sep and head in KNOWN_PROVIDERS:
         if not tail:

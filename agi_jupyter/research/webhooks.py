@@ -28,8 +28,10 @@ class InvalidSignature(AgiError):
 
 
 class WebhookNotConfigured(AgiError):
+    """This server has no webhook secret: for it, the webhook endpoint does not exist."""
+
     code = "WEBHOOK_NOT_CONFIGURED"
-    http_status = 400
+    http_status = 404
 
 
 @dataclass(frozen=True)

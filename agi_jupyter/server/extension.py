@@ -99,9 +99,18 @@ class AgiExtensionApp(ExtensionApp):
     stream_keepalive = Float(
         15.0, help="Seconds of silence after which an SSE stream sends a keep-alive comment."
     ).tag(config=True)
+    stream_max_seconds = Float(
+        0.0,
+        help="Seconds after which an event stream ends (0: never). Clients resume with "
+        "Last-Event-ID or after_seq; useful behind proxies that cut long responses.",
+    ).tag(config=True)
 
     @validate(
-        "tick_interval", "heartbeat_interval", "deep_research_poll_interval", "project_idle_timeout"
+        "tick_interval",
+        "heartbeat_interval",
+        "deep_research_poll_interval",
+        "project_idle_timeout",
+        "stream_max_seconds",
     )
     def _non_negative(self, proposal: Any) -> float:
         value = float(proposal["value"])

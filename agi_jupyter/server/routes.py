@@ -75,6 +75,7 @@ from agi_jupyter.server.models import (
     ToolList,
     ToolsQuery,
     WebhookAck,
+    WebhookPayload,
 )
 
 API_VERSION = "1.0.0"
@@ -84,10 +85,17 @@ V1 = f"{PREFIX}/v1"
 Method = Literal["GET", "POST", "PATCH", "DELETE"]
 StreamFormat = Literal["ndjson", "sse"]
 
-COMMON_ERRORS = ("VALIDATION_ERROR", "FORBIDDEN")
 SESSION = ("SESSION_NOT_FOUND",)
 RUN = ("RUN_NOT_FOUND",)
-START = ("PROVIDER_NOT_CONFIGURED", "PAYLOAD_TOO_LARGE")
+AGENT = ("AGENT_NOT_FOUND", "SDK_MODEL_MISMATCH")
+# A run's start: a provider without a key; in a JSON reply, what made the run fail at once.
+START = ("PROVIDER_NOT_CONFIGURED", "SDK_NOT_AVAILABLE", *AGENT)
+INPUT = ("NO_USER_MESSAGE", "MESSAGE_NOT_FOUND")
+WEBHOOK_HEADERS = (
+    ("webhook-id", "The delivery's id (the same for every retry of it)."),
+    ("webhook-timestamp", "Unix time of the delivery (at most five minutes away from now)."),
+    ("webhook-signature", "`v1,<base64 HMAC-SHA256 of id.timestamp.body>` (Standard Webhooks)."),
+)
 
 
 @dataclass(frozen=True)
@@ -106,6 +114,7 @@ class Route:
     stream_default: bool = False  # streams unless Accept asks for application/json
     raw_content: str | None = None  # a non-JSON response (artifact content)
     errors: tuple[str, ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()  # required request headers: (name, description)
     authenticated: bool = True
     project: bool = True
     description: str = field(default="", compare=False)
@@ -118,12 +127,12 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", f"{V1}/sessions", SessionsHandler, "listSessions", "List sessions, newest first",
           "sessions", query=PageQuery, response=SessionPage),
     Route("POST", f"{V1}/sessions", SessionsHandler, "createSession", "Create a session",
-          "sessions", body=SessionCreate, response=SessionResponse, status=201),
+          "sessions", body=SessionCreate, response=SessionResponse, status=201, errors=AGENT),
     Route("GET", f"{V1}/sessions/{{session_id}}", SessionHandler, "getSession", "Get a session",
           "sessions", response=SessionResponse, errors=SESSION),
     Route("PATCH", f"{V1}/sessions/{{session_id}}", SessionHandler, "updateSession",
           "Change a session", "sessions", body=SessionUpdate, response=SessionResponse,
-          errors=SESSION),
+          errors=SESSION + AGENT),
     Route("DELETE", f"{V1}/sessions/{{session_id}}", SessionHandler, "deleteSession",
           "Delete a session (its active runs are cancelled first)", "sessions",
           response=Deleted, errors=SESSION),
@@ -140,19 +149,18 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", f"{V1}/sessions/{{session_id}}/stream", SessionStreamHandler, "streamSession",
           "Live events of every run of the session (SSE), wherever the runs execute",
           "sessions", query=SessionStreamQuery, streams=("sse",), stream_default=True,
-          errors=SESSION),
+          errors=(*SESSION, "CURSOR_NOT_FOUND")),
     # runs
     Route("GET", f"{V1}/sessions/{{session_id}}/runs", SessionRunsHandler, "listRuns",
           "List a session's runs, newest first", "runs", query=PageQuery, response=RunPage,
           errors=SESSION),
     Route("POST", f"{V1}/sessions/{{session_id}}/runs", SessionRunsHandler, "createRun",
           "Queue a background run (agent or deep_research)", "runs", body=RunCreate,
-          response=RunResponse, status=202,
-          errors=SESSION + START + ("NO_USER_MESSAGE", "MESSAGE_NOT_FOUND")),
+          response=RunResponse, status=202, errors=SESSION + START + INPUT),
     Route("POST", f"{V1}/sessions/{{session_id}}/runs:stream", SessionRunsStreamHandler,
           "streamRun", "Start a run and stream its events (NDJSON by default)", "runs",
           body=RunStreamCreate, response=RunResultResponse, streams=("ndjson", "sse"),
-          stream_default=True, errors=SESSION + START + ("NO_USER_MESSAGE", "MESSAGE_NOT_FOUND")),
+          stream_default=True, errors=SESSION + START + INPUT),
     Route("GET", f"{V1}/runs/{{run_id}}", RunHandler, "getRun", "Get a run", "runs",
           response=RunResponse, errors=RUN),
     Route("POST", f"{V1}/runs/{{run_id}}/cancel", RunCancelHandler, "cancelRun", "Cancel a run",
@@ -177,7 +185,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", f"{V1}/agents", AgentsHandler, "listAgents", "Agents of the project", "catalog",
           response=AgentList),
     Route("GET", f"{V1}/tools", ToolsHandler, "listTools", "Tools (of one agent, or all)",
-          "catalog", query=ToolsQuery, response=ToolList),
+          "catalog", query=ToolsQuery, response=ToolList, errors=("AGENT_NOT_FOUND",)),
     Route("GET", f"{V1}/providers", ProvidersHandler, "listProviders",
           "Model providers and whether they are configured (never their keys)", "catalog",
           response=ProviderList),
@@ -191,7 +199,7 @@ ROUTES: tuple[Route, ...] = (
     # runner and webhooks
     Route("POST", f"{V1}/webhooks/openai", WebhookHandler, "openaiWebhook",
           "OpenAI webhook (Standard Webhooks signature; no Jupyter auth)", "runner",
-          response=WebhookAck,
+          body=WebhookPayload, response=WebhookAck, headers=WEBHOOK_HEADERS,
           errors=("INVALID_SIGNATURE", "WEBHOOK_NOT_CONFIGURED", "RATE_LIMITED"),
           authenticated=False),
     Route("POST", f"{V1}/runner/tick", TickHandler, "tick",

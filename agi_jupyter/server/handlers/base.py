@@ -22,9 +22,9 @@ from pydantic import BaseModel, ValidationError
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from agi_jupyter.errors import AgiError
-from agi_jupyter.server.handlers.inputs import parse_json_body, query_values
-from agi_jupyter.server.models import ErrorBody, ErrorDetail
+from agi_jupyter.errors import AgiError, NotFound, UsageError
+from agi_jupyter.server.handlers.inputs import MISSING, parse_json_body, query_values
+from agi_jupyter.server.models import ErrorBody, ErrorDetail, body_required
 from agi_jupyter.server.streaming import (
     CONTENT_TYPES,
     SSE_KEEPALIVE,
@@ -99,7 +99,7 @@ def _authenticated(method: Method[H, P]) -> Method[H, P]:
     @functools.wraps(method)
     async def wrapper(self: H, /, *args: P.args, **kwargs: P.kwargs) -> None:
         if not self.current_user:
-            raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED, headers=_CHALLENGE)
+            raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED)
         await method(self, *args, **kwargs)
 
     return wrapper
@@ -127,6 +127,7 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
     read, and a body without a length stops being kept once it is too large."""
 
     auth_resource = AUTH_RESOURCE
+    challenge = 'Token realm="jupyter"'  # the WWW-Authenticate of a 401
     _gone = False
     _held: list[Path] = []  # noqa: RUF012 - replaced per instance, never changed in place
     _chunks: list[bytes] = []  # noqa: RUF012 - replaced per instance
@@ -142,10 +143,10 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
             await super().prepare()
         except web.HTTPError as e:
             if e.status_code == 403 and self.current_user is None:
-                raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED, headers=_CHALLENGE) from None
+                raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED) from None
             raise
         if not self.current_user and not self._public():
-            raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED, headers=_CHALLENGE)
+            raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED)
         self.agi_app.runner.start()  # idempotent; also covers servers started without _post_start
         limit = self.agi_app.max_body_size
         length = self.request.headers.get("Content-Length", "0").strip() or "0"
@@ -211,7 +212,7 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
         """The JSON body validated by ``model``. A missing body is ``{}`` only when
         ``model`` has no required field (the OpenAPI document marks such bodies optional)."""
         data = parse_json_body(self.raw_body())
-        if data is None:
+        if data is MISSING:
             if body_required(model):
                 raise ApiError(400, "VALIDATION_ERROR", "a JSON object body is required")
             data = {}
@@ -221,6 +222,16 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
 
     def query(self, model: type[B]) -> B:
         return model.model_validate(query_values(self.request.query_arguments))
+
+    async def page(self, fn: Callable[..., T], *args: Any, cursor: str | None, **kw: Any) -> T:
+        """A listing (``self.call``) from ``cursor``: a cursor the store does not take is
+        ``CURSOR_NOT_FOUND`` (404): it names a position this listing does not have."""
+        try:
+            return await self.call(fn, *args, cursor=cursor, **kw)
+        except UsageError:
+            if cursor is None:
+                raise
+            raise cursor_not_found(cursor) from None
 
     def format(self, default: Format) -> Format:
         return negotiate(self.request.headers.get("Accept"), default)
@@ -265,6 +276,7 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
         leave in one write (see ``_Flusher``)."""
         self._start_stream(fmt)
         flusher = _Flusher(self)
+        events = self.bounded(events)
         try:
             async for event in events:
                 if self._gone:
@@ -295,6 +307,7 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
         follower): one write and one flush per batch. While a flush waits for the socket,
         the next events gather in the follower and leave together."""
         self._start_stream(fmt)
+        batches = self.bounded(batches)
         try:
             async for batch in batches:
                 if self._gone:
@@ -313,6 +326,26 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
             await batches.aclose()
         await self._end_stream(fmt)
 
+    async def bounded(self, source: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
+        """``source`` until ``stream_max_seconds`` have passed (0: for as long as it goes).
+        Clients resume a stream that ended this way (``Last-Event-ID``, ``after_seq``)."""
+        limit = self.agi_app.stream_max_seconds
+        try:
+            if limit <= 0:
+                async for item in source:
+                    yield item
+                return
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + limit
+            while (left := deadline - loop.time()) > 0:
+                try:
+                    item = await asyncio.wait_for(anext(source), left)
+                except (StopAsyncIteration, TimeoutError):
+                    return
+                yield item
+        finally:
+            await source.aclose()
+
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         error = kwargs.get("exc_info", (None, None, None))[1]
         if isinstance(error, ApiError):
@@ -329,6 +362,8 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
             code, message = "INTERNAL_ERROR", "internal server error (details are in the log)"
         if status_code == 405:
             self.set_header("Allow", ", ".join(self.allowed_methods()))
+        if status_code == 401 and "WWW-Authenticate" not in self._headers:
+            self.set_header("WWW-Authenticate", self.challenge)
         body = ErrorBody(error=ErrorDetail(code=code, message=message))
         self.set_header("Content-Type", "application/json")
         self.finish(body.model_dump_json())
@@ -343,12 +378,11 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
         ]
 
 
-_CHALLENGE = {"WWW-Authenticate": 'Token realm="jupyter"'}
-
-
-def body_required(model: type[BaseModel]) -> bool:
-    """Whether a request body of ``model`` must be sent (it has required fields)."""
-    return any(f.is_required() for f in model.model_fields.values())
+def cursor_not_found(cursor: str) -> NotFound:
+    return NotFound(
+        f"cursor {cursor[:100]!r} is no position of this listing; start again without it",
+        code="CURSOR_NOT_FOUND",
+    )
 
 
 def _error_line(fmt: Format, error: AgiError) -> bytes:

@@ -1,8 +1,9 @@
 """Checking request input before it reaches a model or the store: JSON bodies, query values.
 
 Every problem is a ``VALIDATION_ERROR`` (400) the client can act on, never a 500: JSON that is
-malformed, nested deeper than ``MAX_DEPTH`` (Python's parser and serializers recurse), holding
-strings with lone surrogates (no store can encode them) or integers no database column holds.
+malformed, nested deeper than ``MAX_DEPTH`` (Python's parser and serializers recurse), or
+holding strings with lone surrogates (no store can encode them). Integers of any size are
+fine in free-form JSON (stored as text); typed fields bound theirs (``models.py``).
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from typing import Any
 from agi_jupyter.errors import UsageError
 
 MAX_DEPTH = 64  # levels of nested arrays/objects a request body may have
-MAX_INT = 2**63 - 1  # the largest integer SQLite (and PostgreSQL's bigint) stores
-MIN_INT = -(2**63)
+
+
+MISSING = object()  # no body at all (not JSON null)
 
 
 def parse_json_body(raw: bytes) -> Any:
-    """The JSON value of a request body; an empty body is ``None``."""
+    """The JSON value of a request body; an empty body is ``MISSING``."""
     if not raw.strip():
-        return None
+        return MISSING
     try:
         value = json.loads(raw)
     except RecursionError:
@@ -32,9 +34,8 @@ def parse_json_body(raw: bytes) -> Any:
 
 
 def check_json(value: Any) -> None:
-    """``UsageError`` for nesting deeper than ``MAX_DEPTH``, strings that are not valid
-    Unicode (lone surrogates) and integers out of the 64-bit range (iteratively: no recursion
-    on what the client sent)."""
+    """``UsageError`` for nesting deeper than ``MAX_DEPTH`` and strings that are not valid
+    Unicode (lone surrogates), checked iteratively: no recursion on what the client sent."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -45,8 +46,6 @@ def check_json(value: Any) -> None:
             stack.extend((child, depth + 1) for child in children)
         elif isinstance(item, str):
             check_text(item, "the body")
-        elif isinstance(item, int) and not MIN_INT <= item <= MAX_INT:
-            raise UsageError(f"the body holds an integer out of range ({MIN_INT}..{MAX_INT})")
 
 
 def check_text(text: str, where: str) -> None:

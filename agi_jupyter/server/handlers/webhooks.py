@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 
 class WebhookHandler(AgiHandler):
+    challenge = 'Signature realm="openai-webhooks"'  # Standard Webhooks headers, not a token
+
     def check_xsrf_cookie(self) -> None:
         """No XSRF check: nothing here acts on a browser's cookies (no Jupyter auth at all)."""
 
