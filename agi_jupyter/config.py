@@ -220,13 +220,22 @@ class _ProviderLayer(BaseModel):
     default_model: str | None = None
 
 
+class _AcpLayer(BaseModel):
+    """An ACP agent command (``acp`` in a config file or an agent of ``agents.json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
 class _Layer(BaseModel):
     """What one config layer (a file, traitlets, env, explicit arguments) may contain."""
 
     model_config = ConfigDict(extra="forbid")
     default_agent: str | None = None
     default_model: str | None = None
-    default_sdk: Literal["native", "claude", "codex"] | None = None
+    default_sdk: Literal["native", "claude", "codex", "acp"] | None = None
     max_iterations: int | None = Field(default=None, ge=1, le=1000)
     persist_deltas: bool | None = None
     artifact_threshold: int | None = Field(default=None, ge=1024)
@@ -236,6 +245,7 @@ class _Layer(BaseModel):
     providers: dict[str, _ProviderLayer] | None = None
     redact_patterns: list[str] | None = None
     redact_allow: list[str] | None = None
+    acp: _AcpLayer | None = None
 
 
 # --- resolved settings -----------------------------------------------------------------------
@@ -260,6 +270,21 @@ class ProviderSettings:
 
 
 @dataclass(frozen=True)
+class AcpCommand:
+    """How to start an ACP agent (``sdk="acp"`` sessions): command, arguments, extra
+    environment. ``${VAR}`` references stay unresolved here (the runtime resolves them)."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> AcpCommand:
+        layer = _AcpLayer.model_validate(dict(raw))
+        return cls(layer.command, tuple(layer.args), tuple(sorted(layer.env.items())))
+
+
+@dataclass(frozen=True)
 class Config:
     project: Path
     default_agent: str = "general"
@@ -273,6 +298,7 @@ class Config:
     max_attempts: int = 4
     retry_backoff: tuple[float, ...] = (2.0, 4.0, 8.0)
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
+    acp: AcpCommand | None = None  # the default ACP agent of ``sdk="acp"`` sessions
     sources: tuple[str, ...] = ()
     # Redaction (tools/redact.py): extra regular expressions, and names/values never redacted.
     redact_patterns: tuple[str, ...] = ()
@@ -450,6 +476,13 @@ def read_credentials(path: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()}
 
 
+def reference_values(env: Mapping[str, str]) -> dict[str, str]:
+    """What ``${VAR}`` references in MCP server and ACP agent settings resolve from (see
+    ``envrefs``): the global credentials file's entries, overridden by the environment."""
+    credentials = read_credentials(global_config_dir(env) / CREDENTIALS_FILENAME)
+    return {**credentials, **env}
+
+
 def _provider_settings(
     merged: Mapping[str, Any], credentials: Mapping[str, str], env: Mapping[str, str]
 ) -> dict[str, ProviderSettings]:
@@ -505,6 +538,7 @@ def _build(
         max_attempts=layer.max_attempts or defaults.max_attempts,
         retry_backoff=tuple(layer.retry_backoff or defaults.retry_backoff),
         providers=providers,
+        acp=AcpCommand.parse(merged["acp"]) if merged.get("acp") else None,
         sources=sources,
         redact_patterns=tuple(layer.redact_patterns or ()),
         redact_allow=tuple(layer.redact_allow or ()),

@@ -29,6 +29,7 @@ from agi_jupyter.records import (
     ToolCallPart,
     ToolResultPart,
     part_to_dict,
+    session_for_run,
 )
 from agi_jupyter.runtime.history import conversation, unanswered_tool_calls
 from agi_jupyter.runtime.toolcalls import run_tool
@@ -68,9 +69,11 @@ class AgentLoop:
 
     async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult:
         deps = self.deps
-        session = deps.store.get_session(run.session_id)
+        session = session_for_run(deps.store.get_session(run.session_id), run)
         agent = self._agent(session)
-        tools = deps.registry.offered(self._allowed(agent, session), deps.features_for(session))
+        allowed = self._allowed(agent, session)
+        await deps.registry.prepare(allowed)  # starts the MCP servers the agent can reach
+        tools = deps.registry.offered(allowed, deps.features_for(session))
         system = run.system_prompt or build_system_prompt(
             agent,
             deps.config.project,
@@ -303,6 +306,7 @@ class AgentLoop:
             output=outcome.output,
             is_error=not outcome.ok,
             artifact_id=artifact_id,
+            status=outcome.status,
         )
         self.deps.store.add_message(session.id, "tool", [part], run_id=run.id)
         summary = None
@@ -333,6 +337,7 @@ class AgentLoop:
                 output="The tool call was interrupted (the process running it stopped). "
                 "Its effects are unknown; check before calling it again.",
                 is_error=True,
+                status="failed",
             )
             self.deps.store.add_message(message.session_id, "tool", [part], run_id=run.id)
             emitter.emit(
@@ -369,4 +374,5 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         "meta": message.meta,
         "parts": [part_to_dict(p) for p in message.parts],
         "created_at": message.created_at,
+        "updated_at": message.updated_at,
     }

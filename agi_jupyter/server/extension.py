@@ -19,6 +19,7 @@ from traitlets import Bool, Float, Int, Unicode, validate
 from agi_jupyter.research import DEFAULT_MODEL, ResearchSettings
 from agi_jupyter.server.heap import freeze_heap, load_default_provider
 from agi_jupyter.server.kernels import NotebookKernels, NotebookPython
+from agi_jupyter.server.mcp_http import McpEndpoints
 from agi_jupyter.server.projects import Projects
 from agi_jupyter.server.ratelimit import RateLimiter
 from agi_jupyter.server.routes import url_patterns
@@ -96,6 +97,11 @@ class AgiExtensionApp(ExtensionApp):
         help="Seconds after which a project nobody uses is closed (it reopens on the next "
         "request). Projects with unfinished runs or open streams stay open.",
     ).tag(config=True)
+    mcp_agent = Unicode(
+        "build",
+        help="The agent whose tools /agi/mcp offers MCP clients (plan: read-only); a request "
+        "may name another with ?agent=.",
+    ).tag(config=True)
     stream_keepalive = Float(
         15.0, help="Seconds of silence after which an SSE stream sends a keep-alive comment."
     ).tag(config=True)
@@ -141,6 +147,7 @@ class AgiExtensionApp(ExtensionApp):
         )
         self.webhook_limiter = RateLimiter(self.webhook_rate_limit)
         self.kernels = NotebookKernels(self.serverapp)
+        self.mcp = McpEndpoints()
         self.runner = BackgroundRunner(
             self.projects,
             tick_interval=self.tick_interval,
@@ -163,6 +170,7 @@ class AgiExtensionApp(ExtensionApp):
     async def stop_extension(self) -> None:
         await self.runner.stop()
         await self.projects.wait_closed()
+        await self.mcp.aclose()
         await asyncio.get_running_loop().run_in_executor(self.executor, self.projects.close)
         self.executor.shutdown(wait=False)
 

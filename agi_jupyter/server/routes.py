@@ -42,6 +42,7 @@ from agi_jupyter.server.handlers.sessions import (
     SessionStreamHandler,
 )
 from agi_jupyter.server.handlers.webhooks import WebhookHandler
+from agi_jupyter.server.mcp_http import MCP_PATH, McpHandler
 from agi_jupyter.server.models import (
     AgentList,
     ArtifactList,
@@ -207,6 +208,10 @@ ROUTES: tuple[Route, ...] = (
           body=TickRequest, response=TickResponse),
 )  # fmt: skip
 
+# Protocol endpoints: their protocol's SDK answers them, so they are no REST operations and
+# are not in the OpenAPI document (its description names them).
+PROTOCOL_ROUTES: tuple[tuple[str, type[AgiHandler]], ...] = ((MCP_PATH, McpHandler),)
+
 _PARAM = re.compile(r"\{(\w+)\}")
 
 
@@ -236,4 +241,5 @@ def url_patterns() -> list[tuple[str, type[AgiHandler]]]:
         if known is not route.handler:
             raise RuntimeError(f"{route.path}: two handler classes ({known}, {route.handler})")
     patterns = [(url_pattern(path) + "$", handler) for path, handler in handlers.items()]
-    return [*patterns, (re.escape(PREFIX) + "(?:/.*)?$", NotFoundHandler)]
+    protocol = [(url_pattern(path) + "/?$", handler) for path, handler in PROTOCOL_ROUTES]
+    return [*patterns, *protocol, (re.escape(PREFIX) + "(?:/.*)?$", NotFoundHandler)]

@@ -412,3 +412,10 @@ def m009_webhook_delivery_id(db: Database) -> None:
         "CREATE UNIQUE INDEX IF NOT EXISTS idx_webhook_events_delivery_id "
         "ON webhook_events (delivery_id) WHERE delivery_id IS NOT NULL"
     )
+
+
+@migration
+def m013_runs_agent(db: Database) -> None:
+    """A run can have its own agent (``%%agi -a X`` changes the agent for one cell only)."""
+    if "agent" not in db.table("runs").columns_dict:
+        db.table("runs").add_column("agent", str)

@@ -15,15 +15,15 @@ import {
   type ItemStatus,
   type ToolBlock
 } from './items';
-import type { Message, Part, Run } from './types';
+import type { Message, Run, ToolResultPart } from './types';
 import { isTerminal } from './types';
 
 // --- history ---------------------------------------------------------------------------------
 
 export function applyHistory(state: ChatState, messages: Message[]): ChatState {
-  const results = new Map<string, Extract<Part, { type: 'tool_result' }>>();
+  const results = new Map<string, ToolResultPart>();
   for (const message of messages) {
-    for (const part of message.parts ?? []) {
+    for (const part of message.parts) {
       if (part.type === 'tool_result') {
         results.set(part.tool_call_id, part);
       }

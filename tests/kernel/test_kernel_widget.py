@@ -115,6 +115,20 @@ def test_stop_cancels_the_run(widget: Any, fake_llm: FakeLLMServer) -> None:
     assert widget.running == ""
     assert widget.transcript[-1]["text"].endswith("· cancelled")
     assert not any(e.get("streaming") for e in widget.transcript)
+    # the stopped answer keeps what it had said (the front end drops its streamed copy)
+    (answer,) = [e for e in widget.transcript if e["role"] == "assistant"]
+    assert answer["text"].startswith("word")
+    assert answer["text"] == "".join(d["text"] for d in _deltas(widget))
+
+
+def test_the_session_picker_counts_the_messages_after_an_answer(widget: Any) -> None:
+    def label() -> str:
+        return str(next(s["label"] for s in widget.sessions if s["id"] == widget.session_id))
+
+    assert label().endswith("· 0 msgs")
+    widget.send_message("count me")
+    widget.wait(10)
+    assert label().endswith("· 2 msgs")
 
 
 def test_session_picker_loads_history_and_new_session(

@@ -126,6 +126,9 @@ def test_agent_gating_and_path_escape_are_refused(
     assert "general" in refusal.output
     (call,) = agi.store.list_tool_calls(run_id=first.run_id)
     assert call.status == "denied"
+    # the stored result says so too, so a history read later shows the call as denied
+    stored = tool_results(agi.history(general.id, view="full"))
+    assert [r.status for r in stored] == ["denied"]
     plan = agi.new_session(agent="plan", model="openai-chat:gpt-4o-mini")
     second = agi.ask("read outside", session=plan.id)
     (escape,) = tool_results(second.messages)
