@@ -24,7 +24,7 @@ REF = "#/components/schemas/{model}"
 STATUS_OF_CODE: dict[str, tuple[int, ...]] = {
     "VALIDATION_ERROR": (400,),
     "PROVIDER_NOT_CONFIGURED": (400,),
-    "SDK_NOT_AVAILABLE": (400,),
+    "SDK_NOT_AVAILABLE": (409,),  # a JSON reply of a run whose SDK this server lacks
     "SDK_MODEL_MISMATCH": (400, 409),  # 409: it conflicts with what the session has
     "INVALID_SIGNATURE": (401,),
     "UNAUTHORIZED": (401,),

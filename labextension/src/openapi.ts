@@ -2742,7 +2742,7 @@ export interface operations {
                     "text/event-stream": components["schemas"]["Event"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2780,7 +2780,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SDK_MODEL_MISMATCH */
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3024,7 +3024,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunResponse"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3062,7 +3062,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SDK_MODEL_MISMATCH, NO_USER_MESSAGE */
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, NO_USER_MESSAGE */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3111,7 +3111,7 @@ export interface operations {
                     "text/event-stream": components["schemas"]["Event"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3149,7 +3149,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SDK_MODEL_MISMATCH, NO_USER_MESSAGE */
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, NO_USER_MESSAGE */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3544,7 +3544,7 @@ export interface operations {
                     "text/event-stream": components["schemas"]["Event"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3582,7 +3582,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SDK_MODEL_MISMATCH */
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH */
             409: {
                 headers: {
                     [name: string]: unknown;

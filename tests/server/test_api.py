@@ -323,7 +323,7 @@ async def test_a_one_shot_whose_run_fails_at_once_is_no_200(
     monkeypatch.setenv("AGI_CODEX_BIN", str(tmp_path / "no-codex-here"))
     body = {"prompt": "hi", "sdk": "codex", "model": "openai:gpt-5-codex"}
     reply = await fetch("one-shot", method="POST", json=body)
-    assert (reply.status, reply.error["code"]) == (400, "SDK_NOT_AVAILABLE")
+    assert (reply.status, reply.error["code"]) == (409, "SDK_NOT_AVAILABLE")
     streamed = await fetch(
         "one-shot", method="POST", json=body, headers={"Accept": "application/x-ndjson"}
     )

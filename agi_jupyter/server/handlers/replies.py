@@ -40,7 +40,7 @@ REJECTED_RUN_STATUS = {
     "VALIDATION_ERROR": 400,
     "CONFIG_ERROR": 400,
     "PROVIDER_NOT_CONFIGURED": 400,
-    "SDK_NOT_AVAILABLE": 400,
+    "SDK_NOT_AVAILABLE": 409,  # the server lacks what the session needs: its state, not the request
     "SDK_MODEL_MISMATCH": 409,
     "AGENT_NOT_FOUND": 404,
 }
