@@ -212,12 +212,14 @@ class Redactor:
         named = [
             *env_secrets(env or {}).items(),
             *((f"credentials.{k}", v) for k, v in (credentials or {}).items()),
-            *(extra or {}).items(),
         ]
-        for name, value in named:
+        for name, value in [*named, *(extra or {}).items()]:
             if name in allowed or value in allowed or len(value) < min_length:
                 continue
-            secrets.setdefault(value, name)
+            if name in (extra or {}):
+                secrets[value] = name  # the caller's name for a value wins (it says what it is)
+            else:
+                secrets.setdefault(value, name)
         self._names = sorted(set(secrets.values()))
         self._by_form: dict[str, str] = {}
         for value, name in sorted(secrets.items(), key=lambda item: -len(item[0])):

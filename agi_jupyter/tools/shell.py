@@ -305,9 +305,7 @@ class ShellRun(Tool[ShellRunArgs]):
     name = "shell.run"
     description = (
         "Run a shell command (/bin/sh -c) in the project folder or a sub-folder. Output streams "
-        "live; the result has the exit code and the last part of stdout and stderr (the whole "
-        "of a long output is stored as an artifact). Processes the command leaves running in "
-        "the background are stopped when it ends."
+        "live; the result has the exit code and the last part of stdout and stderr."
     )
     parameters = ShellRunArgs
 
