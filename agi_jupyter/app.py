@@ -20,13 +20,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi_jupyter import notebook
 from agi_jupyter.agents import load_agents
 from agi_jupyter.config import (
-    KNOWN_PROVIDERS,
     Config,
     find_project,
     global_config_dir,
     load_config,
+    not_configured_message,
     reference_values,
 )
 from agi_jupyter.errors import (
@@ -87,12 +88,15 @@ class Agi:
         features: frozenset[str] = frozenset(),
         tools: Sequence[AnyTool] = (),
         research: ResearchSettings | None = None,
+        notebooks: notebook.NotebookAccess | None = None,
     ) -> None:
         env = os.environ if env is None else env
         self.config: Config = load_config(
             find_project(project or Path.cwd()), overrides=config, traitlets=traitlets, env=env
         )
         self.project = self.config.project
+        # How this front door reaches notebooks (the file, an open tab, the RTC document).
+        self.notebooks: notebook.NotebookAccess = notebooks or notebook.HeadlessAccess()
         lookup = reference_values(env)  # what ${VAR} in MCP and ACP settings resolve from
         servers = load_mcp_servers(self.project, global_config_dir(env), lookup)
         agents = load_agents(self.project)
@@ -110,7 +114,9 @@ class Agi:
             open_store(self.project, artifact_threshold=self.config.artifact_threshold),
             self.redactor,
         )
-        registry = ToolRegistry([*builtin_tools(), *tools])
+        registry = ToolRegistry(
+            [*builtin_tools(), *notebook.notebook_tools(self.notebooks), *tools]
+        )
         registry.load_project_tools(self.project, store=self.store)
         # MCP servers' tools (mcp.<server>.<tool>) join the registry when a run can reach them.
         self.mcp = McpServers(servers, registry, self.redactor)
@@ -127,6 +133,7 @@ class Agi:
             bus=self.bus,
             loop=self.loop,
             features=features,
+            run_context=notebook.NotebookContext(self.notebooks, self.config.project),
         )
         self.runs_manager = RunManager(self.deps)
         # Agent runs go through the session's SDK adapter (``native`` is our own loop).
@@ -430,6 +437,12 @@ class Agi:
         """Cancel a run; returns it (``cancelled`` unless it ended first)."""
         return self.loop.run(self.runs_manager.cancel(run_id))
 
+    def undo(self, run_id: str, *, force: bool = False) -> notebook.UndoResult:
+        """Restore the notebooks the run changed as they were before it (``notebook.undo``)."""
+        return self.loop.run(
+            notebook.undo_run(self.store, self.notebooks, self.project, run_id, force=force)
+        )
+
     def tick(self, *, max_runs: int = 10, max_webhook_events: int = 50) -> TickResult:
         """Process webhook events and due polls of deep research runs, recover stalled runs and
         execute due queued runs (safe in several processes)."""
@@ -516,6 +529,7 @@ class Agi:
         await self.sdk.aclose()
         await self.deps.registry.aclose()  # stops the MCP servers
         await self.deps.providers.aclose()
+        await self.notebooks.aclose()
 
     def __enter__(self) -> Agi:
         return self
@@ -561,14 +575,5 @@ class Agi:
             provider, name = self.config.resolve_model()
         settings = self.config.provider(provider)
         if not settings.configured:
-            raise ProviderNotConfigured(_not_configured_message(provider))
+            raise ProviderNotConfigured(not_configured_message(provider))
         return provider, name
-
-
-def _not_configured_message(provider: str) -> str:
-    known = KNOWN_PROVIDERS[provider]
-    if known.key_env:
-        hint = f"set {' or '.join(known.key_env)}, or run `agi setup`"
-    else:
-        hint = "enable it in .agi/config.json"
-    return f"provider {provider!r} is not configured: {hint}"

@@ -544,3 +544,13 @@ def _build(
         redact_allow=tuple(layer.redact_allow or ()),
         credentials=dict(credentials),
     )
+
+
+def not_configured_message(provider: str) -> str:
+    """Why a known provider cannot be used yet, and how to fix it."""
+    known = KNOWN_PROVIDERS[provider]
+    if known.key_env:
+        hint = f"set {' or '.join(known.key_env)}, or run `agi setup`"
+    else:
+        hint = "enable it in .agi/config.json"
+    return f"provider {provider!r} is not configured: {hint}"

@@ -353,6 +353,26 @@ class Capability:
     updated_at: str = ""
 
 
+ChangeKind = Literal["notebook", "file"]
+
+
+@dataclass(kw_only=True)
+class Change:
+    """One change a run made to a notebook or a file, as content-addressed snapshots: the
+    sha256 of the whole content before and after (``store.get_blob``); None where the content
+    did not exist (a created or deleted file). ``turn`` is the run's model turn, if known."""
+
+    id: str
+    run_id: str | None = None
+    turn: int | None = None
+    tool_call_id: str | None = None
+    kind: ChangeKind = "notebook"
+    path: str
+    before_sha: str | None = None
+    after_sha: str | None = None
+    created_at: str = ""
+
+
 T = TypeVar("T")
 
 

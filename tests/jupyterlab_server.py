@@ -100,8 +100,12 @@ def start_jupyterlab(
     extra_args: Sequence[str] = (),
     ready_paths: Sequence[str] = ("api/status",),
     timeout: float = 60.0,
+    rtc: bool = False,
 ) -> LabServer:
-    """Start JupyterLab over ``root`` and wait until every ``ready_paths`` route answers."""
+    """Start JupyterLab over ``root`` and wait until every ``ready_paths`` route answers.
+
+    Real-time collaboration (jupyter-collaboration, installed by the ``test`` extra) is off
+    unless ``rtc``: the notebooks of the other tests are plain JupyterLab documents."""
     token, port = secrets.token_hex(16), free_port()
     command = [
         str(Path(sys.executable).with_name("jupyter-lab")),
@@ -113,6 +117,7 @@ def start_jupyterlab(
         f"--ServerApp.token={token}",
         f"--ServerApp.root_dir={root}",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        f"--YDocExtension.disable_rtc={not rtc}",
         *extra_args,
     ]
     with log.open("wb") as out:

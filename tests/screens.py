@@ -30,9 +30,7 @@ def check_screenshot(target: Any, name: str, *, mask: list[Any] | None = None) -
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     actual = ARTIFACTS / f"{name}.png"
-    target.screenshot(
-        path=str(actual), animations="disabled", caret="hide", mask=mask or [], scale="css"
-    )
+    actual.write_bytes(_stable_screenshot(target, mask or []))
     reference = REFERENCES / f"{name}.png"
     if os.environ.get("AGI_UPDATE_SCREENSHOTS") == "1":
         REFERENCES.mkdir(parents=True, exist_ok=True)
@@ -55,3 +53,17 @@ def check_screenshot(target: Any, name: str, *, mask: list[Any] | None = None) -
             f"{MAX_DIFFERENT:.2%}); see {ARTIFACTS / name}.png and .diff.png"
         )
     return actual
+
+
+def _stable_screenshot(target: Any, mask: list[Any], attempts: int = 20) -> bytes:
+    """A screenshot that two consecutive takes agree on (as Playwright's own
+    ``toHaveScreenshot`` waits for): a theme switch restyles the page in stages (the
+    background first, icons and syntax colours a few frames later), and a single take can
+    catch it half done."""
+    previous = b""
+    for _ in range(attempts):
+        shot: bytes = target.screenshot(animations="disabled", caret="hide", mask=mask, scale="css")
+        if shot == previous:
+            return shot
+        previous = shot
+    raise AssertionError(f"the screenshot did not settle in {attempts} takes")

@@ -33,13 +33,21 @@ PROJECT_TOOLS = "@project"
 # Every tool of the MCP servers in ``.agi/mcp.json`` (``mcp.<server>.<tool>``).
 MCP_TOOLS = "mcp.*"
 
-READ_ONLY_TOOLS: tuple[str, ...] = ("fs.read", "fs.list", "fs.search", "sql.query", "tasks")
+READ_ONLY_TOOLS: tuple[str, ...] = (
+    "fs.read",
+    "fs.list",
+    "fs.search",
+    "sql.query",
+    "tasks",
+    "notebook.read",
+)
 BUILD_TOOLS: tuple[str, ...] = (
     *READ_ONLY_TOOLS,
     "fs.write",
     "apply_patch",
     "shell.run",
     "python",
+    "notebook.*",
     "write_capability",
     "reload",
     PROJECT_TOOLS,
@@ -65,7 +73,8 @@ BUILTIN_AGENTS: dict[str, Agent] = {
         ),
         Agent(
             name="build",
-            description="Edits files, applies patches, runs shell commands and notebook code.",
+            description="Edits files and notebook cells, applies patches, runs shell commands and "
+            "notebook code.",
             prompt=_COMMON
             + " You build: inspect before you change, prefer small patches (apply_patch), "
             "and check your work by running it.",

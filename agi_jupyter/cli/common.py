@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_CONFIG = 3
+EXIT_CONFLICT = 4  # agi undo: the cells changed after the run
 EXIT_CANCELLED = 130
 
 F = TypeVar("F", bound=Callable[..., object])

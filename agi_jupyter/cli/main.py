@@ -7,7 +7,8 @@ command.
 
 Exit codes: 0 success, 1 the run failed (or another error), 2 bad usage (also an id that names
 nothing, a run that already ended), 3 configuration (a provider not configured, a malformed
-config file, a token the server refuses), 130 cancelled (Ctrl-C).
+config file, a token the server refuses), 4 ``agi undo`` refused (the cells changed after the
+run), 130 cancelled (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 import click
 
 from agi_jupyter import __version__
-from agi_jupyter.cli import ask, catalog, export, inspect, mcp, serve, setup
+from agi_jupyter.cli import ask, catalog, export, inspect, mcp, serve, setup, undo
 from agi_jupyter.cli.common import exit_code_for, fail
 from agi_jupyter.errors import AgiError
 
@@ -62,7 +63,8 @@ def cli() -> None:
 
     Everything is recorded in .agi/agi.sqlite of the project (the current folder, or its nearest
     ancestor with .agi/). Exit codes: 0 ok, 1 run failed, 2 bad usage (also an unknown id, a
-    run that already ended), 3 not configured (also a refused --token), 130 cancelled.
+    run that already ended), 3 not configured (also a refused --token), 4 undo refused,
+    130 cancelled.
     """
 
 
@@ -74,6 +76,7 @@ for _command in (
     *inspect.COMMANDS,
     *catalog.COMMANDS,
     export.export,
+    undo.undo,
 ):
     cli.add_command(_command)
 

@@ -39,6 +39,8 @@ _ERRORS: dict[str, type[errors.AgiError]] = {
     "AGENT_NOT_FOUND": errors.AgentNotFound,
     "RUN_TERMINAL": errors.RunTerminal,
     "NO_USER_MESSAGE": errors.NoUserMessage,
+    "UNDO_CONFLICT": errors.Conflict,
+    "RUN_ACTIVE": errors.Conflict,
 }
 _BY_STATUS: dict[int, type[errors.AgiError]] = {  # codes of newer servers, by their status
     400: errors.UsageError,

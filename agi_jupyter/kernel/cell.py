@@ -163,6 +163,7 @@ class CellRunner:
         if self.args.research:
             self.research(req)
             return None
+        self.ctx.prepare_notebook()
         run = self.agi.submit(
             req.prompt,
             session=req.session.id,

@@ -29,6 +29,7 @@ HELP = """\
 %agi runs [ID]                     runs of a session
 %agi show RUN                      a run's answer and tool calls
 %agi cancel RUN                    cancel a run
+%agi undo RUN [--force]            restore the notebooks the run changed (as before the run)
 %agi wait [RUN]                    wait for --background runs (or RUN); returns the result
 %agi agents                        agents and their tools
 %agi sdks                          agent SDKs, their capabilities, whether installed
@@ -60,6 +61,9 @@ def _parser() -> Any:
     sub.add_parser("runs", add_help=False).add_argument("id", nargs="?")
     sub.add_parser("show", add_help=False).add_argument("run")
     sub.add_parser("cancel", add_help=False).add_argument("run")
+    undo = sub.add_parser("undo", add_help=False)
+    undo.add_argument("run")
+    undo.add_argument("--force", action="store_true")
     sub.add_parser("wait", add_help=False).add_argument("run", nargs="?")
     sub.add_parser("tools", add_help=False).add_argument("agent", nargs="?")
     return parser
@@ -203,6 +207,15 @@ def cmd_cancel(ctx: KernelContext, args: argparse.Namespace) -> None:
     print(f"agi: run {run.id} is {run.status}")
 
 
+def cmd_undo(ctx: KernelContext, args: argparse.Namespace) -> None:
+    result = ctx.agi.undo(args.run, force=args.force)
+    if not result.notebooks:
+        print(f"agi: run {args.run} changed no notebook: nothing to undo")
+    for item in result.notebooks:
+        forced = " (forced)" if item.forced else ""
+        print(f"agi: {item.status} {item.path} ({item.backend}){forced}")
+
+
 def cmd_wait(ctx: KernelContext, args: argparse.Namespace) -> Any:
     from agi_jupyter.kernel.cell import cell_result
     from agi_jupyter.kernel.dispatch import follow_with_dispatch, join_with_dispatch
@@ -327,6 +340,7 @@ COMMANDS: dict[str, Command] = {
     "runs": cmd_runs,
     "show": cmd_show,
     "cancel": cmd_cancel,
+    "undo": cmd_undo,
     "wait": cmd_wait,
     "agents": cmd_agents,
     "sdks": cmd_sdks,

@@ -21,6 +21,7 @@ from agi_jupyter.kernel.dispatch import MainThreadDispatcher
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
     from agi_jupyter.kernel.magics import AgiMagics
+    from agi_jupyter.kernel.notebook import KernelNotebookAccess
     from agi_jupyter.records import Session
 
 MAX_ERROR_CHARS = 4_000
@@ -67,6 +68,7 @@ class KernelContext:
         self._agi: Agi | None = None
         self._agi_key: tuple[Any, ...] = ()
         self._agi_lock = threading.Lock()
+        self._notebooks: KernelNotebookAccess | None = None
 
     # --- IPython hooks -------------------------------------------------------------------------
 
@@ -119,20 +121,28 @@ class KernelContext:
     def has_agi(self) -> bool:
         return self._agi is not None
 
+    def prepare_notebook(self) -> None:
+        """Before a run starts: reach out to the notebook's open tab (``kernel.tab``)."""
+        if self._notebooks is not None:
+            self._notebooks.prepare()
+
     def _make_agi(
         self, project: Path, layer: tuple[tuple[str, Any], ...], poll_interval: float
     ) -> Agi:
         from agi_jupyter.app import Agi
+        from agi_jupyter.kernel.notebook import KernelNotebookAccess
         from agi_jupyter.kernel.python_tool import PythonTool
         from agi_jupyter.research import ResearchSettings
         from agi_jupyter.tools import FEATURE_KERNEL
 
+        self._notebooks = KernelNotebookAccess(self)
         return Agi(
             project=project,
             traitlets=dict(layer),
             features=frozenset({FEATURE_KERNEL}),
             tools=[PythonTool(self.dispatcher, self.shell.user_ns)],
             research=ResearchSettings(poll_interval=poll_interval),
+            notebooks=self._notebooks,
         )
 
     def project_dir(self) -> Path:

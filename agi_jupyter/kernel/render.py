@@ -3,9 +3,10 @@
 ``RunView.apply(event)`` folds the section-4 events of one run into text segments and tool
 blocks in order, plus the footer facts (model, tokens, cost, run id). ``to_markdown`` renders
 tool calls as collapsible ``<details>`` blocks (name, arguments, status, output or error, and a
-diff view for ``file_diff`` artifacts); ``to_text`` is the plain form for terminals and for
-``text/plain``. ``LiveDisplay`` pushes a view into a notebook display handle at most ``rate``
-times a second; ``TerminalPrinter`` prints a run as it streams in a terminal IPython.
+diff view for ``file_diff`` and ``notebook_diff`` artifacts); ``to_text`` is the plain form for
+terminals and for ``text/plain``. ``LiveDisplay`` pushes a view into a notebook display handle at
+most ``rate`` times a second; ``TerminalPrinter`` prints a run as it streams in a terminal
+IPython.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 MAX_BLOCK_CHARS = 4_000
+DIFF_KINDS = ("file_diff", "notebook_diff")  # as tools.diffs (not imported: %load_ext stays light)
 
 ArtifactLoader = Callable[[str], str | None]
 
@@ -145,7 +147,7 @@ class RunView:
         block.ok = bool(e.get("ok"))
         block.output = str(e.get("output", ""))
         block.artifact = e.get("artifact") or None
-        if block.artifact and block.artifact.get("kind") == "file_diff" and self.load_artifact:
+        if block.artifact and block.artifact.get("kind") in DIFF_KINDS and self.load_artifact:
             block.diff = self.load_artifact(str(block.artifact.get("id")))
 
     def _usage(self, e: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ import anywidget
 from traitlets import Dict, List, Unicode
 
 from agi_jupyter.records import Message, TextPart, ToolCallPart, ToolResultPart
+from agi_jupyter.tools.diffs import DIFF_KINDS
 
 if TYPE_CHECKING:
     from agi_jupyter.app import RunResult
@@ -135,6 +136,16 @@ class ChatWidget(anywidget.AnyWidget):
         except Exception as e:  # a widget handler must never raise into the kernel
             self.status = f"error: {getattr(e, 'message', None) or e}"
 
+    def _diff_of(self, artifact: Any) -> str:
+        """The patch of a ``file_diff`` / ``notebook_diff`` artifact (else "")."""
+        if not isinstance(artifact, dict) or artifact.get("kind") not in DIFF_KINDS:
+            return ""
+        try:
+            data = self._ctx.agi.store.get_artifact(str(artifact.get("id"))).data or {}
+        except Exception:  # a widget must never fail over a by-product
+            return ""
+        return str(data.get("patch") or "")
+
     def send_message(self, text: str) -> str | None:
         """Send ``text`` as the user (what the Send button does); returns the run id."""
         text = text.strip()
@@ -142,6 +153,7 @@ class ChatWidget(anywidget.AnyWidget):
             return None
         self._ctx.dispatcher.capture_loop()
         agi = self._ctx.agi
+        self._ctx.prepare_notebook()
         run = agi.submit(
             text,
             session=self.session_id,
@@ -311,6 +323,7 @@ class _Stream:
                     status=status,
                     output=str(event.get("output", "")),
                     ok=bool(event.get("ok")),
+                    diff=w._diff_of(event.get("artifact")),
                 )
 
     def _final(self, event: dict[str, Any]) -> None:
@@ -346,6 +359,7 @@ def _tool_entry(call_id: str, name: str, arguments: Any) -> Entry:
         "status": "running",
         "output": "",
         "ok": True,
+        "diff": "",
     }
 
 

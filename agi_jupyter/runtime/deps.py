@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.records import Session, new_id
+from agi_jupyter.records import Run, Session, new_id
 
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
@@ -60,6 +60,9 @@ class RuntimeDeps:
     features: frozenset[str] = frozenset()
     # Features that depend on the session (the server's notebook kernels); must be quick.
     session_features: Callable[[Session], frozenset[str]] | None = None
+    # Extra system-prompt context of a run, given the names of the tools it is offered (the
+    # notebook outline); None adds nothing.
+    run_context: Callable[[Run, Session, Collection[str]], Awaitable[str | None]] | None = None
     owner: str = field(default_factory=new_owner_id)
     heartbeat_interval: float = 5.0
     stale_after: float = 30.0

@@ -34,6 +34,7 @@ from agi_jupyter.records import (
 from agi_jupyter.runtime.history import conversation, unanswered_tool_calls
 from agi_jupyter.runtime.toolcalls import run_tool
 from agi_jupyter.runtime.toolnames import ToolNames
+from agi_jupyter.tools.diffs import DIFF_KINDS
 
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
@@ -80,6 +81,10 @@ class AgentLoop:
             tool_prompts=[t.prompt for t in tools if t.prompt],
             session_prompt=session.system_prompt,
         )
+        if deps.run_context is not None:
+            context = await deps.run_context(run, session, [t.name for t in tools])
+            # The notebook's outline quotes its cells: redacted like every tool result.
+            system = f"{system}\n\n{deps.redactor.redact_text(context)}" if context else system
         provider = deps.providers.get(run.provider or "fake")
         state: JSON = dict(run.loop_state or {})
         usage_total = dict(state.get("usage") or {"input_tokens": 0, "output_tokens": 0})
@@ -114,7 +119,9 @@ class AgentLoop:
             cost_total += cost
             text = turn.text
             if turn.tool_calls:
-                await self._run_tools(run, session, agent, assistant, turn.tool_calls, emitter)
+                await self._run_tools(
+                    run, session, agent, assistant, turn.tool_calls, emitter, iteration
+                )
             state = {
                 "iteration": iteration,
                 "max_iterations": max_iterations,
@@ -249,6 +256,7 @@ class AgentLoop:
         assistant: Message,
         calls: list[pb.ToolCallEnd],
         emitter: RunEmitter,
+        iteration: int | None = None,
     ) -> None:
         allowed = self._allowed(agent, session)
         rows = [
@@ -263,7 +271,7 @@ class AgentLoop:
             for c in calls
         ]
         outcomes = await asyncio.gather(
-            *(self._run_one_tool(run, session, c, allowed, emitter) for c in calls)
+            *(self._run_one_tool(run, session, c, allowed, emitter, iteration) for c in calls)
         )
         for row, outcome in zip(rows, outcomes, strict=True):
             self.deps.store.update_tool_call(
@@ -283,6 +291,7 @@ class AgentLoop:
         call: pb.ToolCallEnd,
         allowed: list[str],
         emitter: RunEmitter,
+        iteration: int | None = None,
     ) -> ToolOutcome:
         return await run_tool(
             self.deps,
@@ -294,6 +303,7 @@ class AgentLoop:
             arguments=call.arguments,
             allowed=allowed,
             parse_error=call.parse_error,
+            turn=iteration,
         )
 
     def _save_tool_result(
@@ -313,7 +323,7 @@ class AgentLoop:
         if outcome.artifact is not None:
             a = outcome.artifact
             summary = {"id": a.id, "kind": a.kind, "title": a.title, "size": a.size}
-            if a.kind == "file_diff" and a.data:
+            if a.kind in DIFF_KINDS and a.data:
                 summary["summary"] = a.data.get("summary")
         emitter.emit(
             ev.ToolCallOutput(

@@ -31,6 +31,7 @@ async def run_tool(
     arguments: JSON,
     allowed: Collection[str],
     parse_error: str | None = None,
+    turn: int | None = None,
 ) -> ToolOutcome:
     """Execute one tool call; live chunks go out as ``tool.call.delta``. Never raises for the
     tool's own problems (they come back as an error outcome the model sees)."""
@@ -51,6 +52,7 @@ async def run_tool(
         features=deps.features_for(session),
         agent=session.agent,
         read_only=deps.agents[session.agent].read_only,
+        turn=turn,
     )
     return await execute_tool_call(
         deps.registry,

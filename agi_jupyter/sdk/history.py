@@ -48,6 +48,7 @@ from agi_jupyter.sdk.base import (
     TurnMeta,
     UserInput,
 )
+from agi_jupyter.tools.diffs import DIFF_KINDS
 
 if TYPE_CHECKING:
     from agi_jupyter.runtime.emitter import RunEmitter
@@ -225,7 +226,7 @@ class CanonicalHistory:
                 "title": artifact.title,
                 "size": artifact.size,
             }
-            if artifact.kind == "file_diff" and artifact.data:
+            if artifact.kind in DIFF_KINDS and artifact.data:
                 summary["summary"] = artifact.data.get("summary")
         self.emitter.emit(
             ev.ToolCallOutput(

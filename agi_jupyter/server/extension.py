@@ -20,6 +20,7 @@ from agi_jupyter.research import DEFAULT_MODEL, ResearchSettings
 from agi_jupyter.server.heap import freeze_heap, load_default_provider
 from agi_jupyter.server.kernels import NotebookKernels, NotebookPython
 from agi_jupyter.server.mcp_http import McpEndpoints
+from agi_jupyter.server.notebooks import ServerNotebookAccess, TabBridge
 from agi_jupyter.server.projects import Projects
 from agi_jupyter.server.ratelimit import RateLimiter
 from agi_jupyter.server.routes import url_patterns
@@ -147,6 +148,8 @@ class AgiExtensionApp(ExtensionApp):
         )
         self.webhook_limiter = RateLimiter(self.webhook_rate_limit)
         self.kernels = NotebookKernels(self.serverapp)
+        self.bridge = TabBridge()
+        self.notebooks = ServerNotebookAccess(self.serverapp, self.bridge)
         self.mcp = McpEndpoints()
         self.runner = BackgroundRunner(
             self.projects,
@@ -162,7 +165,7 @@ class AgiExtensionApp(ExtensionApp):
         self.handlers.extend(url_patterns())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
-        self.runner.start()
+        self.start_on_loop()
         if self.freeze_gc:
             count = freeze_heap()
             self.log.debug("agi: %d objects moved out of the cyclic GC's reach", count)
@@ -173,6 +176,12 @@ class AgiExtensionApp(ExtensionApp):
         await self.mcp.aclose()
         await asyncio.get_running_loop().run_in_executor(self.executor, self.projects.close)
         self.executor.shutdown(wait=False)
+
+    def start_on_loop(self) -> None:
+        """On the server's loop, at start and (idempotent) before each request: servers
+        started without the extension start hook (tests) get the same."""
+        self.runner.start()
+        self.notebooks.loop = asyncio.get_running_loop()
 
     # --- what handlers use -------------------------------------------------------------------
 
@@ -207,6 +216,7 @@ class AgiExtensionApp(ExtensionApp):
             traitlets=layer,
             research=self.research_settings(),
             tools=[NotebookPython(self.kernels)],
+            notebooks=self.notebooks,
         )
         agi.deps.session_features = self.kernels.session_features(agi.project)
         if self.freeze_gc:

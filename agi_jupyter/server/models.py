@@ -44,6 +44,7 @@ from agi_jupyter.records import (
     ToolResultPart,
 )
 from agi_jupyter.records import Artifact as ArtifactRecord
+from agi_jupyter.records import Change as ChangeRecord
 
 MAX_PAGE_SIZE = 200
 MAX_INT = 2**63 - 1  # what a 64-bit database column holds
@@ -301,6 +302,12 @@ class MessageCreate(RunOptions):
     """A user message; the reply is streamed (by ``Accept``) or returned when done."""
 
     content: Prompt | Parts = Field(description="Text, or a list of text/image parts.")
+    notebook_path: str | None = Field(
+        None,
+        description="The notebook the user is looking at (relative to the project or to the "
+        "server root): the run's notebook for the notebook tools and the outline.",
+    )
+    cell_id: str | None = Field(None, description="The notebook's active cell.")
 
 
 _INPUT_OR_MESSAGE: JsonDict = {  # JSON Schema: not both input and input_message_id
@@ -559,4 +566,62 @@ class TickResponse(Out):
 
 
 class Deleted(Out):
+    ok: bool = True
+
+
+# --- notebooks: undo, changes, the labextension's notebook bridge ------------------------------
+
+
+class UndoRequest(Body):
+    force: bool = Field(False, description="Restore even if the cells changed after the run.")
+
+
+class UndoneNotebook(Out):
+    path: str
+    status: Literal["restored", "unchanged"]
+    backend: str = Field(description="Where the notebook was restored: file, rtc or tab.")
+    forced: bool = False
+
+
+class UndoResponse(Out):
+    run_id: str
+    notebooks: list[UndoneNotebook]
+
+
+class ChangeList(Out):
+    """The changes a run made to notebooks (and files): snapshots before/after, in order."""
+
+    changes: list[ChangeRecord]
+
+
+class NotebookReply(Body):
+    """A JupyterLab tab's answer to a notebook request (of this server, or of a kernel)."""
+
+    request_id: str = Field(min_length=1, max_length=200)
+    reply: JSONObject
+    project_dir: str | None = Field(
+        None, description="A kernel's request: the kernel's project folder (absolute path)."
+    )
+
+
+class BridgeQuery(Query):
+    client_id: str = Field(min_length=1, max_length=200, description="The browser window.")
+
+
+class BridgeAnnounce(Body):
+    client_id: str = Field(min_length=1, max_length=200)
+    open: list[str] = Field(description="Notebooks open in the window, relative to the root.")
+
+
+class NotebookRequest(Out):
+    """What the bridge stream sends a tab: read the notebook, or apply one change to it."""
+
+    type: Literal["notebook.request"] = "notebook.request"
+    request_id: str
+    path: str
+    op: Literal["read", "apply"]
+    change: JSONObject | None = None
+
+
+class Ack(Out):
     ok: bool = True

@@ -37,7 +37,10 @@ STATUS_OF_CODE: dict[str, tuple[int, ...]] = {
     "PROJECT_NOT_FOUND": (404,),
     "CURSOR_NOT_FOUND": (404,),
     "WEBHOOK_NOT_CONFIGURED": (404,),
+    "REQUEST_NOT_FOUND": (404,),
     "RUN_TERMINAL": (409,),
+    "UNDO_CONFLICT": (409,),
+    "RUN_ACTIVE": (409,),
     "NO_USER_MESSAGE": (409,),
     "PAYLOAD_TOO_LARGE": (413,),
     "RATE_LIMITED": (429,),
@@ -108,6 +111,8 @@ def _schemas() -> dict[str, Any]:
             models[(route.body, "validation")] = None
         if route.response is not None:
             models[(route.response, "serialization")] = None
+        if route.stream_item is not None:
+            models[(route.stream_item, "serialization")] = None
     _, schema = models_json_schema(list(models), ref_template=REF)
     defs: dict[str, Any] = schema.get("$defs", {})
     for (event, field), target in EVENT_PAYLOADS.items():
@@ -194,9 +199,11 @@ def _success(route: Route) -> dict[str, Any]:
         content[NDJSON] = {"schema": _ref(Event)}
         description = "Events: one JSON object per line (NDJSON), or SSE, or JSON (by Accept)"
     if "sse" in route.streams:
-        content[SSE] = {"schema": _ref(Event)}
+        content[SSE] = {"schema": _ref(route.stream_item or Event)}
         if "ndjson" not in route.streams:
             description = "Server-sent events: `event:` the type, `data:` the event object"
+        if route.stream_item is not None:
+            description = f"Server-sent events, each a {route.stream_item.__name__}"
     return {"description": description, "content": content}
 
 

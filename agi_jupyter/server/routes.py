@@ -25,6 +25,12 @@ from agi_jupyter.server.handlers.catalog import (
 )
 from agi_jupyter.server.handlers.docs import NotFoundHandler, OpenAPIHandler
 from agi_jupyter.server.handlers.messages import MessagesHandler
+from agi_jupyter.server.handlers.notebooks import (
+    NotebookBridgeHandler,
+    NotebookRepliesHandler,
+    RunChangesHandler,
+    RunUndoHandler,
+)
 from agi_jupyter.server.handlers.oneshot import OneShotHandler
 from agi_jupyter.server.handlers.runner import TickHandler
 from agi_jupyter.server.handlers.runs import (
@@ -44,14 +50,20 @@ from agi_jupyter.server.handlers.sessions import (
 from agi_jupyter.server.handlers.webhooks import WebhookHandler
 from agi_jupyter.server.mcp_http import MCP_PATH, McpHandler
 from agi_jupyter.server.models import (
+    Ack,
     AgentList,
     ArtifactList,
     ArtifactResponse,
+    BridgeAnnounce,
+    BridgeQuery,
+    ChangeList,
     Deleted,
     History,
     HistoryQuery,
     MessageCreate,
     MessagePage,
+    NotebookReply,
+    NotebookRequest,
     OneShotRequest,
     PageQuery,
     ProviderList,
@@ -75,6 +87,8 @@ from agi_jupyter.server.models import (
     TickResponse,
     ToolList,
     ToolsQuery,
+    UndoRequest,
+    UndoResponse,
     WebhookAck,
     WebhookPayload,
 )
@@ -114,6 +128,7 @@ class Route:
     streams: tuple[StreamFormat, ...] = ()
     stream_default: bool = False  # streams unless Accept asks for application/json
     raw_content: str | None = None  # a non-JSON response (artifact content)
+    stream_item: type[BaseModel] | None = None  # what a stream carries (default: Event)
     errors: tuple[str, ...] = ()
     headers: tuple[tuple[str, str], ...] = ()  # required request headers: (name, description)
     authenticated: bool = True
@@ -172,6 +187,13 @@ ROUTES: tuple[Route, ...] = (
           streams=("ndjson", "sse"), stream_default=True, errors=RUN),
     Route("GET", f"{V1}/runs/{{run_id}}/artifacts", RunArtifactsHandler, "listRunArtifacts",
           "A run's artifacts", "artifacts", response=ArtifactList, errors=RUN),
+    Route("POST", f"{V1}/runs/{{run_id}}/undo", RunUndoHandler, "undoRun",
+          "Restore the notebooks the run changed to how they were before it (refused, "
+          "restoring nothing, when their cells changed since, unless force)", "runs",
+          body=UndoRequest, response=UndoResponse, errors=(*RUN, "UNDO_CONFLICT", "RUN_ACTIVE")),
+    Route("GET", f"{V1}/runs/{{run_id}}/changes", RunChangesHandler, "listRunChanges",
+          "The changes the run made to notebooks, with their snapshots' sha256", "runs",
+          response=ChangeList, errors=RUN),
     Route("GET", f"{V1}/artifacts/{{artifact_id}}", ArtifactHandler, "getArtifact",
           "Get an artifact's metadata", "artifacts", response=ArtifactResponse,
           errors=("ARTIFACT_NOT_FOUND",)),
@@ -197,6 +219,18 @@ ROUTES: tuple[Route, ...] = (
           response=Stats),
     Route("GET", f"{V1}/tasks", TasksHandler, "listTasks", "The project's tasks", "catalog",
           query=TasksQuery, response=TaskPage),
+    # the labextension's notebook bridge (open tabs without real-time collaboration)
+    Route("GET", f"{V1}/notebook/bridge", NotebookBridgeHandler, "notebookBridge",
+          "A browser window's stream of notebook requests (read, apply a change) for the "
+          "notebooks it has open", "notebooks", query=BridgeQuery, streams=("sse",),
+          stream_default=True, stream_item=NotebookRequest, project=False),
+    Route("POST", f"{V1}/notebook/bridge", NotebookBridgeHandler, "announceNotebooks",
+          "The notebooks a browser window has open", "notebooks", body=BridgeAnnounce,
+          response=Ack, project=False),
+    Route("POST", f"{V1}/notebook/replies", NotebookRepliesHandler, "notebookReply",
+          "A tab's answer to a notebook request of this server or of a kernel", "notebooks",
+          body=NotebookReply, response=Ack, errors=("REQUEST_NOT_FOUND", "PROJECT_NOT_FOUND"),
+          project=False),
     # runner and webhooks
     Route("POST", f"{V1}/webhooks/openai", WebhookHandler, "openaiWebhook",
           "OpenAI webhook (Standard Webhooks signature; no Jupyter auth)", "runner",

@@ -29,6 +29,8 @@ from agi_jupyter.records import (
     JSON,
     Artifact,
     Capability,
+    Change,
+    ChangeKind,
     Message,
     MessageStatus,
     Page,
@@ -277,6 +279,42 @@ class Store(Protocol):
     def get_capability(self, name: str) -> Capability | None: ...
     def list_capabilities(self) -> list[Capability]: ...
     def delete_capability(self, name: str) -> bool: ...
+
+    # --- snapshots and changes (undo) ------------------------------------------------------
+
+    def put_blob(self, data: bytes) -> str:
+        """Store a content once, addressed by its sha256 (hex), which is returned."""
+        ...
+
+    def get_blob(self, sha256: str) -> bytes:
+        """A stored content; ``NotFound`` (``BLOB_NOT_FOUND``) if there is none."""
+        ...
+
+    def add_change(
+        self,
+        *,
+        run_id: str | None,
+        kind: ChangeKind,
+        path: str,
+        before_sha: str | None,
+        after_sha: str | None,
+        tool_call_id: str | None = None,
+        turn: int | None = None,
+    ) -> Change:
+        """Record a change of ``path`` (its blobs stored first; None: no content)."""
+        ...
+
+    def list_changes(self, *, run_id: str | None = None, path: str | None = None) -> list[Change]:
+        """Changes in the order they were made."""
+        ...
+
+    def put_notebook_reply(self, request_id: str, payload: JSON) -> None:
+        """A JupyterLab tab's answer to a kernel's notebook request (see ``kernel.tab``)."""
+        ...
+
+    def take_notebook_reply(self, request_id: str) -> JSON | None:
+        """Remove and return the answer to ``request_id``; None while there is none."""
+        ...
 
     # --- stats ----------------------------------------------------------------------------
 

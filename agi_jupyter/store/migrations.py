@@ -403,6 +403,45 @@ def m006_runs_request_hash_index(db: Database) -> None:
 
 
 @migration
+def m008_snapshots_and_changes(db: Database) -> None:
+    """Content-addressed snapshots (``blobs``) and the changes runs make to notebooks and
+    files (``changes``: the sha256 of the content before and after), which undo restores;
+    and ``notebook_replies``, where a JupyterLab tab leaves the answer to a kernel's notebook
+    request (a busy kernel cannot read comm messages, so the tab answers through the server)."""
+    db.table("blobs").create(
+        {"sha256": str, "size": int, "data": bytes, "created_at": str},
+        pk="sha256",
+        not_null={"size", "data", "created_at"},
+        if_not_exists=True,
+    )
+    db.table("changes").create(
+        {
+            "id": str,
+            "run_id": str,
+            "turn": int,
+            "tool_call_id": str,
+            "kind": str,
+            "path": str,
+            "before_sha": str,
+            "after_sha": str,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id")],
+        not_null={"kind", "path", "created_at"},
+        if_not_exists=True,
+    )
+    db.table("changes").create_index(["run_id"], if_not_exists=True)
+    db.table("changes").create_index(["path"], if_not_exists=True)
+    db.table("notebook_replies").create(
+        {"request_id": str, "payload": str, "created_at": str},
+        pk="request_id",
+        not_null={"payload", "created_at"},
+        if_not_exists=True,
+    )
+
+
+@migration
 def m009_webhook_delivery_id(db: Database) -> None:
     """``webhook_events.delivery_id``: the ``webhook-id`` header of the delivery, unique, so a
     redelivery is recognised by it as well as by the payload's event id."""

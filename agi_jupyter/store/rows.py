@@ -26,6 +26,7 @@ from agi_jupyter.errors import UsageError
 from agi_jupyter.records import (
     Artifact,
     Capability,
+    Change,
     Message,
     Part,
     Run,
@@ -175,6 +176,7 @@ ARTIFACTS = Mapping(Artifact, "artifacts", json_columns=("data",))
 WEBHOOK_EVENTS = Mapping(WebhookEvent, "webhook_events", json_columns=("payload",))
 TASKS = Mapping(Task, "tasks")
 CAPABILITIES = Mapping(Capability, "capabilities", json_columns=("tool_schema",))
+CHANGES = Mapping(Change, "changes")
 
 
 # --- message parts --------------------------------------------------------------------------

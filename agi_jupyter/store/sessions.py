@@ -24,10 +24,17 @@ _CASCADE = [
     (f"DELETE FROM artifacts WHERE id IN ({_ARTIFACTS_OF})", 3),
     (f"DELETE FROM run_events WHERE run_id IN ({_RUNS_OF})", 1),
     (f"DELETE FROM tool_calls WHERE run_id IN ({_RUNS_OF})", 1),
+    (f"DELETE FROM changes WHERE run_id IN ({_RUNS_OF})", 1),
     (f"DELETE FROM message_parts WHERE message_id IN ({_MESSAGES_OF})", 1),
     ("DELETE FROM messages WHERE session_id = ?", 1),
     ("DELETE FROM runs WHERE session_id = ?", 1),
     ("DELETE FROM sessions WHERE id = ?", 1),
+    (  # snapshots no change refers to any more
+        "DELETE FROM blobs WHERE sha256 NOT IN (SELECT before_sha FROM changes"
+        " WHERE before_sha IS NOT NULL UNION SELECT after_sha FROM changes"
+        " WHERE after_sha IS NOT NULL)",
+        0,
+    ),
 ]
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from agi_jupyter.store.artifacts import ArtifactsMixin
 from agi_jupyter.store.base import Store
+from agi_jupyter.store.changes import ChangesMixin
 from agi_jupyter.store.events import EventsMixin
 from agi_jupyter.store.messages import MessagesMixin
 from agi_jupyter.store.misc import CapabilitiesMixin, StatsMixin, TasksMixin, WebhooksMixin
@@ -27,6 +28,7 @@ class SqliteStore(
     TasksMixin,
     CapabilitiesMixin,
     StatsMixin,
+    ChangesMixin,
 ):
     """The SQLite store of one project. Nothing touches the disk until the first write.
 

@@ -10,6 +10,8 @@ from agi_jupyter.records import JSON
 from agi_jupyter.tools.base import ArtifactDraft
 
 ChangeOp = Literal["add", "update", "delete"]
+DIFF_KINDS = ("file_diff", "notebook_diff")
+"""Artifacts whose ``data.patch`` is a unified diff shown in tool blocks (files; notebook cells)."""
 
 
 @dataclass(kw_only=True)

@@ -114,7 +114,9 @@ class _LiveOutput:
         self._streams: dict[str, StreamRedactor[str]] = {}
 
     def context(self, ctx: ToolContext) -> ToolContext:
-        return replace(ctx, emit=self._redacted_emit) if self._redactor else ctx
+        if not self._redactor:
+            return ctx
+        return replace(ctx, emit=self._redacted_emit, redactor=self._redactor)
 
     def _redacted_emit(self, channel: str, chunk: str) -> None:
         stream = self._streams.get(channel)

@@ -12,7 +12,20 @@
 
 import type { paths } from './openapi';
 import { formatOf, readEvents } from './stream';
-import type { AgentInfo, AgiEvent, Artifact, HistoryView, Message, NewSession, ProviderList, Run, SdkList, Session } from './types';
+import type {
+  AgentInfo,
+  AgiEvent,
+  Artifact,
+  Change,
+  HistoryView,
+  Message,
+  NewSession,
+  ProviderList,
+  Run,
+  SdkList,
+  Session,
+  UndoResult
+} from './types';
 
 /** Sends a request to a path under the server's `agi/` prefix, e.g. `v1/sessions?x=1`. */
 export type Transport = (path: string, init: RequestInit) => Promise<Response>;
@@ -148,10 +161,18 @@ export class AgiClient {
       .messages;
   }
 
-  /** Post a user message and stream the run's events (NDJSON). */
-  sendMessage(project: string, sessionId: string, content: string, signal?: AbortSignal): AsyncGenerator<AgiEvent> {
+  /** Post a user message and stream the run's events (NDJSON); `where` says which notebook
+   * and cell the user is in (the run's notebook for the notebook tools and the outline). */
+  sendMessage(
+    project: string,
+    sessionId: string,
+    content: string,
+    signal?: AbortSignal,
+    where: Whereabouts = {}
+  ): AsyncGenerator<AgiEvent> {
     const path = { session_id: sessionId };
-    return this.stream('post', '/agi/v1/sessions/{session_id}/messages', { path, query: { project }, body: { content } }, signal);
+    const body = { content, ...dropEmpty(where) };
+    return this.stream('post', '/agi/v1/sessions/{session_id}/messages', { path, query: { project }, body }, signal);
   }
 
   /** The session's live stream (SSE): its runs' events and `session.*`. */
@@ -178,6 +199,35 @@ export class AgiClient {
   runEvents(project: string, runId: string, afterSeq: number, follow: boolean, signal?: AbortSignal): AsyncGenerator<AgiEvent> {
     const query = { project, after_seq: afterSeq, follow };
     return this.stream('get', '/agi/v1/runs/{run_id}/events', { path: { run_id: runId }, query }, signal);
+  }
+
+  /** The changes a run made to notebooks (empty: nothing to undo). */
+  async runChanges(project: string, runId: string): Promise<Change[]> {
+    return (await this.request('get', '/agi/v1/runs/{run_id}/changes', { path: { run_id: runId }, query: { project } }))
+      .changes;
+  }
+
+  /** Restore the notebooks a run changed (`UNDO_CONFLICT` when their cells changed since). */
+  async undoRun(project: string, runId: string, force = false): Promise<UndoResult> {
+    const parts = { path: { run_id: runId }, query: { project }, body: { force } };
+    return this.request('post', '/agi/v1/runs/{run_id}/undo', parts);
+  }
+
+  /** This window's stream of notebook requests from server runs (SSE). */
+  notebookRequests(clientId: string, signal?: AbortSignal): AsyncGenerator<AgiEvent> {
+    const query = { client_id: clientId };
+    return this.stream('get', '/agi/v1/notebook/bridge', { query }, signal, 'text/event-stream');
+  }
+
+  /** The notebooks this window has open (paths relative to the server root). */
+  async announceNotebooks(clientId: string, open: string[]): Promise<void> {
+    await this.request('post', '/agi/v1/notebook/bridge', { body: { client_id: clientId, open } });
+  }
+
+  /** The answer to a notebook request; `projectDir` for a kernel's request. */
+  async notebookReply(requestId: string, reply: Record<string, unknown>, projectDir?: string): Promise<void> {
+    const body = { request_id: requestId, reply, ...(projectDir ? { project_dir: projectDir } : {}) };
+    await this.request('post', '/agi/v1/notebook/replies', { body });
   }
 
   async runArtifacts(project: string, runId: string): Promise<Artifact[]> {
@@ -208,6 +258,12 @@ export class AgiClient {
   async sdks(project: string): Promise<SdkList> {
     return this.request('get', '/agi/v1/sdks', { query: { project } });
   }
+}
+
+/** Where the user is when sending a message: the active notebook and its active cell. */
+export interface Whereabouts {
+  notebook_path?: string;
+  cell_id?: string;
 }
 
 type QueryValues = Record<string, string | number | boolean | undefined | null>;

@@ -220,7 +220,7 @@ function ToolArtifact(props: { id: string; model: PanelModel }): JSX.Element {
   if (!state) {
     return <div className="jp-AgiDim">{trans.__('Loading artifact…')}</div>;
   }
-  if (state.kind === 'file_diff' && state.text) {
+  if ((state.kind === 'file_diff' || state.kind === 'notebook_diff') && state.text) {
     return (
       <>
         <div className="jp-AgiTool-label">{trans.__('Diff: %1', state.title)}</div>

@@ -11,29 +11,25 @@ import {
   type JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICommandPalette, InputDialog } from '@jupyterlab/apputils';
-import { URLExt } from '@jupyterlab/coreutils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import { FileDialog } from '@jupyterlab/filebrowser';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
-import { ServerConnection } from '@jupyterlab/services';
 import { ITranslator } from '@jupyterlab/translation';
 
-import { AgiClient, type Transport } from './api';
+import { AgiClient } from './api';
+import { notebookBridgePlugin } from './bridgeplugin';
 import { bundle, type Trans } from './i18n';
 import { agiIcon } from './icons';
 import { PanelModel } from './model';
 import { ActiveNotebook } from './notebooks';
 import { AgiPanel } from './panel';
+import { jupyterTransport } from './transport';
 
 export { agiIcon };
 export const PANEL_ID = 'agi-jupyter-panel';
 export const OPEN_COMMAND = 'agi-jupyter:open';
 
-/** Requests under `<base_url>agi/` with the server's auth (token / XSRF) headers. */
-export function jupyterTransport(settings: ServerConnection.ISettings): Transport {
-  const root = URLExt.join(settings.baseUrl, 'agi');
-  return (path, init) => ServerConnection.makeRequest(`${root}/${path}`, init, settings);
-}
+export { jupyterTransport };
 
 async function chooseFolder(docManager: IDocumentManager | null, current: string, trans: Trans): Promise<string | null> {
   if (docManager) {
@@ -86,6 +82,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     app.shell.add(panel, 'left', { rank: 650 });
     restorer?.add(panel, PANEL_ID);
 
+    model.activeCell = () => notebook.activeCellId();
     if (labShell) {
       const follow = (): void => {
         const path = notebook.track(labShell.currentWidget);
@@ -109,4 +106,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, notebookBridgePlugin];

@@ -9,7 +9,7 @@
  * `cancelRun()`: aborting a stream only stops reading it.
  */
 
-import { ApiError, type AgiClient } from './api';
+import { ApiError, type AgiClient, type Whereabouts } from './api';
 import { collectArtifacts, openArtifact } from './artifacts';
 import { loadCatalogue } from './catalogue';
 import { isNotebookSession, sessionToShow } from './follow';
@@ -30,6 +30,8 @@ export class PanelModel extends PanelStore {
   private pendingId = 0;
   private pollTimer: ReturnType<typeof setInterval> | null = null;
   private visible = false;
+  /** The active cell of the notebook the user looks at (set by the plugin). */
+  activeCell: () => string | null = () => null;
 
   constructor(
     readonly client: AgiClient,
@@ -303,6 +305,13 @@ export class PanelModel extends PanelStore {
 
   // --- chatting ----------------------------------------------------------------------------
 
+  /** The active notebook (when the project follows it) and its active cell: the run's
+   * notebook for the notebook tools and the outline. */
+  private whereabouts(): Whereabouts {
+    const path = this.state.projectSource === 'notebook' ? this.state.notebookPath : null;
+    return path ? { notebook_path: path, cell_id: this.activeCell() ?? undefined } : {};
+  }
+
   /**
    * Send a prompt (creating a session first if none is selected) and stream the reply.
    * Resolves false when the server did not take the message (the error is shown).
@@ -328,7 +337,7 @@ export class PanelModel extends PanelStore {
     signal.addEventListener('abort', () => reader.abort());
     let runId: string | null = null;
     try {
-      const events = this.client.sendMessage(this.state.project, sessionId, prompt, reader.signal);
+      const events = this.client.sendMessage(this.state.project, sessionId, prompt, reader.signal, this.whereabouts());
       for await (const event of events) {
         if (signal.aborted) {
           break;

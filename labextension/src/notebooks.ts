@@ -13,7 +13,7 @@ import type { CodeActions } from './codeblocks';
 /** What the panel uses of a notebook widget (`NotebookPanel`). */
 interface NotebookLike extends Widget {
   context: { path: string };
-  content: { activeCell: { model: { sharedModel: { setSource(source: string): void } } } | null };
+  content: { activeCell: { model: { id: string; sharedModel: { setSource(source: string): void } } } | null };
 }
 
 function isNotebook(widget: Widget | null): widget is NotebookLike {
@@ -38,6 +38,12 @@ export class ActiveNotebook {
       }
     });
     return widget.context.path;
+  }
+
+  /** The id of the tracked notebook's active cell (messages say where the user is). */
+  activeCellId(): string | null {
+    const widget = this.widget;
+    return widget && !widget.isDisposed ? (widget.content.activeCell?.model.id ?? null) : null;
   }
 
   /** The code blocks' actions: copy to the clipboard; insert as a new cell below the tracked

@@ -214,6 +214,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agi/v1/runs/{run_id}/undo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restore the notebooks the run changed to how they were before it (refused, restoring nothing, when their cells changed since, unless force) */
+        post: operations["undoRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agi/v1/runs/{run_id}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The changes the run made to notebooks, with their snapshots' sha256 */
+        get: operations["listRunChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agi/v1/artifacts/{artifact_id}": {
         parameters: {
             query?: never;
@@ -367,6 +401,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agi/v1/notebook/bridge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A browser window's stream of notebook requests (read, apply a change) for the notebooks it has open */
+        get: operations["notebookBridge"];
+        put?: never;
+        /** The notebooks a browser window has open */
+        post: operations["announceNotebooks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agi/v1/notebook/replies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A tab's answer to a notebook request of this server or of a kernel */
+        post: operations["notebookReply"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agi/v1/webhooks/openai": {
         parameters: {
             query?: never;
@@ -405,6 +474,14 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** Ack */
+        Ack: {
+            /**
+             * Ok
+             * @default true
+             */
+            ok: boolean;
+        };
         /** AgentInfo */
         AgentInfo: {
             /** Name */
@@ -529,6 +606,72 @@ export interface components {
         /** ArtifactResponse */
         ArtifactResponse: {
             artifact: components["schemas"]["Artifact"];
+        };
+        /** BridgeAnnounce */
+        BridgeAnnounce: {
+            /** Client Id */
+            client_id: string;
+            /**
+             * Open
+             * @description Notebooks open in the window, relative to the root.
+             */
+            open: string[];
+        };
+        /**
+         * Change
+         * @description One change a run made to a notebook or a file, as content-addressed snapshots: the
+         *     sha256 of the whole content before and after (``store.get_blob``); None where the content
+         *     did not exist (a created or deleted file). ``turn`` is the run's model turn, if known.
+         */
+        Change: {
+            /** Id */
+            id: string;
+            /**
+             * Run Id
+             * @default null
+             */
+            run_id: string | null;
+            /**
+             * Turn
+             * @default null
+             */
+            turn: number | null;
+            /**
+             * Tool Call Id
+             * @default null
+             */
+            tool_call_id: string | null;
+            /**
+             * Kind
+             * @default notebook
+             * @enum {string}
+             */
+            kind: "notebook" | "file";
+            /** Path */
+            path: string;
+            /**
+             * Before Sha
+             * @default null
+             */
+            before_sha: string | null;
+            /**
+             * After Sha
+             * @default null
+             */
+            after_sha: string | null;
+            /**
+             * Created At
+             * @default
+             */
+            created_at: string;
+        };
+        /**
+         * ChangeList
+         * @description The changes a run made to notebooks (and files): snapshots before/after, in order.
+         */
+        ChangeList: {
+            /** Changes */
+            changes: components["schemas"]["Change"][];
         };
         /** ChatTurn */
         ChatTurn: {
@@ -830,6 +973,18 @@ export interface components {
              * @description Text, or a list of text/image parts.
              */
             content: string | (components["schemas"]["TextInput"] | components["schemas"]["ImageInput"])[];
+            /**
+             * Notebook Path
+             * @description The notebook the user is looking at (relative to the project or to the server root): the run's notebook for the notebook tools and the outline.
+             * @default null
+             */
+            notebook_path?: string | null;
+            /**
+             * Cell Id
+             * @description The notebook's active cell.
+             * @default null
+             */
+            cell_id?: string | null;
         };
         /** MessageCreated */
         MessageCreated: {
@@ -871,6 +1026,52 @@ export interface components {
          * @description One part of a message, discriminated by ``type``.
          */
         MessagePart: components["schemas"]["TextPart"] | components["schemas"]["ReasoningPart"] | components["schemas"]["ToolCallPart"] | components["schemas"]["ToolResultPart"] | components["schemas"]["ImagePart"] | components["schemas"]["ErrorPart"] | components["schemas"]["ArtifactRefPart"];
+        /**
+         * NotebookReply
+         * @description A JupyterLab tab's answer to a notebook request (of this server, or of a kernel).
+         */
+        NotebookReply: {
+            /** Request Id */
+            request_id: string;
+            /** Reply */
+            reply: {
+                [key: string]: unknown;
+            };
+            /**
+             * Project Dir
+             * @description A kernel's request: the kernel's project folder (absolute path).
+             * @default null
+             */
+            project_dir?: string | null;
+        };
+        /**
+         * NotebookRequest
+         * @description What the bridge stream sends a tab: read the notebook, or apply one change to it.
+         */
+        NotebookRequest: {
+            /**
+             * Type
+             * @default notebook.request
+             * @constant
+             */
+            type: "notebook.request";
+            /** Request Id */
+            request_id: string;
+            /** Path */
+            path: string;
+            /**
+             * Op
+             * @enum {string}
+             */
+            op: "read" | "apply";
+            /**
+             * Change
+             * @default null
+             */
+            change: {
+                [key: string]: unknown;
+            } | null;
+        };
         /**
          * OneShotRequest
          * @description One prompt, or a short conversation ending with a user turn (its last turn is the
@@ -2172,6 +2373,42 @@ export interface components {
              */
             type: "tool_result";
         };
+        /** UndoRequest */
+        UndoRequest: {
+            /**
+             * Force
+             * @description Restore even if the cells changed after the run.
+             * @default false
+             */
+            force?: boolean;
+        };
+        /** UndoResponse */
+        UndoResponse: {
+            /** Run Id */
+            run_id: string;
+            /** Notebooks */
+            notebooks: components["schemas"]["UndoneNotebook"][];
+        };
+        /** UndoneNotebook */
+        UndoneNotebook: {
+            /** Path */
+            path: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "restored" | "unchanged";
+            /**
+             * Backend
+             * @description Where the notebook was restored: file, rtc or tab.
+             */
+            backend: string;
+            /**
+             * Forced
+             * @default false
+             */
+            forced: boolean;
+        };
         /** UsageEvent */
         UsageEvent: {
             /**
@@ -3409,6 +3646,145 @@ export interface operations {
             };
         };
     };
+    undoRun: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["UndoRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UndoResponse"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNDO_CONFLICT, RUN_ACTIVE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listRunChanges: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeList"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     getArtifact: {
         parameters: {
             query?: {
@@ -3930,6 +4306,191 @@ export interface operations {
             };
             /** @description Error codes: PROJECT_NOT_FOUND, CURSOR_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    notebookBridge: {
+        parameters: {
+            query: {
+                /** @description The browser window. */
+                client_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-sent events, each a NotebookRequest */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["NotebookRequest"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    announceNotebooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BridgeAnnounce"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ack"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    notebookReply: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NotebookReply"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ack"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: REQUEST_NOT_FOUND, PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -13,6 +13,7 @@ import type { ArtifactEntry } from './snapshot';
 import { promptPreview, sortedRuns, type ChatState, type RunView } from './state';
 import type { Artifact } from './types';
 import { isTerminal } from './types';
+import { UndoButton } from './undo';
 
 export function RunsList(props: { chat: ChatState; model: PanelModel }): JSX.Element {
   const trans = useTrans();
@@ -59,6 +60,7 @@ function RunRow(props: { run: RunView; chat: ChatState; model: PanelModel }): JS
             {trans.__('Cancel')}
           </Button>
         ) : null}
+        <UndoButton runId={run.id} status={run.status} model={props.model} />
       </div>
       <div className="jp-AgiRun-meta jp-AgiDim">
         <code className="jp-AgiRun-id" title={run.id}>
@@ -165,7 +167,7 @@ function ArtifactDetail(props: { artifact: Artifact; text: string | null }): JSX
         ) : null}
       </>
     );
-  } else if (artifact.kind === 'file_diff') {
+  } else if (artifact.kind === 'file_diff' || artifact.kind === 'notebook_diff') {
     const diff = diffText(data, props.text);
     body = diff ? <DiffView text={diff} /> : <div className="jp-AgiDim">{trans.__('(empty diff)')}</div>;
   } else if (props.text !== null) {

@@ -22,6 +22,10 @@ export type SdkInfo = Schemas['SdkInfo'];
 export type SdkList = Schemas['SdkList'];
 export type ProviderList = Schemas['ProviderList'];
 export type NewSession = Schemas['SessionCreate'];
+/** A change a run made to a notebook (or a file), with the sha256 of its snapshots. */
+export type Change = Schemas['Change'];
+/** What `POST /runs/{id}/undo` did, per notebook. */
+export type UndoResult = Schemas['UndoResponse'];
 
 /** A live event (DESIGN.md section 4): `type`, `run_id`, `seq`, `ts` and its payload. */
 export type AgiEvent = Schemas['Event'];

@@ -150,3 +150,35 @@ describe('helpers', () => {
     ]);
   });
 });
+
+describe('AgiClient notebook calls', () => {
+  it('sends where the user is with a message, and reads changes and undo results', async () => {
+    const { transport, calls } = fakeTransport(call => {
+      if (call.path.includes('/changes')) {
+        return json({ changes: [{ id: 'chg_1', kind: 'notebook', path: 'a.ipynb' }] });
+      }
+      if (call.path.includes('/undo')) {
+        return json({ run_id: 'run_1', notebooks: [{ path: 'a.ipynb', status: 'restored', backend: 'tab', forced: true }] });
+      }
+      return new Response('', { headers: { 'Content-Type': 'application/x-ndjson' } });
+    });
+    const client = new AgiClient(transport);
+    for await (const _event of client.sendMessage('p', 'ses_1', 'hi', undefined, { notebook_path: 'p/a.ipynb', cell_id: 'c1' })) {
+      // no events
+    }
+    expect(JSON.parse(String(calls[0]?.init.body))).toEqual({ content: 'hi', notebook_path: 'p/a.ipynb', cell_id: 'c1' });
+    expect(await client.runChanges('p', 'run_1')).toEqual([{ id: 'chg_1', kind: 'notebook', path: 'a.ipynb' }]);
+    expect(calls[1]?.path).toBe('v1/runs/run_1/changes?project=p');
+    const undone = await client.undoRun('p', 'run_1', true);
+    expect(undone.notebooks[0]?.forced).toBe(true);
+    expect(calls[2]?.path).toBe('v1/runs/run_1/undo?project=p');
+    expect(JSON.parse(String(calls[2]?.init.body))).toEqual({ force: true });
+  });
+
+  it('turns an undo refusal into an ApiError with its code', async () => {
+    const { transport } = fakeTransport(() =>
+      json({ error: { code: 'UNDO_CONFLICT', message: 'cannot undo run r: cell c1 edited' } }, 409)
+    );
+    await expect(new AgiClient(transport).undoRun('', 'r')).rejects.toMatchObject({ code: 'UNDO_CONFLICT', status: 409 });
+  });
+});

@@ -65,8 +65,9 @@ def lab_env(base: Path, fake_url: str) -> dict[str, str]:
     return env
 
 
-def start_lab(base: Path, fake_url: str, timeout: float = 60.0) -> LabServer:
-    """Start JupyterLab over ``base/root`` and wait until it and the ``/agi`` API answer."""
+def start_lab(base: Path, fake_url: str, timeout: float = 60.0, *, rtc: bool = False) -> LabServer:
+    """Start JupyterLab over ``base/root`` and wait until it and the ``/agi`` API answer
+    (with real-time collaboration when ``rtc``)."""
     root = base / "root"
     (root / ".agi").mkdir(parents=True, exist_ok=True)
     (root / ".agi" / "config.json").write_text(
@@ -79,4 +80,5 @@ def start_lab(base: Path, fake_url: str, timeout: float = 60.0) -> LabServer:
         extra_args=["--LabApp.expose_app_in_browser=True"],
         ready_paths=["api/status", "agi/v1/agents"],
         timeout=timeout,
+        rtc=rtc,
     )

@@ -179,10 +179,17 @@ def test_screenshots_of_the_panel_in_the_light_and_dark_themes(
     answer_with_a_tool_and_code(page, lab, fake)
     page.locator(".jp-AgiTool summary").first.click()
     expect(page.locator(".jp-AgiTool-body")).to_be_visible()
-    page.locator(".jp-AgiPrompt").fill("What next?")
+    prompt = page.locator(".jp-AgiPrompt")
+    prompt.fill("What next?")
+    prompt.blur()  # the focus ring would depend on what last took the focus
     page.mouse.move(0, 0)  # no hover effects
-    # What changes from run to run: times, the session's creation time in the picker.
-    masks = [page.locator(".jp-AgiTurn-time"), page.locator(".jp-AgiSessionSelect")]
+    # What changes from run to run: times, the session's creation time in the picker, and
+    # the token counts (the system prompt grows with every tool an agent gets).
+    masks = [
+        page.locator(".jp-AgiTurn-time"),
+        page.locator(".jp-AgiSessionSelect"),
+        page.locator(".jp-AgiTurn-meta"),
+    ]
     expect(panel).to_have_css("background-color", LIGHT_BACKGROUND)
     check_screenshot(panel, "panel-light", mask=masks)
     try:

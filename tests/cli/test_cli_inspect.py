@@ -187,7 +187,9 @@ def test_tools_and_agents(run_cli: RunCli) -> None:
     agents = json_of(run_cli, "agents")
 
     assert isinstance(tools, list)
-    assert {t["name"] for t in tools} == {"fs.read", "fs.list", "fs.search", "sql.query", "tasks"}
+    assert {t["name"] for t in tools} == {
+        "fs.read", "fs.list", "fs.search", "sql.query", "tasks", "notebook.read"
+    }  # fmt: skip
     assert all(t["read_only"] and t["parameters"]["type"] == "object" for t in tools)
     assert "shell.run" in run_cli("tools").stdout
     assert isinstance(agents, list)

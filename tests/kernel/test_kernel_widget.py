@@ -154,3 +154,35 @@ def test_errors_in_handlers_never_reach_the_kernel(widget: Any) -> None:
     widget.model = "nosuchprovider:model-x"
     _from_front_end(widget, {"type": "send", "text": "hi"})
     assert widget.status.startswith("error: cannot tell the provider")
+
+
+def test_a_notebook_change_shows_its_cell_diff_in_the_tool_entry(
+    widget: Any, shell: Any, project: Any, fake_llm: FakeLLMServer
+) -> None:
+    from agi_jupyter.notebook import source_hash
+    from tests.notebook.conftest import write_notebook
+
+    write_notebook(project / "w.ipynb")
+    widget.agent = "build"
+    fake_llm.enqueue(
+        Turn(
+            tool_calls=[
+                FakeToolCall(
+                    "notebook.edit",
+                    {
+                        "path": "w.ipynb",
+                        "cell_id": "total",
+                        "expected_hash": source_hash("x + 1"),
+                        "source": "x + 5",
+                    },
+                )
+            ]
+        ),
+        Turn(text="edited"),
+    )
+    widget.send_message("edit")
+    widget.wait(10)
+    tool = next(e for e in widget.transcript if e["role"] == "tool")
+    assert tool["name"] == "notebook.edit"
+    assert "--- a/w.ipynb [cell total code]" in tool["diff"]
+    assert "-x + 1\n+x + 5" in tool["diff"]

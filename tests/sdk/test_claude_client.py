@@ -246,6 +246,7 @@ def test_claude_offers_only_the_agents_tools(claude_agi: Agi, fake_llm: FakeLLMS
         "mcp__agi__fs_list",
         "mcp__agi__fs_read",
         "mcp__agi__fs_search",
+        "mcp__agi__notebook_read",
         "mcp__agi__sql_query",
         "mcp__agi__tasks",
     ]

@@ -99,3 +99,4 @@ def test_schemathesis_finds_nothing(server: LabServer, tmp_path: Path) -> None:
     done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=840)
     report = done.stdout[-20000:] + done.stderr[-5000:]
     assert done.returncode == 0, f"{report}\n--- server log ---\n{server.log_tail(40)}"
+    print(done.stdout[-4000:])  # the figures (operations, test cases) with pytest -rP

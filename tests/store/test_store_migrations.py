@@ -13,6 +13,7 @@ from agi_jupyter.store.migrations import applied_names, pending
 from agi_jupyter.store.rows import (
     ARTIFACTS,
     CAPABILITIES,
+    CHANGES,
     MESSAGES,
     RUN_EVENTS,
     RUNS,
@@ -42,6 +43,11 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         "tasks": set(TASKS.columns),
         "capabilities": set(CAPABILITIES.columns),
     },
+    "m008_snapshots_and_changes": {
+        "blobs": {"sha256", "size", "data", "created_at"},
+        "changes": set(CHANGES.columns),
+        "notebook_replies": {"request_id", "payload", "created_at"},
+    },
 }
 
 REQUIRED_INDEXES = [  # (table, columns, unique)
@@ -52,6 +58,8 @@ REQUIRED_INDEXES = [  # (table, columns, unique)
     ("runs", ["provider_response_id"], True),
     ("webhook_events", ["event_id"], True),
     ("capabilities", ["name"], True),
+    ("changes", ["run_id"], False),
+    ("changes", ["path"], False),
 ]
 
 
@@ -75,6 +83,7 @@ def test_migrations_are_numbered_in_order() -> None:
         "m004_indexes",
         "m005_messages_parts_column",
         "m006_runs_request_hash_index",
+        "m008_snapshots_and_changes",
         "m009_webhook_delivery_id",
         "m013_runs_agent",
     ]

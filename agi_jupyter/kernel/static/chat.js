@@ -197,6 +197,16 @@ function toolNode(entry) {
   );
   const body = el("div", { class: "agi-tool-body" });
   if (entry.arguments) body.append(el("pre", { class: "agi-code" }, entry.arguments));
+  if (entry.diff) {
+    // a file_diff / notebook_diff artifact's patch (apply_patch, fs.write, notebook tools)
+    body.append(el("div", { class: "agi-label" }, "diff"));
+    const diff = el("pre", { class: "agi-code agi-diff" });
+    for (const line of entry.diff.split("\n")) {
+      const kind = /^(\+\+\+|---)/.test(line) ? "head" : line[0] === "+" ? "add" : line[0] === "-" ? "del" : "ctx";
+      diff.append(el("div", { class: `agi-diff-${kind}` }, line || " "));
+    }
+    body.append(diff);
+  }
   if (entry.output) {
     body.append(el("div", { class: "agi-label" }, entry.ok ? "output" : "error"));
     body.append(el("pre", { class: "agi-code" }, entry.output));

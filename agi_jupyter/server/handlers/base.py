@@ -128,6 +128,7 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
 
     auth_resource = AUTH_RESOURCE
     challenge = 'Token realm="jupyter"'  # the WWW-Authenticate of a 401
+    body_limit: int | None = None  # bytes; None: the extension's max_body_size
     _gone = False
     _held: list[Path] = []  # noqa: RUF012 - replaced per instance, never changed in place
     _chunks: list[bytes] = []  # noqa: RUF012 - replaced per instance
@@ -136,6 +137,11 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
     @property
     def agi_app(self) -> AgiExtensionApp:
         return cast("AgiExtensionApp", self.extensionapp)
+
+    @property
+    def limit(self) -> int:
+        """The largest body this route takes, in bytes."""
+        return self.body_limit or self.agi_app.max_body_size
 
     async def prepare(self) -> None:  # type: ignore[override]  # as APIHandler.prepare
         self._chunks = []
@@ -147,8 +153,8 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
             raise
         if not self.current_user and not self._public():
             raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED)
-        self.agi_app.runner.start()  # idempotent; also covers servers started without _post_start
-        limit = self.agi_app.max_body_size
+        self.agi_app.start_on_loop()  # idempotent; covers servers started without _post_start
+        limit = self.limit
         length = self.request.headers.get("Content-Length", "0").strip() or "0"
         if not length.isdigit() or int(length) > limit:
             raise ApiError(413, "PAYLOAD_TOO_LARGE", f"the request body is over {limit} bytes")
@@ -172,14 +178,14 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
 
     def data_received(self, chunk: bytes) -> None:
         self._body_size += len(chunk)
-        if self._body_size <= self.agi_app.max_body_size:
+        if self._body_size <= self.limit:
             self._chunks.append(chunk)
         else:
             self._chunks = []  # answered 413 once it is all in; nothing more is kept
 
     def raw_body(self) -> bytes:
         """The request body (streamed in by ``data_received``)."""
-        limit = self.agi_app.max_body_size
+        limit = self.limit
         if self._body_size > limit:
             raise ApiError(413, "PAYLOAD_TOO_LARGE", f"the request body is over {limit} bytes")
         return b"".join(self._chunks)

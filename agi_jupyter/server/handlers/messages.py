@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 from agi_jupyter.errors import NotFound
 from agi_jupyter.records import ImagePart, Part, TextPart
@@ -67,5 +68,12 @@ class MessagesHandler(AgiHandler):
             agent=body.agent,
             thinking_level=body.thinking_level,
             max_iterations=body.max_iterations,
+            **_where(body),
         )
         await reply_to_run(self, agi, run.id, fmt)
+
+
+def _where(body: MessageCreate) -> dict[str, Any]:
+    """The run fields saying which notebook and cell the user is in, when given."""
+    fields = {"notebook_path": body.notebook_path, "cell_id": body.cell_id}
+    return {k: v for k, v in fields.items() if v}

@@ -1,0 +1,35 @@
+"""The notebook as the agent's workspace: cells read and changed with hash preconditions and
+receipts, run in the notebook's kernel, snapshotted per run and undone.
+
+    model      source_hash, cell views (outputs summarised, stale), canonical serialisation
+    ops        insert / edit / delete / set_outputs / replace, and how they apply to a dict
+    backend    the backend protocol (load, apply atomically); file: the nbformat backend
+    document   NotebookDocument: reads with hashes, changes with receipts
+    access     NotebookAccess (per front door: which backend, how cells run); HeadlessAccess
+    execution  one cell through the Jupyter protocol, outputs as nbformat; kernels: private ones
+    tools      notebook.read/insert/edit/delete/run; record: changes and snapshots in the store
+    diff       the cell-level notebook_diff artifact; outline: the system-prompt outline
+    undo       restore every notebook a run changed
+"""
+
+from agi_jupyter.notebook.access import HeadlessAccess, NotebookAccess, NotebookTarget
+from agi_jupyter.notebook.context import NotebookContext
+from agi_jupyter.notebook.document import NotebookDocument, Receipt
+from agi_jupyter.notebook.model import source_hash
+from agi_jupyter.notebook.ops import NotebookError
+from agi_jupyter.notebook.tools import notebook_tools
+from agi_jupyter.notebook.undo import UndoResult, undo_run
+
+__all__ = [
+    "HeadlessAccess",
+    "NotebookAccess",
+    "NotebookContext",
+    "NotebookDocument",
+    "NotebookError",
+    "NotebookTarget",
+    "Receipt",
+    "UndoResult",
+    "notebook_tools",
+    "source_hash",
+    "undo_run",
+]

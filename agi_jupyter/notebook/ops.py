@@ -1,0 +1,205 @@
+"""The changes a notebook tool makes, as data, and how they apply to a notebook dict.
+
+Every backend applies the same operations: the file backend with ``apply_op`` below, the
+RTC backend on the shared document, the JupyterLab tab in TypeScript (``op_to_wire`` is the
+form it receives). Edits and deletes carry the source the agent saw (``expected_source``) and
+are refused, changing nothing, when the cell holds anything else by the time they apply.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from agi_jupyter.errors import ToolError
+from agi_jupyter.notebook.model import CELL_TYPES, CellJSON, NotebookJSON, find_cell, source_hash
+
+
+class NotebookError(ToolError):
+    """A notebook operation that was refused; ``code`` says why (the model can act on it)."""
+
+
+def new_cell_id() -> str:
+    """An nbformat 4.5 cell id (as JupyterLab makes them)."""
+    return str(uuid.uuid4())
+
+
+@dataclass(frozen=True, kw_only=True)
+class Insert:
+    cell_type: str
+    source: str
+    cell_id: str = field(default_factory=new_cell_id)
+    after_cell_id: str | None = None
+    index: int | None = None  # with neither: at the end
+
+
+@dataclass(frozen=True, kw_only=True)
+class Edit:
+    cell_id: str
+    expected_source: str
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Delete:
+    cell_id: str
+    expected_source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetOutputs:
+    """The outputs and execution count of a code cell, after the agent ran it."""
+
+    cell_id: str
+    outputs: list[dict[str, Any]]
+    execution_count: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Replace:
+    """The whole notebook (undo): ``content`` is the snapshot, ``notebook`` its parsed form.
+    The file backend writes ``content`` byte for byte; the others apply ``notebook``."""
+
+    content: bytes
+    notebook: NotebookJSON
+
+
+Op = Insert | Edit | Delete | SetOutputs | Replace
+
+
+def op_to_wire(op: Op) -> dict[str, Any]:
+    """The JSON form of an operation (what the JupyterLab tab receives)."""
+    if isinstance(op, Insert):
+        return {
+            "op": "insert",
+            "cell_id": op.cell_id,
+            "cell_type": op.cell_type,
+            "source": op.source,
+            "after_cell_id": op.after_cell_id,
+            "index": op.index,
+        }
+    if isinstance(op, Edit):
+        return {
+            "op": "edit",
+            "cell_id": op.cell_id,
+            "expected_source": op.expected_source,
+            "source": op.source,
+        }
+    if isinstance(op, Delete):
+        return {"op": "delete", "cell_id": op.cell_id, "expected_source": op.expected_source}
+    if isinstance(op, SetOutputs):
+        return {
+            "op": "set_outputs",
+            "cell_id": op.cell_id,
+            "outputs": op.outputs,
+            "execution_count": op.execution_count,
+        }
+    return {"op": "replace", "notebook": op.notebook}
+
+
+def op_from_wire(data: dict[str, Any]) -> Op:
+    """The operation of ``op_to_wire``'s JSON (``Replace`` without its snapshot bytes)."""
+    kind = data.get("op")
+    if kind == "insert":
+        return Insert(
+            cell_type=str(data["cell_type"]),
+            source=str(data["source"]),
+            cell_id=str(data["cell_id"]),
+            after_cell_id=data.get("after_cell_id"),
+            index=data.get("index"),
+        )
+    if kind == "edit":
+        return Edit(
+            cell_id=str(data["cell_id"]),
+            expected_source=str(data["expected_source"]),
+            source=str(data["source"]),
+        )
+    if kind == "delete":
+        return Delete(cell_id=str(data["cell_id"]), expected_source=str(data["expected_source"]))
+    if kind == "set_outputs":
+        return SetOutputs(
+            cell_id=str(data["cell_id"]),
+            outputs=list(data["outputs"]),
+            execution_count=data.get("execution_count"),
+        )
+    if kind == "replace":
+        return Replace(content=b"", notebook=dict(data["notebook"]))
+    raise NotebookError(f"unknown notebook operation {kind!r}")
+
+
+def apply_op(notebook: NotebookJSON, op: Op) -> None:
+    """Apply ``op`` to a normalised notebook dict in place (``NotebookError`` if refused)."""
+    if isinstance(op, Replace):
+        notebook.clear()
+        notebook.update(copy.deepcopy(op.notebook))
+        return
+    cells: list[CellJSON] = notebook["cells"]
+    if isinstance(op, Insert):
+        cells.insert(insert_position(notebook, op), new_cell(op.cell_type, op.source, op.cell_id))
+        return
+    index, cell = locate(notebook, op.cell_id)
+    if isinstance(op, SetOutputs):
+        if cell.get("cell_type") != "code":
+            raise NotebookError(f"cell {op.cell_id} is not a code cell", code="NOT_A_CODE_CELL")
+        cell["outputs"] = list(op.outputs)
+        cell["execution_count"] = op.execution_count
+        return
+    check_source(cell, op.cell_id, op.expected_source)
+    if isinstance(op, Edit):
+        cell["source"] = op.source
+    else:
+        del cells[index]
+
+
+def insert_position(notebook: NotebookJSON, op: Insert) -> int:
+    cells = notebook["cells"]
+    if op.after_cell_id is not None:
+        return locate(notebook, op.after_cell_id)[0] + 1
+    if op.index is None:
+        return len(cells)
+    if not 0 <= op.index <= len(cells):
+        raise NotebookError(
+            f"index {op.index} is out of range: the notebook has {len(cells)} cells "
+            f"(0 inserts at the top, {len(cells)} at the end)",
+            code="INDEX_OUT_OF_RANGE",
+        )
+    return op.index
+
+
+def locate(notebook: NotebookJSON, cell_id: str) -> tuple[int, CellJSON]:
+    found = find_cell(notebook, cell_id)
+    if found is None:
+        raise cell_not_found(cell_id)
+    return found
+
+
+def cell_not_found(cell_id: str) -> NotebookError:
+    return NotebookError(
+        f"no cell with id {cell_id!r} in the notebook (it may have been deleted); "
+        "call notebook.read for the current cells",
+        code="CELL_NOT_FOUND",
+    )
+
+
+def check_source(cell: CellJSON, cell_id: str, expected_source: str) -> None:
+    if cell.get("source") != expected_source:
+        raise hash_mismatch(cell_id, source_hash(str(cell.get("source"))))
+
+
+def hash_mismatch(cell_id: str, current: str) -> NotebookError:
+    return NotebookError(
+        f"cell {cell_id} changed since you read it (its source_hash is now {current}); "
+        "nothing was written. Call notebook.read and retry with the new hash.",
+        code="HASH_MISMATCH",
+    )
+
+
+def new_cell(cell_type: str, source: str, cell_id: str) -> CellJSON:
+    if cell_type not in CELL_TYPES:
+        raise NotebookError(f"cell_type must be one of {', '.join(CELL_TYPES)}")
+    cell: CellJSON = {"id": cell_id, "cell_type": cell_type, "metadata": {}, "source": source}
+    if cell_type == "code":
+        cell.update(execution_count=None, outputs=[])
+    return cell

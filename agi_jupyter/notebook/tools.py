@@ -1,0 +1,285 @@
+"""The notebook tools: ``notebook.read``, ``.insert``, ``.edit``, ``.delete`` and ``.run``.
+
+Cells are addressed by id. ``edit`` and ``delete`` carry the ``source_hash`` the agent read
+and are refused (``HASH_MISMATCH``, nothing written) when the cell changed since. Every change
+answers with a receipt from re-reading the notebook, is recorded as a change of the run
+(snapshots before and after, for undo) and comes with a ``notebook_diff`` artifact. ``path``
+defaults to the run's notebook (the kernel's for ``%%agi``, the active one for the side
+panel), else the session's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from agi_jupyter.errors import ToolError
+from agi_jupyter.notebook.access import NotebookAccess, NotebookTarget, locate
+from agi_jupyter.notebook.diff import describe, diff_draft
+from agi_jupyter.notebook.document import Mutation, NotebookDocument
+from agi_jupyter.notebook.model import find_cell, parse
+from agi_jupyter.notebook.record import record_change
+from agi_jupyter.notebook.render import render_cells, render_execution, render_receipt
+from agi_jupyter.tools.base import AnyTool, Tool, ToolArgs, ToolContext, ToolResult
+
+PATH_HELP = "The notebook (.ipynb), relative to the project; default: the notebook of this run."
+RUN_GRACE = 15.0  # beyond a notebook.run's own timeout: the interrupt and the last outputs
+_PROMPT = (
+    "Notebook tools work on the cells of a Jupyter notebook, live: the user sees your changes "
+    "in the open notebook. Read before you change: notebook.read gives each cell's id and "
+    "source_hash. notebook.edit and notebook.delete need the cell's current source_hash "
+    "(expected_hash); if the cell changed since you read it, the change is refused and "
+    "nothing is written: read again and retry. Every change answers with a receipt from "
+    "re-reading the notebook; trust the receipt, and say so if a change did not land. "
+    "notebook.run executes cells in the notebook's kernel, like the user running them."
+)
+
+
+class PathArgs(ToolArgs):
+    path: str | None = Field(None, description=PATH_HELP)
+
+
+class ReadArgs(PathArgs):
+    cell_ids: list[str] | None = Field(None, description="Only these cells (default: all).")
+    include_outputs: bool = Field(True, description="Summarise the outputs of code cells.")
+
+
+class InsertArgs(PathArgs):
+    source: str = Field(description="The new cell's source.")
+    cell_type: Literal["code", "markdown", "raw"] = Field("code", description="The cell type.")
+    after_cell_id: str | None = Field(None, description="Insert after this cell.")
+    index: int | None = Field(
+        None, ge=0, description="Or: the position (0 = top); with neither, at the end."
+    )
+
+    @model_validator(mode="after")
+    def _one_place(self) -> InsertArgs:
+        if self.after_cell_id is not None and self.index is not None:
+            raise ValueError("give after_cell_id or index, not both")
+        return self
+
+
+class EditArgs(PathArgs):
+    cell_id: str = Field(description="The cell to change.")
+    expected_hash: str = Field(description="The cell's source_hash from notebook.read.")
+    source: str = Field(description="The cell's whole new source.")
+
+
+class DeleteArgs(PathArgs):
+    cell_id: str = Field(description="The cell to delete.")
+    expected_hash: str = Field(description="The cell's source_hash from notebook.read.")
+
+
+class RunArgs(PathArgs):
+    cell_ids: list[str] = Field(min_length=1, description="Code cells to run, in this order.")
+    timeout: float = Field(
+        120.0, gt=0, le=3600, description="Seconds per cell before the kernel is interrupted."
+    )
+
+
+class NotebookTool(Tool[Any]):
+    def __init__(self, access: NotebookAccess) -> None:
+        self.access = access
+
+    async def target(self, path: str | None, ctx: ToolContext) -> NotebookTarget:
+        own = await asyncio.to_thread(default_path, ctx)
+        chosen = path or own
+        if not chosen:
+            raise ToolError("this session has no notebook: pass the notebook's path")
+        if chosen != own:  # the model's own choice: inside the project, never elsewhere
+            return locate(ctx.project, chosen)
+        # The run's notebook (the one the user has open) may also be found from the server root.
+        return self.access.locate(ctx.project, chosen)
+
+    async def open(self, path: str | None, ctx: ToolContext) -> NotebookDocument:
+        return await self.access.open(await self.target(path, ctx))
+
+    async def changed(
+        self, verb: str, doc: NotebookDocument, mutation: Mutation, ctx: ToolContext
+    ) -> ToolResult:
+        recorded = await record_change(ctx, doc.path, mutation)
+        before, after = parse(mutation.before), parse(mutation.after)
+        draft = diff_draft(before, after, doc.path, mutation.backend)
+        summary = describe((draft.data or {}).get("summary") or {})
+        receipt = mutation.receipt
+        return ToolResult(
+            output=f"{render_receipt(verb, receipt, doc.path)}\nchanges: {summary}",
+            ok=receipt.landed,
+            data={
+                "path": doc.path,
+                "backend": mutation.backend,
+                "receipt": receipt.to_dict(),
+                "before_hash": mutation.before_cell_hash,
+                "after_hash": receipt.source_hash,
+                "notebook_before_sha": recorded.before_sha,
+                "notebook_after_sha": recorded.after_sha,
+            },
+            artifact=draft if recorded.changed else None,
+        )
+
+
+def default_path(ctx: ToolContext) -> str | None:
+    if ctx.run_id:
+        run = ctx.store.get_run(ctx.run_id)
+        if run.notebook_path:
+            return run.notebook_path
+    if ctx.session_id:
+        return ctx.store.get_session(ctx.session_id).notebook_path
+    return None
+
+
+class NotebookRead(NotebookTool):
+    name = "notebook.read"
+    description = (
+        "Read a notebook's cells in order: id, type, source, source_hash, execution count, "
+        "outputs (summarised) and whether a code cell is stale (changed since it ran)."
+    )
+    parameters = ReadArgs
+    read_only = True
+    prompt = _PROMPT
+
+    async def execute(self, args: ReadArgs, ctx: ToolContext) -> ToolResult:
+        target = await self.target(args.path, ctx)
+        doc = await self.access.open(target)
+        state = await doc.read(await self.access.history(target))
+        cells = state.cells
+        if args.cell_ids is not None:
+            known = {c.id: c for c in cells}
+            missing = [i for i in args.cell_ids if i not in known]
+            if missing:
+                raise ToolError(
+                    f"no cells with ids {', '.join(missing)} in {state.path}", code="CELL_NOT_FOUND"
+                )
+            cells = [known[i] for i in args.cell_ids]
+        text = render_cells(state, cells, include_outputs=args.include_outputs)
+        data = {
+            "path": state.path,
+            "backend": state.backend,
+            "cells": [c.to_dict(include_outputs=args.include_outputs) for c in cells],
+        }
+        return ToolResult(output=text, data=data)
+
+
+class NotebookInsert(NotebookTool):
+    name = "notebook.insert"
+    description = "Insert a new cell into a notebook, after a cell id or at an index."
+    parameters = InsertArgs
+
+    async def execute(self, args: InsertArgs, ctx: ToolContext) -> ToolResult:
+        doc = await self.open(args.path, ctx)
+        mutation = await doc.insert(
+            args.cell_type, args.source, after_cell_id=args.after_cell_id, index=args.index
+        )
+        return await self.changed("inserted", doc, mutation, ctx)
+
+
+class NotebookEdit(NotebookTool):
+    name = "notebook.edit"
+    description = (
+        "Replace a cell's source. expected_hash is the cell's source_hash from notebook.read; "
+        "if the cell changed since, nothing is written (HASH_MISMATCH)."
+    )
+    parameters = EditArgs
+
+    async def execute(self, args: EditArgs, ctx: ToolContext) -> ToolResult:
+        doc = await self.open(args.path, ctx)
+        mutation = await doc.edit(args.cell_id, args.expected_hash, args.source)
+        return await self.changed("edited", doc, mutation, ctx)
+
+
+class NotebookDelete(NotebookTool):
+    name = "notebook.delete"
+    description = (
+        "Delete a cell. expected_hash is the cell's source_hash from notebook.read; if the "
+        "cell changed since, nothing is deleted (HASH_MISMATCH)."
+    )
+    parameters = DeleteArgs
+
+    async def execute(self, args: DeleteArgs, ctx: ToolContext) -> ToolResult:
+        doc = await self.open(args.path, ctx)
+        mutation = await doc.delete(args.cell_id, args.expected_hash)
+        return await self.changed("deleted", doc, mutation, ctx)
+
+
+class NotebookRun(NotebookTool):
+    name = "notebook.run"
+    description = (
+        "Run code cells in the notebook's own kernel, in order, as if the user ran them: "
+        "outputs go into the notebook and come back here. Stops at the first error; a cell "
+        "running past timeout is interrupted (kernel interrupt)."
+    )
+    parameters = RunArgs
+
+    def call_timeout(self, args: RunArgs, default: float) -> float:
+        return max(default, args.timeout * len(args.cell_ids) + RUN_GRACE)
+
+    async def execute(self, args: RunArgs, ctx: ToolContext) -> ToolResult:
+        target = await self.target(args.path, ctx)
+        doc = await self.access.open(target)
+        notebook = (await doc.read()).notebook
+        cells = [_code_cell(notebook, cell_id) for cell_id in args.cell_ids]
+        reports, first_before, last_after, changes = [], None, None, []
+        ok = True
+        for cell_id, source in cells:
+            execution = await self.access.execute(
+                target, source, cell_id, emit=ctx.emit, timeout=args.timeout
+            )
+            doc = await self.access.open(target)  # the tab may have opened or closed
+            # What the agent's run printed goes into the notebook redacted, as it does
+            # everywhere else (the notebook's snapshots in the store included).
+            outputs = execution.outputs
+            if ctx.redactor is not None:
+                outputs = ctx.redactor.redact_json(outputs)
+            mutation = await doc.set_outputs(cell_id, outputs, execution.execution_count)
+            recorded = await record_change(ctx, doc.path, mutation)
+            first_before = first_before or mutation.before
+            last_after = mutation.after
+            changes.append(
+                {
+                    "cell_id": cell_id,
+                    "receipt": mutation.receipt.to_dict(),
+                    "execution_count": execution.execution_count,
+                    "notebook_after_sha": recorded.after_sha,
+                }
+            )
+            reports.append(render_execution(cell_id, execution, args.timeout))
+            if not execution.ok:
+                ok = False
+                break
+        not_run = [cid for cid, _ in cells[len(reports) :]]
+        if not_run:
+            reports.append(f"not run (an earlier cell failed): {', '.join(not_run)}")
+        draft = None
+        if first_before is not None and last_after is not None and first_before != last_after:
+            draft = diff_draft(parse(first_before), parse(last_after), doc.path, doc.kind)
+        return ToolResult(
+            output="\n\n".join(reports),
+            ok=ok,
+            data={"path": doc.path, "backend": doc.kind, "cells": changes, "not_run": not_run},
+            artifact=draft,
+        )
+
+
+def _code_cell(notebook: dict[str, Any], cell_id: str) -> tuple[str, str]:
+    found = find_cell(notebook, cell_id)
+    if found is None:
+        raise ToolError(f"no cell with id {cell_id!r}; call notebook.read", code="CELL_NOT_FOUND")
+    cell = found[1]
+    if cell.get("cell_type") != "code":
+        raise ToolError(
+            f"cell {cell_id} is a {cell.get('cell_type')} cell; only code cells run",
+            code="NOT_A_CODE_CELL",
+        )
+    return cell_id, str(cell.get("source"))
+
+
+def notebook_tools(access: NotebookAccess) -> list[AnyTool]:
+    return [
+        NotebookRead(access),
+        NotebookInsert(access),
+        NotebookEdit(access),
+        NotebookDelete(access),
+        NotebookRun(access),
+    ]

@@ -1,0 +1,90 @@
+"""Undo a run, list its changes, and the routes of the labextension's notebook bridge."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from agi_jupyter.errors import NotFound, UsageError
+from agi_jupyter.server.handlers.base import AgiHandler, protected
+from agi_jupyter.server.models import (
+    Ack,
+    BridgeAnnounce,
+    BridgeQuery,
+    ChangeList,
+    NotebookReply,
+    UndoRequest,
+    UndoResponse,
+)
+
+REPLY_LIMIT = 256 * 1024 * 1024  # a reply holds the notebook before and after a change
+
+
+class RunUndoHandler(AgiHandler):
+    @protected
+    async def post(self, run_id: str) -> None:
+        body = self.body(UndoRequest)
+        agi = await self.agi()
+        result = await self.call(agi.undo, run_id, force=body.force)
+        self.reply(UndoResponse.model_validate(result.to_dict()))
+
+
+class RunChangesHandler(AgiHandler):
+    @protected
+    async def get(self, run_id: str) -> None:
+        agi = await self.agi()
+        await self.call(agi.run, run_id)
+        changes = await self.call(agi.store.list_changes, run_id=run_id)
+        self.reply(ChangeList.model_validate({"changes": [asdict(c) for c in changes]}))
+
+
+class NotebookRepliesHandler(AgiHandler):
+    body_limit = REPLY_LIMIT
+
+    @protected
+    async def post(self) -> None:
+        body = self.body(NotebookReply)
+        if self.agi_app.bridge.resolve(body.request_id, body.reply):
+            self.reply(Ack())
+            return
+        if body.project_dir is None:
+            raise NotFound(
+                f"no pending notebook request {body.request_id!r}", code="REQUEST_NOT_FOUND"
+            )
+        projects = self.agi_app.projects
+        agi = await projects.get(
+            await self.call(_project_parameter, projects.root, body.project_dir)
+        )
+        await self.call(agi.store.put_notebook_reply, body.request_id, body.reply)
+        self.reply(Ack())
+
+
+class NotebookBridgeHandler(AgiHandler):
+    """A browser window's stream of notebook requests (GET), and its open notebooks (POST)."""
+
+    _client_id: str | None = None
+
+    @protected
+    async def get(self) -> None:
+        query = self.query(BridgeQuery)
+        self._client_id = query.client_id
+        await self.send_events("sse", self.agi_app.bridge.stream(query.client_id))
+
+    @protected
+    async def post(self) -> None:
+        body = self.body(BridgeAnnounce)
+        self.agi_app.bridge.announce(body.client_id, body.open)
+        self.reply(Ack())
+
+    def on_connection_close(self) -> None:
+        super().on_connection_close()
+        if self._client_id is not None:
+            self.agi_app.bridge.hang_up(self._client_id)
+
+
+def _project_parameter(root: Path, project_dir: str) -> str:
+    """A kernel's project folder as the ``project`` parameter (relative to the root)."""
+    folder = Path(project_dir).resolve()
+    if not folder.is_relative_to(root):
+        raise UsageError("project_dir is outside the Jupyter server's root")
+    return folder.relative_to(root).as_posix() if folder != root else ""

@@ -1,0 +1,84 @@
+"""``agi undo RUN``: the notebook file back byte for byte; exit 4 when the cells changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+
+from agi_jupyter.app import Agi
+from agi_jupyter.notebook import source_hash
+from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
+from tests.cli.conftest import RunCli
+from tests.notebook.conftest import write_notebook
+
+
+def edit_run(agi: Agi, fake_llm: FakeLLMServer, source: str) -> str:
+    fake_llm.enqueue(
+        Turn(
+            tool_calls=[
+                FakeToolCall(
+                    "notebook.edit",
+                    {
+                        "path": "nb.ipynb",
+                        "cell_id": "total",
+                        "expected_hash": source_hash("x + 1"),
+                        "source": source,
+                    },
+                )
+            ]
+        ),
+        Turn(text="edited"),
+    )
+    return agi.ask("edit the notebook", agent="build", model="fake:echo").run_id
+
+
+def test_undo_restores_the_notebook_and_refuses_after_a_user_edit(
+    run_cli: RunCli, agi: Agi, fake_llm: FakeLLMServer, project: Path
+) -> None:
+    path = project / "nb.ipynb"
+    original = write_notebook(path)
+    run_id = edit_run(agi, fake_llm, "x + 2")
+    assert path.read_bytes() != original
+
+    session_id = agi.run(run_id).session_id
+    exported = run_cli("export", session_id, "--to", "-")  # agi export keeps working
+    assert exported.exit_code == 0, exported.stderr
+    book = nbformat.reads(exported.stdout, as_version=4)
+    nbformat.validate(book)
+    assert any(c.source.startswith("# tool call: notebook.edit") for c in book.cells)
+
+    done = run_cli("undo", run_id)
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout == "restored nb.ipynb (file)\n"
+    assert path.read_bytes() == original
+    assert json.loads(run_cli("undo", run_id, "--json").stdout)["notebooks"][0]["status"] == (
+        "unchanged"
+    )
+
+    second = edit_run(agi, fake_llm, "x + 3")
+    book = nbformat.read(path, as_version=4)
+    book.cells[1].source = "x = 99"
+    nbformat.write(book, path)
+    refused = run_cli("undo", second)
+    assert refused.exit_code == 4
+    assert "cell load edited" in refused.stderr
+    assert nbformat.read(path, as_version=4).cells[2].source == "x + 3"
+    forced = run_cli("undo", second, "--force")
+    assert forced.exit_code == 0
+    assert forced.stdout == "restored nb.ipynb (file) (forced)\n"
+    assert nbformat.read(path, as_version=4).cells[1].source == "x = 20\nprint('loaded')"
+
+
+def test_undo_of_a_run_without_changes_and_of_an_unknown_run(
+    run_cli: RunCli, agi: Agi, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Turn(text="hi"))
+    run_id = agi.ask("hello", model="fake:echo").run_id
+    done = run_cli("undo", run_id)
+    assert done.exit_code == 0
+    assert "changed no notebook" in done.stdout
+    unknown = run_cli("undo", "run_nope")
+    assert unknown.exit_code == 1
+    assert "not found" in unknown.stderr
