@@ -85,6 +85,14 @@ def test_extra_patterns_and_the_allow_list() -> None:
     assert redactor.redact_text(SECRETS["STRIPE_APIKEY"]) == "[REDACTED:STRIPE_APIKEY]"
 
 
+def test_a_value_the_caller_names_is_redacted_under_that_name() -> None:
+    """An MCP or ACP secret that is also in the environment is named as the caller knows it
+    (which setting holds it), not after whichever variable happened to hold it too."""
+    redactor = Redactor(ENV, extra={"MCP_GITHUB": SECRETS["GH"]})
+    assert redactor.redact_text(SECRETS["GH"]) == "[REDACTED:MCP_GITHUB]"
+    assert redactor.redact_text(SECRETS["STRIPE_APIKEY"]) == "[REDACTED:STRIPE_APIKEY]"
+
+
 @pytest.mark.parametrize("patterns", [(), (r"acct-[0-9]{6}",)])
 def test_a_stream_cut_anywhere_gives_what_the_whole_text_gives(patterns: tuple[str, ...]) -> None:
     redactor = Redactor(ENV, patterns=patterns)
