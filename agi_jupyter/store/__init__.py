@@ -4,8 +4,8 @@ Code above the store uses the ``Store`` protocol; ``open_store(project_dir)`` re
 implementation for ``<project>/.agi/agi.sqlite``.
 """
 
-from agi_jupyter.store.base import Store
+from agi_jupyter.store.base import ArtifactWriter, Store
 from agi_jupyter.store.migrations import MIGRATIONS, migrate
 from agi_jupyter.store.sqlite import SqliteStore, open_store
 
-__all__ = ["MIGRATIONS", "SqliteStore", "Store", "migrate", "open_store"]
+__all__ = ["MIGRATIONS", "ArtifactWriter", "SqliteStore", "Store", "migrate", "open_store"]

@@ -214,3 +214,41 @@ async def test_session_stream_announces_session_changes(api: Api, fetch: Fetch) 
             assert event["data"]["session"]["title"] == "after"
             break
         assert (await changed).status == 200
+
+
+async def test_every_session_stream_event_of_a_run_carries_an_id_to_resume_from(
+    api: Api, fetch: Fetch, fake_llm: FakeLLMServer
+) -> None:
+    """Runs of this server reach the stream live (from the bus): each event still has an
+    ``id:``, and ``Last-Event-ID`` resumes right after it, with nothing repeated or lost."""
+    session = await new_session(fetch)
+    fake_llm.enqueue(
+        Turn(chunks=[f"{i} " for i in range(10)], fault=Fault(stall_between_events=0.02))
+    )
+    first: list[dict[str, Any]] = []
+    async with api.client() as client:
+        async with client.stream("GET", f"/sessions/{session}/stream") as response:
+            posted = asyncio.ensure_future(
+                fetch("sessions", session, "messages", method="POST", json={"content": "go"})
+            )
+            async for event in sse_events(response):
+                first.append(event)
+                if event["data"]["type"] == "message.completed":  # the user message: stop
+                    break
+        run_id = first[0]["data"]["run_id"]
+        assert all(e.get("id") for e in first), first
+        assert (await posted).status == 200  # the run went on while nobody listened
+        resumed: list[dict[str, Any]] = []
+        headers = {"Last-Event-ID": first[-1]["id"]}
+        async with client.stream("GET", f"/sessions/{session}/stream", headers=headers) as again:
+            async for event in sse_events(again):
+                resumed.append(event)
+                if event["data"]["type"] == "run.final":
+                    break
+    json_reply = {"Accept": "application/json"}
+    stored = (await fetch("runs", run_id, "events", headers=json_reply)).data["events"]
+    after = [e["seq"] for e in stored if e["seq"] > first[-1]["data"]["seq"]]
+    assert [e["data"]["seq"] for e in resumed] == after, "every stored event after it, once"
+    assert all(e.get("id") for e in resumed)
+    bad = await fetch("sessions", session, "stream", params={"after_cursor": "not-a-cursor"})
+    assert (bad.status, bad.error["code"]) == (404, "CURSOR_NOT_FOUND")

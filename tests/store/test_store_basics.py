@@ -23,7 +23,7 @@ OpenStore = Callable[..., SqliteStore]
 
 def test_package_exports() -> None:
     assert sorted(store_package.__all__) == sorted(
-        ["MIGRATIONS", "SqliteStore", "Store", "migrate", "open_store"]
+        ["MIGRATIONS", "ArtifactWriter", "SqliteStore", "Store", "migrate", "open_store"]
     )
     assert MIGRATIONS
     assert callable(migrate)
