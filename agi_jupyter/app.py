@@ -30,7 +30,13 @@ from agi_jupyter.config import (
     not_configured_message,
     reference_values,
 )
-from agi_jupyter.errors import ProviderNotConfigured, RunTerminal, UsageError
+from agi_jupyter.errors import (
+    AgentNotFound,
+    ProviderNotConfigured,
+    RunTerminal,
+    SdkModelMismatch,
+    UsageError,
+)
 from agi_jupyter.events import SessionUpdated, event_to_dict
 from agi_jupyter.mcp.config import load_mcp_servers, secrets_of
 from agi_jupyter.mcp.servers import McpServers
@@ -43,6 +49,7 @@ from agi_jupyter.records import (
     Run,
     Session,
     TextPart,
+    is_blank,
     part_to_dict,
     utc_now,
 )
@@ -52,6 +59,7 @@ from agi_jupyter.runtime.deps import ProviderPool, RuntimeDeps
 from agi_jupyter.runtime.follow import afollow_run, follow_run
 from agi_jupyter.runtime.history import HistoryView, history_view
 from agi_jupyter.runtime.loop_thread import BackgroundLoop
+from agi_jupyter.runtime.redacted_store import redacted_store
 from agi_jupyter.runtime.result import RunResult as RunResult  # re-exported
 from agi_jupyter.runtime.runner import allowed_tool_names
 from agi_jupyter.runtime.runs import RunManager, TickResult
@@ -60,6 +68,7 @@ from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
 from agi_jupyter.store import create_store
 from agi_jupyter.tools import Redactor, ToolRegistry, builtin_tools
+from agi_jupyter.tools.redact import install_log_redaction
 
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
@@ -86,26 +95,37 @@ class Agi:
             find_project(project or Path.cwd()), overrides=config, traitlets=traitlets, env=env
         )
         self.project = self.config.project
-        self.store = create_store(
-            self.project,
-            artifact_threshold=self.config.artifact_threshold,
-            database_url=self.config.database_url,
-            database_password=self.config.database_password,
-            project_key=self.config.store_key,
-        )
         # How this front door reaches notebooks (the file, an open tab, the RTC document).
         self.notebooks: notebook.NotebookAccess = notebooks or notebook.HeadlessAccess()
-        registry = ToolRegistry(
-            [*builtin_tools(), *notebook.notebook_tools(self.notebooks), *tools]
-        )
-        registry.load_project_tools(self.project, store=self.store)
         lookup = reference_values(env)  # what ${VAR} in MCP and ACP settings resolve from
         servers = load_mcp_servers(self.project, global_config_dir(env), lookup)
         agents = load_agents(self.project)
         acp = AcpAgents.resolve(self.config, agents, lookup)
-        redactor = Redactor(env, extra={**secrets_of(servers), **acp.secrets()})
+        # One redactor for everything stored, streamed, shown or sent to a provider.
+        self.redactor = Redactor(
+            env,
+            extra={**secrets_of(servers), **acp.secrets()},
+            credentials=self.config.credentials,
+            patterns=self.config.redact_patterns,
+            allow=self.config.redact_allow,
+        )
+        install_log_redaction(self.redactor)
+        self.store = redacted_store(
+            create_store(
+                self.project,
+                artifact_threshold=self.config.artifact_threshold,
+                database_url=self.config.database_url,
+                database_password=self.config.database_password,
+                project_key=self.config.store_key,
+            ),
+            self.redactor,
+        )
+        registry = ToolRegistry(
+            [*builtin_tools(), *notebook.notebook_tools(self.notebooks), *tools]
+        )
+        registry.load_project_tools(self.project, store=self.store)
         # MCP servers' tools (mcp.<server>.<tool>) join the registry when a run can reach them.
-        self.mcp = McpServers(servers, registry, redactor)
+        self.mcp = McpServers(servers, registry, self.redactor)
         registry.sources.append(self.mcp)
         self.loop = BackgroundLoop()
         self.bus = EventBus()
@@ -115,7 +135,7 @@ class Agi:
             registry=registry,
             agents=agents,
             providers=ProviderPool(self.config),
-            redactor=redactor,
+            redactor=self.redactor,
             bus=self.bus,
             loop=self.loop,
             features=features,
@@ -154,7 +174,15 @@ class Agi:
         if queue_mode not in ("queue", "interrupt"):
             raise UsageError(f"queue_mode must be 'queue' or 'interrupt', not {queue_mode!r}")
         sdk_name = sdk or agent_def.sdk or self.config.default_sdk
-        self.sdk.adapter(sdk_name)
+        # An SDK that cannot run the model is refused now, not when the first run fails: a
+        # 400 when both were asked for, a 409 when a default (the agent's, the project's) is
+        # what does not fit.
+        try:
+            self.sdk.adapter(sdk_name).check_model(provider, model_name)
+        except SdkModelMismatch as e:
+            if not (sdk and model):
+                e.http_status = 409
+            raise
         return self.store.create_session(
             title=title,
             agent=agent_name,
@@ -184,21 +212,36 @@ class Agi:
         """Change a session (title, agent, sdk, model, system_prompt, thinking_level, queue_mode,
         notebook_path, metadata, extra tools); session streams see ``session.updated``."""
         changes = dict(fields)
-        if changes.get("sdk") is not None:
-            self.sdk.adapter(changes["sdk"])
         if agent is not None:
             self._check_agent(agent)
             changes["agent"] = agent
         if model is not None:
             changes["provider"], changes["model"] = self.config.resolve_model(model)
+        if changes.get("sdk") is not None or model is not None:
+            self._check_sdk_change(session_id, changes)
         if tools is not None:
             changes["tool_config"] = {"extra_tools": list(tools)} if tools else {}
         if changes.get("queue_mode", "queue") not in ("queue", "interrupt"):
             raise UsageError("queue_mode must be 'queue' or 'interrupt'")
         ses = self.store.update_session(session_id, **changes)
         event = SessionUpdated(session=asdict(ses), ts=utc_now())
-        self.bus.publish(ses.id, event_to_dict(event))
+        self.bus.publish(ses.id, self.redactor.redact_json(event_to_dict(event)))
         return ses
+
+    def _check_sdk_change(self, session_id: str, changes: Mapping[str, Any]) -> None:
+        """The session's SDK must run its model after the change: ``SdkModelMismatch``
+        (400) when the change itself mismatches them, 409 when it conflicts with what the
+        session already has."""
+        ses = self.store.get_session(session_id)
+        sdk = changes.get("sdk") or ses.sdk
+        provider = changes.get("provider") or ses.provider or self.config.resolve_model()[0]
+        model = changes.get("model") or ses.model or ""
+        try:
+            self.sdk.adapter(sdk).check_model(provider, model)
+        except SdkModelMismatch as e:
+            if not ("sdk" in changes and "provider" in changes):
+                e.http_status = 409  # the stored half of the pair is what it conflicts with
+            raise
 
     def delete_session(self, session_id: str) -> None:
         """Cancel the session's active runs, then delete it with everything it holds."""
@@ -279,11 +322,13 @@ class Agi:
         if run_agent is not None and run_agent != ses.agent:
             self._check_agent(run_agent)
             run_fields["agent"] = run_agent
-        provider, model_name = self._model_for(ses, model)
+        # Deep research runs are ours (background Responses), whatever the session's SDK.
+        research = run_fields.get("type") == "deep_research"
+        provider, model_name = self._model_for(ses, model, sdk=not research)
         parts: list[Part] = [TextPart(text=prompt)] if isinstance(prompt, str) else list(prompt)
         if not parts and run_fields.get("input_message_id"):
             pass  # the run answers a user message that is already stored
-        elif not parts or all(isinstance(p, TextPart) and not p.text.strip() for p in parts):
+        elif not parts or all(isinstance(p, TextPart) and is_blank(p.text) for p in parts):
             raise UsageError("the prompt is empty")
         route = self.sdk.route(ses)
         own_run = bool(run_fields or model or agent)  # a run of its own was asked for
@@ -504,7 +549,7 @@ class Agi:
         agent = self.deps.agents.get(name)
         if agent is None:
             known = ", ".join(sorted(self.deps.agents))
-            raise UsageError(f"unknown agent {name!r} (known: {known})")
+            raise AgentNotFound(f"unknown agent {name!r} (known: {known})")
         return agent
 
     def _agent_model(self, agent: str) -> str | None:
@@ -521,9 +566,15 @@ class Agi:
             ses = self.store.update_session(ses.id, agent=agent)
         return ses
 
-    def _model_for(self, session: Session, model: str | None) -> tuple[str, str]:
+    def _model_for(self, session: Session, model: str | None, *, sdk: bool) -> tuple[str, str]:
         if model:
             provider, name = self.config.resolve_model(model)
+            try:
+                if sdk:
+                    self.sdk.adapter(session.sdk).check_model(provider, name)
+            except SdkModelMismatch as e:
+                e.http_status = 409  # it conflicts with the session's SDK
+                raise
         elif session.provider and session.model:
             provider, name = session.provider, session.model
         else:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -159,13 +160,41 @@ _MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
+_NOT_BLANK = r"[^ \t\n\r\f\v]"
+_BLANKS = " \t\n\r\f\v"  # what model specs are stripped of (ASCII whitespace only)
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in word)
+
+
+def model_spec_pattern(providers: Iterable[str] | None = None) -> str:
+    """A regular expression of model specs ``parse_model_spec`` accepts (of ``providers``
+    only, if given): ``provider:model``, a provider with a default model alone (``openai``,
+    ``openai:``), or a name starting as a known model family (``claude-…``, ``gpt-…``); no
+    whitespace. The API validates model fields with it (Python ``re.search``), and the OpenAPI
+    document carries it, so both say the same."""
+    allowed = set(KNOWN_PROVIDERS if providers is None else providers)
+    names = sorted((n for n in KNOWN_PROVIDERS if n in allowed), key=len, reverse=True)
+    defaults = [n for n in names if KNOWN_PROVIDERS[n].default_model]
+    prefixes = [p for p, provider in _MODEL_PREFIXES if provider in allowed]
+    # Provider names are [a-z-]: nothing to escape. "Not blank" is written out, as regex
+    # engines disagree on what \\s is beyond ASCII.
+    forms = [f"(?:{'|'.join(names)}):{_NOT_BLANK}+"]
+    if defaults:
+        forms.append(f"(?:{'|'.join(defaults)}):?")
+    if prefixes:
+        forms.append(f"(?:{'|'.join(map(_any_case, prefixes))}){_NOT_BLANK}*")
+    return "^(?:" + "|".join(forms) + ")$"
+
+
 def parse_model_spec(spec: str) -> tuple[str, str]:
     """Split ``provider:model`` (or guess the provider of a bare model name).
 
     Only the first colon separates, and only when its left side names a known provider, so
     ``ollama:llama3:8b`` is the ``ollama`` provider's ``llama3:8b``.
     """
-    spec = spec.strip()
+    spec = spec.strip(_BLANKS)
     head, sep, tail = spec.partition(":")
     if sep and head in KNOWN_PROVIDERS:
         if not tail:
@@ -220,6 +249,8 @@ class _Layer(BaseModel):
     max_attempts: int | None = Field(default=None, ge=1, le=100)
     retry_backoff: list[float] | None = None
     providers: dict[str, _ProviderLayer] | None = None
+    redact_patterns: list[str] | None = None
+    redact_allow: list[str] | None = None
     acp: _AcpLayer | None = None
     database_url: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
     project_key: str | None = Field(default=None, min_length=1, max_length=1000)
@@ -284,6 +315,12 @@ class Config:
     database_password: str | None = field(default=None, repr=False)
     project_key: str | None = None
     project_namespace: str | None = None
+    # Redaction (tools/redact.py): extra regular expressions, and names/values never redacted.
+    redact_patterns: tuple[str, ...] = ()
+    redact_allow: tuple[str, ...] = ()
+    # Every value of the credentials file, by key: all of them are redacted wherever they
+    # appear. Never printed (repr=False).
+    credentials: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def agi_dir(self) -> Path:
@@ -357,17 +394,27 @@ def load_config(
         if not data:
             continue
         _validate_layer(name, data)
-        if name in map(str, files):
-            _refuse_database_password(name, data)
-        if "project_key" in data and name not in (str(files[1]), "explicit arguments"):
-            raise ConfigError(
-                f"{name}: project_key names one project, so it belongs in that "
-                "project's .agi/config.json; project_namespace sets a prefix for every project"
-            )
+        _check_placement(name, data, files)
         _merge_into(merged, data)
         sources.append(name)
     credentials = read_credentials(global_dir / CREDENTIALS_FILENAME)
     return _build(project_dir, merged, credentials, env, tuple(sources))
+
+
+def _check_placement(name: str, data: dict[str, Any], files: list[Path]) -> None:
+    """Settings that some layers must not carry (``ConfigError`` naming the layer)."""
+    global_file, project_file = (str(path) for path in files)
+    if name in (global_file, project_file):
+        _refuse_database_password(name, data)
+    if "project_key" in data and name not in (project_file, "explicit arguments"):
+        raise ConfigError(
+            f"{name}: project_key names one project, so it belongs in that "
+            "project's .agi/config.json; project_namespace sets a prefix for every project"
+        )
+    if name == project_file and "redact_allow" in data:
+        # A project folder may come from anyone (a cloned repository): it must not be
+        # able to switch redaction of the user's secrets off.
+        raise ConfigError(f"{name}: redact_allow is accepted only in the global config")
 
 
 def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
@@ -437,6 +484,11 @@ def _validate_layer(source: str, data: Mapping[str, Any]) -> None:
             for err in e.errors()
         )
         raise ConfigError(f"{source}: {problems}") from None
+    for index, pattern in enumerate(data.get("redact_patterns") or []):
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise ConfigError(f"{source}: redact_patterns.{index}: invalid ({e})") from None
     model = data.get("default_model")
     if isinstance(model, str):
         try:
@@ -467,6 +519,8 @@ def _merge_into(target: dict[str, Any], layer: Mapping[str, Any]) -> None:
                 providers.setdefault(name, {}).update(
                     {k: v for k, v in dict(entry).items() if v is not None}
                 )
+        elif key == "redact_patterns" and value:
+            target[key] = [*target.get(key, []), *value]  # every layer adds, none removes
         elif value is not None:
             target[key] = value
 
@@ -548,6 +602,9 @@ def _build(
         database_password=credentials.get(CREDENTIALS_DATABASE_KEY) if layer.database_url else None,
         project_key=layer.project_key,
         project_namespace=layer.project_namespace,
+        redact_patterns=tuple(layer.redact_patterns or ()),
+        redact_allow=tuple(layer.redact_allow or ()),
+        credentials=dict(credentials),
     )
 
 

@@ -2,6 +2,7 @@
 
     AgiError                      code, message, http_status, retryable
     ├── UsageError                VALIDATION_ERROR (400): the caller passed something wrong
+    │   └── SdkModelMismatch      SDK_MODEL_MISMATCH (400): the session's SDK cannot run the model
     ├── ConfigError               CONFIG_ERROR (400): a config file or setting is invalid
     │   ├── ProviderNotConfigured PROVIDER_NOT_CONFIGURED (400): no key / SDK / base URL
     │   └── SdkNotAvailable       SDK_NOT_AVAILABLE (400): an agent SDK / CLI is not installed
@@ -11,9 +12,10 @@
     ├── ToolError                 TOOL_ERROR: a tool failed (returned to the model, not raised)
     │   ├── ToolDenied            TOOL_DENIED: the agent may not use this tool
     │   └── PathOutsideProject    PATH_OUTSIDE_PROJECT: a path escapes the project root
-    ├── NotFound                  NOT_FOUND (404) and SESSION_/RUN_/ARTIFACT_NOT_FOUND
+    ├── NotFound                  NOT_FOUND (404) and SESSION_/RUN_/ARTIFACT_/AGENT_NOT_FOUND
     ├── Conflict                  CONFLICT (409)
-    │   └── RunTerminal           RUN_TERMINAL (409): the run already ended
+    │   ├── RunTerminal           RUN_TERMINAL (409): the run already ended
+    │   └── NoUserMessage         NO_USER_MESSAGE (409): nothing for a run to answer
     ├── RunCancelled              RUN_CANCELLED: the run was cancelled
     └── StoreUnavailable          STORE_UNAVAILABLE (503): the store's database cannot be reached
 
@@ -43,6 +45,13 @@ class AgiError(Exception):
 class UsageError(AgiError):
     code = "VALIDATION_ERROR"
     http_status = 400
+
+
+class SdkModelMismatch(UsageError):
+    """A session's agent SDK cannot run its model (the claude SDK runs Anthropic models, the
+    codex SDK OpenAI Responses models)."""
+
+    code = "SDK_MODEL_MISMATCH"
 
 
 class ConfigError(AgiError):
@@ -121,6 +130,10 @@ class ArtifactNotFound(NotFound):
     code = "ARTIFACT_NOT_FOUND"
 
 
+class AgentNotFound(NotFound):
+    code = "AGENT_NOT_FOUND"
+
+
 class Conflict(AgiError):
     code = "CONFLICT"
     http_status = 409
@@ -128,6 +141,12 @@ class Conflict(AgiError):
 
 class RunTerminal(Conflict):
     code = "RUN_TERMINAL"
+
+
+class NoUserMessage(Conflict):
+    """A run was asked to answer the session's last user message, and there is none."""
+
+    code = "NO_USER_MESSAGE"
 
 
 class RunCancelled(AgiError):

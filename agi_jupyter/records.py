@@ -52,6 +52,15 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{stamp}{tail}"
 
 
+NON_BLANK = r"[^ \t\n\r\f\v]"
+"""A text with something in it: a character other than ASCII whitespace (the same test in
+Python, in pydantic and in JSON Schema, unlike ``str.strip``, whose whitespace is Unicode's)."""
+
+
+def is_blank(text: str) -> bool:
+    return not any(c not in " \t\n\r\f\v" for c in text)
+
+
 def utc_now() -> str:
     """The current time as ISO-8601 UTC with milliseconds: ``2026-11-22T01:53:03.123Z``."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -319,6 +328,7 @@ class WebhookEvent:
     processing_error: str | None = None
     created_at: str = ""
     updated_at: str = ""
+    delivery_id: str | None = None  # the webhook-id header of the delivery
 
 
 @dataclass(kw_only=True)

@@ -145,3 +145,37 @@ def _wait_ready(server: LabServer, paths: Sequence[str], timeout: float) -> None
             last = e
             time.sleep(0.25)
     raise RuntimeError(f"JupyterLab did not answer ({last}):\n{server.log_tail()}")
+
+
+def start_jupyter_server(
+    root: Path,
+    env: dict[str, str],
+    log: Path,
+    *,
+    extra_args: Sequence[str] = (),
+    timeout: float = 60.0,
+) -> LabServer:
+    """A plain ``jupyter server`` (no JupyterLab) over ``root`` with the agi extension on,
+    once ``/agi/openapi.json`` answers: for tests that measure the server process itself."""
+    token, port = secrets.token_hex(16), free_port()
+    command = [
+        str(Path(sys.executable).with_name("jupyter-server")),
+        "--no-browser",
+        "--allow-root",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--ServerApp.jpserver_extensions=agi_jupyter=True",
+        *extra_args,
+    ]
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root)
+    server = LabServer(f"http://127.0.0.1:{port}", token, root, log, process)
+    try:
+        _wait_ready(server, ("agi/openapi.json",), timeout)
+    except BaseException:
+        server.stop()
+        raise
+    return server

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import click
 
-from agi_jupyter.errors import AgiError, ConfigError, UsageError
+from agi_jupyter.errors import AgiError, ConfigError, Conflict, NotFound, RunCancelled, UsageError
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
@@ -32,10 +32,15 @@ def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
 
 
 def exit_code_for(error: AgiError) -> int:
-    if isinstance(error, UsageError):
+    """README's exit codes: what was asked cannot be done as asked (bad arguments, an id that
+    names nothing, a run that already ended) is bad usage; a missing or refused setting
+    (a key, a token) is "not configured"; anything else is a failure."""
+    if isinstance(error, UsageError | NotFound | Conflict):
         return EXIT_USAGE
     if isinstance(error, ConfigError):
         return EXIT_CONFIG
+    if isinstance(error, RunCancelled):
+        return EXIT_CANCELLED
     return EXIT_FAILED
 
 

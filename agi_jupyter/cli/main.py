@@ -5,9 +5,10 @@ not ``--help`` / ``--version``) is taken as the prompt, so ``agi sessions`` list
 ``agi "sessions please"`` asks the model. ``agi ask sessions`` asks about a word that is also a
 command.
 
-Exit codes: 0 success, 1 the run failed (or another error), 2 bad usage, 3 configuration
-(a provider not configured, a malformed config file), 4 ``agi undo`` refused (the cells changed
-after the run), 130 cancelled (Ctrl-C).
+Exit codes: 0 success, 1 the run failed (or another error), 2 bad usage (also an id that names
+nothing, a run that already ended), 3 configuration (a provider not configured, a malformed
+config file, a token the server refuses), 4 ``agi undo`` refused (the cells changed after the
+run), 130 cancelled (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def cli() -> None:
 
     Everything is recorded in .agi/agi.sqlite of the project (the current folder, or its nearest
     ancestor with .agi/), or in a shared PostgreSQL database when AGI_DATABASE_URL is set.
-    Exit codes: 0 ok, 1 run failed, 2 bad usage, 3 not configured, 4 undo refused,
+    Exit codes: 0 ok, 1 run failed, 2 bad usage (also an unknown id, a run that already
+    ended), 3 not configured (also a refused --token), 4 undo refused,
     130 cancelled.
     """
 

@@ -31,12 +31,21 @@ _ERRORS: dict[str, type[errors.AgiError]] = {
     "VALIDATION_ERROR": errors.UsageError,
     "CONFIG_ERROR": errors.ConfigError,
     "PROVIDER_NOT_CONFIGURED": errors.ProviderNotConfigured,
+    "SDK_NOT_AVAILABLE": errors.SdkNotAvailable,
+    "SDK_MODEL_MISMATCH": errors.SdkModelMismatch,
     "SESSION_NOT_FOUND": errors.SessionNotFound,
     "RUN_NOT_FOUND": errors.RunNotFound,
     "ARTIFACT_NOT_FOUND": errors.ArtifactNotFound,
+    "AGENT_NOT_FOUND": errors.AgentNotFound,
     "RUN_TERMINAL": errors.RunTerminal,
+    "NO_USER_MESSAGE": errors.NoUserMessage,
     "UNDO_CONFLICT": errors.Conflict,
     "RUN_ACTIVE": errors.Conflict,
+}
+_BY_STATUS: dict[int, type[errors.AgiError]] = {  # codes of newer servers, by their status
+    400: errors.UsageError,
+    404: errors.NotFound,
+    409: errors.Conflict,
 }
 
 
@@ -103,12 +112,13 @@ def _error_from(response: urllib.error.HTTPError) -> errors.AgiError:
         error = {}
     code = str(error.get("code") or f"HTTP_{response.code}")
     message = str(error.get("message") or f"HTTP {response.code} {response.reason}")
-    if response.code in (401, 403):
-        return errors.AgiError(
-            f"the server refused the request (HTTP {response.code}: {message}); check --token",
+    if response.code in (401, 403):  # exit code 3: not configured
+        return errors.ConfigError(
+            f"the server refused the token (HTTP {response.code}: {message}); pass the "
+            "server's token with --token or set AGI_SERVER_TOKEN",
             code=code,
         )
-    cls = _ERRORS.get(code)
+    cls = _ERRORS.get(code) or _BY_STATUS.get(response.code)
     return cls(message, code=code) if cls is not None else errors.AgiError(message, code=code)
 
 

@@ -46,7 +46,7 @@ def undo(
 
     Refuses, restoring nothing, when someone changed the cells after the run; --force restores
     anyway. Exit codes: 0 restored (or nothing to restore), 4 refused because the cells
-    changed (UNDO_CONFLICT), 1 other failures, 2 bad usage.
+    changed (UNDO_CONFLICT), 1 other failures, 2 bad usage (also a run id that names nothing).
     """
     try:
         result = (

@@ -32,11 +32,18 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class NotebookTarget:
-    """One notebook: its project, its resolved file and its path relative to the project."""
+    """One notebook: its project, its resolved file, its path as shown (relative to the
+    project, or to the server root) and the folder it is confined to (the project, or the
+    server root for the notebook the user has open there)."""
 
     project: Path
     file: Path
     shown: str
+    root: Path
+
+    def backend(self) -> FileBackend:
+        """The file itself (nbformat), opened inside ``root`` only."""
+        return FileBackend(self.root, self.file, self.shown)
 
 
 def locate(project: Path, path: str) -> NotebookTarget:
@@ -45,7 +52,7 @@ def locate(project: Path, path: str) -> NotebookTarget:
         raise NotebookError(f"{path!r} is not a notebook (.ipynb) path")
     root = project.resolve()
     file = resolve_in_project(root, path)
-    return NotebookTarget(project=root, file=file, shown=relative_posix(root, file))
+    return NotebookTarget(project=root, file=file, shown=relative_posix(root, file), root=root)
 
 
 class NotebookAccess(Protocol):
@@ -87,7 +94,7 @@ class HeadlessAccess:
         return locate(project, path)
 
     async def open(self, target: NotebookTarget, *, wait: bool = True) -> NotebookDocument:
-        return NotebookDocument(FileBackend(target.file, target.shown), target.shown)
+        return NotebookDocument(target.backend(), target.shown)
 
     @property
     def kernels(self) -> PrivateKernels:

@@ -5,6 +5,11 @@ server run on a closed notebook). An operation reads the file, checks its precon
 applies it and writes the result atomically; if the file changed on disk while that happened
 (another writer), nothing is written and the operation is refused
 (``NOTEBOOK_CHANGED_ON_DISK``). Operations on one file in this process are serialised.
+
+The file is read and written like the file tools do (``tools.paths``): through folder
+descriptors from its confinement root (the project, or the server root for the notebook the
+user has open), without following a symlink out, so swapping a folder for a symlink while
+a change is made cannot read or write a file outside.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from pathlib import Path
 from agi_jupyter.notebook.backend import Applied, Loaded
 from agi_jupyter.notebook.model import canonical_bytes, nbf, parse, with_cell_ids
 from agi_jupyter.notebook.ops import NotebookError, Op, Replace, apply_op
-from agi_jupyter.tools.paths import write_bytes_atomic
+from agi_jupyter.tools.paths import MissingPath, read_bytes_in_project, write_bytes_in_project
 
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
@@ -30,8 +35,10 @@ def _lock_for(path: Path) -> threading.Lock:
 class FileBackend:
     kind = "file"
 
-    def __init__(self, path: Path, shown: str) -> None:
+    def __init__(self, root: Path, path: Path, shown: str) -> None:
+        self.root = root  # what the file is confined to (already resolved)
         self.path = path
+        self.rel = path.relative_to(root).as_posix()
         self.shown = shown  # the path as the model and the user know it
 
     async def load(self) -> Loaded:
@@ -41,11 +48,9 @@ class FileBackend:
         return await asyncio.to_thread(self._apply, op)
 
     def _read(self) -> bytes:
-        if self.path.is_dir():
-            raise NotebookError(f"{self.shown} is a folder, not a notebook")
         try:
-            return self.path.read_bytes()
-        except FileNotFoundError:
+            return read_bytes_in_project(self.root, self.rel)[0]
+        except MissingPath:
             raise NotebookError(f"no notebook at {self.shown}", code="NOTEBOOK_NOT_FOUND") from None
 
     def _load(self) -> Loaded:
@@ -71,7 +76,7 @@ class FileBackend:
                     "was written. Read the notebook again and retry.",
                     code="NOTEBOOK_CHANGED_ON_DISK",
                 )
-            write_bytes_atomic(self.path, after)
+            write_bytes_in_project(self.root, self.rel, after)
             return Applied(loaded.content, after)
 
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from agi_jupyter.errors import ToolError
-from agi_jupyter.notebook.access import NotebookAccess, NotebookTarget
+from agi_jupyter.notebook.access import NotebookAccess, NotebookTarget, locate
 from agi_jupyter.notebook.diff import describe, diff_draft
 from agi_jupyter.notebook.document import Mutation, NotebookDocument
 from agi_jupyter.notebook.model import find_cell, parse
@@ -84,9 +84,13 @@ class NotebookTool(Tool[Any]):
         self.access = access
 
     async def target(self, path: str | None, ctx: ToolContext) -> NotebookTarget:
-        chosen = path or await asyncio.to_thread(default_path, ctx)
+        own = await asyncio.to_thread(default_path, ctx)
+        chosen = path or own
         if not chosen:
             raise ToolError("this session has no notebook: pass the notebook's path")
+        if chosen != own:  # the model's own choice: inside the project, never elsewhere
+            return locate(ctx.project, chosen)
+        # The run's notebook (the one the user has open) may also be found from the server root.
         return self.access.locate(ctx.project, chosen)
 
     async def open(self, path: str | None, ctx: ToolContext) -> NotebookDocument:
@@ -223,7 +227,12 @@ class NotebookRun(NotebookTool):
                 target, source, cell_id, emit=ctx.emit, timeout=args.timeout
             )
             doc = await self.access.open(target)  # the tab may have opened or closed
-            mutation = await doc.set_outputs(cell_id, execution.outputs, execution.execution_count)
+            # What the agent's run printed goes into the notebook redacted, as it does
+            # everywhere else (the notebook's snapshots in the store included).
+            outputs = execution.outputs
+            if ctx.redactor is not None:
+                outputs = ctx.redactor.redact_json(outputs)
+            mutation = await doc.set_outputs(cell_id, outputs, execution.execution_count)
             recorded = await record_change(ctx, doc.path, mutation)
             first_before = first_before or mutation.before
             last_after = mutation.after

@@ -3,7 +3,8 @@
 OpenAI signs each delivery with ``webhook-id``, ``webhook-timestamp`` and ``webhook-signature``
 headers (HMAC-SHA256 over ``id.timestamp.body`` with the ``whsec_`` secret); a timestamp more
 than five minutes away from now is refused, so a captured delivery cannot be replayed later.
-A verified event is stored once by its id (a redelivery is a no-op) and processed by the tick.
+A verified event is stored once (a redelivery, known by its event id or by its ``webhook-id``,
+is a no-op) and processed by the tick.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ class InvalidSignature(AgiError):
 
 
 class WebhookNotConfigured(AgiError):
+    """This server has no webhook secret: for it, the webhook endpoint does not exist."""
+
     code = "WEBHOOK_NOT_CONFIGURED"
-    http_status = 400
+    http_status = 404
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class WebhookDelivery:
     type: str
     response_id: str | None
     payload: JSON
+    delivery_id: str | None = None  # the webhook-id header (the same for every retry)
 
 
 def verify_webhook(secret: str | None, body: bytes, headers: Mapping[str, str]) -> WebhookDelivery:
@@ -93,15 +97,18 @@ def parse_delivery(body: bytes, *, webhook_id: str) -> WebhookDelivery:
         type=payload["type"],
         response_id=response_id if isinstance(response_id, str) else None,
         payload=payload,
+        delivery_id=webhook_id,
     )
 
 
 def store_delivery(store: Store, delivery: WebhookDelivery) -> tuple[WebhookEvent, bool]:
-    """Insert the event unless its id is known; returns it and whether it is new."""
+    """Insert the event unless its event id or its delivery's ``webhook-id`` is known;
+    returns it and whether it is new."""
     return store.insert_webhook_event(
         provider=PROVIDER,
         event_id=delivery.event_id,
         type=delivery.type,
         payload=delivery.payload,
         response_id=delivery.response_id,
+        delivery_id=delivery.delivery_id,
     )

@@ -38,6 +38,7 @@ from agi_jupyter.records import JSON
 if TYPE_CHECKING:
     from agi_jupyter.runtime.bus import EventBus
     from agi_jupyter.store import Store
+    from agi_jupyter.tools.redact import Redactor, StreamRedactor
 
 
 FLUSH_INTERVAL = 0.1  # seconds a persisted delta may wait to be written with others
@@ -74,6 +75,7 @@ class RunEmitter:
         session_id: str,
         persist_deltas: bool,
         last_seq: int,
+        redactor: Redactor | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -88,6 +90,10 @@ class RunEmitter:
         self._delta_type: DeltaType | None = None
         self._fragments: list[str] = []
         self._delta_due: asyncio.Handle | None = None
+        # Every event is redacted before it is stored or published; deltas as streams, so a
+        # secret split across two deltas is held back until it is whole (see tools/redact.py).
+        self.redactor = redactor if redactor else None
+        self._delta_streams: dict[DeltaType, StreamRedactor[str]] = {}
 
     def emit(self, event: Event) -> None:
         if type(event) is TextDelta or type(event) is ReasoningDelta:
@@ -95,9 +101,13 @@ class RunEmitter:
             return
         if self._delta_type is not None:
             self.send_delta()  # the coalesced delta came first
+        if self._delta_streams:
+            self._flush_delta_streams()
         self.seq += 1
         event.run_id, event.seq, event.ts = self.run_id, self.seq, _utc_now_ms()
         data = event_to_dict(event)
+        if self.redactor is not None:
+            data = self.redactor.redact_json(data)
         if is_persisted(data["type"], persist_deltas=self.persist_deltas):
             payload = {k: v for k, v in data.items() if k not in ("type", "run_id", "seq")}
             self._pending.append((self.seq, data["type"], payload))
@@ -136,6 +146,23 @@ class RunEmitter:
     def _publish_delta(self, type: DeltaType, delta: str) -> None:
         """The wire dict of a delta event (the keys and their order of ``event_to_dict``),
         built directly; persisted with ``persist_deltas``, then published."""
+        if self.redactor is not None:
+            stream = self._delta_streams.get(type)
+            if stream is None:
+                stream = self._delta_streams[type] = self.redactor.stream()
+            delta = stream.feed(delta)
+            if not delta:
+                return  # all held back: it may be the start of a secret
+        self._send_delta_event(type, delta)
+
+    def _flush_delta_streams(self) -> None:
+        """Send what the delta streams hold back (before any other event)."""
+        for type, stream in self._delta_streams.items():
+            rest = stream.flush()
+            if rest:
+                self._send_delta_event(type, rest)
+
+    def _send_delta_event(self, type: DeltaType, delta: str) -> None:
         self.seq += 1
         data = {"type": type, "run_id": self.run_id, "seq": self.seq, "ts": _utc_now_ms()}
         data["delta"] = delta

@@ -331,7 +331,7 @@ async def afollow_run(
         await batches.aclose()
 
 
-SessionItem = tuple[str | None, dict[str, Any]]
+SessionItem = tuple[str, dict[str, Any]]
 
 
 async def afollow_session(
@@ -340,30 +340,34 @@ async def afollow_session(
     session_id: str,
     *,
     after_cursor: str | None = None,
+    seen: dict[str, int] | None = None,
     idle_every: float = 15.0,
 ) -> AsyncGenerator[SessionItem | None, None]:
     """Follow every run of a session, live, for as long as the consumer keeps reading.
 
     Events of runs executing in this process come from the bus at once; the store's run events
     of the session are tailed every ``POLL_INTERVAL``, which covers runs executing elsewhere (a
-    notebook kernel, another server). Items are ``(cursor, event)``: ``cursor`` is the store's
-    position of a tailed event (pass it back as ``after_cursor`` to resume), None for a live
-    one. Events are de-duplicated per run by ``seq``. ``after_cursor=None`` starts at the end
-    of what is stored. ``None`` is yielded once subscribed (nothing published from then on
-    is missed) and after ``idle_every`` seconds without events, so a consumer can answer at
-    once and send keep-alives (and notice a closed connection).
+    notebook kernel, another server). Items are ``(cursor, event)``: ``cursor`` is the store
+    position up to which every stored event has been yielded (a tailed event's own position).
+    To resume after an event, pass its cursor as ``after_cursor`` and its run's ``seq`` in
+    ``seen`` (``{run_id: seq}``: the events of that run up to it are not repeated, live ones
+    being possibly stored after the cursor). Events are de-duplicated per run by ``seq``.
+    ``after_cursor=None`` starts at the end of what is stored. ``None`` is yielded once
+    subscribed (nothing published from then on is missed) and after ``idle_every`` seconds
+    without events, so a consumer can answer at once and send keep-alives (and notice a
+    closed connection).
     """
     loop = asyncio.get_running_loop()
     mailbox = _LoopMailbox(loop)
     unsubscribe = bus.subscribe_session(session_id, mailbox)
-    seen: dict[str, int] = {}
+    seen = dict(seen or {})
     live: list[dict[str, Any]] = []
     try:
         cursor = store.session_events_end(session_id) if after_cursor is None else after_cursor
         polled = idle_since = loop.time()
         yield None
         while True:
-            items: list[SessionItem] = [(None, e) for e in live]
+            items: list[SessionItem] = [(cursor, e) for e in live]
             if loop.time() - polled >= POLL_INTERVAL:
                 for position, stored in store.list_session_run_events(
                     session_id, after_cursor=cursor

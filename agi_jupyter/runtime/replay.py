@@ -72,6 +72,7 @@ def replay_run(deps: RuntimeDeps, source_id: str, *, session_id: str, **run_fiel
         session_id=session_id,
         persist_deltas=deps.config.persist_deltas,
         last_seq=0,
+        redactor=deps.redactor,
     )
     _emit_recorded_events(store, source, emitter, copies)
     run = store.update_run(run.id, status="succeeded", completed_at=utc_now())

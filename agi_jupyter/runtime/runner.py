@@ -83,7 +83,8 @@ class AgentLoop:
         )
         if deps.run_context is not None:
             context = await deps.run_context(run, session, [t.name for t in tools])
-            system = f"{system}\n\n{context}" if context else system
+            # The notebook's outline quotes its cells: redacted like every tool result.
+            system = f"{system}\n\n{deps.redactor.redact_text(context)}" if context else system
         provider = deps.providers.get(run.provider or "fake")
         state: JSON = dict(run.loop_state or {})
         usage_total = dict(state.get("usage") or {"input_tokens": 0, "output_tokens": 0})

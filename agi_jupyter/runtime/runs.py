@@ -97,6 +97,10 @@ class RunManager:
     def is_local(self, run_id: str) -> bool:
         return run_id in self._tasks
 
+    def has_local_runs(self) -> bool:
+        """Whether any run is executing in this process."""
+        return bool(self._tasks)
+
     def spawn(
         self, run_id: str, *, wait_for_session: bool = True, claimed: bool = False
     ) -> asyncio.Task[Run]:
@@ -170,6 +174,7 @@ class RunManager:
             session_id=run.session_id,
             persist_deltas=self.deps.config.persist_deltas,
             last_seq=events[-1].seq if events else 0,
+            redactor=self.deps.redactor,
         )
 
     async def _execute_claimed(self, run_id: str) -> Run:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi_jupyter.errors import SdkModelMismatch
 from agi_jupyter.records import JSON, Run, Session
 from agi_jupyter.tools.base import ArtifactDraft
 
@@ -191,6 +192,16 @@ class SdkAdapter(ABC):
     capabilities: SdkCapabilities
     install_hint: str = ""
     listed: bool = True  # shown in ``agi sdks``; False for internal adapters (``external``)
+    providers: frozenset[str] | None = None
+    """The model providers the SDK can run (None: any)."""
+
+    def check_model(self, provider: str, model: str) -> None:
+        """``SdkModelMismatch`` when this SDK cannot run ``provider:model``."""
+        if self.providers is not None and provider not in self.providers:
+            runs = " or ".join(f"{p}:<model>" for p in sorted(self.providers))
+            raise SdkModelMismatch(
+                f"the {self.id} SDK cannot run {provider}:{model}; it runs {runs} models"
+            )
 
     @abstractmethod
     def resolve_display_model(self, session: Session) -> DisplayModel:

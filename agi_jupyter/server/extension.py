@@ -88,6 +88,16 @@ class AgiExtensionApp(ExtensionApp):
         "reach (gc.freeze). Without it, each full collection of a server's ~300,000 "
         "long-lived objects stops every request for ~100 ms.",
     ).tag(config=True)
+    max_open_projects = Int(
+        32,
+        help="Most projects kept open at once (each holds a runtime thread, database "
+        "connections and provider clients); the least recently used idle ones are closed.",
+    ).tag(config=True)
+    project_idle_timeout = Float(
+        600.0,
+        help="Seconds after which a project nobody uses is closed (it reopens on the next "
+        "request). Projects with unfinished runs or open streams stay open.",
+    ).tag(config=True)
     mcp_agent = Unicode(
         "build",
         help="The agent whose tools /agi/mcp offers MCP clients (plan: read-only); a request "
@@ -119,6 +129,11 @@ class AgiExtensionApp(ExtensionApp):
         help="Seconds without a heartbeat after which a run is taken to have lost its server "
         "(killed, partitioned) and is recovered by another.",
     ).tag(config=True)
+    stream_max_seconds = Float(
+        0.0,
+        help="Seconds after which an event stream ends (0: never). Clients resume with "
+        "Last-Event-ID or after_seq; useful behind proxies that cut long responses.",
+    ).tag(config=True)
 
     @validate(
         "tick_interval",
@@ -126,6 +141,8 @@ class AgiExtensionApp(ExtensionApp):
         "deep_research_poll_interval",
         "run_heartbeat_interval",
         "run_stale_after",
+        "project_idle_timeout",
+        "stream_max_seconds",
     )
     def _non_negative(self, proposal: Any) -> float:
         value = float(proposal["value"])
@@ -133,11 +150,11 @@ class AgiExtensionApp(ExtensionApp):
             raise ValueError(f"{proposal['trait'].name} must be >= 0")
         return value
 
-    @validate("max_body_size")
+    @validate("max_body_size", "max_open_projects")
     def _positive_size(self, proposal: Any) -> int:
         value = int(proposal["value"])
         if value < 1:
-            raise ValueError("max_body_size must be positive")
+            raise ValueError(f"{proposal['trait'].name} must be positive")
         return value
 
     # --- wiring ------------------------------------------------------------------------------
@@ -147,7 +164,13 @@ class AgiExtensionApp(ExtensionApp):
         assert self.serverapp is not None
         root = Path(self.serverapp.root_dir).expanduser()
         self.projects = Projects(
-            root, self.default_project, self.make_agi, self.executor, has_store=self.has_store
+            root,
+            self.default_project,
+            self.make_agi,
+            self.executor,
+            max_open=self.max_open_projects,
+            idle_timeout=self.project_idle_timeout,
+            has_store=self.has_store,
         )
         self.webhook_limiter = RateLimiter(self.webhook_rate_limit)
         self.kernels = NotebookKernels(self.serverapp)
@@ -175,6 +198,7 @@ class AgiExtensionApp(ExtensionApp):
 
     async def stop_extension(self) -> None:
         await self.runner.stop()
+        await self.projects.wait_closed()
         await self.mcp.aclose()
         await asyncio.get_running_loop().run_in_executor(self.executor, self.projects.close)
         self.executor.shutdown(wait=False)

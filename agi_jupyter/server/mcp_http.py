@@ -159,7 +159,7 @@ class McpHandler(AgiHandler):
     async def _receive(self) -> dict[str, Any]:
         if not self._body_sent:
             self._body_sent = True
-            return {"type": "http.request", "body": self.request.body or b"", "more_body": False}
+            return {"type": "http.request", "body": self.raw_body(), "more_body": False}
         assert self._disconnected is not None
         await self._disconnected.wait()
         return {"type": "http.disconnect"}

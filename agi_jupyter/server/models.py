@@ -9,13 +9,25 @@ The event union and the message-part union are discriminated by ``type``.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    RootModel,
+    field_validator,
+    model_validator,
+)
+from pydantic.config import JsonDict
 
 from agi_jupyter import events as ev
-from agi_jupyter.records import Artifact as ArtifactRecord
+from agi_jupyter.config import model_spec_pattern
 from agi_jupyter.records import (
+    NON_BLANK,
     ArtifactRefPart,
     ErrorPart,
     ImagePart,
@@ -31,16 +43,85 @@ from agi_jupyter.records import (
     ToolCallPart,
     ToolResultPart,
 )
+from agi_jupyter.records import Artifact as ArtifactRecord
 from agi_jupyter.records import Change as ChangeRecord
 
 MAX_PAGE_SIZE = 200
+MAX_INT = 2**63 - 1  # what a 64-bit database column holds
 JSONObject = dict[str, Any]
+
+MODEL_PATTERN = model_spec_pattern()
+CLAUDE_MODELS = model_spec_pattern(["anthropic"])
+CODEX_MODELS = model_spec_pattern(["openai"])
+
+
+def _model_spec(value: str) -> str:
+    # Python's re, as the document's consumers (and schemathesis) read the pattern; pydantic's
+    # own ``pattern`` runs another regex engine, whose \S differs on a few characters.
+    if not re.search(MODEL_PATTERN, value):
+        raise ValueError("not a model spec: provider:model, or a known model name (gpt-…)")
+    return value
+
+
+ModelSpec = Annotated[
+    str,
+    AfterValidator(_model_spec),
+    Field(
+        description="provider:model, e.g. openai:gpt-5-mini (or a bare gpt-…/claude-… name).",
+        json_schema_extra={"pattern": MODEL_PATTERN},
+    ),
+]
+Prompt = Annotated[str, Field(pattern=NON_BLANK, description="Not blank.")]
+
+
+def _sdk_needs_model(sdk: str, pattern: str) -> JsonDict:
+    """JSON Schema: with ``sdk`` set to ``sdk``, a ``model`` given is one it runs. (Without a
+    model, the session's or the project's default applies; the server answers 409 when that
+    one does not fit.)"""
+    return {
+        "if": {"properties": {"sdk": {"const": sdk}}, "required": ["sdk"]},
+        "then": {
+            "properties": {"model": {"anyOf": [{"type": "null"}, {"pattern": pattern}]}},
+        },
+    }
+
+
+SDK_RULES: list[JsonValue] = [
+    _sdk_needs_model("claude", CLAUDE_MODELS),
+    _sdk_needs_model("codex", CODEX_MODELS),
+]
+SDK_MODEL_RULES: JsonDict = {"allOf": SDK_RULES}
 
 
 class Body(BaseModel):
     """A request body: unknown fields are refused."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _integral_floats(cls, data: Any) -> Any:
+        """JSON Schema's integers include ``206.0``; strict validation takes only ``206``."""
+        if not isinstance(data, dict):
+            return data
+        return {
+            k: int(v) if isinstance(v, float) and v.is_integer() and k in _int_fields(cls) else v
+            for k, v in data.items()
+        }
+
+
+def _int_fields(model: type[BaseModel]) -> set[str]:
+    return {
+        name
+        for name, f in model.model_fields.items()
+        if f.annotation is int or f.annotation == (int | None)
+    }
+
+
+def body_required(model: type[BaseModel]) -> bool:
+    """Whether a request body of ``model`` must be sent: it has required fields (a body with
+    none may be left out, and is then ``{}``; the OpenAPI document says the same)."""
+    return any(f.is_required() for f in model.model_fields.values())
 
 
 class Query(BaseModel):
@@ -99,7 +180,14 @@ class ErrorBody(Out):
 
 class PageQuery(Query):
     page_size: int = Field(50, ge=1, le=MAX_PAGE_SIZE, description="Items per page.")
-    cursor: str | None = Field(None, description="The next_cursor of the previous page.")
+    cursor: str | None = Field(
+        None, description="The next_cursor of the previous page (empty: the first page)."
+    )
+
+    @field_validator("cursor")
+    @classmethod
+    def _empty_is_first(cls, value: str | None) -> str | None:
+        return value or None
 
 
 class HistoryQuery(Query):
@@ -119,7 +207,7 @@ class SessionStreamQuery(Query):
 
 
 class RunEventsQuery(Query):
-    after_seq: int = Field(0, ge=0, description="Replay events with a greater seq.")
+    after_seq: int = Field(0, ge=0, le=MAX_INT, description="Replay events with a greater seq.")
     follow: bool = Field(False, description="Keep following live events until run.final.")
 
 
@@ -135,12 +223,12 @@ class TasksQuery(PageQuery):
 
 
 class TextInput(Body):
-    type: Literal["text"] = "text"
+    type: Literal["text"]
     text: str
 
 
 class ImageInput(Body):
-    type: Literal["image"] = "image"
+    type: Literal["image"]
     mime: str
     data_base64: str | None = None
     url: str | None = None
@@ -154,10 +242,12 @@ _SDK_HELP = "The agent SDK that runs the session: native (default), claude, code
 
 
 class SessionCreate(Body):
+    model_config = ConfigDict(json_schema_extra=SDK_MODEL_RULES)
+
     title: str | None = None
     agent: str | None = Field(None, description="general, plan, build or a project agent.")
     sdk: SdkName | None = Field(None, description=_SDK_HELP)
-    model: str | None = Field(None, description="provider:model, e.g. openai:gpt-5-mini.")
+    model: ModelSpec | None = None
     system_prompt: str | None = None
     thinking_level: str | None = None
     queue_mode: QueueMode = "queue"
@@ -167,10 +257,15 @@ class SessionCreate(Body):
 
 
 class SessionUpdate(Body):
+    """Fields to change; a null leaves agent, sdk, model, queue_mode, tools and metadata as
+    they are (and clears the others)."""
+
+    model_config = ConfigDict(json_schema_extra=SDK_MODEL_RULES)
+
     title: str | None = None
     agent: str | None = None
     sdk: SdkName | None = Field(None, description=_SDK_HELP)
-    model: str | None = None
+    model: ModelSpec | None = None
     system_prompt: str | None = None
     thinking_level: str | None = None
     queue_mode: QueueMode | None = None
@@ -180,16 +275,35 @@ class SessionUpdate(Body):
 
 
 class RunOptions(Body):
-    model: str | None = Field(None, description="Override the session's model.")
+    model: ModelSpec | None = Field(None, description="Override the session's model.")
     agent: str | None = Field(None, description="Switch the session to this agent.")
     thinking_level: str | None = None
     max_iterations: int | None = Field(None, ge=1, le=1000)
 
 
+def _has_content(parts: list[TextInput | ImageInput]) -> list[TextInput | ImageInput]:
+    if not any(isinstance(p, ImageInput) or re.search(NON_BLANK, p.text) for p in parts):
+        raise ValueError("the parts hold no image and no text that is not blank")
+    return parts
+
+
+_CONTENT_ITEM: JsonDict = {  # JSON Schema of a part that makes a message non-empty (_has_content)
+    "anyOf": [
+        {"properties": {"type": {"const": "image"}}},
+        {"properties": {"type": {"const": "text"}, "text": {"pattern": NON_BLANK}}},
+    ]
+}
+Parts = Annotated[
+    list[InputPart],
+    AfterValidator(_has_content),
+    Field(min_length=1, json_schema_extra={"contains": _CONTENT_ITEM}),
+]
+
+
 class MessageCreate(RunOptions):
     """A user message; the reply is streamed (by ``Accept``) or returned when done."""
 
-    content: str | list[InputPart] = Field(description="Text, or a list of text/image parts.")
+    content: Prompt | Parts = Field(description="Text, or a list of text/image parts.")
     notebook_path: str | None = Field(
         None,
         description="The notebook the user is looking at (relative to the project or to the "
@@ -198,12 +312,30 @@ class MessageCreate(RunOptions):
     cell_id: str | None = Field(None, description="The notebook's active cell.")
 
 
+_INPUT_OR_MESSAGE: JsonDict = {  # JSON Schema: not both input and input_message_id
+    "not": {
+        "properties": {"input": {"type": "string"}, "input_message_id": {"type": "string"}},
+        "required": ["input", "input_message_id"],
+    }
+}
+_RESEARCH_MODELS: JsonDict = {  # JSON Schema: deep research runs take OpenAI models
+    "if": {"properties": {"type": {"const": "deep_research"}}, "required": ["type"]},
+    "then": {
+        "properties": {
+            "model": {"anyOf": [{"type": "null"}, {"type": "string", "pattern": CODEX_MODELS}]}
+        }
+    },
+}
+
+
 class RunCreate(RunOptions):
     """A background run: an agent run, or a deep research run."""
 
+    model_config = ConfigDict(json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _RESEARCH_MODELS]})
+
     type: Literal["agent", "deep_research"] = "agent"
     execution_mode: Literal["background"] = "background"
-    input: str | None = Field(None, description="The prompt; default: the last user message.")
+    input: Prompt | None = Field(None, description="The prompt; default: the last user message.")
     input_message_id: str | None = None
     system_prompt: str | None = None
 
@@ -211,24 +343,50 @@ class RunCreate(RunOptions):
 class RunStreamCreate(RunOptions):
     """A foreground run whose events are streamed."""
 
+    model_config = ConfigDict(json_schema_extra=_INPUT_OR_MESSAGE)
+
     type: Literal["agent"] = "agent"
-    input: str | None = Field(None, description="The prompt; default: the last user message.")
+    input: Prompt | None = Field(None, description="The prompt; default: the last user message.")
     input_message_id: str | None = None
     system_prompt: str | None = None
 
 
 class ChatTurn(Body):
     role: Literal["user", "assistant"]
-    content: str
+    content: Prompt
+
+
+_PROMPT_OR_MESSAGES: JsonDict = {  # JSON Schema: exactly one of prompt and messages
+    "oneOf": [
+        {"properties": {"prompt": {"type": "string"}}, "required": ["prompt"]},
+        {"properties": {"messages": {"type": "array"}}, "required": ["messages"]},
+    ]
+}
 
 
 class OneShotRequest(RunOptions):
-    """One prompt (or a short conversation ending with a user turn) in a fresh session."""
+    """One prompt, or a short conversation ending with a user turn (its last turn is the
+    prompt), answered in a fresh session."""
 
-    prompt: str | None = None
-    messages: list[ChatTurn] | None = None
+    model_config = ConfigDict(json_schema_extra={"allOf": [_PROMPT_OR_MESSAGES, *SDK_RULES]})
+
+    prompt: Prompt | None = None
+    messages: list[ChatTurn] | None = Field(None, min_length=1)
     system_prompt: str | None = None
     sdk: SdkName | None = Field(None, description=_SDK_HELP)
+
+
+class WebhookPayload(BaseModel):
+    """An OpenAI webhook event (checked only after its signature): its ``type`` says what
+    happened, ``data.id`` names the response it is about."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(examples=["response.completed"])
+    id: str | None = Field(None, description="The event id (deliveries are kept once per id).")
+    object: str | None = None
+    created_at: int | None = None
+    data: JSONObject | None = Field(None, description="{id: the response id}")
 
 
 class TickRequest(Body):

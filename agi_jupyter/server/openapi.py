@@ -16,29 +16,38 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from agi_jupyter import __version__
-from agi_jupyter.server.models import ErrorBody, Event, MessagePart
+from agi_jupyter.server.models import ErrorBody, Event, MessagePart, body_required
 from agi_jupyter.server.routes import API_VERSION, ROUTES, Route, path_params
 from agi_jupyter.server.streaming import NDJSON, SSE
 
 REF = "#/components/schemas/{model}"
-STATUS_OF_CODE = {
-    "VALIDATION_ERROR": 400,
-    "NO_USER_MESSAGE": 400,
-    "PROVIDER_NOT_CONFIGURED": 400,
-    "WEBHOOK_NOT_CONFIGURED": 400,
-    "INVALID_SIGNATURE": 401,
-    "FORBIDDEN": 403,
-    "SESSION_NOT_FOUND": 404,
-    "RUN_NOT_FOUND": 404,
-    "ARTIFACT_NOT_FOUND": 404,
-    "MESSAGE_NOT_FOUND": 404,
-    "PROJECT_NOT_FOUND": 404,
-    "RUN_TERMINAL": 409,
-    "UNDO_CONFLICT": 409,
-    "RUN_ACTIVE": 409,
-    "REQUEST_NOT_FOUND": 404,
-    "PAYLOAD_TOO_LARGE": 413,
-    "RATE_LIMITED": 429,
+STATUS_OF_CODE: dict[str, tuple[int, ...]] = {
+    "VALIDATION_ERROR": (400,),
+    "PROVIDER_NOT_CONFIGURED": (400,),
+    "SDK_NOT_AVAILABLE": (409,),  # a JSON reply of a run whose SDK this server lacks
+    "SDK_MODEL_MISMATCH": (400, 409),  # 409: it conflicts with what the session has
+    "INVALID_SIGNATURE": (401,),
+    "UNAUTHORIZED": (401,),
+    "FORBIDDEN": (403,),
+    "SESSION_NOT_FOUND": (404,),
+    "RUN_NOT_FOUND": (404,),
+    "ARTIFACT_NOT_FOUND": (404,),
+    "MESSAGE_NOT_FOUND": (404,),
+    "AGENT_NOT_FOUND": (404,),
+    "PROJECT_NOT_FOUND": (404,),
+    "CURSOR_NOT_FOUND": (404,),
+    "WEBHOOK_NOT_CONFIGURED": (404,),
+    "REQUEST_NOT_FOUND": (404,),
+    "RUN_TERMINAL": (409,),
+    "UNDO_CONFLICT": (409,),
+    "RUN_ACTIVE": (409,),
+    "NO_USER_MESSAGE": (409,),
+    "PAYLOAD_TOO_LARGE": (413,),
+    "RATE_LIMITED": (429,),
+}
+HEADERS_OF_STATUS = {  # response headers every answer with this status carries
+    401: {"WWW-Authenticate": "How to authenticate: the Jupyter token (a webhook: its signature)."},
+    429: {"Retry-After": "Seconds to wait before trying again."},
 }
 PROJECT_PARAM = {
     "name": "project",
@@ -46,7 +55,8 @@ PROJECT_PARAM = {
     "required": False,
     "description": "The project folder, relative to the server root (default: the configured "
     "default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema "
-    "in a shared PostgreSQL database.",
+    "in a shared PostgreSQL database. A value that names no folder under the root is "
+    "PROJECT_NOT_FOUND.",
     "schema": {"type": "string"},
 }
 
@@ -149,11 +159,16 @@ def _operation(route: Route) -> dict[str, Any]:
         parameters.append(PROJECT_PARAM)
     if route.query is not None:
         parameters += _query_params(route.query)
+    for name, description in route.headers:
+        parameters.append(
+            {"name": name, "in": "header", "required": True, "description": description,
+             "schema": {"type": "string"}}
+        )  # fmt: skip
     if parameters:
         operation["parameters"] = parameters
     if route.body is not None:
         operation["requestBody"] = {
-            "required": True,
+            "required": body_required(route.body),
             "content": {"application/json": {"schema": _ref(route.body)}},
         }
     if not route.authenticated:
@@ -193,19 +208,38 @@ def _success(route: Route) -> dict[str, Any]:
     return {"description": description, "content": content}
 
 
-def _errors(route: Route) -> dict[str, Any]:
-    codes = (("VALIDATION_ERROR",) if route.query or route.body else ()) + route.errors
+def error_codes(route: Route) -> tuple[str, ...]:
+    """Every error code the operation can answer with."""
+    codes: tuple[str, ...] = ()
+    if route.query or route.body or route.headers:
+        codes += ("VALIDATION_ERROR",)
     if route.authenticated:
-        codes += ("FORBIDDEN",)
-    if route.body is not None and "PAYLOAD_TOO_LARGE" not in codes:
+        codes += ("UNAUTHORIZED", "FORBIDDEN")
+    if route.project:
+        codes += ("PROJECT_NOT_FOUND",)
+    if route.query is not None and "cursor" in route.query.model_fields:
+        codes += ("CURSOR_NOT_FOUND",)
+    if route.body is not None:
         codes += ("PAYLOAD_TOO_LARGE",)
+    return tuple(dict.fromkeys(codes + route.errors))
+
+
+def _errors(route: Route) -> dict[str, Any]:
     by_status: dict[int, list[str]] = {}
-    for code in dict.fromkeys(codes):
-        by_status.setdefault(STATUS_OF_CODE.get(code, 400), []).append(code)
-    return {
-        str(status): {
+    for code in error_codes(route):
+        for status in STATUS_OF_CODE.get(code, (400,)):
+            by_status.setdefault(status, []).append(code)
+    answers: dict[str, Any] = {}
+    for status, found in sorted(by_status.items()):
+        answer: dict[str, Any] = {
             "description": "Error codes: " + ", ".join(found),
             "content": {"application/json": {"schema": _ref(ErrorBody)}},
         }
-        for status, found in sorted(by_status.items())
-    }
+        headers = HEADERS_OF_STATUS.get(status, {})
+        if headers:
+            answer["headers"] = {
+                name: {"required": True, "description": text, "schema": {"type": "string"}}
+                for name, text in headers.items()
+            }
+        answers[str(status)] = answer
+    return answers

@@ -23,7 +23,7 @@ from agi_jupyter.server.handlers.catalog import (
     TasksHandler,
     ToolsHandler,
 )
-from agi_jupyter.server.handlers.docs import OpenAPIHandler
+from agi_jupyter.server.handlers.docs import NotFoundHandler, OpenAPIHandler
 from agi_jupyter.server.handlers.messages import MessagesHandler
 from agi_jupyter.server.handlers.notebooks import (
     NotebookBridgeHandler,
@@ -90,6 +90,7 @@ from agi_jupyter.server.models import (
     UndoRequest,
     UndoResponse,
     WebhookAck,
+    WebhookPayload,
 )
 
 API_VERSION = "1.0.0"
@@ -99,10 +100,17 @@ V1 = f"{PREFIX}/v1"
 Method = Literal["GET", "POST", "PATCH", "DELETE"]
 StreamFormat = Literal["ndjson", "sse"]
 
-COMMON_ERRORS = ("VALIDATION_ERROR", "FORBIDDEN")
 SESSION = ("SESSION_NOT_FOUND",)
 RUN = ("RUN_NOT_FOUND",)
-START = ("PROVIDER_NOT_CONFIGURED", "PAYLOAD_TOO_LARGE")
+AGENT = ("AGENT_NOT_FOUND", "SDK_MODEL_MISMATCH")
+# A run's start: a provider without a key; in a JSON reply, what made the run fail at once.
+START = ("PROVIDER_NOT_CONFIGURED", "SDK_NOT_AVAILABLE", *AGENT)
+INPUT = ("NO_USER_MESSAGE", "MESSAGE_NOT_FOUND")
+WEBHOOK_HEADERS = (
+    ("webhook-id", "The delivery's id (the same for every retry of it)."),
+    ("webhook-timestamp", "Unix time of the delivery (at most five minutes away from now)."),
+    ("webhook-signature", "`v1,<base64 HMAC-SHA256 of id.timestamp.body>` (Standard Webhooks)."),
+)
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,7 @@ class Route:
     raw_content: str | None = None  # a non-JSON response (artifact content)
     stream_item: type[BaseModel] | None = None  # what a stream carries (default: Event)
     errors: tuple[str, ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()  # required request headers: (name, description)
     authenticated: bool = True
     project: bool = True
     description: str = field(default="", compare=False)
@@ -134,12 +143,12 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", f"{V1}/sessions", SessionsHandler, "listSessions", "List sessions, newest first",
           "sessions", query=PageQuery, response=SessionPage),
     Route("POST", f"{V1}/sessions", SessionsHandler, "createSession", "Create a session",
-          "sessions", body=SessionCreate, response=SessionResponse, status=201),
+          "sessions", body=SessionCreate, response=SessionResponse, status=201, errors=AGENT),
     Route("GET", f"{V1}/sessions/{{session_id}}", SessionHandler, "getSession", "Get a session",
           "sessions", response=SessionResponse, errors=SESSION),
     Route("PATCH", f"{V1}/sessions/{{session_id}}", SessionHandler, "updateSession",
           "Change a session", "sessions", body=SessionUpdate, response=SessionResponse,
-          errors=SESSION),
+          errors=SESSION + AGENT),
     Route("DELETE", f"{V1}/sessions/{{session_id}}", SessionHandler, "deleteSession",
           "Delete a session (its active runs are cancelled first)", "sessions",
           response=Deleted, errors=SESSION),
@@ -156,19 +165,18 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", f"{V1}/sessions/{{session_id}}/stream", SessionStreamHandler, "streamSession",
           "Live events of every run of the session (SSE), wherever the runs execute",
           "sessions", query=SessionStreamQuery, streams=("sse",), stream_default=True,
-          errors=SESSION),
+          errors=(*SESSION, "CURSOR_NOT_FOUND")),
     # runs
     Route("GET", f"{V1}/sessions/{{session_id}}/runs", SessionRunsHandler, "listRuns",
           "List a session's runs, newest first", "runs", query=PageQuery, response=RunPage,
           errors=SESSION),
     Route("POST", f"{V1}/sessions/{{session_id}}/runs", SessionRunsHandler, "createRun",
           "Queue a background run (agent or deep_research)", "runs", body=RunCreate,
-          response=RunResponse, status=202,
-          errors=SESSION + START + ("NO_USER_MESSAGE", "MESSAGE_NOT_FOUND")),
+          response=RunResponse, status=202, errors=SESSION + START + INPUT),
     Route("POST", f"{V1}/sessions/{{session_id}}/runs:stream", SessionRunsStreamHandler,
           "streamRun", "Start a run and stream its events (NDJSON by default)", "runs",
           body=RunStreamCreate, response=RunResultResponse, streams=("ndjson", "sse"),
-          stream_default=True, errors=SESSION + START + ("NO_USER_MESSAGE", "MESSAGE_NOT_FOUND")),
+          stream_default=True, errors=SESSION + START + INPUT),
     Route("GET", f"{V1}/runs/{{run_id}}", RunHandler, "getRun", "Get a run", "runs",
           response=RunResponse, errors=RUN),
     Route("POST", f"{V1}/runs/{{run_id}}/cancel", RunCancelHandler, "cancelRun", "Cancel a run",
@@ -200,7 +208,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", f"{V1}/agents", AgentsHandler, "listAgents", "Agents of the project", "catalog",
           response=AgentList),
     Route("GET", f"{V1}/tools", ToolsHandler, "listTools", "Tools (of one agent, or all)",
-          "catalog", query=ToolsQuery, response=ToolList),
+          "catalog", query=ToolsQuery, response=ToolList, errors=("AGENT_NOT_FOUND",)),
     Route("GET", f"{V1}/providers", ProvidersHandler, "listProviders",
           "Model providers and whether they are configured (never their keys)", "catalog",
           response=ProviderList),
@@ -226,7 +234,7 @@ ROUTES: tuple[Route, ...] = (
     # runner and webhooks
     Route("POST", f"{V1}/webhooks/openai", WebhookHandler, "openaiWebhook",
           "OpenAI webhook (Standard Webhooks signature; no Jupyter auth)", "runner",
-          response=WebhookAck,
+          body=WebhookPayload, response=WebhookAck, headers=WEBHOOK_HEADERS,
           errors=("INVALID_SIGNATURE", "WEBHOOK_NOT_CONFIGURED", "RATE_LIMITED"),
           authenticated=False),
     Route("POST", f"{V1}/runner/tick", TickHandler, "tick",
@@ -259,11 +267,13 @@ def url_pattern(path: str) -> str:
 
 
 def url_patterns() -> list[tuple[str, type[AgiHandler]]]:
-    """One (pattern, handler) per path, in table order; a path has a single handler class."""
+    """One (pattern, handler) per path, in table order (a path has a single handler class),
+    then a JSON 404 for every other path under the prefix."""
     handlers: dict[str, type[AgiHandler]] = {}
     for route in ROUTES:
         known = handlers.setdefault(route.path, route.handler)
         if known is not route.handler:
             raise RuntimeError(f"{route.path}: two handler classes ({known}, {route.handler})")
     patterns = [(url_pattern(path) + "$", handler) for path, handler in handlers.items()]
-    return patterns + [(url_pattern(path) + "/?$", handler) for path, handler in PROTOCOL_ROUTES]
+    protocol = [(url_pattern(path) + "/?$", handler) for path, handler in PROTOCOL_ROUTES]
+    return [*patterns, *protocol, (re.escape(PREFIX) + "(?:/.*)?$", NotFoundHandler)]

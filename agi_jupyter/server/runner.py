@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 WAKE_DEBOUNCE = 0.05  # seconds to wait after a wake-up for more of the same burst
 KERNELS_EVERY = 1.0  # seconds between refreshes of the running notebook kernels
+EVICT_EVERY = 10.0  # seconds between looks for idle projects to close (at most)
 
 
 class BackgroundRunner:
@@ -62,6 +63,8 @@ class BackgroundRunner:
             self._loops.append(loop.create_task(self._every(self.heartbeat_interval, self.beat)))
         if self.kernels is not None:
             self._loops.append(loop.create_task(self._every(KERNELS_EVERY, self.kernels.refresh)))
+        every = min(EVICT_EVERY, max(self.projects.idle_timeout / 4, 0.25))
+        self._loops.append(loop.create_task(self._every(every, self.projects.evict)))
 
     def wake(self) -> None:
         """Tick soon (a webhook event arrived, a run was queued)."""
@@ -104,7 +107,7 @@ class BackgroundRunner:
     async def _for_each_project(self, action: Callable[[Agi], None]) -> None:
         for name in self.projects.with_store():
             try:
-                action(await self.projects.get(name))
+                action(await self.projects.get(name, touch=False))
             except Exception:
                 self.log.exception("agi: project %r", name)
 
@@ -131,7 +134,7 @@ class BackgroundRunner:
         """One heartbeat over every project in use."""
         loop = asyncio.get_running_loop()
         for name in self.projects.with_store():
-            agi = await self.projects.get(name)
+            agi = await self.projects.get(name, touch=False)
             start = functools.partial(start_due_tasks, agi, within=self.heartbeat_interval)
             runs = await loop.run_in_executor(self.executor, start)
             if runs:

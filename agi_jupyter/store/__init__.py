@@ -5,13 +5,14 @@ is configured with: ``SqliteStore`` over ``<project>/.agi/agi.sqlite`` (``open_s
 default), or ``store.postgres.PostgresStore`` over a shared PostgreSQL database.
 """
 
-from agi_jupyter.store.base import Store
+from agi_jupyter.store.base import ArtifactWriter, Store
 from agi_jupyter.store.factory import create_store, store_exists
 from agi_jupyter.store.migrations import MIGRATIONS, migrate
 from agi_jupyter.store.sqlite import SqliteStore, open_store
 
 __all__ = [
     "MIGRATIONS",
+    "ArtifactWriter",
     "SqliteStore",
     "Store",
     "create_store",

@@ -85,6 +85,31 @@ class ArtifactsMixin(StoreCore):
             raise
         return artifact
 
+    def open_artifact(
+        self,
+        kind: str,
+        *,
+        run_id: str | None = None,
+        session_id: str | None = None,
+        title: str | None = None,
+        mime: str | None = None,
+        data: JSON | None = None,
+        filename: str | None = None,
+    ) -> FileArtifactWriter:
+        now = utc_now()
+        artifact = Artifact(
+            id=new_id("art"),
+            kind=kind,
+            run_id=run_id,
+            session_id=session_id,
+            title=title,
+            mime=mime or (mimetypes.guess_type(filename)[0] if filename else None),
+            data=data,
+            created_at=now,
+            updated_at=now,
+        )
+        return FileArtifactWriter(self, artifact, sanitize_filename(filename))
+
     def get_artifact(self, id: str) -> Artifact:
         row = self._one(f"{_SELECT} WHERE id = ?", [id])
         if row is None:
@@ -136,6 +161,14 @@ class ArtifactsMixin(StoreCore):
                 self._require_session(conn, artifact.session_id)
             self._insert(conn, "artifacts", {**ARTIFACTS.to_row(artifact), "content": inline})
 
+    def _commit_artifact_file(self, artifact: Artifact) -> Artifact:
+        try:
+            self._insert_artifact(artifact, None)
+        except BaseException:
+            self._remove_artifact_files([artifact.id])
+            raise
+        return artifact
+
     def _write_artifact_file(self, artifact_id: str, filename: str | None, payload: bytes) -> str:
         folder = self.artifacts_dir / artifact_id
         folder.mkdir(parents=True, exist_ok=True)
@@ -153,3 +186,36 @@ class ArtifactsMixin(StoreCore):
             return file.read_bytes()
         except FileNotFoundError as e:
             raise ArtifactNotFound(f"the file of artifact {artifact_id!r} is missing") from e
+
+
+class FileArtifactWriter:
+    """``ArtifactsMixin.open_artifact``: the bytes go to ``<id>/.<name>.partial`` as they come,
+    hashed on the way; ``commit`` renames the file into place and inserts the row."""
+
+    def __init__(self, store: ArtifactsMixin, artifact: Artifact, name: str) -> None:
+        self._store = store
+        self._artifact = artifact
+        folder = store.artifacts_dir / artifact.id
+        folder.mkdir(parents=True, exist_ok=True)
+        self._target = folder / name
+        self._partial = folder / f".{name}.partial"
+        self._file = self._partial.open("wb")
+        self._hash = hashlib.sha256()
+        self._size = 0
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)
+        self._hash.update(data)
+        self._size += len(data)
+
+    def commit(self) -> Artifact:
+        self._file.close()
+        os.replace(self._partial, self._target)
+        artifact = self._artifact
+        artifact.size, artifact.sha256 = self._size, self._hash.hexdigest()
+        artifact.path = Path(AGI_DIR, ARTIFACTS_DIR, artifact.id, self._target.name).as_posix()
+        return self._store._commit_artifact_file(artifact)
+
+    def abort(self) -> None:
+        self._file.close()
+        self._store._remove_artifact_files([self._artifact.id])

@@ -51,6 +51,15 @@ from agi_jupyter.records import (
 )
 
 
+class ArtifactWriter(Protocol):
+    """An artifact written a piece at a time (a command's large output): ``write`` the bytes,
+    then ``commit`` (the row appears, with size and sha256) or ``abort`` (nothing remains)."""
+
+    def write(self, data: bytes) -> None: ...
+    def commit(self) -> Artifact: ...
+    def abort(self) -> None: ...
+
+
 @runtime_checkable
 class Store(Protocol):
     @property
@@ -237,6 +246,21 @@ class Store(Protocol):
         content: bytes | None = None,
         filename: str | None = None,
     ) -> Artifact: ...
+    def open_artifact(
+        self,
+        kind: str,
+        *,
+        run_id: str | None = None,
+        session_id: str | None = None,
+        title: str | None = None,
+        mime: str | None = None,
+        data: JSON | None = None,
+        filename: str | None = None,
+    ) -> ArtifactWriter:
+        """An artifact whose content is written in pieces, never held whole in memory; it
+        is always stored as a file (``path``, ``size``, ``sha256``)."""
+        ...
+
     def get_artifact(self, id: str) -> Artifact: ...
     def read_artifact(self, id: str) -> bytes: ...
     def list_artifacts(
@@ -253,7 +277,12 @@ class Store(Protocol):
         type: str,
         payload: JSON,
         response_id: str | None = None,
-    ) -> tuple[WebhookEvent, bool]: ...
+        delivery_id: str | None = None,
+    ) -> tuple[WebhookEvent, bool]:
+        """Once per event: False (and the stored event) when ``event_id`` or ``delivery_id``
+        (the delivery's ``webhook-id`` header) is already known."""
+        ...
+
     def list_unprocessed_webhook_events(self, *, limit: int = 50) -> list[WebhookEvent]: ...
     def mark_webhook_event_processed(self, id: str, *, error: str | None = None) -> bool: ...
 

@@ -442,6 +442,18 @@ def m008_snapshots_and_changes(db: Database) -> None:
 
 
 @migration
+def m009_webhook_delivery_id(db: Database) -> None:
+    """``webhook_events.delivery_id``: the ``webhook-id`` header of the delivery, unique, so a
+    redelivery is recognised by it as well as by the payload's event id."""
+    if "delivery_id" not in db.table("webhook_events").columns_dict:
+        db.table("webhook_events").add_column("delivery_id", str)
+    db.execute(
+        "CREATE UNIQUE INDEX IF NOT EXISTS idx_webhook_events_delivery_id "
+        "ON webhook_events (delivery_id) WHERE delivery_id IS NOT NULL"
+    )
+
+
+@migration
 def m013_runs_agent(db: Database) -> None:
     """A run can have its own agent (``%%agi -a X`` changes the agent for one cell only)."""
     if "agent" not in db.table("runs").columns_dict:

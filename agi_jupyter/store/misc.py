@@ -35,9 +35,11 @@ class WebhooksMixin(StoreCore):
         type: str,
         payload: JSON,
         response_id: str | None = None,
+        delivery_id: str | None = None,
     ) -> tuple[WebhookEvent, bool]:
-        """Store a webhook delivery once per ``event_id``: returns the stored event and whether
-        this call inserted it (False for a redelivery)."""
+        """Store a webhook delivery once: returns the stored event and whether this call
+        inserted it (False for a redelivery: a known ``event_id``, or a known ``delivery_id``,
+        the delivery's ``webhook-id``)."""
         now = utc_now()
         event = WebhookEvent(
             id=new_id("whk"),
@@ -49,20 +51,22 @@ class WebhooksMixin(StoreCore):
             received_at=now,
             created_at=now,
             updated_at=now,
+            delivery_id=delivery_id,
         )
         row = WEBHOOK_EVENTS.to_row(event)
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         with self._write() as conn:
-            cur = conn.execute(
-                f"INSERT INTO webhook_events ({columns}) VALUES ({marks})"
-                " ON CONFLICT (event_id) DO NOTHING",
-                list(row.values()),
+            known = conn.execute(
+                f"{_WEBHOOK_SELECT} WHERE event_id = ? OR delivery_id = ? LIMIT 1",
+                [event_id, delivery_id],
+            ).fetchone()
+            if known is not None:
+                return WEBHOOK_EVENTS.from_row(known), False
+            conn.execute(
+                f"INSERT INTO webhook_events ({columns}) VALUES ({marks})", list(row.values())
             )
-            if cur.rowcount == 1:
-                return event, True
-            stored = conn.execute(f"{_WEBHOOK_SELECT} WHERE event_id = ?", [event_id]).fetchone()
-        return WEBHOOK_EVENTS.from_row(stored), False
+        return event, True
 
     def list_unprocessed_webhook_events(self, *, limit: int = 50) -> list[WebhookEvent]:
         """Events not yet processed, oldest first."""

@@ -4,8 +4,11 @@ base        Tool, FunctionTool / @tool, ToolResult, ArtifactDraft, ToolContext
 registry    ToolRegistry: register, offered(allowed globs, features), load_project_tools,
             prepare (tool sources such as MCP servers register what an agent can reach)
 executor    execute_tool_call -> ToolOutcome (never raises for a tool's problems)
-redact      Redactor: secret values from the environment -> [REDACTED:NAME]
-paths       resolve_in_project: every file path is confined to the project root
+redact      Redactor: secret values (environment, credentials file, patterns) and their
+            encoded forms -> [REDACTED:NAME]; StreamRedactor for text arriving in pieces
+paths       locate / read_bytes_in_project / write_bytes_in_project / delete_in_project /
+            walk_dir_in_project: files opened through folder descriptors, confined to the
+            project root with no check-then-use window (resolve_in_project: display only)
 builtins    builtin_tools(): fs.*, apply_patch, shell.run, sql.query, tasks,
             write_capability, reload
 """

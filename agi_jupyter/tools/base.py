@@ -31,6 +31,7 @@ from agi_jupyter.records import JSON
 if TYPE_CHECKING:
     from agi_jupyter.config import Config
     from agi_jupyter.store import Store
+    from agi_jupyter.tools.redact import Redactor
     from agi_jupyter.tools.registry import ToolRegistry
 
 P = TypeVar("P", bound=BaseModel)
@@ -100,6 +101,9 @@ class ToolContext:
     extras: dict[str, Any] = field(default_factory=dict)
     turn: int | None = None
     """The run's model turn (iteration) the call belongs to, when the runner knows it."""
+    redactor: Redactor | None = None
+    """The project's redactor (set by the executor), for what a tool writes outside the store:
+    the outputs ``notebook.run`` puts into the notebook."""
 
     def for_call(self, tool_call_id: str, *, emit: Emit | None = None) -> ToolContext:
         """A copy for one call, with its id and (optionally) its own ``emit``."""

@@ -1,12 +1,16 @@
-"""File tools ``fs.read``, ``fs.list``, ``fs.search`` and ``fs.write``, confined to the project."""
+"""File tools ``fs.read``, ``fs.list``, ``fs.search`` and ``fs.write``, confined to the project.
+
+Every file and folder is opened through ``tools.paths`` (descriptor-relative, no symlink
+followed out of the project), never through a path checked first and opened later.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import fnmatch
-import os
 import re
-from collections.abc import Iterator
+import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pydantic import Field
@@ -15,10 +19,12 @@ from agi_jupyter.errors import ToolError
 from agi_jupyter.tools.base import AnyTool, Tool, ToolArgs, ToolContext, ToolResult
 from agi_jupyter.tools.diffs import FileChange, describe, file_diff_draft
 from agi_jupyter.tools.paths import (
-    is_inside,
-    relative_posix,
-    resolve_in_project,
-    write_bytes_atomic,
+    DirEntry,
+    MissingPath,
+    read_bytes_in_project,
+    stat_in_project,
+    walk_dir_in_project,
+    write_bytes_in_project,
 )
 
 SKIP_DIRS = frozenset(
@@ -40,13 +46,8 @@ MAX_SEARCH_FILE_BYTES = 4 * 1024 * 1024
 SNIFF_BYTES = 8192
 
 
-def read_text_file(path: Path, shown: str) -> str:
-    """The UTF-8 text of a file; a clear ``ToolError`` for folders, binaries and missing files."""
-    if path.is_dir():
-        raise ToolError(f"{shown} is a folder, not a file; use fs.list to see what it holds")
-    if not path.is_file():
-        raise ToolError(f"no such file: {shown}")
-    data = path.read_bytes()
+def decode_text(data: bytes, shown: str) -> str:
+    """UTF-8 text of a file's bytes; a clear ``ToolError`` for binaries and other encodings."""
     if b"\x00" in data[:SNIFF_BYTES]:
         raise ToolError(f"{shown} is a binary file ({len(data)} bytes); fs tools only handle text")
     try:
@@ -55,6 +56,21 @@ def read_text_file(path: Path, shown: str) -> str:
         raise ToolError(
             f"{shown} is not UTF-8 text ({len(data)} bytes); fs tools only handle text"
         ) from None
+
+
+def read_text_file(root: Path, path: str) -> tuple[str, str]:
+    """The UTF-8 text of a project file and its relative path; a clear ``ToolError`` for
+    folders, binaries and missing files."""
+    data, shown = read_bytes_in_project(root, path)
+    return decode_text(data, shown), shown
+
+
+def read_text_if_exists(root: Path, path: str) -> str | None:
+    """``read_text_file``'s text, or None when there is no such file."""
+    try:
+        return read_text_file(root, path)[0]
+    except MissingPath:
+        return None
 
 
 # --- fs.read ---------------------------------------------------------------------------------
@@ -81,9 +97,8 @@ class FsRead(Tool[FsReadArgs]):
         return await asyncio.to_thread(self._read, args, ctx.project, budget)
 
     def _read(self, args: FsReadArgs, root: Path, budget: int) -> ToolResult:
-        path = resolve_in_project(root, args.path)
-        shown = relative_posix(root.resolve(), path)
-        lines = read_text_file(path, shown).splitlines(keepends=True)
+        text, shown = read_text_file(root, args.path)
+        lines = text.splitlines(keepends=True)
         start = args.offset - 1
         if start >= len(lines) and lines:
             raise ToolError(f"{shown} has {len(lines)} lines; offset {args.offset} is past its end")
@@ -119,20 +134,9 @@ class FsListArgs(ToolArgs):
     limit: int = Field(500, ge=1, le=5000, description="Maximum number of entries.")
 
 
-def walk_project(root: Path, top: Path, *, recursive: bool) -> Iterator[tuple[Path, bool]]:
-    """``(path, is_dir)`` under ``top`` in sorted order, skipping SKIP_DIRS and symlinks out."""
-    try:
-        entries = sorted(os.scandir(top), key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
-        path = Path(entry.path)
-        is_dir = entry.is_dir()
-        if is_dir and entry.name in SKIP_DIRS:
-            continue
-        yield path, is_dir
-        if is_dir and recursive and not entry.is_symlink() and is_inside(root, path):
-            yield from walk_project(root, path, recursive=True)
+def walk_project(root: Path, top: str, *, recursive: bool) -> Iterator[DirEntry]:
+    """The entries under ``top`` in sorted order, skipping SKIP_DIRS and symlinked folders."""
+    return walk_dir_in_project(root, top, recursive=recursive, skip=SKIP_DIRS)
 
 
 def _glob_matches(pattern: str | None, rel: str, name: str) -> bool:
@@ -155,23 +159,20 @@ class FsList(Tool[FsListArgs]):
         return await asyncio.to_thread(self._list, args, ctx.project.resolve())
 
     def _list(self, args: FsListArgs, root: Path) -> ToolResult:
-        top = resolve_in_project(root, args.path)
-        if not top.is_dir():
-            raise ToolError(f"{args.path} is not a folder")
         entries: list[str] = []
         more = 0
-        for path, is_dir in walk_project(root, top, recursive=args.recursive):
-            rel = relative_posix(root, path)
-            if not _glob_matches(args.glob, rel, path.name):
+        for entry in walk_project(root, args.path, recursive=args.recursive):
+            if not _glob_matches(args.glob, entry.rel, entry.name):
                 continue
             if len(entries) >= args.limit:
                 more += 1
                 continue
-            entries.append(rel + "/" if is_dir else rel)
+            entries.append(entry.rel + "/" if entry.is_dir else entry.rel)
         text = "\n".join(entries) if entries else "(no entries)"
         if more:
             text += f"\n[{more} more entries not shown (limit {args.limit})]"
-        data = {"path": relative_posix(root, top), "count": len(entries), "more": more}
+        top = _shown_folder(args.path)
+        data = {"path": top, "count": len(entries), "more": more}
         return ToolResult(output=text, data=data)
 
 
@@ -201,18 +202,17 @@ class FsSearch(Tool[FsSearchArgs]):
 
     def _search(self, args: FsSearchArgs, root: Path) -> ToolResult:
         regex = _compile(args)
-        top = resolve_in_project(root, args.path)
-        if not top.exists():
+        info = stat_in_project(root, args.path)
+        if info is None:
             raise ToolError(f"no such file or folder: {args.path}")
-        files = [top] if top.is_file() else _files_under(root, top)
+        files = _files_under(root, args.path) if stat.S_ISDIR(info.st_mode) else [_one(root, args)]
         matches: list[str] = []
         scanned = 0
-        for path in files:
-            rel = relative_posix(root, path)
-            if not _glob_matches(args.glob, rel, path.name):
+        for rel, name, read in files:
+            if not _glob_matches(args.glob, rel, name):
                 continue
             scanned += 1
-            for number, line in _text_lines(path):
+            for number, line in _text_lines(read):
                 if regex.search(line):
                     matches.append(f"{rel}:{number}:{line[:300]}")
                     if len(matches) >= args.max_matches:
@@ -231,20 +231,34 @@ def _compile(args: FsSearchArgs) -> re.Pattern[str]:
         ) from None
 
 
-def _files_under(root: Path, top: Path) -> Iterator[Path]:
-    for path, is_dir in walk_project(root, top, recursive=True):
-        if not is_dir and path.is_file() and is_inside(root, path):
-            yield path
+Reader = tuple[str, str, Callable[[int], bytes | None]]  # rel path, name, read(max_bytes)
 
 
-def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
-    try:
-        if path.stat().st_size > MAX_SEARCH_FILE_BYTES:
-            return
-        data = path.read_bytes()
-    except OSError:
-        return
-    if b"\x00" in data[:SNIFF_BYTES]:
+def _files_under(root: Path, top: str) -> Iterator[Reader]:
+    for entry in walk_project(root, top, recursive=True):
+        if not entry.is_dir:
+            yield entry.rel, entry.name, entry.read
+
+
+def _one(root: Path, args: FsSearchArgs) -> Reader:
+    def read(max_bytes: int) -> bytes | None:
+        try:
+            return read_bytes_in_project(root, args.path, max_bytes=max_bytes)[0]
+        except ToolError:
+            return None
+
+    shown = _shown_folder(args.path)
+    return shown, shown.rsplit("/", 1)[-1], read
+
+
+def _shown_folder(path: str) -> str:
+    shown = "/".join(p for p in path.strip().split("/") if p not in ("", "."))
+    return shown or "."
+
+
+def _text_lines(read: Callable[[int], bytes | None]) -> Iterator[tuple[int, str]]:
+    data = read(MAX_SEARCH_FILE_BYTES)
+    if data is None or b"\x00" in data[:SNIFF_BYTES]:
         return
     text = data.decode("utf-8", errors="replace")
     yield from enumerate(text.splitlines(), start=1)
@@ -279,11 +293,9 @@ class FsWrite(Tool[FsWriteArgs]):
         return await asyncio.to_thread(self._write, args, ctx.project.resolve())
 
     def _write(self, args: FsWriteArgs, root: Path) -> ToolResult:
-        path = resolve_in_project(root, args.path, for_write=True)
-        shown = relative_posix(root, path)
-        old = read_text_file(path, shown) if path.exists() else None
+        old = read_text_if_exists(root, args.path)
         data = args.content.encode("utf-8")
-        write_bytes_atomic(path, data)
+        shown = write_bytes_in_project(root, args.path, data)
         change = FileChange(
             path=shown, op="add" if old is None else "update", old=old, new=args.content
         )

@@ -21,8 +21,8 @@ from pydantic import ValidationError
 
 from agi_jupyter.errors import ToolError
 from agi_jupyter.records import JSON, Artifact, utc_now
-from agi_jupyter.tools.base import AnyTool, ArtifactDraft, ToolContext, ToolResult
-from agi_jupyter.tools.redact import Redactor
+from agi_jupyter.tools.base import AnyTool, ArtifactDraft, Emit, ToolContext, ToolResult
+from agi_jupyter.tools.redact import Redactor, StreamRedactor
 from agi_jupyter.tools.registry import ToolRegistry, is_allowed
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,11 @@ async def execute_tool_call(
         )
     else:
         assert tool is not None
-        outcome = await _run(tool, arguments, _redacting(ctx, redactor), timeout)
+        live = _LiveOutput(ctx.emit, redactor)
+        try:
+            outcome = await _run(tool, arguments, live.context(ctx), timeout)
+        finally:
+            live.flush()
     return await _finish(
         name=name,
         arguments=arguments,
@@ -99,17 +103,34 @@ async def execute_tool_call(
     )
 
 
-def _redacting(ctx: ToolContext, redactor: Redactor) -> ToolContext:
-    """``ctx`` whose ``emit`` redacts each live chunk (a secret split across two chunks is the
-    one case this cannot catch; the final output is redacted whole)."""
-    if not redactor:
-        return ctx
-    emit = ctx.emit
+class _LiveOutput:
+    """The call's ``emit``, redacted per channel as a stream: a tail that could be the start of
+    a secret is held back until the next chunk shows it is not (or the call ends), so a secret
+    split across two chunks never goes out in pieces."""
 
-    def redacted_emit(channel: str, chunk: str) -> None:
-        emit(channel, redactor.redact_text(chunk))
+    def __init__(self, emit: Emit, redactor: Redactor) -> None:
+        self._emit = emit
+        self._redactor = redactor
+        self._streams: dict[str, StreamRedactor[str]] = {}
 
-    return replace(ctx, emit=redacted_emit)
+    def context(self, ctx: ToolContext) -> ToolContext:
+        if not self._redactor:
+            return ctx
+        return replace(ctx, emit=self._redacted_emit, redactor=self._redactor)
+
+    def _redacted_emit(self, channel: str, chunk: str) -> None:
+        stream = self._streams.get(channel)
+        if stream is None:
+            stream = self._streams[channel] = self._redactor.stream()
+        safe = stream.feed(chunk)
+        if safe:
+            self._emit(channel, safe)
+
+    def flush(self) -> None:
+        for channel, stream in self._streams.items():
+            rest = stream.flush()
+            if rest:
+                self._emit(channel, rest)
 
 
 def _refusal(

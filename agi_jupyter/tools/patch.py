@@ -9,17 +9,27 @@ ignoring trailing whitespace, then surrounding whitespace, then typographic punc
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
 
+from agi_jupyter.errors import ToolError
 from agi_jupyter.tools.base import Tool, ToolArgs, ToolContext, ToolResult
-from agi_jupyter.tools.builtin_fs import read_text_file
+from agi_jupyter.tools.builtin_fs import read_text_if_exists
 from agi_jupyter.tools.diffs import FileChange, describe, file_diff_draft, summarize
 from agi_jupyter.tools.patch_parse import FileOp, Hunk, ParsedPatch, PatchError, parse_patch
-from agi_jupyter.tools.paths import relative_posix, resolve_in_project, write_bytes_atomic
+from agi_jupyter.tools.paths import (
+    MissingPath,
+    delete_in_project,
+    project_relpath,
+    read_bytes_in_project,
+    stat_in_project,
+    write_bytes_in_project,
+)
 
 _PUNCTUATION = str.maketrans(
     {
@@ -153,46 +163,52 @@ def _find_block(
 
 @dataclass
 class _Plan:
+    """The files a patch touches, by path relative to the root (symlinks resolved), and what
+    each will hold (None: deleted). Files are read and written through ``tools.paths``."""
+
     root: Path
-    state: dict[Path, str | None] = field(default_factory=dict)
+    state: dict[str, str | None] = field(default_factory=dict)
     changes: list[FileChange] = field(default_factory=list)
 
-    def current(self, path: Path, shown: str) -> str | None:
-        if path in self.state:
-            return self.state[path]
-        return read_text_file(path, shown) if path.exists() else None
+    def current(self, rel: str) -> str | None:
+        if rel in self.state:
+            return self.state[rel]
+        return read_text_if_exists(self.root, rel)
 
-    def resolve(self, raw: str) -> tuple[Path, str]:
-        path = resolve_in_project(self.root, raw, for_write=True)
-        return path, relative_posix(self.root, path)
+    def resolve(self, raw: str) -> str:
+        return project_relpath(self.root, raw, for_write=True)
+
+    def is_dir(self, rel: str) -> bool:
+        info = stat_in_project(self.root, rel)
+        return info is not None and stat.S_ISDIR(info.st_mode)
 
     def apply(self, op: FileOp) -> None:
-        path, shown = self.resolve(op.path)
-        old = self.current(path, shown)
+        shown = self.resolve(op.path)
+        old = None if self.is_dir(shown) else self.current(shown)
         if op.op == "add":
-            if old is not None or path.is_dir():
+            if old is not None or self.is_dir(shown):
                 raise PatchError(f"cannot add {shown}: it already exists; use '*** Update File'")
-            self.state[path] = op.content or ""
+            self.state[shown] = op.content or ""
             self.changes.append(FileChange(path=shown, op="add", old=None, new=op.content or ""))
             return
         if old is None:
             raise PatchError(f"cannot {op.op} {shown}: no such file")
         if op.op == "delete":
-            self.state[path] = None
+            self.state[shown] = None
             self.changes.append(FileChange(path=shown, op="delete", old=old, new=None))
             return
         new = apply_hunks(old, op.hunks, shown)
-        target, target_shown = (path, shown) if op.move_to is None else self.resolve(op.move_to)
-        if target != path:
-            if self.current(target, target_shown) is not None or target.is_dir():
-                raise PatchError(f"cannot move {shown} to {target_shown}: it already exists")
-            self.state[path] = None
+        target = shown if op.move_to is None else self.resolve(op.move_to)
+        if target != shown:
+            if self.current(target) is not None or self.is_dir(target):
+                raise PatchError(f"cannot move {shown} to {target}: it already exists")
+            self.state[shown] = None
         self.state[target] = new
-        moved = target_shown if target != path else None
+        moved = target if target != shown else None
         self.changes.append(FileChange(path=shown, op="update", old=old, new=new, move_to=moved))
 
 
-def plan_patch(root: Path, parsed: ParsedPatch) -> tuple[dict[Path, str | None], list[FileChange]]:
+def plan_patch(root: Path, parsed: ParsedPatch) -> tuple[dict[str, str | None], list[FileChange]]:
     """What every touched file will contain (None: deleted) and the changes, or PatchError."""
     plan = _Plan(root.resolve())
     for op in parsed.ops:
@@ -200,25 +216,36 @@ def plan_patch(root: Path, parsed: ParsedPatch) -> tuple[dict[Path, str | None],
     return plan.state, plan.changes
 
 
-def write_plan(state: dict[Path, str | None]) -> None:
+def write_plan(root: Path, state: dict[str, str | None]) -> None:
     """Write every file of the plan; on an OS error, put back those already written."""
-    originals = {path: path.read_bytes() if path.is_file() else None for path in state}
-    done: list[Path] = []
+    originals = {rel: _bytes_or_none(root, rel) for rel in state}
+    done: list[str] = []
     try:
-        for path, content in state.items():
-            done.append(path)
+        for rel, content in state.items():
+            done.append(rel)
             if content is None:
-                path.unlink(missing_ok=True)
+                delete_in_project(root, rel)
             else:
-                write_bytes_atomic(path, content.encode("utf-8"))
-    except OSError as e:
-        for path in done:
-            before = originals[path]
-            if before is None:
-                path.unlink(missing_ok=True)
-            else:
-                write_bytes_atomic(path, before)
+                write_bytes_in_project(root, rel, content.encode("utf-8"))
+    except (OSError, ToolError) as e:
+        for rel in done:
+            _restore(root, rel, originals[rel])
         raise PatchError(f"writing the patch failed ({e}); the files were restored") from None
+
+
+def _bytes_or_none(root: Path, rel: str) -> bytes | None:
+    try:
+        return read_bytes_in_project(root, rel)[0]
+    except MissingPath:
+        return None
+
+
+def _restore(root: Path, rel: str, before: bytes | None) -> None:
+    with contextlib.suppress(OSError, ToolError):
+        if before is None:
+            delete_in_project(root, rel)
+        else:
+            write_bytes_in_project(root, rel, before)
 
 
 # --- the tool --------------------------------------------------------------------------------
@@ -247,7 +274,7 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
         parsed = parse_patch(args.patch)
         root = ctx.project.resolve()
         state, changes = await asyncio.to_thread(plan_patch, root, parsed)
-        await asyncio.to_thread(write_plan, state)
+        await asyncio.to_thread(write_plan, root, state)
         for change in changes:
             ctx.emit("patch", change.diff())
         summary = summarize(changes)

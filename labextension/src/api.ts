@@ -73,7 +73,14 @@ type Operation<P extends Path, M extends Method> = NonNullable<paths[P][M]>;
 type Parameters<O> = O extends { parameters: infer T } ? T : never;
 type QueryOf<O> = NonNullable<Parameters<O> extends { query?: infer Q } ? Q : never>;
 type PathParams<O> = Parameters<O> extends { path: infer T } ? T : never;
-type Body<O> = O extends { requestBody: { content: { 'application/json': infer B } } } ? B : never;
+// A body the document marks optional (no field required) is `requestBody?`: still typed.
+type Body<O> = O extends { requestBody?: infer R }
+  ? [NonNullable<R>] extends [never]
+    ? never
+    : NonNullable<R> extends { content: { 'application/json': infer B } }
+      ? B
+      : never
+  : never;
 type Success<O> = O extends { responses: infer R } ? R[Extract<keyof R, 200 | 201 | 202>] : never;
 type Json<O> = Success<O> extends { content: { 'application/json': infer J } } ? J : never;
 

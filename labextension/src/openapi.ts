@@ -680,7 +680,10 @@ export interface components {
              * @enum {string}
              */
             role: "user" | "assistant";
-            /** Content */
+            /**
+             * Content
+             * @description Not blank.
+             */
             content: string;
         };
         /** Deleted */
@@ -1071,7 +1074,8 @@ export interface components {
         };
         /**
          * OneShotRequest
-         * @description One prompt (or a short conversation ending with a user turn) in a fresh session.
+         * @description One prompt, or a short conversation ending with a user turn (its last turn is the
+         *     prompt), answered in a fresh session.
          */
         OneShotRequest: {
             /**
@@ -1117,7 +1121,11 @@ export interface components {
              * @default null
              */
             sdk?: ("native" | "claude" | "codex" | "acp") | null;
-        };
+        } & (({
+            prompt: string;
+        } | {
+            messages: unknown[];
+        }) & unknown & unknown);
         /** ProviderInfo */
         ProviderInfo: {
             /** Name */
@@ -1438,7 +1446,7 @@ export interface components {
              * @default null
              */
             system_prompt?: string | null;
-        };
+        } & (unknown & unknown);
         /** RunEvents */
         RunEvents: {
             /** Events */
@@ -1773,7 +1781,6 @@ export interface components {
             sdk?: ("native" | "claude" | "codex" | "acp") | null;
             /**
              * Model
-             * @description provider:model, e.g. openai:gpt-5-mini.
              * @default null
              */
             model?: string | null;
@@ -1807,7 +1814,7 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-        };
+        } & (unknown & unknown);
         /** SessionCreated */
         SessionCreated: {
             /**
@@ -1847,7 +1854,11 @@ export interface components {
         SessionResponse: {
             session: components["schemas"]["Session"];
         };
-        /** SessionUpdate */
+        /**
+         * SessionUpdate
+         * @description Fields to change; a null leaves agent, sdk, model, queue_mode, tools and metadata as
+         *     they are (and clears the others).
+         */
         SessionUpdate: {
             /**
              * Title
@@ -1902,7 +1913,7 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
-        };
+        } & (unknown & unknown);
         /** SessionUpdated */
         SessionUpdated: {
             /**
@@ -2444,6 +2455,44 @@ export interface components {
              */
             duplicate: boolean;
         };
+        /**
+         * WebhookPayload
+         * @description An OpenAI webhook event (checked only after its signature): its ``type`` says what
+         *     happened, ``data.id`` names the response it is about.
+         */
+        WebhookPayload: {
+            /**
+             * Type
+             * @example response.completed
+             */
+            type: string;
+            /**
+             * Id
+             * @description The event id (deliveries are kept once per id).
+             * @default null
+             */
+            id?: string | null;
+            /**
+             * Object
+             * @default null
+             */
+            object?: string | null;
+            /**
+             * Created At
+             * @default null
+             */
+            created_at?: number | null;
+            /**
+             * Data
+             * @description {id: the response id}
+             * @default null
+             */
+            data?: {
+                [key: string]: unknown;
+            } | null;
+        } & {
+            [key: string]: unknown;
+        };
     };
     responses: never;
     parameters: never;
@@ -2471,6 +2520,17 @@ export interface operations {
                     "application/json": unknown;
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -2485,11 +2545,11 @@ export interface operations {
     listSessions: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
-                /** @description The next_cursor of the previous page. */
+                /** @description The next_cursor of the previous page (empty: the first page). */
                 cursor?: string | null;
             };
             header?: never;
@@ -2516,8 +2576,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, CURSOR_NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2530,14 +2610,14 @@ export interface operations {
     createSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["SessionCreate"];
             };
@@ -2552,7 +2632,7 @@ export interface operations {
                     "application/json": components["schemas"]["SessionResponse"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR */
+            /** @description Error codes: VALIDATION_ERROR, SDK_MODEL_MISMATCH */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2561,8 +2641,37 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, AGENT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: SDK_MODEL_MISMATCH */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2584,7 +2693,7 @@ export interface operations {
     getSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -2604,6 +2713,17 @@ export interface operations {
                     "application/json": components["schemas"]["SessionResponse"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -2613,7 +2733,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SESSION_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2627,7 +2747,7 @@ export interface operations {
     deleteSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -2647,6 +2767,17 @@ export interface operations {
                     "application/json": components["schemas"]["Deleted"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -2656,7 +2787,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SESSION_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2670,7 +2801,7 @@ export interface operations {
     updateSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -2679,7 +2810,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["SessionUpdate"];
             };
@@ -2694,9 +2825,20 @@ export interface operations {
                     "application/json": components["schemas"]["SessionResponse"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR */
+            /** @description Error codes: VALIDATION_ERROR, SDK_MODEL_MISMATCH */
             400: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2712,8 +2854,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SESSION_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: SDK_MODEL_MISMATCH */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2735,11 +2886,11 @@ export interface operations {
     listMessages: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
-                /** @description The next_cursor of the previous page. */
+                /** @description The next_cursor of the previous page (empty: the first page). */
                 cursor?: string | null;
             };
             header?: never;
@@ -2768,6 +2919,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -2777,7 +2939,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SESSION_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, CURSOR_NOT_FOUND, SESSION_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2791,7 +2953,7 @@ export interface operations {
     postMessage: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -2817,9 +2979,20 @@ export interface operations {
                     "text/event-stream": components["schemas"]["Event"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
             400: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2835,8 +3008,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SESSION_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2858,7 +3040,7 @@ export interface operations {
     getHistory: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description simple: user/assistant text; full: every part of every message. */
                 view?: "simple" | "full";
@@ -2889,6 +3071,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -2898,7 +3091,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SESSION_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2912,9 +3105,9 @@ export interface operations {
     streamSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
-                /** @description Resume after this stored-event cursor (an SSE id: opaque text; the Last-Event-ID header works too); default: from now. */
+                /** @description Resume after this position: the opaque `id` of an SSE event of this stream (as Last-Event-ID does). Default (and empty): from now. */
                 after_cursor?: string | null;
             };
             header?: never;
@@ -2943,6 +3136,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -2952,7 +3156,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SESSION_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, CURSOR_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2966,11 +3170,11 @@ export interface operations {
     listRuns: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
-                /** @description The next_cursor of the previous page. */
+                /** @description The next_cursor of the previous page (empty: the first page). */
                 cursor?: string | null;
             };
             header?: never;
@@ -2999,6 +3203,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -3008,7 +3223,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SESSION_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, CURSOR_NOT_FOUND, SESSION_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3022,7 +3237,7 @@ export interface operations {
     createRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3031,7 +3246,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["RunCreate"];
             };
@@ -3046,9 +3261,20 @@ export interface operations {
                     "application/json": components["schemas"]["RunResponse"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, NO_USER_MESSAGE */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
             400: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3064,8 +3290,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SESSION_NOT_FOUND, MESSAGE_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND, MESSAGE_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, NO_USER_MESSAGE */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3087,7 +3322,7 @@ export interface operations {
     streamRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3096,7 +3331,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["RunStreamCreate"];
             };
@@ -3113,9 +3348,20 @@ export interface operations {
                     "text/event-stream": components["schemas"]["Event"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, NO_USER_MESSAGE */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
             400: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3131,8 +3377,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SESSION_NOT_FOUND, MESSAGE_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND, MESSAGE_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, NO_USER_MESSAGE */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3154,7 +3409,7 @@ export interface operations {
     getRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3174,6 +3429,17 @@ export interface operations {
                     "application/json": components["schemas"]["RunResponse"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -3183,7 +3449,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: RUN_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3197,7 +3463,7 @@ export interface operations {
     cancelRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3217,6 +3483,17 @@ export interface operations {
                     "application/json": components["schemas"]["RunResponse"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -3226,7 +3503,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: RUN_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3249,7 +3526,7 @@ export interface operations {
     getRunEvents: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Replay events with a greater seq. */
                 after_seq?: number;
@@ -3284,6 +3561,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -3293,7 +3581,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: RUN_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3307,7 +3595,7 @@ export interface operations {
     listRunArtifacts: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3327,6 +3615,17 @@ export interface operations {
                     "application/json": components["schemas"]["ArtifactList"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -3336,7 +3635,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: RUN_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3350,7 +3649,7 @@ export interface operations {
     undoRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3359,7 +3658,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["UndoRequest"];
             };
@@ -3383,6 +3682,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -3392,7 +3702,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: RUN_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3424,7 +3734,7 @@ export interface operations {
     listRunChanges: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3444,6 +3754,17 @@ export interface operations {
                     "application/json": components["schemas"]["ChangeList"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -3453,7 +3774,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: RUN_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3467,7 +3788,7 @@ export interface operations {
     getArtifact: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3487,6 +3808,17 @@ export interface operations {
                     "application/json": components["schemas"]["ArtifactResponse"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -3496,7 +3828,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: ARTIFACT_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, ARTIFACT_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3510,7 +3842,7 @@ export interface operations {
     getArtifactContent: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3530,6 +3862,17 @@ export interface operations {
                     "application/octet-stream": unknown;
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -3539,7 +3882,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: ARTIFACT_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, ARTIFACT_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3553,14 +3896,14 @@ export interface operations {
     oneShot: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["OneShotRequest"];
             };
@@ -3577,7 +3920,7 @@ export interface operations {
                     "text/event-stream": components["schemas"]["Event"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3586,8 +3929,37 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, AGENT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3609,7 +3981,7 @@ export interface operations {
     listAgents: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3627,8 +3999,28 @@ export interface operations {
                     "application/json": components["schemas"]["AgentList"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3641,7 +4033,7 @@ export interface operations {
     listTools: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Only the tools this agent is offered. */
                 agent?: string | null;
@@ -3670,8 +4062,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, AGENT_NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3684,7 +4096,7 @@ export interface operations {
     listProviders: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3702,8 +4114,28 @@ export interface operations {
                     "application/json": components["schemas"]["ProviderList"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3716,7 +4148,7 @@ export interface operations {
     listSdks: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3734,8 +4166,28 @@ export interface operations {
                     "application/json": components["schemas"]["SdkList"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3748,7 +4200,7 @@ export interface operations {
     getStats: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3766,8 +4218,28 @@ export interface operations {
                     "application/json": components["schemas"]["Stats"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3780,11 +4252,11 @@ export interface operations {
     listTasks: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
-                /** @description The next_cursor of the previous page. */
+                /** @description The next_cursor of the previous page (empty: the first page). */
                 cursor?: string | null;
                 status?: ("pending" | "in_progress" | "done" | "cancelled") | null;
             };
@@ -3812,8 +4284,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, CURSOR_NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3847,6 +4339,17 @@ export interface operations {
             /** @description Error codes: VALIDATION_ERROR */
             400: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3889,6 +4392,17 @@ export interface operations {
             /** @description Error codes: VALIDATION_ERROR */
             400: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3946,6 +4460,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
                 headers: {
@@ -3978,14 +4503,25 @@ export interface operations {
     openaiWebhook: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
-            header?: never;
+            header: {
+                /** @description The delivery's id (the same for every retry of it). */
+                "webhook-id": string;
+                /** @description Unix time of the delivery (at most five minutes away from now). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of id.timestamp.body>` (Standard Webhooks). */
+                "webhook-signature": string;
+            };
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayload"];
+            };
+        };
         responses: {
             /** @description OK */
             200: {
@@ -3996,7 +4532,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookAck"];
                 };
             };
-            /** @description Error codes: WEBHOOK_NOT_CONFIGURED */
+            /** @description Error codes: VALIDATION_ERROR */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4008,6 +4544,26 @@ export interface operations {
             /** @description Error codes: INVALID_SIGNATURE */
             401: {
                 headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, WEBHOOK_NOT_CONFIGURED */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -4017,6 +4573,8 @@ export interface operations {
             /** @description Error codes: RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4028,14 +4586,14 @@ export interface operations {
     tick: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["TickRequest"];
             };
@@ -4059,8 +4617,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: FORBIDDEN */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -131,7 +131,7 @@ export class SessionStreams {
         if (isAbort(error) || scope.aborted) {
           return;
         }
-        if (error instanceof ApiError && (error.status === 404 || error.status === 403)) {
+        if (error instanceof ApiError && [401, 403, 404].includes(error.status)) {
           this.host.reportError(error);
           return;
         }

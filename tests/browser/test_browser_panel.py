@@ -222,6 +222,9 @@ def test_diffs_and_research_reports_in_the_artifacts_view(
     shoot(page, "artifacts-02-diff")
 
 
+SDK_MODELS = {"claude": "anthropic:claude-sonnet-4-6", "codex": "openai:gpt-5-codex"}
+
+
 def test_the_folder_picker_pins_the_project(page: Any, lab: LabServer, fake: FakeLLMServer) -> None:
     (lab.root / "picked-project" / ".agi").mkdir(parents=True, exist_ok=True)  # its own store
     open_lab(page, lab)
@@ -252,10 +255,13 @@ def test_the_folder_picker_pins_the_project(page: Any, lab: LabServer, fake: Fak
     # Whatever is installed here: another SDK than the default if one is available.
     available = [s["id"] for s in listed["sdks"] if s["available"]]
     chosen = next((i for i in available if i != listed["default_sdk"]), listed["default_sdk"])
+    model = SDK_MODELS.get(chosen, "")  # a model that SDK runs (others are refused at creation)
     with page.expect_request(
         lambda r: r.method == "POST" and re.search(r"/agi/v1/sessions(\?|$)", r.url)
     ) as posted:
-        session_id = new_session(page, agent="build", sdk=chosen, title="in the picked folder")
+        session_id = new_session(
+            page, agent="build", sdk=chosen, model=model, title="in the picked folder"
+        )
     assert posted.value.post_data_json["sdk"] == chosen
     stored = lab.api("GET", f"agi/v1/sessions/{session_id}?project=picked-project")
     assert stored["session"]["sdk"] == chosen

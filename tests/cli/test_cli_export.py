@@ -96,6 +96,6 @@ def test_export_defaults_to_the_session_id_and_will_not_overwrite(
 def test_export_of_an_unknown_session(run_cli: RunCli, project: Path) -> None:
     result = run_cli("export", "ses_missing", "--to", "x.ipynb")
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr.count("\n") == 1
     assert not (project / "x.ipynb").exists()

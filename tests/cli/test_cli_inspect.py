@@ -117,7 +117,7 @@ def test_cancel_and_tick(run_cli: RunCli, agi: Agi) -> None:
     ticked = json_of(run_cli, "tick")
 
     assert cancelled.stdout == f"{queued.id} cancelled\n"
-    assert again.exit_code == 1
+    assert again.exit_code == 2
     assert again.stderr == f"agi: run {queued.id} has already ended\n"
     assert isinstance(ticked, dict)
     assert ticked["executed"] == 1
@@ -156,7 +156,7 @@ def test_artifacts_and_artifact(
     assert "saved 4 bytes" in saved.stderr
     assert isinstance(meta, dict)
     assert (meta["id"], meta["content"]) == (text.id, "hello\n")
-    assert run_cli("artifact", "art_missing").exit_code == 1
+    assert run_cli("artifact", "art_missing").exit_code == 2
 
 
 def test_tasks(run_cli: RunCli, agi: Agi) -> None:
@@ -246,7 +246,7 @@ def test_models(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_unknown_ids_are_one_line_errors(run_cli: RunCli) -> None:
     for args in (["show", "ses_x"], ["run", "run_x"], ["events", "run_x"], ["runs", "ses_x"]):
         result = run_cli(*args)
-        assert result.exit_code == 1
+        assert result.exit_code == 2
         assert result.stderr.count("\n") == 1
         assert "not found" in result.stderr
 

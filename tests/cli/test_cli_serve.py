@@ -149,11 +149,13 @@ def test_server_errors_are_one_line(served: Served, run_cli: RunCli) -> None:
         "--server", served.url, "--token", served.token, "-m", "anthropic:claude-haiku-4-5", "hi"
     )
 
-    assert missing.exit_code == 1
+    assert missing.exit_code == 2  # README: an id that names nothing is bad usage
     assert missing.stderr.count("\n") == 1
     assert "not found" in missing.stderr
-    assert refused.exit_code == 1
-    assert "HTTP 403" in refused.stderr or "HTTP 401" in refused.stderr
+    assert refused.exit_code == 3  # README: not configured, saying what to set
+    assert "HTTP 401" in refused.stderr
+    assert "--token" in refused.stderr
+    assert refused.stderr.count("\n") == 1
     assert unconfigured.exit_code == 3
     assert "not configured" in unconfigured.stderr
 

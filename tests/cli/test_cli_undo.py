@@ -80,5 +80,5 @@ def test_undo_of_a_run_without_changes_and_of_an_unknown_run(
     assert done.exit_code == 0
     assert "changed no notebook" in done.stdout
     unknown = run_cli("undo", "run_nope")
-    assert unknown.exit_code == 1
+    assert unknown.exit_code == 2  # an id that names nothing is bad usage (README)
     assert "not found" in unknown.stderr

@@ -248,7 +248,9 @@ def test_line_magic_commands(cell: RunCell, ctx: Any, fake_llm: FakeLLMServer) -
     assert "new session" in new.stdout
     assert ctx.agi.session(ctx.session_id).agent == "plan"
     assert "native (default)" in cell("%agi sdks").value.to_text()
-    on_claude = cell("%agi new --sdk claude")
+    refused = cell("%agi new --sdk claude")  # the default model (fake:echo) is no Claude model
+    assert "the claude SDK cannot run fake:echo" in refused.stderr
+    on_claude = cell("%agi new --sdk claude --model anthropic:claude-sonnet-4-6")
     assert "sdk claude" in on_claude.stdout
     assert ctx.agi.session(ctx.session_id).sdk == "claude"
     assert "claude" in [row[5] for row in cell("%agi sessions").value.rows]

@@ -123,7 +123,8 @@ def test_a_file_changed_on_disk_during_a_change_is_not_written(
             self.path.write_bytes(self.path.read_bytes().replace(b"# Analysis", b"# Mine"))
             return loaded
 
-    doc = NotebookDocument(RacingFile(notebook, "analysis.ipynb"), "analysis.ipynb")
+    racing = RacingFile(project.resolve(), notebook.resolve(), "analysis.ipynb")
+    doc = NotebookDocument(racing, "analysis.ipynb")
     with pytest.raises(NotebookError) as info:
         asyncio.run(doc.insert("code", "print(1)"))
     assert info.value.code == "NOTEBOOK_CHANGED_ON_DISK"

@@ -20,6 +20,7 @@ from agi_jupyter.errors import (
     ProviderError,
     ProviderHTTPError,
     ProviderNotConfigured,
+    SdkModelMismatch,
     SdkNotAvailable,
     UsageError,
 )
@@ -233,11 +234,9 @@ def test_run_without_a_key_is_not_configured(agi_for: MakeAgi, tmp_path: Path) -
 
 def test_a_model_codex_cannot_run_is_refused(agi_for: MakeAgi, tmp_path: Path) -> None:
     agi = agi_for(_executable(tmp_path / "codex"), anthropic_key="sk-test-anthropic-secret-2")
-    ses = agi.new_session(sdk="codex", model="anthropic:claude-sonnet-4-5")
-    result = agi.ask("hi", session=ses.id)
-    assert result.run.error is not None
-    assert result.run.error["code"] == "VALIDATION_ERROR"
-    assert "codex SDK runs OpenAI Responses models" in result.run.error["message"]
+    with pytest.raises(SdkModelMismatch, match="codex SDK cannot run anthropic:claude-sonnet-4-5"):
+        agi.new_session(sdk="codex", model="anthropic:claude-sonnet-4-5")  # refused at once
+    assert agi.sessions().items == []
 
 
 def test_crash_message_is_redacted(agi_for: MakeAgi, tmp_path: Path) -> None:

@@ -331,8 +331,9 @@ def test_matrix_interrupt_without_the_capability_falls_back_to_the_queue(
 
 
 def test_sdk_setting_precedence_and_validation(make_agi: MakeAgi, project: Path) -> None:
-    (project / ".agi" / "agents.json").write_text(json.dumps({"coder": {"sdk": "codex"}}))
-    agi = make_agi(config={"default_sdk": "claude"})
+    coder = {"sdk": "codex", "model": "openai:gpt-5-codex"}  # a model its SDK runs
+    (project / ".agi" / "agents.json").write_text(json.dumps({"coder": coder}))
+    agi = make_agi(config={"default_sdk": "claude", "default_model": "anthropic:claude-x"})
     assert agi.new_session().sdk == "claude"  # the configured default
     assert agi.new_session(agent="coder").sdk == "codex"  # the agent's own
     assert agi.new_session(agent="coder", sdk="native").sdk == "native"  # explicit wins

@@ -47,9 +47,12 @@ def signed(
     payload: dict[str, Any],
     *,
     secret: str = SECRET,
-    msg_id: str = "msg_1",
+    msg_id: str | None = None,
     at: datetime | None = None,
 ) -> tuple[bytes, dict[str, str]]:
+    """A delivery as OpenAI signs it; its ``webhook-id`` is ``msg_<event id>`` unless given
+    (each delivery of an event has its own)."""
+    msg_id = msg_id or f"msg_{payload.get('id', '1')}"
     body = json.dumps(payload)
     moment = at or datetime.now(UTC)
     headers = {

@@ -41,8 +41,9 @@ async def test_every_route_needs_jupyter_auth(jp_fetch: Any, route: Route) -> No
             headers={"Authorization": ""},
             allow_nonstandard_methods=True,
         )
-    assert info.value.code == 403
-    assert json.loads(info.value.response.body)["error"]["code"] == "FORBIDDEN"
+    assert info.value.code == 401
+    assert json.loads(info.value.response.body)["error"]["code"] == "UNAUTHORIZED"
+    assert info.value.response.headers["WWW-Authenticate"] == 'Token realm="jupyter"'
 
 
 async def test_sessions_crud(fetch: Fetch) -> None:
@@ -89,7 +90,9 @@ async def test_sessions_are_paginated(fetch: Fetch) -> None:
             break
     assert titles == ["s4", "s3", "s2", "s1", "s0"]
     bad = await fetch("sessions", params={"cursor": "garbage"})
-    assert (bad.status, bad.error["code"]) == (400, "VALIDATION_ERROR")
+    assert (bad.status, bad.error["code"]) == (404, "CURSOR_NOT_FOUND")
+    first = await fetch("sessions", params={"page_size": "2", "cursor": ""})  # empty: page one
+    assert [s["title"] for s in first.data["sessions"]] == ["s4", "s3"]
     too_big = await fetch("sessions", params={"page_size": "100000"})
     assert (too_big.status, too_big.error["code"]) == (400, "VALIDATION_ERROR")
 
@@ -115,7 +118,7 @@ async def test_messages_and_history(fetch: Fetch) -> None:
     unknown = await fetch("sessions", "ses_nope", "messages")
     assert unknown.error["code"] == "SESSION_NOT_FOUND"
     bad_cursor = await fetch("sessions", session, "messages", params={"cursor": "msg_nope"})
-    assert bad_cursor.error["code"] == "VALIDATION_ERROR"
+    assert (bad_cursor.status, bad_cursor.error["code"]) == (404, "CURSOR_NOT_FOUND")
 
 
 @pytest.mark.parametrize(
@@ -174,9 +177,9 @@ async def test_unknown_ids_are_404(
     assert (reply.status, reply.error["code"]) == (404, code), reply
 
 
-async def test_unknown_agent_and_model_are_400(fetch: Fetch) -> None:
+async def test_unknown_agent_is_404_and_unknown_model_400(fetch: Fetch) -> None:
     agent = await fetch("sessions", method="POST", json={"agent": "nobody"})
-    assert (agent.status, agent.error["code"]) == (400, "VALIDATION_ERROR")
+    assert (agent.status, agent.error["code"]) == (404, "AGENT_NOT_FOUND")
     model = await fetch("sessions", method="POST", json={"model": "mystery-model"})
     assert (model.status, model.error["code"]) == (400, "VALIDATION_ERROR")
 
@@ -207,14 +210,11 @@ async def test_projects_are_folders_under_the_root(fetch: Fetch, server_root: Pa
     in_root = await fetch("sessions")
     assert [s["title"] for s in in_alpha.data["sessions"]] == ["in alpha"]
     assert in_root.data["sessions"] == []
-    for escape in ("..", "../..", "alpha/../..", "/etc"):
-        bad = await fetch("sessions", params={"project": escape})
-        assert (bad.status, bad.error["code"]) == (400, "VALIDATION_ERROR"), escape
     (server_root / "link").symlink_to(server_root.parent)
-    linked = await fetch("sessions", params={"project": "link"})
-    assert linked.status == 400
-    missing = await fetch("sessions", params={"project": "nope"})
-    assert (missing.status, missing.error["code"]) == (404, "PROJECT_NOT_FOUND")
+    # Whatever is not a folder under the root is not a project, for the API: a 404.
+    for escape in ("..", "../..", "alpha/../..", "/etc", "link", "nope", "x" * 300, "a\x00b"):
+        bad = await fetch("sessions", params={"project": escape})
+        assert (bad.status, bad.error["code"]) == (404, "PROJECT_NOT_FOUND"), escape
 
 
 async def test_catalogue(fetch: Fetch) -> None:
@@ -235,7 +235,7 @@ async def test_catalogue(fetch: Fetch) -> None:
     stats = await fetch("stats")
     assert stats.data["sessions"] == 0
     unknown_agent = await fetch("tools", params={"agent": "nobody"})
-    assert unknown_agent.status == 400
+    assert (unknown_agent.status, unknown_agent.error["code"]) == (404, "AGENT_NOT_FOUND")
 
 
 async def test_sdks_and_session_sdk(fetch: Fetch) -> None:
@@ -247,7 +247,11 @@ async def test_sdks_and_session_sdk(fetch: Fetch) -> None:
     assert sdks["native"]["available"] is True
     assert sdks["native"]["capabilities"]["interrupt"] is True
     assert sdks["codex"]["capabilities"]["queue_while_streaming"] is False
-    created = await fetch("sessions", method="POST", json={"sdk": "claude", "agent": "plan"})
+    created = await fetch(
+        "sessions",
+        method="POST",
+        json={"sdk": "claude", "agent": "plan", "model": "anthropic:claude-sonnet-4-6"},
+    )
     assert created.status == 201
     assert created.data["session"]["sdk"] == "claude"
     session_id = created.data["session"]["id"]
@@ -255,6 +259,39 @@ async def test_sdks_and_session_sdk(fetch: Fetch) -> None:
     assert changed.data["session"]["sdk"] == "native"
     bad = await fetch("sessions", method="POST", json={"sdk": "pi"})
     assert (bad.status, bad.error["code"]) == (400, "VALIDATION_ERROR")
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ({"sdk": "claude", "model": "openai:gpt-5-mini"}, 400),  # the request contradicts itself
+        ({"sdk": "codex", "model": "anthropic:claude-sonnet-4-6"}, 400),
+        ({"sdk": "claude"}, 409),  # the project's default model (openai here) does not fit
+    ],
+)
+async def test_a_session_whose_sdk_cannot_run_its_model_is_refused(
+    fetch: Fetch, body: dict[str, str], status: int
+) -> None:
+    reply = await fetch("sessions", method="POST", json=body)
+    assert (reply.status, reply.error["code"]) == (status, "SDK_MODEL_MISMATCH")
+    assert (await fetch("sessions")).data["sessions"] == []
+
+
+async def test_changing_a_session_keeps_its_sdk_and_model_compatible(fetch: Fetch) -> None:
+    made = await fetch("sessions", method="POST", json={"sdk": "codex", "model": "gpt-5-codex"})
+    session = made.data["session"]["id"]
+    to_claude = await fetch("sessions", session, method="PATCH", json={"sdk": "claude"})
+    assert (to_claude.status, to_claude.error["code"]) == (409, "SDK_MODEL_MISMATCH")
+    other = await fetch("sessions", session, method="PATCH", json={"model": "claude-x"})
+    assert (other.status, other.error["code"]) == (409, "SDK_MODEL_MISMATCH")
+    both = {"sdk": "claude", "model": "anthropic:claude-sonnet-4-6"}
+    assert (await fetch("sessions", session, method="PATCH", json=both)).status == 200
+    kept = await fetch("sessions", session, method="PATCH", json={"sdk": None, "queue_mode": None})
+    assert (kept.data["session"]["sdk"], kept.data["session"]["queue_mode"]) == ("claude", "queue")
+    override = await fetch(
+        "sessions", session, "messages", method="POST", json={"content": "x", "model": "gpt-5"}
+    )
+    assert (override.status, override.error["code"]) == (409, "SDK_MODEL_MISMATCH")
     agents = await fetch("agents")
     assert all("sdk" in a for a in agents.data["agents"])
 
@@ -271,6 +308,29 @@ async def test_tasks_are_listed_and_paginated(fetch: Fetch, server_root: Path) -
     assert [t["title"] for t in rest.data["tasks"]] == ["task 2"]
     done = await fetch("tasks", params={"status": "done"})
     assert [t["title"] for t in done.data["tasks"]] == ["task 0"]
+
+
+@pytest.mark.parametrize("path", [("nothing-here",), ("sessions", "s", "nope", "deeper")])
+async def test_unknown_paths_under_agi_answer_json(fetch: Fetch, path: tuple[str, ...]) -> None:
+    reply = await fetch(*path)
+    assert (reply.status, reply.error["code"]) == (404, "NOT_FOUND")
+    assert reply.headers["Content-Type"] == "application/json"
+
+
+async def test_a_one_shot_whose_run_fails_at_once_is_no_200(
+    fetch: Fetch, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("AGI_CODEX_BIN", str(tmp_path / "no-codex-here"))
+    body = {"prompt": "hi", "sdk": "codex", "model": "openai:gpt-5-codex"}
+    reply = await fetch("one-shot", method="POST", json=body)
+    assert (reply.status, reply.error["code"]) == (409, "SDK_NOT_AVAILABLE")
+    streamed = await fetch(
+        "one-shot", method="POST", json=body, headers={"Accept": "application/x-ndjson"}
+    )
+    assert streamed.status == 200  # a stream has begun: the failure is its error event
+    events = [json.loads(line) for line in streamed.body.splitlines()]
+    assert events[-1]["run"]["status"] == "failed"
+    assert any(e["type"] == "error" and e["code"] == "SDK_NOT_AVAILABLE" for e in events)
 
 
 async def test_tools_lists_mcp_tools_with_their_server_and_the_servers(

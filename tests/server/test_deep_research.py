@@ -73,10 +73,10 @@ async def test_bad_deep_research_requests(fetch: Fetch) -> None:
     assert stream.error["code"] == "VALIDATION_ERROR"
 
 
-async def test_webhook_without_a_secret_is_400(fetch: Fetch) -> None:
+async def test_webhook_without_a_secret_is_404(fetch: Fetch) -> None:
     body, headers = signed(event_for("resp_x"))
     reply = await fetch("webhooks", "openai", method="POST", body=body, headers=headers)
-    assert (reply.status, reply.error["code"]) == (400, "WEBHOOK_NOT_CONFIGURED")
+    assert (reply.status, reply.error["code"]) == (404, "WEBHOOK_NOT_CONFIGURED")
 
 
 async def test_deep_research_needs_an_openai_key(

@@ -133,7 +133,8 @@ async def test_the_endpoint_needs_jupyter_auth(http_server_client: Any, jp_base_
             content=json.dumps(body),
             headers={"Content-Type": "application/json", "Accept": "application/json"},
         )
-    assert response.status_code == 403
+    assert response.status_code == 401  # refused before the body is read, with a challenge
+    assert response.headers["WWW-Authenticate"] == 'Token realm="jupyter"'
 
 
 async def test_an_unknown_agent_is_a_validation_error(

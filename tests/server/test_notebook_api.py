@@ -157,3 +157,34 @@ async def test_cancelling_a_run_during_notebook_run_interrupts_the_kernel(
         await asyncio.sleep(0.2)
         state = json.loads((await jp_fetch("api", "kernels", kernel_id)).body)["execution_state"]
     assert state == "idle", "the kernel was interrupted, not left sleeping for 120 s"
+
+
+async def test_a_notebook_the_model_names_outside_the_project_is_not_read(
+    fetch: Fetch, fake_llm: FakeLLMServer, server_root: Path
+) -> None:
+    """The user's own notebook may lie anywhere under the server root (the side panel names it
+    from there); a path the model chooses stays inside the run's project."""
+    (server_root / "alpha").mkdir()
+    write_notebook(server_root / "private.ipynb", [("p", "code", "password = 'hunter2-x'")])
+    write_notebook(server_root / "open.ipynb")
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("notebook.read", {"path": "private.ipynb"}, id="theirs")]),
+        Turn(tool_calls=[FakeToolCall("notebook.read", {}, id="own")]),
+        Turn(text="done"),
+    )
+    alpha = {"project": "alpha"}
+    made = await fetch(
+        "sessions",
+        method="POST",
+        json={"agent": "plan", "notebook_path": "open.ipynb"},
+        params=alpha,
+    )
+    session = made.data["session"]["id"]
+    reply = await fetch(
+        "sessions", session, "messages", method="POST", json={"content": "read"}, params=alpha
+    )
+    results = tool_results(reply.data["messages"])
+    assert results["theirs"]["is_error"] is True
+    assert "hunter2" not in json.dumps(reply.data)
+    assert results["own"]["is_error"] is False, results["own"]
+    assert "# Analysis" in results["own"]["output"]

@@ -39,7 +39,7 @@ async def test_a_run_without_input_answers_the_last_user_message(
 ) -> None:
     session = await new_session(fetch)
     empty = await fetch("sessions", session, "runs", method="POST", json={})
-    assert (empty.status, empty.error["code"]) == (400, "NO_USER_MESSAGE")
+    assert (empty.status, empty.error["code"]) == (409, "NO_USER_MESSAGE")
     fake_llm.enqueue(Turn(fault=Fault(status=400)))  # not retryable: the run fails
     failed = await fetch("sessions", session, "messages", method="POST", json={"content": "again?"})
     assert failed.data["run"]["status"] == "failed"

@@ -218,8 +218,9 @@ async def test_session_stream_announces_session_changes(api: Api, fetch: Fetch) 
 
 async def test_session_stream_resumes_after_a_cursor(api: Api, fetch: Fetch, backend: str) -> None:
     """Every stored event carries its cursor as the SSE id; reconnecting with it (Last-Event-ID
-    or after_cursor) continues right after that event. A malformed cursor, or on PostgreSQL a
-    SQLite store's number, is refused before the stream starts."""
+    or after_cursor) continues right after that event. A malformed cursor, or another
+    backend's (a SQLite store's number on PostgreSQL, a PostgreSQL ``p`` position on SQLite),
+    is refused before the stream starts."""
     session = await new_session(fetch)
     done = await fetch("sessions", session, "messages", method="POST", json={"content": "one"})
     assert done.status == 200, done
@@ -252,5 +253,42 @@ async def test_session_stream_resumes_after_a_cursor(api: Api, fetch: Fetch, bac
     bad = ["junk", "12"] if backend == "postgres" else ["junk", "p12"]
     for cursor in bad:
         refused = await fetch("sessions", session, "stream", params={"after_cursor": cursor})
-        assert (refused.status, refused.error["code"]) == (400, "VALIDATION_ERROR"), cursor
-        assert "cursor" in refused.error["message"]
+        assert (refused.status, refused.error["code"]) == (404, "CURSOR_NOT_FOUND"), cursor
+
+
+async def test_every_session_stream_event_of_a_run_carries_an_id_to_resume_from(
+    api: Api, fetch: Fetch, fake_llm: FakeLLMServer
+) -> None:
+    """Runs of this server reach the stream live (from the bus): each event still has an
+    ``id:``, and ``Last-Event-ID`` resumes right after it, with nothing repeated or lost."""
+    session = await new_session(fetch)
+    fake_llm.enqueue(
+        Turn(chunks=[f"{i} " for i in range(10)], fault=Fault(stall_between_events=0.02))
+    )
+    first: list[dict[str, Any]] = []
+    async with api.client() as client:
+        async with client.stream("GET", f"/sessions/{session}/stream") as response:
+            posted = asyncio.ensure_future(
+                fetch("sessions", session, "messages", method="POST", json={"content": "go"})
+            )
+            async for event in sse_events(response):
+                first.append(event)
+                if event["data"]["type"] == "message.completed":  # the user message: stop
+                    break
+        run_id = first[0]["data"]["run_id"]
+        assert all(e.get("id") for e in first), first
+        assert (await posted).status == 200  # the run went on while nobody listened
+        resumed: list[dict[str, Any]] = []
+        headers = {"Last-Event-ID": first[-1]["id"]}
+        async with client.stream("GET", f"/sessions/{session}/stream", headers=headers) as again:
+            async for event in sse_events(again):
+                resumed.append(event)
+                if event["data"]["type"] == "run.final":
+                    break
+    json_reply = {"Accept": "application/json"}
+    stored = (await fetch("runs", run_id, "events", headers=json_reply)).data["events"]
+    after = [e["seq"] for e in stored if e["seq"] > first[-1]["data"]["seq"]]
+    assert [e["data"]["seq"] for e in resumed] == after, "every stored event after it, once"
+    assert all(e.get("id") for e in resumed)
+    bad = await fetch("sessions", session, "stream", params={"after_cursor": "not-a-cursor"})
+    assert (bad.status, bad.error["code"]) == (404, "CURSOR_NOT_FOUND")

@@ -12,6 +12,7 @@ import pytest
 
 from agi_jupyter.app import Agi
 from agi_jupyter.errors import NotFound, UsageError
+from agi_jupyter.records import Page
 from agi_jupyter.research import (
     InvalidSignature,
     ResearchSettings,
@@ -84,14 +85,68 @@ def test_projects_resolve(tmp_path: Path) -> None:
     assert projects.resolve(None) == root.resolve()
     assert projects.resolve("a/b") == (root / "a" / "b").resolve()
     assert projects.resolve("with/sub") == (root / "with").resolve(), "nearest .agi inside"
-    for bad in ("..", "/tmp", "a/../../x", "a\x00"):
-        with pytest.raises(UsageError):
+    for bad in ("..", "/tmp", "a/../../x", "a\x00", "missing", "n" * 5000):
+        with pytest.raises(NotFound) as info:
             projects.resolve(bad)
-    with pytest.raises(NotFound):
-        projects.resolve("missing")
+        assert info.value.code == "PROJECT_NOT_FOUND"
     (outer / ".agi").mkdir()  # a store above the root is never used: the folder gets its own
     assert projects.resolve("a") == (root / "a").resolve()
     assert (root / "a" / ".agi").is_dir()
+
+
+class FakeAgi:
+    """What ``Projects`` uses of an ``Agi``: its folder, local runs, the store, close()."""
+
+    def __init__(self, project: Path) -> None:
+        self.project = project
+        self.closed = False
+        self.local_runs = False
+        self.active: list[str] = []
+        self.runs_manager = self
+        self.store = self
+
+    def has_local_runs(self) -> bool:
+        return self.local_runs
+
+    def list_runs(self, **query: object) -> Page[str]:
+        return Page(items=self.active)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.asyncio
+async def test_open_projects_are_bounded_and_closed_when_idle(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    for i in range(6):
+        (root / f"p{i}").mkdir(parents=True)
+    made: dict[Path, FakeAgi] = {}
+
+    def factory(path: Path) -> FakeAgi:
+        made[path] = FakeAgi(path)
+        return made[path]
+
+    projects = Projects(root, "", factory, max_open=3, idle_timeout=60)  # type: ignore[arg-type]
+    first = await projects.get("p0")
+    held = projects.hold(first)
+    busy = await projects.get("p1")
+    busy.runs_manager.local_runs = True  # type: ignore[attr-defined]
+    waiting = await projects.get("p2")
+    waiting.store.active = ["run_waiting_for_a_webhook"]  # type: ignore[attr-defined]
+    for i in (3, 4, 5):
+        await projects.get(f"p{i}")
+    await projects.wait_closed()
+    # Above max_open, the least recently used closable ones went; p0-p2 may not close.
+    assert sorted(p.name for p in made if made[p].closed) == ["p3", "p4"]
+    assert sorted(a.project.name for a in projects.open()) == ["p0", "p1", "p2", "p5"]
+    projects.release(held)
+    busy.runs_manager.local_runs = False  # type: ignore[attr-defined]
+    assert sorted(p.name for p in projects.evict(now=time.monotonic() + 61)) == ["p0", "p1", "p5"]
+    await projects.wait_closed()
+    assert [a.project.name for a in projects.open()] == ["p2"]
+    again = await projects.get("p0")  # reopened on the next use
+    assert again is not first
+    assert not again.closed  # type: ignore[attr-defined]
 
 
 def test_build_report() -> None:

@@ -71,6 +71,15 @@ async def test_webhook_needs_no_jupyter_auth(fetch: Fetch) -> None:
     assert reply.data == {"ok": True, "duplicate": False}
 
 
+async def test_a_redelivery_is_known_by_its_webhook_id(fetch: Fetch) -> None:
+    body, headers = signed(event_for("resp_w", event_id="evt_w1"), msg_id="msg_same")
+    first = await deliver(fetch, body, headers)
+    # The same delivery again, its payload id changed (a proxy re-wrapping events, say).
+    body, headers = signed(event_for("resp_w", event_id="evt_w2"), msg_id="msg_same")
+    again = await deliver(fetch, body, headers)
+    assert (first.data["duplicate"], again.data["duplicate"]) == (False, True)
+
+
 async def test_deep_research_by_webhook_delivered_100_times(
     fetch: Fetch, fake_llm: FakeLLMServer, server_root: Path
 ) -> None:

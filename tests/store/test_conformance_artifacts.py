@@ -112,3 +112,29 @@ def test_list_artifacts(store: Store, session: Session) -> None:
     assert store.list_artifacts(session_id=session.id) == [by_session, by_run]
     assert store.list_artifacts(run_id=run.id) == [by_run]
     assert store.list_artifacts() == [by_session, by_run, elsewhere]
+
+
+def test_an_artifact_written_in_pieces(small_store: Store, run: Run) -> None:
+    pieces = [b"first piece\n", bytes(range(256)), b"last"]
+    writer = small_store.open_artifact(
+        "tool_output", run_id=run.id, title="out", mime="text/plain", filename="stdout.txt"
+    )
+    for piece in pieces:
+        writer.write(piece)
+    art = writer.commit()
+    whole = b"".join(pieces)
+    assert (art.size, art.sha256, art.session_id) == (len(whole), sha(whole), run.session_id)
+    assert small_store.get_artifact(art.id) == art
+    assert small_store.read_artifact(art.id) == whole
+    aborted = small_store.open_artifact("tool_output", run_id=run.id)
+    aborted.write(b"never mind")
+    aborted.abort()
+    assert [a.id for a in small_store.list_artifacts(run_id=run.id)] == [art.id]
+
+
+def test_a_written_artifact_of_an_unknown_run_leaves_nothing(store: Store) -> None:
+    writer = store.open_artifact("tool_output", run_id="run_nope")
+    writer.write(b"x" * 1000)
+    with pytest.raises(RunNotFound):
+        writer.commit()
+    assert store.list_artifacts() == []

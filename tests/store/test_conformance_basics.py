@@ -22,6 +22,7 @@ def test_package_exports() -> None:
     assert sorted(store_package.__all__) == sorted(
         [
             "MIGRATIONS",
+            "ArtifactWriter",
             "SqliteStore",
             "Store",
             "create_store",

@@ -30,6 +30,25 @@ def test_insert_webhook_event_is_insert_if_absent(store: Store) -> None:
     assert store.list_unprocessed_webhook_events() == [event]
 
 
+def test_a_webhook_redelivery_is_known_by_its_delivery_id_too(store: Store) -> None:
+    first, inserted = store.insert_webhook_event(
+        provider="openai", event_id="evt_a", type="t", payload={}, delivery_id="msg_a"
+    )
+    assert inserted
+    assert first.delivery_id == "msg_a"
+    # The same delivery (webhook-id) with another payload id, then the same payload id again.
+    for event_id, delivery_id in [("evt_b", "msg_a"), ("evt_a", "msg_b")]:
+        again, inserted = store.insert_webhook_event(
+            provider="openai", event_id=event_id, type="t", payload={}, delivery_id=delivery_id
+        )
+        assert (again, inserted) == (first, False)
+    _other, inserted = store.insert_webhook_event(
+        provider="openai", event_id="evt_c", type="t", payload={}, delivery_id="msg_c"
+    )
+    assert inserted
+    assert [e.event_id for e in store.list_unprocessed_webhook_events()] == ["evt_a", "evt_c"]
+
+
 def test_mark_webhook_event_processed_once(store: Store) -> None:
     events = [
         store.insert_webhook_event(provider="openai", event_id=f"e{i}", type="t", payload={})[0]

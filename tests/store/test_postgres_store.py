@@ -271,3 +271,24 @@ def test_without_the_driver_a_database_url_says_what_to_install(project: Path) -
         [sys.executable, "-c", code], check=True, timeout=60, capture_output=True, text=True
     )
     assert "agi-jupyter[postgres]" in out.stdout
+
+
+def test_an_artifact_written_in_pieces_lands_in_the_row_in_chunks(
+    make_pg_store: OpenStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Larger than a chunk and than the in-memory spool: the bytes go through a temporary
+    file and several ``lo_put`` statements, and no large object is left behind."""
+    from agi_jupyter.store.postgres import artifacts
+
+    monkeypatch.setattr(artifacts, "CHUNK", 1000)
+    monkeypatch.setattr(artifacts, "SPOOL", 1500)
+    store = make_pg_store()
+    run = store.create_run(store.create_session().id)
+    writer = store.open_artifact("tool_output", run_id=run.id, filename="out.txt")
+    pieces = [bytes([i]) * 700 for i in range(7)]
+    for piece in pieces:
+        writer.write(piece)
+    art = writer.commit()
+    assert art.path is None
+    assert store.read_artifact(art.id) == b"".join(pieces)
+    assert count(store, "SELECT COUNT(*) FROM pg_largeobject_metadata") == 0

@@ -90,3 +90,15 @@ def test_missing_artifact_files(small_store: SqliteStore, session: Session) -> N
     (small_store.project_dir / art.path).unlink()
     with pytest.raises(ArtifactNotFound, match="missing"):
         small_store.read_artifact(art.id)
+
+
+def test_an_artifact_written_in_pieces_is_a_file(small_store: SqliteStore, run: Run) -> None:
+    writer = small_store.open_artifact("tool_output", run_id=run.id, filename="stdout.txt")
+    writer.write(b"some output")
+    art = writer.commit()
+    assert art.path == f".agi/artifacts/{art.id}/stdout.txt"
+    assert sorted(p.name for p in (small_store.artifacts_dir / art.id).iterdir()) == ["stdout.txt"]
+    aborted = small_store.open_artifact("tool_output", run_id=run.id)
+    aborted.write(b"never mind")
+    aborted.abort()
+    assert sorted(p.name for p in small_store.artifacts_dir.iterdir()) == [art.id]

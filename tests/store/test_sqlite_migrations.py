@@ -39,7 +39,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     },
     "m003_artifacts_webhooks_tasks_capabilities": {
         "artifacts": {*ARTIFACTS.columns, "content"},
-        "webhook_events": set(WEBHOOK_EVENTS.columns),
+        "webhook_events": set(WEBHOOK_EVENTS.columns) - {"delivery_id"},  # m009 adds it
         "tasks": set(TASKS.columns),
         "capabilities": set(CAPABILITIES.columns),
     },
@@ -84,6 +84,7 @@ def test_migrations_are_numbered_in_order() -> None:
         "m005_messages_parts_column",
         "m006_runs_request_hash_index",
         "m008_snapshots_and_changes",
+        "m009_webhook_delivery_id",
         "m013_runs_agent",
     ]
     assert len(set(names)) == len(names)

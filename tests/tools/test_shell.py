@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from agi_jupyter.tools import ToolContext, ToolRegistry, execute_tool_call
+from agi_jupyter.runtime.redacted_store import RedactedStore
+from agi_jupyter.store import SqliteStore
+from agi_jupyter.tools import Redactor, ToolContext, ToolRegistry, execute_tool_call
+from agi_jupyter.tools.shell import LIVE_LIMIT
 from tests.tools.conftest import Call, Emitted, exists, read, write
 
 
@@ -132,3 +137,109 @@ def test_shell_timeout_argument_extends_the_call_deadline(registry: ToolRegistry
     assert shell.call_timeout(short, 120) == 120
     with pytest.raises(ValueError, match="less than or equal to 600"):
         shell.validate({"command": "true", "timeout": 10_000})
+
+
+@pytest.mark.asyncio
+async def test_background_children_die_with_the_call(call: Call, project: Path) -> None:
+    command = "sleep 300 > /dev/null 2>&1 & echo $! > child.pid; echo started"
+    outcome = await call("shell.run", {"command": command})
+    assert outcome.output == "exit code 0\n--- stdout ---\nstarted"
+    assert await gone(int(read(project / "child.pid")))
+
+
+@pytest.mark.asyncio
+async def test_a_child_in_a_group_of_its_own_dies_too(call: Call, project: Path) -> None:
+    # It leaves the command's process group but stays in its session.
+    child = (
+        "import os, time; os.setpgid(0, 0); "
+        "open('child.pid', 'w').write(str(os.getpid())); time.sleep(300)"
+    )
+    command = (
+        f'python3 -c "{child}" > /dev/null 2>&1 & while [ ! -s child.pid ]; do sleep 0.01; done'
+    )
+    outcome = await call("shell.run", {"command": command})
+    assert outcome.status == "completed"
+    assert await gone(int(read(project / "child.pid")))
+
+
+@pytest.mark.asyncio
+async def test_a_child_holding_the_pipe_is_not_a_timeout(call: Call, project: Path) -> None:
+    outcome = await call(
+        "shell.run", {"command": "sleep 300 & echo $! > child.pid; echo done", "timeout": 20}
+    )
+    assert outcome.status == "completed"
+    assert outcome.output == "exit code 0\n--- stdout ---\ndone"
+    assert outcome.result["data"]["timed_out"] is False
+    assert await gone(int(read(project / "child.pid")))
+
+
+OWNER = """
+import asyncio, sys
+from pathlib import Path
+from agi_jupyter.config import Config
+from agi_jupyter.store import open_store
+from agi_jupyter.tools import ToolContext
+from agi_jupyter.tools.shell import ShellRun
+
+project = Path(sys.argv[1])
+store = open_store(project)
+ctx = ToolContext(project=project, store=store, config=Config(project=project))
+args = ShellRun().validate({"command": sys.argv[2], "timeout": 300})
+asyncio.run(ShellRun().execute(args, ctx))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_the_command_dies_when_its_owner_is_killed(project: Path) -> None:
+    command = "sleep 300 & echo $! > child.pid; echo $$ > shell.pid; wait"
+    owner = await asyncio.create_subprocess_exec(sys.executable, "-c", OWNER, str(project), command)
+    try:
+        child = int(await wait_for_file(project / "child.pid", 30))
+        shell = int(await wait_for_file(project / "shell.pid", 30))
+        assert alive(child)
+        assert alive(shell)
+        owner.kill()  # SIGKILL: the owner cleans nothing up
+        await owner.wait()
+        assert await gone(child, 10)
+        assert await gone(shell, 10)
+    finally:
+        if owner.returncode is None:
+            owner.kill()
+            await owner.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_100_mb_of_output_becomes_an_artifact(
+    call: Call, emitted: Emitted, store: SqliteStore
+) -> None:
+    line = b"the quick brown fox jumps over the lazy dog 0123456789\n"
+    size = 100_000_000
+    expected = hashlib.sha256((line * (size // len(line) + 1))[:size]).hexdigest()
+    redacting = RedactedStore(store, Redactor({"SOME_API_KEY": "sk-live-not-in-this-output-42"}))
+    command = f"yes '{line.decode().strip()}' | head -c {size}"
+    outcome = await call("shell.run", {"command": command, "timeout": 300}, store=redacting)
+    assert outcome.status == "completed"
+    found = outcome.result["data"]["stdout_artifact"]
+    assert found["size"] == size
+    assert found["sha256"] == expected
+    artifact = store.get_artifact(found["id"])
+    assert artifact.kind == "tool_output"
+    assert hashlib.sha256(store.read_artifact(artifact.id)).hexdigest() == expected
+    assert f"all of it is artifact {artifact.id}" in outcome.output
+    live = [chunk for channel, chunk in emitted.chunks if channel == "stdout"]
+    assert len(live) <= LIVE_LIMIT // 4096 + 2  # bounded, however long the output
+    assert live[-1] == f"\n[live output stops after {LIVE_LIMIT} bytes]\n"
+
+
+@pytest.mark.asyncio
+async def test_a_spilled_output_is_redacted(call: Call, store: SqliteStore) -> None:
+    secret = "sk-live-printed-by-the-command-42"
+    redacting = RedactedStore(store, Redactor({"SOME_API_KEY": secret}))
+    command = f"seq 1 30000; echo {secret}; seq 1 100 | base64"
+    outcome = await call("shell.run", {"command": command}, store=redacting)
+    artifact = outcome.result["data"]["stdout_artifact"]
+    content = store.read_artifact(artifact["id"])
+    assert secret.encode() not in content
+    assert b"[REDACTED:SOME_API_KEY]" in content

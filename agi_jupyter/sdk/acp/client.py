@@ -45,7 +45,6 @@ from agi_jupyter.sdk.acp.permissions import PermissionDecider, PermissionRequest
 from agi_jupyter.sdk.acp.terminals import Terminals
 from agi_jupyter.sdk.base import SdkRunParams
 from agi_jupyter.tools.builtin_fs import read_text_file
-from agi_jupyter.tools.paths import relative_posix, resolve_in_project
 from agi_jupyter.tools.registry import is_allowed
 
 log = logging.getLogger(__name__)
@@ -263,8 +262,7 @@ def _absolute(project: Path, path: str) -> Path:
 
 def _read(project: Path, path: str, line: int | None, limit: int | None) -> str:
     try:
-        resolved = resolve_in_project(project, path)
-        text = read_text_file(resolved, relative_posix(project.resolve(), resolved))
+        text, _ = read_text_file(project, path)  # opened race-free inside the project
     except AgiError as e:
         raise RequestError(-32002, e.message) from None
     if line is None and limit is None:

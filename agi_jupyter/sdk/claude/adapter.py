@@ -34,6 +34,7 @@ class ClaudeAdapter(SdkAdapter):
         queue_while_streaming=True, interrupt=True, tool_events=True, full_history=True
     )
     install_hint = INSTALL
+    providers = frozenset({"anthropic"})
 
     def resolve_display_model(self, session: Session) -> DisplayModel:
         return DisplayModel("anthropic", session.model)

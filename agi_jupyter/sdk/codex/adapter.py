@@ -130,6 +130,7 @@ class CodexAdapter(SdkAdapter):
         queue_while_streaming=False, interrupt=False, tool_events=True, full_history=True
     )
     install_hint = INSTALL_HINT
+    providers = frozenset({"openai"})  # codex speaks only the Responses API
 
     def __init__(
         self,

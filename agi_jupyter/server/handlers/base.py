@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from http import HTTPStatus
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from jupyter_server.auth.decorator import allow_unauthenticated, authorized
@@ -22,8 +22,9 @@ from pydantic import BaseModel, ValidationError
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from agi_jupyter.errors import AgiError
-from agi_jupyter.server.models import ErrorBody, ErrorDetail
+from agi_jupyter.errors import AgiError, NotFound, UsageError
+from agi_jupyter.server.handlers.inputs import MISSING, parse_json_body, query_values
+from agi_jupyter.server.models import ErrorBody, ErrorDetail, body_required
 from agi_jupyter.server.streaming import (
     CONTENT_TYPES,
     SSE_KEEPALIVE,
@@ -61,10 +62,13 @@ Batches = AsyncGenerator[list[dict[str, Any]], None]
 class ApiError(web.HTTPError):
     """An error answer with a code; raised by handlers, rendered by ``write_error``."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, *, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(status)
         self.code = code
         self.message = message
+        self.headers = headers or {}
 
 
 def _describe(error: ValidationError) -> str:
@@ -88,9 +92,22 @@ def _mapped(method: Method[H, P]) -> Method[H, P]:
     return wrapper
 
 
+def _authenticated(method: Method[H, P]) -> Method[H, P]:
+    """``web.authenticated`` with an API's answer: 401 and a challenge, not a 403 or a
+    redirect to the login page."""
+
+    @functools.wraps(method)
+    async def wrapper(self: H, /, *args: P.args, **kwargs: P.kwargs) -> None:
+        if not self.current_user:
+            raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED)
+        await method(self, *args, **kwargs)
+
+    return wrapper
+
+
 def protected(method: Method[H, P]) -> Method[H, P]:
     """Jupyter authentication and authorization (resource ``agi``), plus the error mapping."""
-    return cast("Method[H, P]", web.authenticated(authorized(_mapped(method))))
+    return _authenticated(authorized(_mapped(method)))
 
 
 def public(method: Method[H, P]) -> Method[H, P]:
@@ -98,47 +115,129 @@ def public(method: Method[H, P]) -> Method[H, P]:
     return allow_unauthenticated(_mapped(method))
 
 
+UNAUTHORIZED = "authentication required: send the Jupyter token as `Authorization: token <token>`"
+METHODS = ("GET", "POST", "PATCH", "PUT", "DELETE", "OPTIONS")
+
+
+@web.stream_request_body
 class AgiHandler(ExtensionHandlerMixin, APIHandler):
+    """The base of every handler. Bodies are streamed (``stream_request_body``): ``prepare``
+    runs once the headers are in, so an unauthenticated request, or one whose
+    ``Content-Length`` is over ``max_body_size``, is refused before a byte of its body is
+    read, and a body without a length stops being kept once it is too large."""
+
     auth_resource = AUTH_RESOURCE
+    challenge = 'Token realm="jupyter"'  # the WWW-Authenticate of a 401
     body_limit: int | None = None  # bytes; None: the extension's max_body_size
     _gone = False
+    _held: list[Path] = []  # noqa: RUF012 - replaced per instance, never changed in place
+    _chunks: list[bytes] = []  # noqa: RUF012 - replaced per instance
+    _body_size = 0
 
     @property
     def agi_app(self) -> AgiExtensionApp:
         return cast("AgiExtensionApp", self.extensionapp)
 
+    @property
+    def limit(self) -> int:
+        """The largest body this route takes, in bytes."""
+        return self.body_limit or self.agi_app.max_body_size
+
     async def prepare(self) -> None:  # type: ignore[override]  # as APIHandler.prepare
-        await super().prepare()
+        self._chunks = []
+        try:
+            await super().prepare()
+        except web.HTTPError as e:
+            if e.status_code == 403 and self.current_user is None:
+                raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED) from None
+            raise
+        if not self.current_user and not self._public():
+            raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED)
         self.agi_app.start_on_loop()  # idempotent; covers servers started without _post_start
-        limit = self.body_limit or self.agi_app.max_body_size
-        if len(self.request.body or b"") > limit:
+        limit = self.limit
+        length = self.request.headers.get("Content-Length", "0").strip() or "0"
+        if not length.isdigit() or int(length) > limit:
             raise ApiError(413, "PAYLOAD_TOO_LARGE", f"the request body is over {limit} bytes")
+        # A body without a length is read up to a few times the limit (then answered 413);
+        # past that, tornado drops the connection.
+        set_max = getattr(self.request.connection, "set_max_body_size", None)
+        if set_max is not None:  # an HTTP/1 connection (tornado's HTTP1Connection)
+            set_max(4 * limit)
+
+    def _public(self) -> bool:
+        """Whether the method asked for needs no Jupyter authentication (``@public``)."""
+        method = getattr(self, (self.request.method or "").lower(), None)
+        return bool(getattr(method, "__allow_unauthenticated", False))
+
+    def check_xsrf_cookie(self) -> None:
+        """The XSRF check protects cookie-authenticated users; a request that is not
+        authenticated at all is refused with 401 right after it (not 403 here)."""
+        if getattr(self, "_jupyter_current_user", True) is None:  # known to be nobody
+            return
+        super().check_xsrf_cookie()
+
+    def data_received(self, chunk: bytes) -> None:
+        self._body_size += len(chunk)
+        if self._body_size <= self.limit:
+            self._chunks.append(chunk)
+        else:
+            self._chunks = []  # answered 413 once it is all in; nothing more is kept
+
+    def raw_body(self) -> bytes:
+        """The request body (streamed in by ``data_received``)."""
+        limit = self.limit
+        if self._body_size > limit:
+            raise ApiError(413, "PAYLOAD_TOO_LARGE", f"the request body is over {limit} bytes")
+        return b"".join(self._chunks)
 
     def on_connection_close(self) -> None:
         self._gone = True
+        self._release_projects()
         super().on_connection_close()
+
+    def on_finish(self) -> None:
+        self._release_projects()
+        super().on_finish()
+
+    def _release_projects(self) -> None:
+        held, self._held = self._held, []
+        for path in held:
+            self.agi_app.projects.release(path)
 
     # --- input ---------------------------------------------------------------------------------
 
     async def agi(self) -> Agi:
-        """The ``Agi`` of the ``project`` query parameter (a folder under the server root)."""
-        return await self.agi_app.projects.get(self.get_query_argument("project", None))
+        """The ``Agi`` of the ``project`` query parameter (a folder under the server root),
+        held open until this request ends."""
+        projects = self.agi_app.projects
+        agi = await projects.get(self.get_query_argument("project", None))
+        self._held = [*self._held, projects.hold(agi)]
+        return agi
 
     def body(self, model: type[B]) -> B:
-        raw = self.request.body or b""
-        data: Any = {}
-        if raw.strip():
-            try:
-                data = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
-                raise ApiError(400, "VALIDATION_ERROR", "the body is not valid JSON") from None
+        """The JSON body validated by ``model``. A missing body is ``{}`` only when
+        ``model`` has no required field (the OpenAPI document marks such bodies optional)."""
+        data = parse_json_body(self.raw_body())
+        if data is MISSING:
+            if body_required(model):
+                raise ApiError(400, "VALIDATION_ERROR", "a JSON object body is required")
+            data = {}
         if not isinstance(data, dict):
             raise ApiError(400, "VALIDATION_ERROR", "the body must be a JSON object")
         return model.model_validate(data, strict=True)
 
     def query(self, model: type[B]) -> B:
-        args = self.request.query_arguments
-        return model.model_validate({k: v[-1].decode() for k, v in args.items() if v})
+        return model.model_validate(query_values(self.request.query_arguments))
+
+    async def page(self, fn: Callable[..., T], *args: Any, cursor: str | None, **kw: Any) -> T:
+        """A listing (``self.call``) from ``cursor``: a cursor the store does not take is
+        ``CURSOR_NOT_FOUND`` (404): it names a position this listing does not have."""
+        try:
+            return await self.call(fn, *args, cursor=cursor, **kw)
+        except UsageError:
+            if cursor is None:
+                raise
+            raise cursor_not_found(cursor) from None
 
     def format(self, default: Format) -> Format:
         return negotiate(self.request.headers.get("Accept"), default)
@@ -183,6 +282,7 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
         leave in one write (see ``_Flusher``)."""
         self._start_stream(fmt)
         flusher = _Flusher(self)
+        events = self.bounded(events)
         try:
             async for event in events:
                 if self._gone:
@@ -213,6 +313,7 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
         follower): one write and one flush per batch. While a flush waits for the socket,
         the next events gather in the follower and leave together."""
         self._start_stream(fmt)
+        batches = self.bounded(batches)
         try:
             async for batch in batches:
                 if self._gone:
@@ -231,10 +332,32 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
             await batches.aclose()
         await self._end_stream(fmt)
 
+    async def bounded(self, source: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
+        """``source`` until ``stream_max_seconds`` have passed (0: for as long as it goes).
+        Clients resume a stream that ended this way (``Last-Event-ID``, ``after_seq``)."""
+        limit = self.agi_app.stream_max_seconds
+        try:
+            if limit <= 0:
+                async for item in source:
+                    yield item
+                return
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + limit
+            while (left := deadline - loop.time()) > 0:
+                try:
+                    item = await asyncio.wait_for(anext(source), left)
+                except (StopAsyncIteration, TimeoutError):
+                    return
+                yield item
+        finally:
+            await source.aclose()
+
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         error = kwargs.get("exc_info", (None, None, None))[1]
         if isinstance(error, ApiError):
             code, message = error.code, error.message
+            for name, value in error.headers.items():
+                self.set_header(name, value)
         elif isinstance(error, web.HTTPError):
             code = HTTP_CODES.get(status_code, f"HTTP_{status_code}")
             message = error.reason or _phrase(status_code)
@@ -243,9 +366,29 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
                     message = str(error.log_message) % error.args
         else:
             code, message = "INTERNAL_ERROR", "internal server error (details are in the log)"
+        if status_code == 405:
+            self.set_header("Allow", ", ".join(self.allowed_methods()))
+        if status_code == 401 and "WWW-Authenticate" not in self._headers:
+            self.set_header("WWW-Authenticate", self.challenge)
         body = ErrorBody(error=ErrorDetail(code=code, message=message))
         self.set_header("Content-Type", "application/json")
         self.finish(body.model_dump_json())
+
+    @classmethod
+    def allowed_methods(cls) -> list[str]:
+        """The methods this handler implements (the ``Allow`` header of a 405)."""
+        return [
+            m
+            for m in METHODS
+            if getattr(cls, m.lower(), None) is not getattr(web.RequestHandler, m.lower(), None)
+        ]
+
+
+def cursor_not_found(cursor: str) -> NotFound:
+    return NotFound(
+        f"cursor {cursor[:100]!r} is no position of this listing; start again without it",
+        code="CURSOR_NOT_FOUND",
+    )
 
 
 def _error_line(fmt: Format, error: AgiError) -> bytes:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from urllib.parse import urlsplit, urlunsplit
 
 from agi_jupyter.config import KNOWN_PROVIDERS
-from agi_jupyter.errors import UsageError
 from agi_jupyter.mcp.tools import server_of
-from agi_jupyter.server.handlers.base import AgiHandler, protected
+from agi_jupyter.server.handlers.base import AgiHandler, cursor_not_found, protected
 from agi_jupyter.server.models import (
     AgentInfo,
     AgentList,
@@ -127,6 +126,6 @@ class TasksHandler(AgiHandler):
 def _offset(cursor: str | None) -> int:
     if cursor is None:
         return 0
-    if not cursor.isdigit():
-        raise UsageError(f"unknown cursor {cursor!r}")
+    if not (cursor.isascii() and cursor.isdigit()):
+        raise cursor_not_found(cursor)
     return int(cursor)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from agi_jupyter.errors import NotFound, UsageError
+from agi_jupyter.errors import NotFound
 from agi_jupyter.records import ImagePart, Part, TextPart
-from agi_jupyter.server.handlers.base import AgiHandler, protected
+from agi_jupyter.server.handlers.base import AgiHandler, cursor_not_found, protected
 from agi_jupyter.server.handlers.replies import reply_to_run
 from agi_jupyter.server.models import (
     ImageInput,
@@ -45,7 +45,7 @@ class MessagesHandler(AgiHandler):
                 limit=query.page_size + 1,
             )
         except NotFound:
-            raise UsageError(f"unknown cursor {query.cursor!r}") from None
+            raise cursor_not_found(query.cursor or "") from None
         page = messages[: query.page_size]
         more = len(messages) > query.page_size
         self.reply(

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.runtime.follow import afollow_run_batches
+from agi_jupyter.server.handlers.base import ApiError
 from agi_jupyter.server.models import Message, RunResultResponse
 from agi_jupyter.server.streaming import Format
 
@@ -33,6 +34,26 @@ def seq_of(event: dict[str, Any]) -> int | None:
     return seq if isinstance(seq, int) else None
 
 
+# A run that failed at once for one of these never did what was asked: a JSON reply is the
+# error (4xx), not a 200 holding a failed run. Other failures (the provider's) are outcomes.
+REJECTED_RUN_STATUS = {
+    "VALIDATION_ERROR": 400,
+    "CONFIG_ERROR": 400,
+    "PROVIDER_NOT_CONFIGURED": 400,
+    "SDK_NOT_AVAILABLE": 409,  # the server lacks what the session needs: its state, not the request
+    "SDK_MODEL_MISMATCH": 409,
+    "AGENT_NOT_FOUND": 404,
+}
+
+
+def _rejection(status: str, error: dict[str, Any] | None) -> ApiError | None:
+    code = str((error or {}).get("code"))
+    if status != "failed" or code not in REJECTED_RUN_STATUS:
+        return None
+    message = str((error or {}).get("message"))
+    return ApiError(REJECTED_RUN_STATUS[code], code, message)
+
+
 async def reply_to_run(
     handler: AgiHandler, agi: Agi, run_id: str, fmt: Format, *, after_seq: int = 0
 ) -> None:
@@ -49,6 +70,9 @@ async def reply_to_run(
     finally:
         await batches.aclose()
     result = await handler.call(agi.result, run_id)
+    rejected = _rejection(result.run.status, result.run.error)
+    if rejected is not None:
+        raise rejected
     handler.reply(
         RunResultResponse(
             run=result.run,

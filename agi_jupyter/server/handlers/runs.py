@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.errors import AgiError, NotFound, UsageError
+from agi_jupyter.errors import NotFound, NoUserMessage, UsageError
 from agi_jupyter.records import Part, Run, TextPart
 from agi_jupyter.runtime.follow import stored_event_to_dict
 from agi_jupyter.server.handlers.base import AgiHandler, protected
@@ -24,11 +24,6 @@ from agi_jupyter.server.streaming import Format, dumps
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
-
-
-class NoUserMessage(AgiError):
-    code = "NO_USER_MESSAGE"
-    http_status = 400
 
 
 def run_input(
@@ -84,7 +79,7 @@ class SessionRunsHandler(AgiHandler):
         query = self.query(PageQuery)
         agi = await self.agi()
         await self.call(agi.session, session_id)
-        page = await self.call(agi.runs, session_id, limit=query.page_size, cursor=query.cursor)
+        page = await self.page(agi.runs, session_id, limit=query.page_size, cursor=query.cursor)
         self.reply(RunPage(runs=page.items, next_cursor=page.next_cursor))
 
     @protected
@@ -129,8 +124,8 @@ class RunEventsHandler(AgiHandler):
         fmt = self.format("ndjson")
         after = query.after_seq
         last_id = self.request.headers.get("Last-Event-ID")
-        if last_id and last_id.isdigit():
-            after = max(after, int(last_id))
+        if last_id and last_id.isascii() and last_id.isdigit() and len(last_id) < 19:
+            after = max(after, int(last_id))  # a seq of this run (else: not ours, ignored)
         agi = await self.agi()
         await self.call(agi.run, run_id)
         if query.follow:

@@ -6,6 +6,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import asdict
 from typing import Any
 
+from agi_jupyter.server.cursors import check_position, parse_session_cursor, session_cursor
 from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.models import (
     Deleted,
@@ -20,13 +21,15 @@ from agi_jupyter.server.models import (
     SessionUpdate,
 )
 
+KEPT_WHEN_NULL = ("agent", "sdk", "model", "queue_mode", "tools", "metadata")
+
 
 class SessionsHandler(AgiHandler):
     @protected
     async def get(self) -> None:
         query = self.query(PageQuery)
         agi = await self.agi()
-        page = await self.call(agi.sessions, limit=query.page_size, cursor=query.cursor)
+        page = await self.page(agi.sessions, limit=query.page_size, cursor=query.cursor)
         self.reply(SessionPage(sessions=page.items, next_cursor=page.next_cursor))
 
     @protected
@@ -46,6 +49,9 @@ class SessionHandler(AgiHandler):
     @protected
     async def patch(self, session_id: str) -> None:
         changes = self.body(SessionUpdate).model_dump(exclude_unset=True)
+        for name in KEPT_WHEN_NULL:  # null: leave as it is (these cannot be cleared)
+            if changes.get(name, "") is None:
+                del changes[name]
         agi = await self.agi()
         session = await self.call(agi.update_session, session_id, **changes)
         self.reply(SessionResponse(session=session))
@@ -69,19 +75,20 @@ class HistoryHandler(AgiHandler):
 
 
 class SessionStreamHandler(AgiHandler):
-    """Server-sent events of every run of the session, wherever it executes."""
+    """Server-sent events of every run of the session, wherever it executes. Every event of
+    a run carries an ``id:`` (an opaque cursor): ``Last-Event-ID`` or ``after_cursor`` resume
+    right after it."""
 
     @protected
     async def get(self, session_id: str) -> None:
         query = self.query(SessionStreamQuery)
-        after = query.after_cursor or self.request.headers.get("Last-Event-ID") or None
+        text = self.request.headers.get("Last-Event-ID") or query.after_cursor
+        after = parse_session_cursor(text) if text else None
         agi = await self.agi()
         await self.call(agi.session, session_id)
-        if after is not None:  # a malformed cursor (or another store's) is a 400, not a stream
-            await self.call(
-                agi.store.list_session_run_events, session_id, after_cursor=after, limit=1
-            )
-        positions: dict[int, str] = {}
+        if after is not None and text:  # refused before the stream starts, not inside it
+            await self.call(check_position, agi.store, session_id, after, text)
+        ids: dict[int, str] = {}
 
         async def events() -> AsyncGenerator[dict[str, Any], None]:
             from agi_jupyter.runtime.follow import afollow_session
@@ -90,7 +97,8 @@ class SessionStreamHandler(AgiHandler):
                 agi.store,
                 agi.bus,
                 session_id,
-                after_cursor=after,
+                after_cursor=None if after is None else after.position,
+                seen=None if after is None else after.seen(),
                 idle_every=self.agi_app.stream_keepalive,
             )
             try:
@@ -98,11 +106,12 @@ class SessionStreamHandler(AgiHandler):
                     if item is None:
                         yield {}
                         continue
-                    cursor, event = item
-                    if cursor is not None:
-                        positions[id(event)] = cursor
+                    position, event = item
+                    ids[id(event)] = session_cursor(position, event)
                     yield event
             finally:
                 await follower.aclose()
 
-        await self.send_events("sse", events(), event_id=lambda e: positions.pop(id(e), None))
+        await self.send_events(
+            "sse", self.bounded(events()), event_id=lambda e: ids.pop(id(e), None)
+        )

@@ -7,6 +7,7 @@ with the event's response id, else to the default project.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from agi_jupyter.research import WebhookDelivery, store_delivery, verify_webhook
@@ -18,16 +19,24 @@ if TYPE_CHECKING:
 
 
 class WebhookHandler(AgiHandler):
+    challenge = 'Signature realm="openai-webhooks"'  # Standard Webhooks headers, not a token
+
     def check_xsrf_cookie(self) -> None:
         """No XSRF check: nothing here acts on a browser's cookies (no Jupyter auth at all)."""
 
     @public
     async def post(self) -> None:
         app = self.agi_app
-        if not app.webhook_limiter.allow(self.request.remote_ip or "unknown"):
-            raise ApiError(429, "RATE_LIMITED", "too many webhook deliveries from this address")
+        wait = app.webhook_limiter.retry_after(self.request.remote_ip or "unknown")
+        if wait is not None:
+            raise ApiError(
+                429,
+                "RATE_LIMITED",
+                "too many webhook deliveries from this address",
+                headers={"Retry-After": str(max(1, math.ceil(wait)))},
+            )
         delivery = verify_webhook(
-            app.webhook_secret_value(), self.request.body, dict(self.request.headers)
+            app.webhook_secret_value(), self.raw_body(), dict(self.request.headers)
         )
         default = await self.agi()
         explicit = self.get_query_argument("project", None) is not None

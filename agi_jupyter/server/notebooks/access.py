@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from agi_jupyter.notebook.access import NotebookTarget, locate
 from agi_jupyter.notebook.document import NotebookDocument
-from agi_jupyter.notebook.file import FileBackend
 from agi_jupyter.notebook.ops import NotebookError
 from agi_jupyter.server.notebooks.bridge import TabBridge, tab_backend
 from agi_jupyter.server.notebooks.kernel import ServerKernels
@@ -45,7 +44,7 @@ class ServerNotebookAccess:
         if file.exists():
             inside = file.is_relative_to(target.project)
             shown = relative_posix(target.project if inside else self.root, file)
-            return NotebookTarget(project=target.project, file=file, shown=shown)
+            return NotebookTarget(project=target.project, file=file, shown=shown, root=self.root)
         return target
 
     def api_path(self, target: NotebookTarget) -> str:
@@ -66,7 +65,7 @@ class ServerNotebookAccess:
         client = self.bridge.client_for(api_path)
         if client is not None:
             return NotebookDocument(tab_backend(self.bridge, client, api_path, loop), target.shown)
-        return NotebookDocument(FileBackend(target.file, target.shown), target.shown)
+        return NotebookDocument(target.backend(), target.shown)
 
     async def history(self, target: NotebookTarget) -> History | None:
         coro = self.kernels.history(self.api_path(target), target.file)

@@ -323,6 +323,17 @@ def m008_snapshots_and_changes(conn: Connection) -> None:
 
 
 @migration
+def m009_webhook_delivery_id(conn: Connection) -> None:
+    """``webhook_events.delivery_id``: the delivery's ``webhook-id`` header, unique, so a
+    redelivery is recognised by it as well as by the payload's event id."""
+    conn.execute(f"ALTER TABLE webhook_events ADD COLUMN delivery_id {TEXT}")
+    conn.execute(
+        "CREATE UNIQUE INDEX idx_webhook_events_delivery_id ON webhook_events (delivery_id)"
+        " WHERE delivery_id IS NOT NULL"
+    )
+
+
+@migration
 def m013_runs_agent(conn: Connection) -> None:
     """A run can have its own agent (``%%agi -a X`` changes the agent for one cell only)."""
     conn.execute(f"ALTER TABLE runs ADD COLUMN agent {TEXT}")

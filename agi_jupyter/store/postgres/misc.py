@@ -36,6 +36,7 @@ class PgWebhooksMixin(PgCore):
         type: str,
         payload: JSON,
         response_id: str | None = None,
+        delivery_id: str | None = None,
     ) -> tuple[WebhookEvent, bool]:
         now = utc_now()
         event = WebhookEvent(
@@ -48,19 +49,25 @@ class PgWebhooksMixin(PgCore):
             received_at=now,
             created_at=now,
             updated_at=now,
+            delivery_id=delivery_id,
         )
         row = WEBHOOK_EVENTS.to_row(event)
         columns = ", ".join(row)
         marks = ", ".join("%s" for _ in row)
         with self._write() as conn:
+            # No conflict target: a known event_id or a known delivery_id (both unique) makes
+            # it a redelivery. A concurrent insert of either waits for the other to commit.
             inserted = conn.execute(
                 f"INSERT INTO webhook_events ({columns}) VALUES ({marks})"
-                " ON CONFLICT (event_id) DO NOTHING RETURNING 1",
+                " ON CONFLICT DO NOTHING RETURNING 1",
                 list(row.values()),
             ).fetchone()
             if inserted is not None:
                 return event, True
-            stored = conn.execute(f"{_WEBHOOK_SELECT} WHERE event_id = %s", [event_id]).fetchone()
+            stored = conn.execute(
+                f"{_WEBHOOK_SELECT} WHERE event_id = %s OR delivery_id = %s ORDER BY pos LIMIT 1",
+                [event_id, delivery_id],
+            ).fetchone()
         assert stored is not None  # the conflicting row exists (rows are never deleted)
         return WEBHOOK_EVENTS.from_row(stored), False
 

@@ -1,0 +1,40 @@
+"""Every command exits as README says: 0 ok, 1 run failed, 2 bad usage (an unknown id, a run
+that already ended), 3 not configured, 130 cancelled; one line on stderr when it fails."""
+
+from __future__ import annotations
+
+import pytest
+
+from agi_jupyter.app import Agi
+from tests.cli.conftest import RunCli
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["show", "ses_nope"],
+        ["runs", "ses_nope"],
+        ["run", "run_nope"],
+        ["events", "run_nope"],
+        ["cancel", "run_nope"],
+        ["artifacts", "run_nope"],
+        ["artifact", "art_nope"],
+        ["export", "ses_nope", "--to", "-"],
+        ["ask", "-s", "ses_nope", "hi"],
+        ["ask", "-a", "nobody", "hi"],
+        ["tools", "-a", "nobody"],
+    ],
+)
+def test_an_id_that_names_nothing_is_bad_usage(run_cli: RunCli, args: list[str]) -> None:
+    result = run_cli(*args)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("agi: ")
+
+
+def test_cancelling_a_run_that_ended_is_bad_usage(run_cli: RunCli, agi: Agi) -> None:
+    run = agi.ask("hi").run
+    result = run_cli("cancel", run.id)
+    assert result.exit_code == 2
+    assert result.stderr == f"agi: run {run.id} has already ended\n"
+    assert agi.run(run.id).status == "succeeded"
