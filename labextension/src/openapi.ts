@@ -2545,7 +2545,7 @@ export interface operations {
     listSessions: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
@@ -2610,7 +2610,7 @@ export interface operations {
     createSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -2693,7 +2693,7 @@ export interface operations {
     getSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -2747,7 +2747,7 @@ export interface operations {
     deleteSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -2801,7 +2801,7 @@ export interface operations {
     updateSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -2886,7 +2886,7 @@ export interface operations {
     listMessages: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
@@ -2953,7 +2953,7 @@ export interface operations {
     postMessage: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3040,7 +3040,7 @@ export interface operations {
     getHistory: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description simple: user/assistant text; full: every part of every message. */
                 view?: "simple" | "full";
@@ -3105,9 +3105,9 @@ export interface operations {
     streamSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
-                /** @description Resume after this position: the opaque `id` of an SSE event of this stream (as Last-Event-ID does). Default (and empty): from now. */
+                /** @description Resume after this stored-event cursor (an SSE id: opaque text; the Last-Event-ID header works too); default: from now. */
                 after_cursor?: string | null;
             };
             header?: never;
@@ -3170,7 +3170,7 @@ export interface operations {
     listRuns: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
@@ -3237,7 +3237,7 @@ export interface operations {
     createRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3322,7 +3322,7 @@ export interface operations {
     streamRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3409,7 +3409,7 @@ export interface operations {
     getRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3463,7 +3463,7 @@ export interface operations {
     cancelRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3526,7 +3526,7 @@ export interface operations {
     getRunEvents: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Replay events with a greater seq. */
                 after_seq?: number;
@@ -3595,7 +3595,7 @@ export interface operations {
     listRunArtifacts: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3649,7 +3649,7 @@ export interface operations {
     undoRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3734,7 +3734,7 @@ export interface operations {
     listRunChanges: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3788,7 +3788,7 @@ export interface operations {
     getArtifact: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3842,7 +3842,7 @@ export interface operations {
     getArtifactContent: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3896,7 +3896,7 @@ export interface operations {
     oneShot: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3981,7 +3981,7 @@ export interface operations {
     listAgents: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -4033,7 +4033,7 @@ export interface operations {
     listTools: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Only the tools this agent is offered. */
                 agent?: string | null;
@@ -4096,7 +4096,7 @@ export interface operations {
     listProviders: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -4148,7 +4148,7 @@ export interface operations {
     listSdks: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -4200,7 +4200,7 @@ export interface operations {
     getStats: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -4252,7 +4252,7 @@ export interface operations {
     listTasks: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
@@ -4503,7 +4503,7 @@ export interface operations {
     openaiWebhook: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header: {
@@ -4586,7 +4586,7 @@ export interface operations {
     tick: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from agi_jupyter.cli.main import cli
 from agi_jupyter.testing import FakeLLMServer
-from tests.server.conftest import Api, Fetch, sse_events
+from tests.server.conftest import Api, Fetch, project_store, sse_events
 
 CANARIES = {
     "STRIPE_APIKEY": "rk_live_51CanaryStripeKey0000aaaa",
@@ -151,8 +151,36 @@ async def test_canary_secrets_appear_nowhere(
     for request in fake_llm.requests:
         headers = {k: v for k, v in request.headers.items() if k.lower() != "authorization"}
         found += leaks(f"provider {request.path}", json.dumps(request.body) + json.dumps(headers))
-    stored = [p for p in (server_root / ".agi").rglob("*") if p.is_file()]
-    assert any(p.parent.parent.name == "artifacts" for p in stored)
-    for path in stored:
-        found += leaks(str(path.relative_to(server_root)), path.read_bytes().decode("latin-1"))
+    for where, text in stored_texts(server_root):
+        found += leaks(where, text)
     assert found == []
+
+
+def stored_texts(server_root: Path) -> list[tuple[str, str]]:
+    """Everything the project's store holds: the files under .agi/ (SQLite, artifact files
+    among them), or every row of the project's schema (PostgreSQL, artifact bytes included)."""
+    files = [p for p in (server_root / ".agi").rglob("*") if p.is_file()]
+    with project_store(server_root) as store:
+        if store.dialect == "sqlite":
+            assert any(p.parent.parent.name == "artifacts" for p in files)
+            return [
+                (str(p.relative_to(server_root)), p.read_bytes().decode("latin-1")) for p in files
+            ]
+        assert int(
+            store.query("SELECT COUNT(*) FROM artifacts WHERE content IS NOT NULL").rows[0][0]
+        )
+        tables = store.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).rows
+        texts = [(str(p.relative_to(server_root)), p.read_text("latin-1")) for p in files]
+        for (table,) in tables:
+            rows = store.query(f"SELECT * FROM {table}", max_rows=100_000).rows
+            cells = [
+                v.decode("latin-1") if isinstance(v, bytes) else str(v) for r in rows for v in r
+            ]
+            texts.append((f"table {table}", "\n".join(cells)))
+        return texts
+
+
+def _text(value: Any) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)

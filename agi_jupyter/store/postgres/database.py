@@ -176,6 +176,9 @@ def _pool(info: str, schema: str) -> ConnectionPool[psycopg.Connection[tuple[obj
         kwargs={"autocommit": True, "options": f"-c search_path={schema}"},
         min_size=1,
         max_size=POOL_MAX,
+        # One worker (it opens connections in the background; the default is 3): with its
+        # scheduler, an open project costs two threads (a server bounds its open projects).
+        num_workers=1,
         open=False,
         name=f"agi-{schema}",
         timeout=30.0,
