@@ -8,10 +8,32 @@ first change of a run to a notebook thus holds the snapshot undo restores.
 from __future__ import annotations
 
 import asyncio
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from agi_jupyter.notebook.document import Mutation
 from agi_jupyter.tools.base import ToolContext
+
+# asyncio locks belong to one event loop: one table per loop (the kernel's and the server's).
+_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@asynccontextmanager
+async def one_change_at_a_time(path: str) -> AsyncIterator[None]:
+    """Apply and record a change of the notebook ``path`` before the next one is applied.
+
+    The tool calls of a turn run concurrently, and undo restores the snapshot before a run's
+    first *recorded* change: were a second change applied before the first was recorded, the
+    order in the store would not be the order of the changes, and undo would restore a
+    notebook that already holds one of them.
+    """
+    locks = _LOCKS.setdefault(asyncio.get_running_loop(), {})
+    async with locks.setdefault(path, asyncio.Lock()):
+        yield
 
 
 @dataclass(frozen=True)
