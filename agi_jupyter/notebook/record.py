@@ -9,10 +9,31 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from agi_jupyter.notebook.document import Mutation
 from agi_jupyter.tools.base import ToolContext
+
+# asyncio locks belong to one event loop: one table per loop (the kernel's and the server's).
+_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@asynccontextmanager
+async def one_change_at_a_time(path: str) -> AsyncIterator[None]:
+    """Apply and record a change of the notebook ``path`` before the next one is applied.
+
+    The tool calls of a turn run concurrently, and undo restores the snapshot before a run's
+    first *recorded* change: were a second change applied before the first was recorded, the
+    order in the store would not be the order of the changes, and undo would restore a
+    notebook that already holds one of them.
+    """
+    locks = _LOCKS.setdefault(asyncio.get_running_loop(), {})
+    async with locks.setdefault(path, asyncio.Lock()):
+        yield
 
 
 @dataclass(frozen=True)
@@ -22,22 +43,8 @@ class Recorded:
     changed: bool
 
 
-# One lock per notebook path and event loop (asyncio locks belong to one loop).
-_ORDER: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 async def record_change(ctx: ToolContext, path: str, mutation: Mutation) -> Recorded:
-    """Record a mutation that has just completed. The tool calls of one model turn run
-    concurrently, and their records run in threads: without the lock, a later mutation's
-    record could commit first (it did on PostgreSQL, where a write takes a round trip), and
-    undo, which restores the first change's ``before``, would restore the wrong state. The
-    lock is taken in the order the mutations completed (taking a free asyncio lock does not
-    yield, and waiters are served first come, first served)."""
-    locks = _ORDER.setdefault(asyncio.get_running_loop(), {})
-    async with locks.setdefault(path, asyncio.Lock()):
-        return await asyncio.to_thread(_record, ctx, path, mutation)
+    return await asyncio.to_thread(_record, ctx, path, mutation)
 
 
 def _record(ctx: ToolContext, path: str, mutation: Mutation) -> Recorded:

@@ -20,7 +20,7 @@ from agi_jupyter.notebook.access import NotebookAccess, NotebookTarget, locate
 from agi_jupyter.notebook.diff import describe, diff_draft
 from agi_jupyter.notebook.document import Mutation, NotebookDocument
 from agi_jupyter.notebook.model import find_cell, parse
-from agi_jupyter.notebook.record import record_change
+from agi_jupyter.notebook.record import one_change_at_a_time, record_change
 from agi_jupyter.notebook.render import render_cells, render_execution, render_receipt
 from agi_jupyter.tools.base import AnyTool, Tool, ToolArgs, ToolContext, ToolResult
 
@@ -169,10 +169,11 @@ class NotebookInsert(NotebookTool):
 
     async def execute(self, args: InsertArgs, ctx: ToolContext) -> ToolResult:
         doc = await self.open(args.path, ctx)
-        mutation = await doc.insert(
-            args.cell_type, args.source, after_cell_id=args.after_cell_id, index=args.index
-        )
-        return await self.changed("inserted", doc, mutation, ctx)
+        async with one_change_at_a_time(doc.path):
+            mutation = await doc.insert(
+                args.cell_type, args.source, after_cell_id=args.after_cell_id, index=args.index
+            )
+            return await self.changed("inserted", doc, mutation, ctx)
 
 
 class NotebookEdit(NotebookTool):
@@ -185,8 +186,9 @@ class NotebookEdit(NotebookTool):
 
     async def execute(self, args: EditArgs, ctx: ToolContext) -> ToolResult:
         doc = await self.open(args.path, ctx)
-        mutation = await doc.edit(args.cell_id, args.expected_hash, args.source)
-        return await self.changed("edited", doc, mutation, ctx)
+        async with one_change_at_a_time(doc.path):
+            mutation = await doc.edit(args.cell_id, args.expected_hash, args.source)
+            return await self.changed("edited", doc, mutation, ctx)
 
 
 class NotebookDelete(NotebookTool):
@@ -199,8 +201,9 @@ class NotebookDelete(NotebookTool):
 
     async def execute(self, args: DeleteArgs, ctx: ToolContext) -> ToolResult:
         doc = await self.open(args.path, ctx)
-        mutation = await doc.delete(args.cell_id, args.expected_hash)
-        return await self.changed("deleted", doc, mutation, ctx)
+        async with one_change_at_a_time(doc.path):
+            mutation = await doc.delete(args.cell_id, args.expected_hash)
+            return await self.changed("deleted", doc, mutation, ctx)
 
 
 class NotebookRun(NotebookTool):
@@ -232,8 +235,9 @@ class NotebookRun(NotebookTool):
             outputs = execution.outputs
             if ctx.redactor is not None:
                 outputs = ctx.redactor.redact_json(outputs)
-            mutation = await doc.set_outputs(cell_id, outputs, execution.execution_count)
-            recorded = await record_change(ctx, doc.path, mutation)
+            async with one_change_at_a_time(doc.path):
+                mutation = await doc.set_outputs(cell_id, outputs, execution.execution_count)
+                recorded = await record_change(ctx, doc.path, mutation)
             first_before = first_before or mutation.before
             last_after = mutation.after
             changes.append(

@@ -3,6 +3,7 @@ read, insert, edit with the right and a wrong hash, run, undo byte for byte, can
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from pathlib import Path
@@ -159,6 +160,33 @@ def test_undo_refuses_when_the_cells_changed_after_the_run_unless_forced(
     assert notebook.read_bytes() == after_user, "a refused undo restores nothing"
     forced = agi.undo(run.id, force=True)
     assert forced.notebooks[0].forced is True
+    assert notebook.read_bytes() == original
+
+
+def test_changes_made_together_in_one_turn_are_undone_together(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer, notebook: Path
+) -> None:
+    # The tool calls of a turn run concurrently: each change must be applied and recorded
+    # before the next is applied, or undo restores a snapshot that holds some of them.
+    original = notebook.read_bytes()
+    agi = make_agi()
+    inserts = [
+        FakeToolCall(
+            "notebook.insert",
+            {"path": "analysis.ipynb", "after_cell_id": "total", "source": f"# {n}"},
+            id=f"insert-{n}",
+        )
+        for n in range(12)
+    ]
+    fake_llm.enqueue(Turn(tool_calls=inserts), Turn(text="inserted"))
+    run = agi.ask("insert twelve cells", agent="build").run
+    book = nbformat.read(notebook, as_version=4)
+    assert sorted(c.source for c in book.cells[3:]) == sorted(f"# {n}" for n in range(12))
+    changes = agi.store.list_changes(run_id=run.id)
+    assert len(changes) == 12
+    # the store's order is the order they were made in: each starts where the last ended
+    assert all(a.after_sha == b.before_sha for a, b in itertools.pairwise(changes))
+    assert [n.status for n in agi.undo(run.id).notebooks] == ["restored"]
     assert notebook.read_bytes() == original
 
 
