@@ -199,10 +199,8 @@ class HistoryQuery(Query):
 class SessionStreamQuery(Query):
     after_cursor: str | None = Field(
         None,
-        min_length=1,
-        max_length=100,
-        description="Resume after this stored-event cursor (an SSE id: opaque text; the "
-        "Last-Event-ID header works too); default: from now.",
+        description="Resume after this position: the opaque `id` of an SSE event of this "
+        "stream (as Last-Event-ID does). Default (and empty): from now.",
     )
 
 

@@ -3107,7 +3107,7 @@ export interface operations {
             query?: {
                 /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
-                /** @description Resume after this stored-event cursor (an SSE id: opaque text; the Last-Event-ID header works too); default: from now. */
+                /** @description Resume after this position: the opaque `id` of an SSE event of this stream (as Last-Event-ID does). Default (and empty): from now. */
                 after_cursor?: string | null;
             };
             header?: never;
