@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from agi_jupyter.errors import ConfigError, NotFound, StoreUnavailable, UsageError
+from agi_jupyter.records import TextPart
 from agi_jupyter.store import MIGRATIONS, Store, create_store
 from agi_jupyter.store.postgres import PostgresStore, database
 from agi_jupyter.store.postgres.migrations import PG_MIGRATIONS
@@ -292,3 +293,15 @@ def test_an_artifact_written_in_pieces_lands_in_the_row_in_chunks(
     assert art.path is None
     assert store.read_artifact(art.id) == b"".join(pieces)
     assert count(store, "SELECT COUNT(*) FROM pg_largeobject_metadata") == 0
+
+
+def test_a_message_with_a_nul_keeps_it_in_its_parts(pg_store: Store) -> None:
+    """Prompts may hold NUL (SQLite stores it): the parts keep it, the plain-text column (for
+    search and previews) has U+FFFD instead."""
+    session = pg_store.create_session()
+    message = pg_store.add_message(session.id, "user", [TextPart(text="a\x00b")])
+    [stored] = pg_store.list_messages(session.id)
+    assert stored.parts == [TextPart(text="a\x00b")]
+    assert stored.text == "a\ufffdb"
+    updated = pg_store.update_message(message.id, parts=[TextPart(text="\x00")])
+    assert updated.parts == [TextPart(text="\x00")]

@@ -35,6 +35,13 @@ from agi_jupyter.store.rows import (
 )
 
 
+def searchable(text: str | None) -> str | None:
+    """``messages.text``, the plain text of the parts (for search and previews): PostgreSQL's
+    text cannot hold NUL, which a prompt may contain (SQLite takes it), so it becomes U+FFFD
+    there. The parts themselves are JSON, where NUL is escaped: nothing is lost."""
+    return None if text is None else text.replace("\x00", "\ufffd")
+
+
 def _not_found(message_id: str) -> NotFound:
     return NotFound(f"message {message_id!r} not found", code="MESSAGE_NOT_FOUND")
 
@@ -64,6 +71,7 @@ class PgMessagesMixin(PgCore):
             updated_at=now,
         )
         row = MESSAGES.to_row(message)
+        row["text"] = searchable(row["text"])
         dicts = [part_to_dict(p) for p in message.parts]
         with self._write() as conn:
             cur = conn.execute(
@@ -92,7 +100,7 @@ class PgMessagesMixin(PgCore):
         if meta is not None:
             changes["meta"] = meta
         if parts is not None:
-            changes["text"] = parts_text(list(parts))
+            changes["text"] = searchable(parts_text(list(parts)))
         values = MESSAGES.encode(changes)
         dicts = None if parts is None else [part_to_dict(p) for p in parts]
         if dicts is not None:
