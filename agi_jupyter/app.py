@@ -98,6 +98,7 @@ class Agi:
         )
         self.project = self.config.project
         self.store = open_store(self.project, artifact_threshold=self.config.artifact_threshold)
+        threshold = self.config.artifact_threshold
         registry = ToolRegistry([*builtin_tools(), *tools])
         registry.load_project_tools(self.project, store=self.store)
         self.loop = BackgroundLoop()
@@ -112,6 +113,7 @@ class Agi:
             bus=self.bus,
             loop=self.loop,
             features=features,
+            store_factory=lambda: open_store(self.project, artifact_threshold=threshold),
         )
         self.runs_manager = RunManager(self.deps)
         # Agent runs go through the session's SDK adapter (``native`` is our own loop).

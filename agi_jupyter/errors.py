@@ -13,7 +13,8 @@
     │   └── PathOutsideProject    PATH_OUTSIDE_PROJECT: a path escapes the project root
     ├── NotFound                  NOT_FOUND (404) and SESSION_/RUN_/ARTIFACT_NOT_FOUND
     ├── Conflict                  CONFLICT (409)
-    │   └── RunTerminal           RUN_TERMINAL (409): the run already ended
+    │   ├── RunTerminal           RUN_TERMINAL (409): the run already ended
+    │   └── RunLost               RUN_LOST (409): this process no longer owns the run
     └── RunCancelled              RUN_CANCELLED: the run was cancelled
 
 Messages never contain secrets: callers pass only what is safe to show to a user.
@@ -127,6 +128,14 @@ class Conflict(AgiError):
 
 class RunTerminal(Conflict):
     code = "RUN_TERMINAL"
+
+
+class RunLost(Conflict):
+    """A write of a run's owner found that it no longer owns the run (another process took it
+    over after the owner stalled, or the run was released): the owner must stop at once and
+    write nothing more. Raised by the ``Store`` methods called with ``fence=``."""
+
+    code = "RUN_LOST"
 
 
 class RunCancelled(AgiError):

@@ -17,14 +17,23 @@ as before, with no added delay; a burst costs one event instead of hundreds (a 2
 answer read at full speed: ~100 events instead of 20,000, for the emitter, the bus, every
 follower and every HTTP stream). The text, its order and the order of events are unchanged;
 only how it is cut into deltas depends on timing. Timestamps come from ``_utc_now_ms``.
+
+The emitter of a run's owner carries its ``fence``: every event it stores is written with it,
+so once the run changed hands the write raises ``RunLost``; the emitter then counts as lost,
+publishes nothing more, and every later ``emit`` raises ``RunLost`` at once, which stops the
+run's coroutine at its next event. It also keeps the text and reasoning streamed since the
+last assistant message (``partial``), so a run that ends mid-answer can store what it showed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
+from agi_jupyter.errors import RunLost
 from agi_jupyter.events import (
     DELTA_TYPES,
     Event,
@@ -36,8 +45,11 @@ from agi_jupyter.events import (
 from agi_jupyter.records import JSON
 
 if TYPE_CHECKING:
+    from agi_jupyter.records import RunFence
     from agi_jupyter.runtime.bus import EventBus
     from agi_jupyter.store import Store
+
+log = logging.getLogger(__name__)
 
 
 FLUSH_INTERVAL = 0.1  # seconds a persisted delta may wait to be written with others
@@ -74,6 +86,8 @@ class RunEmitter:
         session_id: str,
         persist_deltas: bool,
         last_seq: int,
+        fence: RunFence | None = None,
+        on_lost: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -81,6 +95,12 @@ class RunEmitter:
         self.session_id = session_id
         self.persist_deltas = persist_deltas
         self.seq = last_seq
+        self.fence = fence  # the owner's fence: stored events are written with it
+        self.lost = False  # a write found the run taken over: nothing more goes out
+        self._on_lost = on_lost
+        # What was streamed since the last assistant message (``partial``).
+        self._draft_text: list[str] = []
+        self._draft_reasoning: list[str] = []
         self._pending: list[tuple[int, str, JSON]] = []  # deltas waiting to be written
         self._timer: asyncio.TimerHandle | None = None
         # The delta being coalesced in this turn of the loop: its type, fragments, and the
@@ -90,11 +110,18 @@ class RunEmitter:
         self._delta_due: asyncio.Handle | None = None
 
     def emit(self, event: Event) -> None:
+        if self.lost:
+            raise RunLost(f"run {self.run_id} was taken over; its events are not sent")
         if type(event) is TextDelta or type(event) is ReasoningDelta:
             self.emit_delta(event.type, event.delta)
             return
         if self._delta_type is not None:
             self.send_delta()  # the coalesced delta came first
+        kind = event.type
+        if kind == "iteration" or (
+            kind == "message.completed" and getattr(event, "message", {}).get("role") == "assistant"
+        ):
+            self._draft_text, self._draft_reasoning = [], []
         self.seq += 1
         event.run_id, event.seq, event.ts = self.run_id, self.seq, _utc_now_ms()
         data = event_to_dict(event)
@@ -136,6 +163,9 @@ class RunEmitter:
     def _publish_delta(self, type: DeltaType, delta: str) -> None:
         """The wire dict of a delta event (the keys and their order of ``event_to_dict``),
         built directly; persisted with ``persist_deltas``, then published."""
+        if self.lost:
+            return
+        (self._draft_text if type == "output.text.delta" else self._draft_reasoning).append(delta)
         self.seq += 1
         data = {"type": type, "run_id": self.run_id, "seq": self.seq, "ts": _utc_now_ms()}
         data["delta"] = delta
@@ -154,12 +184,44 @@ class RunEmitter:
             self._timer.cancel()
             self._timer = None
         batch, self._pending = self._pending, []
-        if batch:
-            self.store.append_run_events(
-                self.run_id,
-                [(kind, payload) for _, kind, payload in batch],
-                seqs=[seq for seq, _, _ in batch],
-            )
+        if batch and not self.lost:
+            try:
+                self.store.append_run_events(
+                    self.run_id,
+                    [(kind, payload) for _, kind, payload in batch],
+                    seqs=[seq for seq, _, _ in batch],
+                    fence=self.fence,
+                )
+            except RunLost:
+                self.mark_lost()
+                raise
+
+    def partial(self) -> tuple[str, str]:
+        """The text and the reasoning streamed since the last assistant message or iteration
+        (what a run that ends now would lose)."""
+        return "".join(self._draft_text), "".join(self._draft_reasoning)
+
+    def mark_lost(self) -> None:
+        """The run was taken over: drop what waits, publish nothing more, tell the owner."""
+        if self.lost:
+            return
+        self.lost = True
+        self._pending = []
+        if self._delta_due is not None:
+            self._delta_due.cancel()
+            self._delta_due = None
+        self._delta_type, self._fragments = None, []
+        if self._on_lost is not None:
+            self._on_lost()
+
+    def _timed_flush(self) -> None:
+        """The flush a timer runs: a lost run is reported through ``on_lost``, not raised into
+        the event loop's exception handler."""
+        self._timer = None
+        try:
+            self.flush()
+        except RunLost:
+            log.info("run %s was taken over; its owner here stops", self.run_id)
 
     def _flush_later(self) -> bool:
         """Arrange a flush ``FLUSH_INTERVAL`` from now; False when there is no running loop."""
@@ -169,5 +231,5 @@ class RunEmitter:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return False
-        self._timer = loop.call_later(FLUSH_INTERVAL, self.flush)
+        self._timer = loop.call_later(FLUSH_INTERVAL, self._timed_flush)
         return True

@@ -91,7 +91,9 @@ class SdkDispatch:
             # not the run manager's cancel reached the task first.
             raise asyncio.CancelledError
         if history:
-            self.deps.store.update_run(run.id, usage=result.usage, cost_usd=result.cost_usd)
+            self.deps.store.update_run(
+                run.id, usage=result.usage, cost_usd=result.cost_usd, fence=emitter.fence
+            )
         return result
 
     def _params(

@@ -124,7 +124,11 @@ class CanonicalHistory:
         elif isinstance(event, UserInput):
             self.flush()
             message = self.store.add_message(
-                self.run.session_id, "user", [TextPart(text=event.text)], run_id=self.run.id
+                self.run.session_id,
+                "user",
+                [TextPart(text=event.text)],
+                run_id=self.run.id,
+                fence=self.emitter.fence,
             )
             self.emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
         elif isinstance(event, TurnDone):
@@ -202,6 +206,7 @@ class CanonicalHistory:
                 is_error=not ok,
                 started_at=outcome.started_at if outcome is not None else None,
                 finished_at=utc_now(),
+                fence=self.emitter.fence,
             )
         self._answered.add(event.id)
         part = ToolResultPart(
@@ -211,7 +216,9 @@ class CanonicalHistory:
             is_error=not ok,
             artifact_id=artifact.id if artifact is not None else None,
         )
-        self.store.add_message(self.run.session_id, "tool", [part], run_id=self.run.id)
+        self.store.add_message(
+            self.run.session_id, "tool", [part], run_id=self.run.id, fence=self.emitter.fence
+        )
         summary: JSON | None = None
         if artifact is not None:
             summary = {
@@ -246,6 +253,7 @@ class CanonicalHistory:
             input_tokens=meta.input_tokens,
             output_tokens=meta.output_tokens,
             cost_usd=cost or 0.0,
+            fence=self.emitter.fence,
         )
         self.emitter.emit(
             ev.UsageEvent(
@@ -289,6 +297,7 @@ class CanonicalHistory:
             parts,
             run_id=self.run.id,
             meta=self._meta_dict(meta),
+            fence=self.emitter.fence,
         )
         for call in draft.calls:
             row = self.store.create_tool_call(
@@ -298,6 +307,7 @@ class CanonicalHistory:
                 call.arguments,
                 message_id=message.id,
                 status="running",
+                fence=self.emitter.fence,
             )
             self._call_rows[call.id] = row.id
         self.emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
