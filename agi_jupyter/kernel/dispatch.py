@@ -121,6 +121,18 @@ def join_with_dispatch(
         thread.join(left)
 
 
+def _drain(inbox: queue.Queue[Any]) -> list[dict[str, Any]]:
+    """The events waiting in ``inbox`` (wake-ups dropped), without waiting."""
+    events: list[dict[str, Any]] = []
+    while True:
+        try:
+            item = inbox.get_nowait()
+        except queue.Empty:
+            return events
+        if item is not _WAKE:
+            events.append(item)
+
+
 def follow_with_dispatch(
     agi: Agi, run_id: str, dispatcher: MainThreadDispatcher, *, after_seq: int = 0
 ) -> Iterator[dict[str, Any]]:
@@ -131,7 +143,8 @@ def follow_with_dispatch(
     unsubscribe = agi.bus.subscribe_run(run_id, inbox.put)
     try:
         with dispatcher.waiting(lambda: inbox.put(_WAKE)):
-            yield from cursor.from_store()
+            recent = agi.bus.recent(run_id)
+            yield from cursor.catch_up([*recent, *_drain(inbox)])
             while not cursor.done:
                 dispatcher.drain()
                 try:
