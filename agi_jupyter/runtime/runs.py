@@ -413,30 +413,44 @@ class RunManager:
     # --- tick ----------------------------------------------------------------------------------
 
     async def tick(self, *, max_runs: int = 10) -> TickResult:
-        """Recover stale runs, then claim due queued runs and execute them, and wait for them.
+        """Recover stale runs, then claim due queued runs and execute them (at most
+        ``max_runs``), and wait for them.
 
         Claims are atomic (``store.claim_due_runs``): concurrent tickers in several processes
-        take disjoint runs, the oldest due run of each session whose session is not busy."""
+        take disjoint runs, the oldest due run of each session whose session is not busy; when
+        a run ends, the next run of its session (if due) is claimed in turn."""
         result = TickResult()
         self._recover_stale(result, max_runs)
         due = self.deps.store.due_runs(limit=max_runs)
         result.skipped = sum(1 for run in due if self.is_local(run.id))
-        claimed = self.deps.store.claim_due_runs(
+        started = 0
+        running: set[asyncio.Task[Run]] = set()
+        while True:
+            for run in self._claim_due(max_runs - started):
+                started += 1
+                running.add(self.spawn(run.id, wait_for_session=False, claimed=run.fence))
+            if not running:
+                return result
+            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task.cancelled():
+                    continue
+                if task.exception() is not None:
+                    log.error("a run of the tick failed", exc_info=task.exception())
+                else:
+                    run = task.result()
+                    if run.owner == self.deps.owner and run.is_terminal:
+                        result.executed += 1
+
+    def _claim_due(self, limit: int) -> list[Run]:
+        if limit <= 0:
+            return []
+        return self.deps.store.claim_due_runs(
             owner=self.deps.owner,
             stale_before=_iso_in(-self.deps.stale_after),
-            limit=max_runs,
+            limit=limit,
             exclude=list(self._tasks),
         )
-        tasks = [self.spawn(run.id, wait_for_session=False, claimed=run.fence) for run in claimed]
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait({task})
-        for task in tasks:
-            if task.done() and not task.cancelled():
-                run = task.result()
-                if run.owner == self.deps.owner and run.is_terminal:
-                    result.executed += 1
-        return result
 
     def _recover_stale(self, result: TickResult, limit: int) -> None:
         """Runs whose owner went silent: back to the queue (taken over: the old owner's fence
