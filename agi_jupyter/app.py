@@ -54,6 +54,10 @@ if TYPE_CHECKING:
     from agi_jupyter.tools import AnyTool
 
 
+CANCEL_WAIT = 10.0  # seconds ``cancel`` waits for the runtime loop before recording the cancel
+CONTROL_WAIT = 5.0  # seconds a caller waits for the runtime loop to take a control request
+
+
 @dataclass
 class RunResult:
     """What ``ask`` returns: the final answer, the run, the run's messages and its usage."""
@@ -379,9 +383,17 @@ class Agi:
     ) -> Page[Run]:
         return self.store.list_runs(session_id=session_id, limit=limit, cursor=cursor)
 
-    def cancel(self, run_id: str) -> Run:
-        """Cancel a run; returns it (``cancelled`` unless it ended first)."""
-        return self.loop.run(self.runs_manager.cancel(run_id))
+    def cancel(self, run_id: str, *, wait: float = CANCEL_WAIT) -> Run:
+        """Cancel a run; returns it (``cancelled`` unless it ended first).
+
+        Waits at most ``wait`` seconds for the runtime loop to stop the run; if the loop is
+        busy that long (a blocking import, a synchronous tool), the cancel is recorded in the
+        store instead (the run shows ``cancelled`` at once) and the run stops as soon as the
+        loop gets to it, or its lease keeper notices."""
+        try:
+            return self.loop.run(self.runs_manager.cancel(run_id), timeout=wait)
+        except TimeoutError:
+            return self.runs_manager.request_cancel(run_id)
 
     def tick(self, *, max_runs: int = 10, max_webhook_events: int = 50) -> TickResult:
         """Process webhook events and due polls of deep research runs, recover stalled runs and
@@ -411,7 +423,8 @@ class Agi:
         for run in active:
             if run.id != keep:
                 with contextlib.suppress(RunTerminal):  # it may have ended meanwhile
-                    self.loop.run(self.sdk.abort(run.id))  # a clean SDK stop first, if it can
+                    with contextlib.suppress(TimeoutError):  # a clean SDK stop first, if it can
+                        self.loop.run(self.sdk.abort(run.id), timeout=CONTROL_WAIT)
                     self.cancel(run.id)
 
     # --- catalogue -----------------------------------------------------------------------------
@@ -434,7 +447,10 @@ class Agi:
         return self.store.stats()
 
     def close(self) -> None:
-        """Stop runs still executing here (they end ``cancelled``) and release resources."""
+        """Release the runs still executing here and free resources. A released run goes
+        back to the queue (``queued``, due at once, ``loop_state`` kept) and is resumed by
+        the next process that ticks, not waiting out the staleness window; only ``cancel``
+        ends a run ``cancelled``."""
         if self.loop.in_loop_thread():
             raise RuntimeError("Agi.close() cannot be called from the runtime loop")
         try:

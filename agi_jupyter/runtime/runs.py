@@ -380,7 +380,11 @@ class RunManager:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait({task}, timeout=30)
-            return self.deps.store.get_run(run_id)
+            run = self.deps.store.get_run(run_id)
+            if run.status != "queued":
+                return run
+            # A task cancelled before its first step never ran a line: the run is still
+            # queued, and nobody else will end it.
         return self.request_cancel(run_id)
 
     def request_cancel(self, run_id: str) -> Run:

@@ -272,3 +272,12 @@ def test_interrupt_tolerates_a_run_that_ended_meanwhile(
     monkeypatch.setattr(agi, "cancel", ended_meanwhile)
     result = agi.ask("new message", session=session.id)
     assert result.run.status == "succeeded"
+
+
+def test_cancel_right_after_submit_ends_the_run(make_agi: MakeAgi) -> None:
+    agi = make_agi()
+    session = agi.new_session(model="fake:echo")
+    for _ in range(5):  # the cancel may reach the loop before the run's task ever ran
+        run = agi.submit("never mind", session=session.id)
+        assert agi.cancel(run.id).status in ("cancelled", "succeeded")
+        assert agi.run(run.id).is_terminal
