@@ -69,11 +69,16 @@ export function visibleBlocks(item: ChatItem, view: 'simple' | 'full'): Block[] 
   return blocks.length || item.status === 'streaming' ? blocks : null;
 }
 
-export function resultFields(result: Extract<Part, { type: 'tool_result' }>): Partial<ToolBlock> {
+/** A stored tool result's fields; `status` is the tool message's `meta.status` when it has one
+ * (`cancelled`: the call was cut short with its run). */
+export function resultFields(
+  result: Extract<Part, { type: 'tool_result' }>,
+  status?: unknown
+): Partial<ToolBlock> {
   return {
     ok: !result.is_error,
     output: result.output,
-    status: result.is_error ? 'failed' : 'completed',
+    status: typeof status === 'string' && status ? status : result.is_error ? 'failed' : 'completed',
     artifact: result.artifact_id ? { id: result.artifact_id, kind: 'artifact' } : null
   };
 }
@@ -103,8 +108,9 @@ export function messageItem(message: Message): ChatItem {
   return {
     ...emptyItem(message.id, message.role, message.run_id ?? null),
     messageId: message.id,
-    status: message.status === 'error' ? 'error' : 'complete',
-    blocks: (message.parts ?? []).flatMap(partBlocks),
+    // A partial answer (the run ended mid-answer) shows as the cut-short draft did.
+    status: meta.partial ? 'cancelled' : message.status === 'error' ? 'error' : 'complete',
+    blocks: (message.parts ?? []).flatMap(part => partBlocks(part, meta.status)),
     provider: meta.provider ?? null,
     model: meta.model ?? null,
     sdk: typeof meta.sdk === 'string' && meta.sdk ? meta.sdk : null,
@@ -115,7 +121,7 @@ export function messageItem(message: Message): ChatItem {
   };
 }
 
-function partBlocks(part: Part): Block[] {
+function partBlocks(part: Part, toolStatus?: unknown): Block[] {
   switch (part.type) {
     case 'text':
       return part.text ? [{ kind: 'text', text: part.text }] : [];
@@ -145,7 +151,7 @@ function partBlocks(part: Part): Block[] {
           arguments: null,
           argumentsText: '',
           live: '',
-          ...(resultFields(part) as Pick<ToolBlock, 'ok' | 'output' | 'status' | 'artifact'>)
+          ...(resultFields(part, toolStatus) as Pick<ToolBlock, 'ok' | 'output' | 'status' | 'artifact'>)
         }
       ];
     case 'error':

@@ -115,6 +115,14 @@ def test_stop_cancels_the_run(widget: Any, fake_llm: FakeLLMServer) -> None:
     assert widget.running == ""
     assert widget.transcript[-1]["text"].endswith("· cancelled")
     assert not any(e.get("streaming") for e in widget.transcript)
+    # the answer streamed so far stays, marked partial, live and after a reload
+    (answer,) = [e for e in widget.transcript if e["role"] == "assistant"]
+    streamed = "".join(d["text"] for d in _deltas(widget))
+    assert (answer["text"], answer["partial"]) == (streamed, True)
+    assert answer["text"].startswith("word")
+    widget._on_session_change({"new": widget.session_id})  # what picking the session does
+    (reloaded,) = [e for e in widget.transcript if e["role"] == "assistant"]
+    assert (reloaded["text"], reloaded["partial"]) == (streamed, True)
 
 
 def test_session_picker_loads_history_and_new_session(

@@ -33,7 +33,7 @@ function renderMarkdown(text) {
     .join("");
 }
 
-const ICONS = { running: "⏳", completed: "✅", failed: "❌", denied: "⛔", skipped: "⏭" };
+const ICONS = { running: "⏳", completed: "✅", failed: "❌", denied: "⛔", skipped: "⏭", cancelled: "⏹" };
 
 function renderEntry(entry, live) {
   const role = entry.role;
@@ -58,12 +58,15 @@ function renderEntry(entry, live) {
   }
   const text = entry.streaming ? (live.get(entry.id) ?? entry.text ?? "") : entry.text ?? "";
   const node = el("div", {
-    class: `agi-entry agi-${role}${entry.streaming ? " agi-streaming" : ""}`,
+    class: `agi-entry agi-${role}${entry.streaming ? " agi-streaming" : ""}${entry.partial ? " agi-partial" : ""}`,
     "data-role": role,
     "data-entry-id": entry.id,
   });
   if (role === "assistant") node.innerHTML = renderMarkdown(text);
   else node.textContent = text;
+  if (entry.partial) {
+    node.append(el("div", { class: "agi-label" }, "partial answer: the run ended before it did"));
+  }
   return node;
 }
 
