@@ -28,9 +28,10 @@ last assistant message (``partial``), so a run that ends mid-answer can store wh
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Literal
 
 from agi_jupyter.errors import RunLost
@@ -101,6 +102,7 @@ class RunEmitter:
         # What was streamed since the last assistant message (``partial``).
         self._draft_text: list[str] = []
         self._draft_reasoning: list[str] = []
+        self._held: list[JSON] | None = None  # events held back by ``together``
         self._pending: list[tuple[int, str, JSON]] = []  # deltas waiting to be written
         self._timer: asyncio.TimerHandle | None = None
         # The delta being coalesced in this turn of the loop: its type, fragments, and the
@@ -128,9 +130,36 @@ class RunEmitter:
         if is_persisted(data["type"], persist_deltas=self.persist_deltas):
             payload = {k: v for k, v in data.items() if k not in ("type", "run_id", "seq")}
             self._pending.append((self.seq, data["type"], payload))
+            if self._held is not None:
+                self._held.append(data)
+                return
             if data["type"] not in DELTA_TYPES or not self._flush_later():
                 self.flush()
         self.bus.publish(self.session_id, data)
+
+    @contextlib.contextmanager
+    def together(self) -> Iterator[None]:
+        """Events emitted in the block are stored in one transaction when it ends, then
+        published in order (for events that follow each other with no model call between,
+        such as ``run.status`` and ``run.final``: one write instead of several). If the block
+        raises, they are neither stored nor published."""
+        if self._held is not None:
+            yield
+            return
+        self._held = []
+        try:
+            yield
+        except BaseException:
+            dropped = {data["seq"] for data in self._held}
+            self._pending = [item for item in self._pending if item[0] not in dropped]
+            self._held = None
+            raise
+        if self._delta_type is not None:
+            self.send_delta()
+        held, self._held = self._held, None
+        self.flush()
+        for data in held:
+            self.bus.publish(self.session_id, data)
 
     def emit_delta(self, type: DeltaType, delta: str) -> None:
         """``emit(TextDelta(delta=...))`` / ``emit(ReasoningDelta(...))``, coalesced with the
@@ -171,8 +200,14 @@ class RunEmitter:
         data["delta"] = delta
         if self.persist_deltas:
             self._pending.append((self.seq, type, {"ts": data["ts"], "delta": delta}))
+            if self._held is not None:
+                self._held.append(data)
+                return
             if not self._flush_later():
                 self.flush()
+        elif self._held is not None:
+            self._held.append(data)
+            return
         self.bus.publish(self.session_id, data)
 
     def flush(self) -> None:

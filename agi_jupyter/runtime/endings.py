@@ -73,8 +73,9 @@ def finish(
         heartbeat_at=now,
         fence=emitter.fence,
     )
-    emitter.emit(ev.RunStatusEvent(status=status))
-    emitter.emit(ev.RunFinal(run=run_to_dict(run)))
+    with emitter.together():
+        emitter.emit(ev.RunStatusEvent(status=status))
+        emitter.emit(ev.RunFinal(run=run_to_dict(run)))
     return run
 
 

@@ -108,8 +108,9 @@ class AgentLoop:
             )
             turn = await self._stream_turn(provider, request, emitter, names)
             cost = cost_usd(run.provider or "", run.model or "", turn.usage)
-            assistant = self._save_assistant(run, session, turn, cost, emitter)
-            self._record_usage(session, turn.usage, cost, emitter)
+            with emitter.together():
+                assistant = self._save_assistant(run, session, turn, cost, emitter)
+                self._record_usage(session, turn.usage, cost, emitter)
             usage_total["input_tokens"] += turn.usage.input_tokens
             usage_total["output_tokens"] += turn.usage.output_tokens
             cost_total += cost or 0.0

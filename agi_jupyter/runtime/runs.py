@@ -193,7 +193,7 @@ class RunManager:
     def _emitter(self, run: Run, fence: RunFence | None = None) -> RunEmitter:
         events = self.deps.store.list_run_events(run.id)
         last = events[-1].seq if events else 0
-        if fence is not None and run.attempt > 0:
+        if fence is not None and run.attempt > 1:  # (the claim counted this attempt)
             last += RESUME_SEQ_GAP
         return RunEmitter(
             self.deps.store,
@@ -233,21 +233,22 @@ class RunManager:
             self._emitters.pop(run_id, None)
 
     async def _attempt(self, run: Run, emitter: RunEmitter) -> Run:
-        store, fence = self.deps.store, emitter.fence
-        run = store.update_run(run.id, attempt=run.attempt + 1, next_attempt_at=None, fence=fence)
+        """One attempt of a claimed run (the claim counted it in ``run.attempt``)."""
+        store = self.deps.store
         try:
-            if emitter.seq == 0:
-                emitter.emit(
-                    ev.RunMeta(
-                        session_id=run.session_id,
-                        agent=store.get_session(run.session_id).agent,
-                        provider=run.provider or "",
-                        model=run.model or "",
-                        attempt=run.attempt,
+            with emitter.together():
+                if emitter.seq == 0:
+                    emitter.emit(
+                        ev.RunMeta(
+                            session_id=run.session_id,
+                            agent=store.get_session(run.session_id).agent,
+                            provider=run.provider or "",
+                            model=run.model or "",
+                            attempt=run.attempt,
+                        )
                     )
-                )
-            emitter.emit(ev.RunStatusEvent(status="running"))
-            run = self._add_input_message(run, emitter)
+                emitter.emit(ev.RunStatusEvent(status="running"))
+                run = self._add_input_message(run, emitter)
             executor = self.executors.get(run.type)
             if executor is not None:
                 return await executor.start(run, emitter)

@@ -159,8 +159,9 @@ class Store(Protocol):
     def update_run(self, id: str, /, *, fence: RunFence | None = None, **changes: Any) -> Run: ...
     def update_run_if(self, id: str, expected_version: int, /, **changes: Any) -> bool: ...
     def claim_run(self, id: str, expected_version: int, *, owner: str) -> RunFence | None:
-        """CAS on ``version``: the run becomes ``running`` with ``owner``, a new ``epoch``, a
-        fresh heartbeat and ``started_at`` kept from its first start. The new fence, or None
+        """CAS on ``version``: the run becomes ``running`` with ``owner``, a new ``epoch``, its
+        next ``attempt`` (``next_attempt_at`` cleared), a fresh heartbeat and ``started_at``
+        kept from its first start. The new fence, or None
         when the version moved on (someone else got it)."""
         ...
 

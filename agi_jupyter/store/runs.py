@@ -24,10 +24,23 @@ from agi_jupyter.store.rows import RUNS, check_limit, dumps
 
 _SELECT = f"SELECT {RUNS.select()} FROM runs"
 _FIXED = ("id", "session_id", "version", "epoch", "created_at", "updated_at")
+# The due heads of idle sessions' queues (parameters: now, excluded ids as JSON, the oldest
+# heartbeat still alive, limit).
+_CLAIMABLE = (
+    "SELECT r.id FROM runs r WHERE r.status = 'queued'"
+    " AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= ?)"
+    " AND r.id NOT IN (SELECT value FROM json_each(?))"
+    " AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_id = r.session_id"
+    "  AND p.status = 'queued' AND p.rowid < r.rowid)"
+    " AND NOT EXISTS (SELECT 1 FROM runs b WHERE b.session_id = r.session_id"
+    "  AND b.status = 'running' AND b.heartbeat_at >= ?)"
+    " ORDER BY r.rowid LIMIT ?"
+)
 # A claim's assignments (parameters: owner, heartbeat_at, started_at, updated_at).
 _CLAIM = (
-    "status = 'running', owner = ?, epoch = epoch + 1, heartbeat_at = ?,"
-    " started_at = COALESCE(started_at, ?), version = version + 1, updated_at = ?"
+    "status = 'running', owner = ?, epoch = epoch + 1, attempt = attempt + 1,"
+    " next_attempt_at = NULL, heartbeat_at = ?, started_at = COALESCE(started_at, ?),"
+    " version = version + 1, updated_at = ?"
 )
 
 
@@ -88,9 +101,10 @@ class RunsMixin(StoreCore):
             return self._update_run(conn, id, expected_version, values)
 
     def claim_run(self, id: str, expected_version: int, *, owner: str) -> RunFence | None:
-        """Take a run (CAS on version): status running, ``owner``, a new ``epoch``, fresh
-        heartbeat, and ``started_at`` if it was never started. Returns the new owner's fence,
-        or None when another caller got it first."""
+        """Take a run (CAS on version): status running, ``owner``, a new ``epoch``, the next
+        ``attempt`` (``next_attempt_at`` cleared), a fresh heartbeat, and ``started_at`` if it
+        was never started. Returns the new owner's fence, or None when another caller got it
+        first."""
         now = utc_now()
         with self._write() as conn:
             row = conn.execute(
@@ -115,21 +129,11 @@ class RunsMixin(StoreCore):
         and in order. Concurrent tickers thus take disjoint runs instead of racing for the
         same ones. ``exclude``: ids not to claim (runs the caller drives already)."""
         stamp = utc_now()
+        params = [now or stamp, dumps(list(exclude)), stale_before, check_limit(limit)]
+        if not self._all(_CLAIMABLE, params):
+            return []  # a read: no write lock taken when there is nothing to claim
         with self._write() as conn:
-            ids = [
-                row[0]
-                for row in conn.execute(
-                    "SELECT r.id FROM runs r WHERE r.status = 'queued'"
-                    " AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= ?)"
-                    " AND r.id NOT IN (SELECT value FROM json_each(?))"
-                    " AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_id = r.session_id"
-                    "  AND p.status = 'queued' AND p.rowid < r.rowid)"
-                    " AND NOT EXISTS (SELECT 1 FROM runs b WHERE b.session_id = r.session_id"
-                    "  AND b.status = 'running' AND b.heartbeat_at >= ?)"
-                    " ORDER BY r.rowid LIMIT ?",
-                    [now or stamp, dumps(list(exclude)), stale_before, check_limit(limit)],
-                )
-            ]
+            ids = [row[0] for row in conn.execute(_CLAIMABLE, params)]
             for run_id in ids:
                 conn.execute(
                     f"UPDATE runs SET {_CLAIM} WHERE id = ?", [owner, stamp, stamp, stamp, run_id]
