@@ -16,14 +16,23 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.agents import load_agents
-from agi_jupyter.config import KNOWN_PROVIDERS, Config, find_project, load_config
+from agi_jupyter.config import (
+    KNOWN_PROVIDERS,
+    Config,
+    find_project,
+    global_config_dir,
+    load_config,
+    reference_values,
+)
 from agi_jupyter.errors import ProviderNotConfigured, RunTerminal, UsageError
 from agi_jupyter.events import SessionUpdated, event_to_dict
+from agi_jupyter.mcp.config import load_mcp_servers, secrets_of
+from agi_jupyter.mcp.servers import McpServers
 from agi_jupyter.records import (
     ACTIVE_RUN_STATUSES,
     Message,
@@ -42,8 +51,10 @@ from agi_jupyter.runtime.deps import ProviderPool, RuntimeDeps
 from agi_jupyter.runtime.follow import afollow_run, follow_run
 from agi_jupyter.runtime.history import HistoryView, history_view
 from agi_jupyter.runtime.loop_thread import BackgroundLoop
+from agi_jupyter.runtime.result import RunResult as RunResult  # re-exported
 from agi_jupyter.runtime.runner import allowed_tool_names
 from agi_jupyter.runtime.runs import RunManager, TickResult
+from agi_jupyter.sdk.acp.settings import AcpAgents
 from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
 from agi_jupyter.store import open_store
@@ -56,30 +67,6 @@ if TYPE_CHECKING:
 
 CANCEL_WAIT = 10.0  # seconds ``cancel`` waits for the runtime loop before recording the cancel
 CONTROL_WAIT = 5.0  # seconds a caller waits for the runtime loop to take a control request
-
-
-@dataclass
-class RunResult:
-    """What ``ask`` returns: the final answer, the run, the run's messages and its usage."""
-
-    text: str
-    run: Run
-    messages: list[Message]
-    usage: dict[str, Any]
-
-    @property
-    def run_id(self) -> str:
-        return self.run.id
-
-    @property
-    def session_id(self) -> str:
-        return self.run.session_id
-
-    def __str__(self) -> str:
-        return self.text
-
-    def _repr_markdown_(self) -> str:
-        return self.text
 
 
 class Agi:
@@ -105,15 +92,23 @@ class Agi:
         threshold = self.config.artifact_threshold
         registry = ToolRegistry([*builtin_tools(), *tools])
         registry.load_project_tools(self.project, store=self.store)
+        lookup = reference_values(env)  # what ${VAR} in MCP and ACP settings resolve from
+        servers = load_mcp_servers(self.project, global_config_dir(env), lookup)
+        agents = load_agents(self.project)
+        acp = AcpAgents.resolve(self.config, agents, lookup)
+        redactor = Redactor(env, extra={**secrets_of(servers), **acp.secrets()})
+        # MCP servers' tools (mcp.<server>.<tool>) join the registry when a run can reach them.
+        self.mcp = McpServers(servers, registry, redactor)
+        registry.sources.append(self.mcp)
         self.loop = BackgroundLoop()
         self.bus = EventBus()
         self.deps = RuntimeDeps(
             config=self.config,
             store=self.store,
             registry=registry,
-            agents=load_agents(self.project),
+            agents=agents,
             providers=ProviderPool(self.config),
-            redactor=Redactor(env),
+            redactor=redactor,
             bus=self.bus,
             loop=self.loop,
             features=features,
@@ -121,7 +116,8 @@ class Agi:
         )
         self.runs_manager = RunManager(self.deps)
         # Agent runs go through the session's SDK adapter (``native`` is our own loop).
-        self.sdk = SdkDispatch(self.deps, default_adapters(self.runs_manager.agent_loop))
+        adapters = default_adapters(self.runs_manager.agent_loop, acp=acp)
+        self.sdk = SdkDispatch(self.deps, adapters)
         self.runs_manager.agent_runner = self.sdk
         self.research_settings = research or ResearchSettings()
         self.deep_research = DeepResearch(self.deps, self.runs_manager, self.research_settings)
@@ -144,7 +140,7 @@ class Agi:
         sdk: str | None = None,
     ) -> Session:
         """A new session. ``sdk`` picks the agent SDK that runs it (``native``, ``claude``,
-        ``codex``; default: the agent's, else the configured ``default_sdk``)."""
+        ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``)."""
         agent_name = agent or self.config.default_agent
         agent_def = self._check_agent(agent_name)
         provider, model_name = self.config.resolve_model(model or self._agent_model(agent_name))
@@ -226,6 +222,7 @@ class Agi:
         session: str | Session | None = None,
         model: str | None = None,
         agent: str | None = None,
+        run_agent: str | None = None,
         thinking_level: str | None = None,
         max_iterations: int | None = None,
         execution_mode: str = "foreground_stream",
@@ -234,14 +231,17 @@ class Agi:
     ) -> Run:
         """Queue a run for ``prompt`` and (unless ``start=False``) start executing it here.
 
-        ``type="deep_research"`` runs use the configured deep research model unless ``model``
-        says otherwise (see ``research``). With ``input_message_id=<id of a stored user
-        message>`` and an empty ``prompt`` (``()``), the run answers that message."""
+        ``agent`` switches the session to that agent; ``run_agent`` uses an agent for this run
+        only (the session keeps its own). ``type="deep_research"`` runs use the configured deep
+        research model unless ``model`` says otherwise (see ``research``). With
+        ``input_message_id=<id of a stored user message>`` and an empty ``prompt`` (``()``),
+        the run answers that message."""
         return self._submit(
             prompt,
             session=session,
             model=model,
             agent=agent,
+            run_agent=run_agent,
             thinking_level=thinking_level,
             max_iterations=max_iterations,
             execution_mode=execution_mode,
@@ -256,6 +256,7 @@ class Agi:
         session: str | Session | None = None,
         model: str | None = None,
         agent: str | None = None,
+        run_agent: str | None = None,
         thinking_level: str | None = None,
         max_iterations: int | None = None,
         execution_mode: str = "foreground_stream",
@@ -268,6 +269,9 @@ class Agi:
             model = model or f"openai:{self.research_settings.model}"
             execution_mode = "background"
         ses = self._session_for(session, agent=agent, model=model)
+        if run_agent is not None and run_agent != ses.agent:
+            self._check_agent(run_agent)
+            run_fields["agent"] = run_agent
         provider, model_name = self._model_for(ses, model)
         parts: list[Part] = [TextPart(text=prompt)] if isinstance(prompt, str) else list(prompt)
         if not parts and run_fields.get("input_message_id"):
@@ -433,11 +437,21 @@ class Agi:
         return dict(self.deps.agents)
 
     def tools(self, agent: str | None = None) -> list[AnyTool]:
+        """All tools, or those ``agent`` is offered; MCP servers they need are started first
+        (one that fails is left out: see ``mcp_servers``)."""
         registry = self.deps.registry
+        allowed = (
+            ["*"] if agent is None else allowed_tool_names(self._check_agent(agent), None, registry)
+        )
+        self.loop.run(registry.prepare(allowed))
         if agent is None:
             return list(registry.all())
-        allowed = allowed_tool_names(self._check_agent(agent), None, registry)
         return registry.offered(allowed, self.deps.features)
+
+    def mcp_servers(self) -> list[dict[str, Any]]:
+        """The configured MCP servers: state (not started, running, exited, failed, stopped),
+        error with its stderr tail (redacted), and their tools."""
+        return self.mcp.status()
 
     def sdks(self) -> list[dict[str, Any]]:
         """The agent SDKs: id, display name, capability flags, and whether they are installed."""
@@ -445,6 +459,17 @@ class Agi:
 
     def stats(self) -> dict[str, Any]:
         return self.store.stats()
+
+    def load_default_model(self) -> None:
+        """Create the default model's client now (importing its SDK) on the runtime's loop,
+        where runs use it, instead of in the first run. Raises what creating it raises (no
+        key, a bad setting): callers that only warm up ignore it, the first run reports it."""
+
+        async def load() -> None:
+            provider, _model = self.config.resolve_model()
+            self.deps.providers.get(provider)
+
+        self.loop.run(load())
 
     def close(self) -> None:
         """Release the runs still executing here and free resources. A released run goes
@@ -461,6 +486,8 @@ class Agi:
 
     async def _aclose(self) -> None:
         await self.runs_manager.aclose()
+        await self.sdk.aclose()
+        await self.deps.registry.aclose()  # stops the MCP servers
         await self.deps.providers.aclose()
 
     def __enter__(self) -> Agi:

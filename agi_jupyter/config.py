@@ -191,13 +191,22 @@ class _ProviderLayer(BaseModel):
     default_model: str | None = None
 
 
+class _AcpLayer(BaseModel):
+    """An ACP agent command (``acp`` in a config file or an agent of ``agents.json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
 class _Layer(BaseModel):
     """What one config layer (a file, traitlets, env, explicit arguments) may contain."""
 
     model_config = ConfigDict(extra="forbid")
     default_agent: str | None = None
     default_model: str | None = None
-    default_sdk: Literal["native", "claude", "codex"] | None = None
+    default_sdk: Literal["native", "claude", "codex", "acp"] | None = None
     max_iterations: int | None = Field(default=None, ge=1, le=1000)
     persist_deltas: bool | None = None
     artifact_threshold: int | None = Field(default=None, ge=1024)
@@ -206,6 +215,7 @@ class _Layer(BaseModel):
     retry_backoff: list[float] | None = None
     stale_after: float | None = Field(default=None, ge=1, le=86400)
     providers: dict[str, _ProviderLayer] | None = None
+    acp: _AcpLayer | None = None
 
 
 # --- resolved settings -----------------------------------------------------------------------
@@ -230,6 +240,21 @@ class ProviderSettings:
 
 
 @dataclass(frozen=True)
+class AcpCommand:
+    """How to start an ACP agent (``sdk="acp"`` sessions): command, arguments, extra
+    environment. ``${VAR}`` references stay unresolved here (the runtime resolves them)."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> AcpCommand:
+        layer = _AcpLayer.model_validate(dict(raw))
+        return cls(layer.command, tuple(layer.args), tuple(sorted(layer.env.items())))
+
+
+@dataclass(frozen=True)
 class Config:
     project: Path
     default_agent: str = "general"
@@ -248,6 +273,7 @@ class Config:
     # process, and a tick takes it over (owners heartbeat every min(5, stale_after / 4) s).
     stale_after: float = 30.0
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
+    acp: AcpCommand | None = None  # the default ACP agent of ``sdk="acp"`` sessions
     sources: tuple[str, ...] = ()
 
     @property
@@ -409,6 +435,13 @@ def read_credentials(path: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()}
 
 
+def reference_values(env: Mapping[str, str]) -> dict[str, str]:
+    """What ``${VAR}`` references in MCP server and ACP agent settings resolve from (see
+    ``envrefs``): the global credentials file's entries, overridden by the environment."""
+    credentials = read_credentials(global_config_dir(env) / CREDENTIALS_FILENAME)
+    return {**credentials, **env}
+
+
 def _provider_settings(
     merged: Mapping[str, Any], credentials: Mapping[str, str], env: Mapping[str, str]
 ) -> dict[str, ProviderSettings]:
@@ -467,5 +500,6 @@ def _build(
         retry_backoff=tuple(layer.retry_backoff or defaults.retry_backoff),
         stale_after=layer.stale_after or defaults.stale_after,
         providers=providers,
+        acp=AcpCommand.parse(merged["acp"]) if merged.get("acp") else None,
         sources=sources,
     )

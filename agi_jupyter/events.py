@@ -9,7 +9,7 @@ the wire it is a flat JSON object with ``type``, ``run_id``, ``seq`` (per run, i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 JSON = dict[str, Any]
 
@@ -186,15 +186,21 @@ Event = (
     | MessageCreated
 )
 
-EVENT_TYPES: dict[str, type[Any]] = {
-    str(cls.__dataclass_fields__["type"].default): cls
-    for cls in (
-        RunMeta, RunStatusEvent, Iteration, TextDelta, TextDone, ReasoningDelta, ReasoningDone,
-        ToolCallStarted, ToolCallArgumentsDelta, ToolCallArgumentsDone, ToolCallDelta,
-        ToolCallOutput, UsageEvent, MessageCompleted, ErrorEvent, RunFinal, SessionCreated,
-        SessionUpdated, MessageCreated,
-    )
-}  # fmt: skip
+
+def _event_types() -> dict[str, type[Any]]:
+    """``type`` -> class, read from the ``Event`` union: the one list of events. A new event is
+    a dataclass here plus a member of the union; ``EVENT_TYPES``, the server's OpenAPI
+    ``Event`` schema and the panel's generated TypeScript types all follow from it."""
+    found: dict[str, type[Any]] = {}
+    for cls in get_args(Event):
+        name = str(cls.__dataclass_fields__["type"].default)
+        if name in found:
+            raise TypeError(f"two events of type {name!r}: {found[name]} and {cls}")
+        found[name] = cls
+    return found
+
+
+EVENT_TYPES: dict[str, type[Any]] = _event_types()
 
 # Streaming fragments: persisted to run_events only when persist_deltas is on.
 DELTA_TYPES: frozenset[str] = frozenset(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
@@ -94,6 +94,9 @@ class ToolResultPart:
     output: str
     is_error: bool = False
     artifact_id: str | None = None
+    # The tool call's final status (completed, failed, denied, skipped); None in parts
+    # stored before it was recorded here: read ``is_error`` then.
+    status: ToolCallStatus | None = None
     type: Literal["tool_result"] = "tool_result"
 
 
@@ -217,6 +220,8 @@ class Run:
     status: RunStatus = "queued"
     provider: str | None = None
     model: str | None = None
+    # The agent of this run when it is not the session's (``%%agi -a X`` is for one cell).
+    agent: str | None = None
     thinking_level: str | None = None
     system_prompt: str | None = None
     input_message_id: str | None = None
@@ -263,6 +268,13 @@ class RunFence:
     run_id: str
     owner: str
     epoch: int
+
+
+def session_for_run(session: Session, run: Run) -> Session:
+    """The session as one of its runs sees it: with the run's own agent, if it has one."""
+    if run.agent and run.agent != session.agent:
+        return replace(session, agent=run.agent)
+    return session
 
 
 @dataclass(kw_only=True)

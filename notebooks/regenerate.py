@@ -39,6 +39,7 @@ def main(names: list[str]) -> int:
                 book,
                 timeout=120,
                 kernel_name="python3",
+                record_timing=False,  # no timestamps: a notebook re-run from replays is unchanged
                 resources={"metadata": {"path": str(HERE)}},
             )
             client.execute()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agi_jupyter.config import AcpCommand
+
 
 @dataclass(frozen=True)
 class Agent:
@@ -16,6 +18,7 @@ class Agent:
     read_only: bool = False
     model: str | None = None
     sdk: str | None = None  # the agent SDK its sessions use; None: the configured default
+    acp: AcpCommand | None = None  # the ACP agent its ``acp`` sessions start (else config's)
     source: str = "built-in"
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -27,6 +30,8 @@ _COMMON = (
 
 # In an agent's tool list: every project tool (``.agi/tools/``, capabilities it wrote itself).
 PROJECT_TOOLS = "@project"
+# Every tool of the MCP servers in ``.agi/mcp.json`` (``mcp.<server>.<tool>``).
+MCP_TOOLS = "mcp.*"
 
 READ_ONLY_TOOLS: tuple[str, ...] = ("fs.read", "fs.list", "fs.search", "sql.query", "tasks")
 BUILD_TOOLS: tuple[str, ...] = (
@@ -38,6 +43,7 @@ BUILD_TOOLS: tuple[str, ...] = (
     "write_capability",
     "reload",
     PROJECT_TOOLS,
+    MCP_TOOLS,
 )
 
 BUILTIN_AGENTS: dict[str, Agent] = {

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agi_jupyter.agents.definitions import _COMMON, BUILTIN_AGENTS, Agent
+from agi_jupyter.config import AcpCommand
 from agi_jupyter.errors import ConfigError
 
 BOOTSTRAP_FILES = ("SOUL.md", "USER.md", "AGENTS.md")
@@ -29,7 +30,8 @@ class _AgentEntry(BaseModel):
     read_only: bool | None = None
     prompt: str | None = None  # a path relative to the project, or the prompt text itself
     model: str | None = None
-    sdk: Literal["native", "claude", "codex"] | None = None
+    sdk: Literal["native", "claude", "codex", "acp"] | None = None
+    acp: dict[str, Any] | None = None  # {command, args, env}: see config.AcpCommand
 
 
 def load_agents(project: Path) -> dict[str, Agent]:
@@ -46,6 +48,7 @@ def load_agents(project: Path) -> dict[str, Agent]:
             prompt=_prompt_from_entry(project, entry, base.prompt, path),
             model=entry.model or base.model,
             sdk=entry.sdk or base.sdk,
+            acp=_acp_command(entry, path) or base.acp,
             source=str(path),
         )
     for name, agent in list(agents.items()):
@@ -75,6 +78,18 @@ def _read_agents_file(path: Path) -> dict[str, _AgentEntry]:
             )
             raise ConfigError(f"{path}: agent {name!r}: {problems}") from None
     return entries
+
+
+def _acp_command(entry: _AgentEntry, source: Path) -> AcpCommand | None:
+    if entry.acp is None:
+        return None
+    try:
+        return AcpCommand.parse(entry.acp)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"acp.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()
+        )
+        raise ConfigError(f"{source}: {problems}") from None
 
 
 def _prompt_from_entry(project: Path, entry: _AgentEntry, default: str, source: Path) -> str:

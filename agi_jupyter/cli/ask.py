@@ -73,7 +73,7 @@ class AskOptions:
 @click.option("--title", help="Title of a new session (default: the prompt's first line).")
 @click.option(
     "--sdk",
-    type=click.Choice(["native", "claude", "codex"]),
+    type=click.Choice(["native", "claude", "codex", "acp"]),
     help="Agent SDK of a new session (default: the agent's, else native; see `agi sdks`).",
 )
 @project_option

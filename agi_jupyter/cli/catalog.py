@@ -125,9 +125,19 @@ def _stat(key: str, value: Any) -> object:
 @project_option
 @json_option
 def tools(agent: str | None, project: Path | None, as_json: bool) -> None:
-    """List the tools (built-in and the project's own)."""
+    """List the tools (built-in, the project's own, and its MCP servers').
+
+    MCP servers (.agi/mcp.json) are started to list their tools; one that fails to start is
+    named on stderr with the reason and its tools are left out.
+    """
+    from agi_jupyter.mcp.tools import server_of
+
     with open_agi(project) as agi:
         items = agi.tools(agent)
+        servers = agi.mcp_servers()
+    for server in servers:
+        if server["state"] == "failed":
+            click.echo(f"agi: MCP server {server['name']} failed: {server['error']}", err=True)
     if as_json:
         render.print_json(
             [
@@ -136,6 +146,7 @@ def tools(agent: str | None, project: Path | None, as_json: bool) -> None:
                     "description": t.description,
                     "read_only": t.read_only,
                     "source": t.source,
+                    "server": server_of(t),
                     "parameters": t.json_schema(),
                 }
                 for t in items

@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from agi_jupyter import __version__
-from agi_jupyter.cli import ask, catalog, export, inspect, serve, setup
+from agi_jupyter.cli import ask, catalog, export, inspect, mcp, serve, setup
 from agi_jupyter.cli.common import exit_code_for, fail
 from agi_jupyter.errors import AgiError
 
@@ -56,6 +56,7 @@ def cli() -> None:
       agi "What does analysis.py do?"        ask (the default command)
       agi -m anthropic:claude-sonnet-4-6 -c "And the tests?"
       agi serve                              REST + streaming API for any client
+      agi mcp                                the project as an MCP server (stdio)
       agi setup                              providers, API keys, defaults
 
     Everything is recorded in .agi/agi.sqlite of the project (the current folder, or its nearest
@@ -67,6 +68,7 @@ def cli() -> None:
 for _command in (
     ask.ask,
     serve.serve,
+    mcp.mcp_command,
     setup.setup,
     *inspect.COMMANDS,
     *catalog.COMMANDS,

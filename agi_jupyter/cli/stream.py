@@ -126,10 +126,21 @@ class StreamPrinter:
     def _on_run_final(self, e: Mapping[str, Any]) -> None:
         self.progress.stop()
         self.end_line()
-        if self.progress.enabled and (e.get("run") or {}).get("status") == "succeeded":
-            run = e.get("run") or {}
-            usage = run.get("usage") or {}
-            console(stderr=True).print(
-                f"[dim]{run.get('id')} · session {run.get('session_id')} · "
-                f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out[/dim]"
-            )
+        run = e.get("run") or {}
+        if run.get("id"):
+            line = recorded_line(run)
+            if self.progress.enabled:
+                console(stderr=True).print(f"[dim]{line}[/dim]", highlight=False)
+            else:
+                click.echo(line, err=True)
+
+
+def recorded_line(run: Mapping[str, Any]) -> str:
+    """Where a run is recorded and how to look at it again (one line, on stderr)."""
+    usage = run.get("usage") or {}
+    session = run.get("session_id")
+    return (
+        f"{run.get('id')} · session {session} · {usage.get('input_tokens', 0)} in / "
+        f"{usage.get('output_tokens', 0)} out · recorded in .agi/agi.sqlite "
+        f"(`agi show {session} --full`)"
+    )

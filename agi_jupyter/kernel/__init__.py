@@ -10,6 +10,8 @@
     replay       request hashing and finding a recorded run to replay
     interpolate  {var} / {In[n]} / {Out[n]} / {Err[n]} and variable summaries
     widget       ChatWidget (anywidget) and ``chat()``
+    warmup       the runtime imported and loaded in the background after ``%load_ext``
+    cellids      the running cell's id from the notebook file (when the front end sends none)
 
 Loading the extension imports IPython's magic machinery and traitlets only.
 """
@@ -29,6 +31,9 @@ def load_ipython_extension(ipython: Any) -> None:
     ctx = context_for(ipython, magics)
     magics._ctx = ctx
     ctx.register_hooks()
+    from agi_jupyter.kernel.warmup import start
+
+    start(ctx)
 
 
 def unload_ipython_extension(ipython: Any) -> None:

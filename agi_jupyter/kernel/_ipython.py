@@ -58,3 +58,15 @@ def markdown(text: str) -> Any:
 
     shown: Any = _display
     return shown.Markdown(text)
+
+
+def clear_output(*, wait: bool = False) -> None:
+    from IPython import display as _display
+
+    shown: Any = _display
+    shown.clear_output(wait=wait)
+
+
+def is_terminal(shell: Any) -> bool:
+    """Whether ``shell`` is a terminal IPython (no display handles, text output)."""
+    return type(shell).__name__ == "TerminalInteractiveShell"

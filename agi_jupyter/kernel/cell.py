@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.app import RunResult
 from agi_jupyter.errors import AgiError, RunTerminal
+from agi_jupyter.kernel._ipython import is_terminal
 from agi_jupyter.kernel.dispatch import follow_with_dispatch, interrupts_deferred
 from agi_jupyter.kernel.interpolate import context_block, interpolate
 from agi_jupyter.kernel.python_tool import run_in_namespace
@@ -81,17 +82,19 @@ class CellRequest:
     request_hash: str
 
 
-def is_terminal(shell: Any) -> bool:
-    return type(shell).__name__ == "TerminalInteractiveShell"
-
-
 class CellRunner:
-    def __init__(self, ctx: KernelContext, args: Any) -> None:
+    """``live`` is the cell's output area, shown before the runtime was ready (None in a
+    terminal IPython, which has no display handles)."""
+
+    def __init__(self, ctx: KernelContext, args: Any, live: LiveDisplay | None = None) -> None:
         self.ctx = ctx
         self.args = args
-        self.agi: Agi = ctx.agi
         self.fmt: str = args.format or ctx.settings.format
         self.shell = ctx.shell
+        self.live = live
+        self.view = live.view if live is not None else RunView()
+        self.view.load_artifact = self._diff_of
+        self.agi: Agi = ctx.agi
 
     # --- the request ---------------------------------------------------------------------------
 
@@ -154,6 +157,7 @@ class CellRunner:
     def run(self, body: str) -> CellResult | None:
         req = self.request(body)
         if not req.prompt:
+            self.discard_live()
             print("agi: the prompt is empty; write it in the cell below %%agi", file=sys.stderr)
             return None
         recorded = None
@@ -168,7 +172,7 @@ class CellRunner:
             run = self.agi.submit(
                 req.prompt,
                 session=req.session.id,
-                agent=req.agent,
+                run_agent=req.agent,
                 model=req.model,
                 thinking_level=req.thinking_level,
                 max_iterations=req.max_iterations,
@@ -176,19 +180,33 @@ class CellRunner:
                 request_hash=req.request_hash,
                 **self.ctx.run_fields(),
             )
-            view = self.new_view()
         try:
             if interrupted:  # it came while the run was being created: act on it now
                 raise KeyboardInterrupt
+            self.announce(run, req)
             if self.args.background:
                 self.follow_in_background(run)
                 return None
-            self.follow(run, view)
+            self.follow(run, self.view)
         except RunInterrupted:
             raise
         except KeyboardInterrupt:  # between the run's creation and following it
-            self.interrupted(run, view, None)
-        return self.finish(view)
+            self.interrupted(run, self.view)
+        return self.finish(self.view)
+
+    def announce(self, run: Run, req: CellRequest) -> None:
+        """What the status line says before the run's first event."""
+        view = self.view
+        view.run_id, view.session_id = run.id, run.session_id
+        view.provider, view.model = run.provider or "", run.model or ""
+        view.agent = run.agent or req.session.agent
+        if self.live is not None:
+            self.live.changed()
+
+    def discard_live(self) -> None:
+        if self.live is not None:
+            self.live.discard()
+            self.live = None
 
     def research(self, req: CellRequest) -> None:
         """Queue a deep research run; its live status shows until the report renders."""
@@ -199,10 +217,8 @@ class CellRunner:
             request_hash=req.request_hash,
             **self.ctx.run_fields(),
         )
+        self.announce(run, req)
         self.follow_in_background(run)
-
-    def new_view(self) -> RunView:
-        return RunView(load_artifact=self._diff_of)
 
     def _diff_of(self, artifact_id: str) -> str | None:
         try:
@@ -213,12 +229,8 @@ class CellRunner:
         return str(patch) if patch else None
 
     def follow(self, run: Run, view: RunView) -> None:
-        live: LiveDisplay | None = None
-        printer: TerminalPrinter | None = None
-        if is_terminal(self.shell):
-            printer = TerminalPrinter(view)
-        elif not self.args.no_stream:
-            live = LiveDisplay(view, self.fmt, rate=self.ctx.settings.update_rate)
+        live = self.live
+        printer = TerminalPrinter(view) if is_terminal(self.shell) else None
         try:
             for event in follow_with_dispatch(self.agi, run.id, self.ctx.dispatcher):
                 view.apply(event)
@@ -227,15 +239,13 @@ class CellRunner:
                 elif live is not None:
                     live.changed()
         except KeyboardInterrupt:
-            self.interrupted(run, view, live)
-        if live is not None:
-            live.close()
+            self.interrupted(run, view)
+        self.discard_live()
 
-    def interrupted(self, run: Run, view: RunView, live: LiveDisplay | None) -> None:
+    def interrupted(self, run: Run, view: RunView) -> None:
         """Cancel the cell's run, show how far it got, end the cell with ``RunInterrupted``."""
         self.cancel_after_interrupt(run, view)
-        if live is not None:
-            live.close()
+        self.discard_live()
         self.display_final(view)
         raise RunInterrupted(f"run {run.id} was cancelled") from None
 
@@ -251,12 +261,12 @@ class CellRunner:
                     view.apply(event)
 
     def follow_in_background(self, run: Run) -> None:
-        view = self.new_view()
-        live: LiveDisplay | None = None
-        if is_terminal(self.shell):  # no display handles: say where the answer will be
+        view, live = self.view, self.live
+        if live is None:  # a terminal: no display handles, say where the answer will be
             print(f"agi: run {run.id} goes on in the background; `%agi wait` shows its answer")
         else:
-            live = LiveDisplay(view, self.fmt, rate=self.ctx.settings.update_rate, keep=True)
+            live.keep = True
+        self.live = None  # the follower thread owns the area now
 
         def pump() -> None:
             for event in self.agi.follow(run.id):
@@ -271,28 +281,32 @@ class CellRunner:
         thread.start()
 
     def replay(self, req: CellRequest, recorded: Run) -> CellResult:
-        if req.agent and req.agent != req.session.agent:
-            self.agi.store.update_session(req.session.id, agent=req.agent)
+        agent = req.agent if req.agent and req.agent != req.session.agent else None
         run = self.agi.replay(
             recorded.id,
             session=req.session.id,
+            agent=agent,
             execution_mode="kernel",
             request_hash=req.request_hash,
             **self.ctx.run_fields(),
         )
+        failed = []
         for code in recorded_python_calls(self.agi, run.id):
             report = run_in_namespace(code, self.shell.user_ns)
             if not report.ok:
-                print(f"agi: replaying a python call failed: {report.error}", file=sys.stderr)
-        view = self.new_view()
+                failed.append(report.error)
+        view = self.view
         for event in self.agi.follow(run.id):
             view.apply(event)
+        self.discard_live()  # the same outputs as the recorded execution left
         if is_terminal(self.shell):
             print(view.to_text())
-            return self.result(view)
-        if not self.args.no_stream:  # the same outputs as the recorded execution showed
-            LiveDisplay(view, self.fmt, rate=self.ctx.settings.update_rate).close()
-        return self.finish(view)
+            result = self.result(view)
+        else:
+            result = self.finish(view)
+        for error in failed:  # after the answer: clearing the live area would hide them
+            print(f"agi: replaying a python call failed: {error}", file=sys.stderr)
+        return result
 
     # --- the answer ----------------------------------------------------------------------------
 

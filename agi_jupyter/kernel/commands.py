@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from IPython.core.error import UsageError as IPythonUsageError
 
-from agi_jupyter.kernel._ipython import MagicArgumentParser
+from agi_jupyter.kernel._ipython import MagicArgumentParser, is_terminal
 from agi_jupyter.kernel.tables import Table, Text
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ HELP = """\
 %agi sessions                      sessions of this project (* marks the notebook's)
 %agi use ID                        make session ID the notebook's session
 %agi new [--agent A] [--model M] [--sdk S]
-                                   start a new notebook session (S: native, claude, codex)
+                                   start a new notebook session (S: native, claude, codex, acp)
 %agi history [ID] [--full]         messages of a session (--full: tool calls, reasoning)
 %agi runs [ID]                     runs of a session
 %agi show RUN                      a run's answer and tool calls
@@ -53,7 +53,7 @@ def _parser() -> Any:
     new = sub.add_parser("new", add_help=False)
     new.add_argument("--agent", "-a")
     new.add_argument("--model", "-m")
-    new.add_argument("--sdk", choices=("native", "claude", "codex"))
+    new.add_argument("--sdk", choices=("native", "claude", "codex", "acp"))
     history = sub.add_parser("history", add_help=False)
     history.add_argument("id", nargs="?")
     history.add_argument("--full", action="store_true")
@@ -175,7 +175,6 @@ def cmd_runs(ctx: KernelContext, args: argparse.Namespace) -> Table:
 
 
 def cmd_show(ctx: KernelContext, args: argparse.Namespace) -> Any:
-    from agi_jupyter.kernel.cell import is_terminal
     from agi_jupyter.kernel.render import MarkdownView, RunView
 
     run = ctx.agi.run(args.run)
@@ -255,7 +254,10 @@ def cmd_tools(ctx: KernelContext, args: argparse.Namespace) -> Table:
         requires = ", ".join(sorted(t.requires))
         rows.append([t.name, first, "yes" if t.read_only else "", requires, t.source])
     title = f"Tools offered to {args.agent}" if args.agent else "Tools"
-    return Table(["tool", "description", "read-only", "requires", "source"], rows, title=title)
+    failed = [s for s in ctx.agi.mcp_servers() if s["state"] == "failed"]
+    note = "; ".join(f"MCP server {s['name']} failed: {s['error']}" for s in failed)
+    columns = ["tool", "description", "read-only", "requires", "source"]
+    return Table(columns, rows, title=title, note=note)
 
 
 def cmd_models(ctx: KernelContext, args: argparse.Namespace) -> Table:

@@ -16,6 +16,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi_jupyter.kernel.cellids import NotebookCellIds
 from agi_jupyter.kernel.dispatch import MainThreadDispatcher
 
 if TYPE_CHECKING:
@@ -59,9 +60,13 @@ class KernelContext:
         self.session_id: str | None = None
         self.errors: dict[int, str] = {}
         self.cell_id: str | None = None
+        self.cell_source: str = ""
         self.execution_count: int | None = None
         self.background: dict[str, threading.Thread] = {}
+        self.warm_up: threading.Thread | None = None
+        self.cell_ids = NotebookCellIds()
         self._agi: Agi | None = None
+        self._agi_key: tuple[Any, ...] = ()
         self._agi_lock = threading.Lock()
 
     # --- IPython hooks -------------------------------------------------------------------------
@@ -92,6 +97,7 @@ class KernelContext:
 
     def pre_run_cell(self, info: Any) -> None:
         self.cell_id = getattr(info, "cell_id", None) or None
+        self.cell_source = getattr(info, "raw_cell", None) or ""
         stored = getattr(info, "store_history", True)
         self.execution_count = self.shell.execution_count - 1 if stored else None
         self.dispatcher.capture_loop()
@@ -106,30 +112,43 @@ class KernelContext:
 
     @property
     def agi(self) -> Agi:
+        """The kernel's runtime, created on first use. One made with other settings (the
+        warm-up's, before ``c.AgiMagics.project`` changed) is replaced."""
         with self._agi_lock:
+            key = self._settings_key()
+            if self._agi is not None and key != self._agi_key:
+                stale, self._agi = self._agi, None
+                threading.Thread(target=stale.close, name="agi-close", daemon=True).start()
             if self._agi is None:
-                self._agi = self._make_agi()
+                self._agi, self._agi_key = self._make_agi(*key), key
                 # A kernel that shuts down (not killed) releases the runs it still executes,
                 # so the next kernel or any tick resumes them at once.
                 atexit.register(self.close)
             return self._agi
 
+    def _settings_key(self) -> tuple[Path, tuple[tuple[str, Any], ...], float]:
+        """What an ``Agi`` is made of, read once (settings may change on another thread)."""
+        layer = tuple(sorted(self.settings.config_layer().items()))
+        return (self.project_dir(), layer, self.settings.research_poll_interval)
+
     @property
     def has_agi(self) -> bool:
         return self._agi is not None
 
-    def _make_agi(self) -> Agi:
+    def _make_agi(
+        self, project: Path, layer: tuple[tuple[str, Any], ...], poll_interval: float
+    ) -> Agi:
         from agi_jupyter.app import Agi
         from agi_jupyter.kernel.python_tool import PythonTool
         from agi_jupyter.research import ResearchSettings
         from agi_jupyter.tools import FEATURE_KERNEL
 
         return Agi(
-            project=self.project_dir(),
-            traitlets=self.settings.config_layer(),
+            project=project,
+            traitlets=dict(layer),
             features=frozenset({FEATURE_KERNEL}),
             tools=[PythonTool(self.dispatcher, self.shell.user_ns)],
-            research=ResearchSettings(poll_interval=self.settings.research_poll_interval),
+            research=ResearchSettings(poll_interval=poll_interval),
         )
 
     def project_dir(self) -> Path:
@@ -188,15 +207,26 @@ class KernelContext:
         return session
 
     def use_session(self, session_id: str) -> Session:
+        """Make ``session_id`` the notebook's session. A session of no notebook yet (one made
+        in the side panel) becomes this notebook's, so the panel follows it here."""
         session = self.agi.session(session_id)
+        path = self.notebook_path()
+        if path and not session.notebook_path:
+            session = self.agi.store.update_session(session.id, notebook_path=path)
         self.session_id = session.id
         return session
 
     def run_fields(self) -> dict[str, Any]:
-        """What every run started from this kernel records about its cell."""
+        """What every run started from this kernel records about its cell. The cell id comes
+        from the front end (JupyterLab sends it), else from the notebook file: the cell whose
+        source is the code being run (nbclient and papermill send none)."""
+        cell_id = self.cell_id
+        if cell_id is None and self.cell_source:
+            path = self.notebook_file()
+            cell_id = self.cell_ids.find(path, self.cell_source) if path else None
         return {
             "notebook_path": self.notebook_path(),
-            "cell_id": self.cell_id,
+            "cell_id": cell_id,
             "execution_count": self.execution_count,
         }
 

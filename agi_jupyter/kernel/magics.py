@@ -17,12 +17,15 @@ from traitlets import Bool, Enum, Float, Int, Unicode
 from agi_jupyter.kernel._ipython import (
     Magics,
     cell_magic,
+    is_terminal,
     line_magic,
     magics_class,
     parse_argstring,
     with_arguments,
 )
 from agi_jupyter.kernel.context import KernelContext, context_for
+from agi_jupyter.kernel.render import LiveDisplay, RunView
+from agi_jupyter.kernel.warmup import ready
 
 FORMATS = ("markdown", "code", "text", "json")
 
@@ -34,7 +37,7 @@ CELL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (
         ("--sdk",),
         {
-            "choices": ("native", "claude", "codex"),
+            "choices": ("native", "claude", "codex", "acp"),
             "help": "agent SDK of the new session (with --new)",
         },
     ),
@@ -87,6 +90,11 @@ class AgiMagics(Magics):  # type: ignore[misc]
     update_rate = Float(20.0, help="Most display updates per second while an answer streams.").tag(
         config=True
     )
+    warm_up = Bool(
+        True,
+        help="Right after %load_ext, import the runtime and load the default model's client "
+        "in the background, so the first %%agi cell answers as fast as the later ones.",
+    ).tag(config=True)
     research_poll_interval = Float(
         10.0, help="Seconds between polls of a %%agi --research run's background response."
     ).tag(config=True)
@@ -125,19 +133,35 @@ class AgiMagics(Magics):  # type: ignore[misc]
             return self._usage(self.agi_cell, "--max-iterations must be at least 1")
         if args.sdk and not args.new:
             return self._usage(self.agi_cell, "--sdk applies to a new session: add --new")
-        from agi_jupyter.errors import AgiError
-        from agi_jupyter.kernel.cell import CellRunner
-
+        live = self._status_line(args)  # at once, before the runtime is imported
         try:
-            return CellRunner(self.ctx, args).run(cell)
-        except AgiError as e:
-            print(f"agi: {e.message}", file=sys.stderr)
+            ready(self.ctx)  # the warm-up started by %load_ext, if it is still going
+            from agi_jupyter.errors import AgiError
+            from agi_jupyter.kernel.cell import CellRunner
+
+            try:
+                return CellRunner(self.ctx, args, live).run(cell)
+            except AgiError as e:
+                if live is not None:
+                    live.discard()
+                print(f"agi: {e.message}", file=sys.stderr)
+                return None
+        finally:
+            if live is not None and not live.keep:
+                live.discard()  # no status line left behind, whatever happened
+
+    def _status_line(self, args: Any) -> LiveDisplay | None:
+        """The cell's output area, showing a status line (None in a terminal IPython)."""
+        if is_terminal(self.shell):
             return None
+        fmt = args.format or self.format
+        return LiveDisplay(RunView(), fmt, rate=self.update_rate, status_only=args.no_stream)
 
     @line_magic("agi")
     def agi_line(self, line: str) -> Any:
         """``%agi help`` lists the commands: sessions, use, new, history, runs, show, cancel,
         wait, agents, tools, models, config, stats, chat."""
+        ready(self.ctx)
         from agi_jupyter.kernel.commands import run_command
 
         return run_command(self.ctx, line)

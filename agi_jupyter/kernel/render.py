@@ -182,6 +182,8 @@ class RunView:
     # --- rendering -----------------------------------------------------------------------------
 
     def footer(self) -> str:
+        if not self.run_id:
+            return STARTING
         model = f"{self.provider}:{self.model}" if self.provider else self.model
         cost = "cost n/a" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         parts = [
@@ -192,14 +194,16 @@ class RunView:
             self.recorded_run_id,
         ]
         if not self.done:
-            parts.append(self.status + "…")
+            parts.append(_LIVE_STATUS.get(self.status, self.status + "…"))
         elif self.status != "succeeded":
             parts.append(self.status)
         if self.partial:
             parts.append("partial answer")
         return " · ".join(parts)
 
-    def to_markdown(self) -> str:
+    def to_markdown(self, *, status_only: bool = False) -> str:
+        if status_only:
+            return f"<sub>{_escape_html(self.footer())}</sub>"
         chunks: list[str] = []
         if self.reasoning:
             chunks.append(_details("thinking", _fenced(self.reasoning, "")))
@@ -246,14 +250,17 @@ _HANDLERS: dict[str, Callable[[RunView, dict[str, Any]], None]] = {
     "run.final": RunView._final,
 }
 
+# Text symbols every common font has (emoji render as empty boxes without an emoji font).
 _ICONS = {
-    "running": "⏳",
-    "completed": "✅",
-    "failed": "❌",
-    "denied": "⛔",
-    "skipped": "⏭",
-    "cancelled": "⏹",
+    "running": "…",
+    "completed": "✓",
+    "failed": "✗",
+    "denied": "⊘",
+    "skipped": "↷",
+    "cancelled": "■",
 }
+STARTING = "agi · starting…"
+_LIVE_STATUS = {"queued": "starting…", "running": "running…"}
 
 
 def _clip(text: str, limit: int = MAX_BLOCK_CHARS) -> str:
@@ -313,57 +320,88 @@ def _tool_text(block: ToolBlock) -> str:
 
 
 class MarkdownView:
-    """A display object: Markdown for notebooks, plain text for everything else."""
+    """A display object: Markdown for notebooks, plain text for everything else.
 
-    def __init__(self, view: RunView, fmt: str = "markdown") -> None:
-        self.view, self.fmt = view, fmt
+    Its metadata names the run whose answer it shows: the original recording when the run
+    is a replay (the replay's own id is in the store), so that a notebook re-run from its
+    recordings is saved byte for byte as before."""
+
+    def __init__(self, view: RunView, fmt: str = "markdown", *, status_only: bool = False) -> None:
+        self.view, self.fmt, self.status_only = view, fmt, status_only
 
     def _repr_mimebundle_(
         self, include: Any = None, exclude: Any = None
     ) -> tuple[dict[str, str], dict[str, Any]]:
-        metadata = {"agi": {"run_id": self.view.run_id, "replayed_from": self.view.replayed_from}}
+        metadata = {"agi": {"run_id": self.view.recorded_run_id}}
+        text = f"[{self.view.footer()}]" if self.status_only else self.view.to_text()
         if self.fmt == "text":
-            return {"text/plain": self.view.to_text()}, metadata
-        bundle = {"text/markdown": self.view.to_markdown(), "text/plain": self.view.to_text()}
-        return bundle, metadata
-
-
-EMPTY: dict[str, str] = {"text/plain": ""}
+            return {"text/plain": text}, metadata
+        markdown = self.view.to_markdown(status_only=self.status_only)
+        return {"text/markdown": markdown, "text/plain": text}, metadata
 
 
 class LiveDisplay:
-    """A notebook display handle showing a run while it streams, updated at most ``rate`` times
-    a second (the last state is always shown by ``close``)."""
+    """The output area of a ``%%agi`` cell while it runs: a status line at once, then the run
+    as it streams, updated at most ``rate`` times a second (``status_only``: the status line
+    alone).
 
-    def __init__(self, view: RunView, fmt: str, *, rate: float = 20.0, keep: bool = False) -> None:
+    The area starts as a display with no data (so tools that skip display updates, like
+    nbval, see nothing of it) and is cleared (``clear_output(wait=True)``) when the final
+    answer is displayed, so a saved notebook keeps only the answer. ``keep`` (background
+    runs) leaves the final state in the area instead."""
+
+    def __init__(
+        self,
+        view: RunView,
+        fmt: str,
+        *,
+        rate: float = 20.0,
+        keep: bool = False,
+        status_only: bool = False,
+    ) -> None:
         from agi_jupyter.kernel._ipython import display
 
-        self.view, self.fmt, self.keep = view, fmt, keep
+        self.view, self.fmt, self.keep, self.status_only = view, fmt, keep, status_only
         self.interval = 1.0 / rate if rate > 0 else 0.0
         self.updates = 0
+        self.closed = False
         self._last = 0.0
         self._dirty = False
-        self.handle = display(EMPTY, raw=True, display_id=True)
+        self.handle = display({}, raw=True, display_id=True)
+        self._push(time.monotonic())
 
     def changed(self) -> None:
         self._dirty = True
         now = time.monotonic()
-        if now - self._last >= self.interval:
+        if now - self._last >= self.interval and not self.closed:
             self._push(now)
 
     def _push(self, now: float) -> None:
         self._last, self._dirty = now, False
         self.updates += 1
-        bundle, metadata = MarkdownView(self.view, self.fmt)._repr_mimebundle_()
+        shown = MarkdownView(self.view, self.fmt, status_only=self.status_only)
+        bundle, metadata = shown._repr_mimebundle_()
         self.handle.update(bundle, metadata=metadata, raw=True)
 
     def close(self) -> None:
-        """Show the final state: in the handle (``keep``) or cleared for a final display."""
-        if self.keep:
+        """Show the final state in the area (``keep``), or clear it for the final display."""
+        if self.keep and not self.closed:
+            self.status_only = False
             self._push(time.monotonic())
+            self.closed = True
         else:
-            self.updates += 1
-            self.handle.update(EMPTY, raw=True)
+            self.discard()
+
+    def discard(self) -> None:
+        """Remove the area when the next output arrives (the answer, or an error line). Only
+        once: a second clear would take the answer away too."""
+        from agi_jupyter.kernel._ipython import clear_output
+
+        if self.closed:
+            return
+        self.closed = True
+        self.updates += 1
+        clear_output(wait=True)
 
 
 class TerminalPrinter:

@@ -56,12 +56,19 @@ class RenderedRequest:
 
 
 def history_fingerprint(messages: list[Message]) -> tuple[Any, ...]:
-    """The parts of a session's messages that reach a model (no ids, times or meta)."""
+    """The parts of a session's messages that reach a model (no ids, times, meta, or a tool
+    result's status, which only the front ends show)."""
     return tuple(
-        {"role": m.role, "parts": [part_to_dict(p) for p in m.parts]}
+        {"role": m.role, "parts": [_model_view(part_to_dict(p)) for p in m.parts]}
         for m in messages
         if m.status == "complete"
     )
+
+
+def _model_view(part: dict[str, Any]) -> dict[str, Any]:
+    if part.get("type") == "tool_result":
+        part.pop("status", None)
+    return part
 
 
 def find_recorded(agi: Agi, request_hash: str, notebook_path: str | None) -> Run | None:

@@ -223,6 +223,7 @@ class _Stream:
         self.w = widget
         self.run_id = run_id
         self.entry: str | None = None
+        self.text = ""  # the open entry's text so far: kept if the run stops mid-answer
         self.buffer = ""
         self.last_flush = 0.0
         self.tokens = [0, 0]
@@ -243,12 +244,10 @@ class _Stream:
                 w._update(self.entry, text=str(event.get("text", "")), streaming=False)
             self.entry = None
         elif kind == "iteration":
-            self.flush()
-            self.entry = None
+            self.close_entry()
         elif kind == "run.meta":
             self.meta = event
         elif kind in ("tool.call.started", "tool.call.arguments.done", "tool.call.output"):
-            self.flush()
             self._tool(event)
         elif kind == "usage":
             self.tokens[0] += int(event.get("input_tokens") or 0)
@@ -275,6 +274,7 @@ class _Stream:
         self.entry = None
 
     def _open_entry(self) -> None:
+        self.text = ""
         self.entry = self.w._new_id(f"a-{self.run_id}")
         self.w._append(
             {
@@ -291,8 +291,17 @@ class _Stream:
             with self.w._lock:
                 self._open_entry()
         self.buffer += text
+        self.text += text
         if time.monotonic() - self.last_flush >= self.w._interval:
             self.flush()
+
+    def close_entry(self) -> None:
+        """Commit the open entry's streamed text (the answer stops without a ``done``)."""
+        self.flush()
+        if self.entry is not None:
+            with self.w._lock:
+                self.w._update(self.entry, text=self.text, streaming=False)
+        self.entry = None
 
     def flush(self) -> None:
         if self.buffer and self.entry is not None:
@@ -301,6 +310,7 @@ class _Stream:
         self.last_flush = time.monotonic()
 
     def _tool(self, event: dict[str, Any]) -> None:
+        self.close_entry()
         w = self.w
         call_id = str(event.get("tool_call_id"))
         kind = event.get("type")
@@ -318,9 +328,9 @@ class _Stream:
                     output=str(event.get("output", "")),
                     ok=bool(event.get("ok")),
                 )
-        self.entry = None
 
     def _final(self, event: dict[str, Any]) -> None:
+        self.close_entry()  # a stopped answer keeps what it said
         w = self.w
         run = event.get("run") or {}
         status = str(run.get("status", ""))
@@ -336,6 +346,7 @@ class _Stream:
                 w._append({"id": w._new_id("e"), "role": "error", "text": self.error})
             w._append({"id": w._new_id("i"), "role": "info", "text": footer})
         w.status = status
+        w.refresh_pickers(w.model)  # the session's message count changed
 
 
 def _dump(value: Any) -> str:
@@ -372,9 +383,8 @@ def history_entries(messages: list[Message]) -> list[Entry]:
                 tools[part.tool_call_id] = entry
                 entries.append(entry)
             elif isinstance(part, ToolResultPart) and part.tool_call_id in tools:
-                status = message.meta.get("status") or ("failed" if part.is_error else "completed")
                 tools[part.tool_call_id].update(
-                    status=str(status),
+                    status=part.status or ("failed" if part.is_error else "completed"),
                     output=part.output,
                     ok=not part.is_error,
                 )
@@ -390,8 +400,11 @@ def chat(
 
     from agi_jupyter.errors import UsageError
     from agi_jupyter.kernel.context import context_for
+    from agi_jupyter.kernel.warmup import ready
 
     shell = get_ipython()
     if shell is None:
         raise UsageError("agi_jupyter.chat() needs a notebook (an IPython kernel)")
-    return ChatWidget(context_for(shell), session=session, agent=agent, model=model)
+    ctx = context_for(shell)
+    ready(ctx)
+    return ChatWidget(ctx, session=session, agent=agent, model=model)

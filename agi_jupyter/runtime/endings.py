@@ -157,16 +157,9 @@ def settle_tool_calls(
             call.id, status=final, is_error=True, finished_at=utc_now(), fence=emitter.fence
         )
         part = ToolResultPart(
-            tool_call_id=call.tool_call_id, name=call.name, output=text, is_error=True
+            tool_call_id=call.tool_call_id, name=call.name, output=text, is_error=True, status=final
         )
-        store.add_message(
-            run.session_id,
-            "tool",
-            [part],
-            run_id=run_id,
-            meta={"status": final},
-            fence=emitter.fence,
-        )
+        store.add_message(run.session_id, "tool", [part], run_id=run_id, fence=emitter.fence)
         emitter.emit(
             ev.ToolCallOutput(
                 tool_call_id=call.tool_call_id, name=call.name, ok=False, output=text, status=final

@@ -47,6 +47,7 @@ def replay_run(deps: RuntimeDeps, source_id: str, *, session_id: str, **run_fiel
         status="running",
         provider=source.provider,
         model=source.model,
+        agent=run_fields.pop("agent", source.agent),
         thinking_level=source.thinking_level,
         system_prompt=source.system_prompt,
         attempt=1,

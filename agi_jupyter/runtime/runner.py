@@ -33,6 +33,7 @@ from agi_jupyter.records import (
     ToolCallPart,
     ToolResultPart,
     part_to_dict,
+    session_for_run,
 )
 from agi_jupyter.runtime.endings import INTERRUPTED
 from agi_jupyter.runtime.history import conversation, unanswered_tool_calls
@@ -73,9 +74,11 @@ class AgentLoop:
 
     async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult:
         deps = self.deps
-        session = deps.store.get_session(run.session_id)
+        session = session_for_run(deps.store.get_session(run.session_id), run)
         agent = self._agent(session)
-        tools = deps.registry.offered(self._allowed(agent, session), deps.features_for(session))
+        allowed = self._allowed(agent, session)
+        await deps.registry.prepare(allowed)  # starts the MCP servers the agent can reach
+        tools = deps.registry.offered(allowed, deps.features_for(session))
         system = run.system_prompt or build_system_prompt(
             agent,
             deps.config.project,
@@ -327,6 +330,7 @@ class AgentLoop:
             output=outcome.output,
             is_error=not outcome.ok,
             artifact_id=artifact_id,
+            status=outcome.status,
         )
         self.deps.store.add_message(session.id, "tool", [part], run_id=run.id, fence=emitter.fence)
         summary = None
@@ -359,6 +363,7 @@ class AgentLoop:
                 name=call.name,
                 output=INTERRUPTED,
                 is_error=True,
+                status="failed",
             )
             row = rows.get(call.tool_call_id)
             if row is not None and row.status in ("pending", "running"):
@@ -402,4 +407,5 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         "meta": message.meta,
         "parts": [part_to_dict(p) for p in message.parts],
         "created_at": message.created_at,
+        "updated_at": message.updated_at,
     }

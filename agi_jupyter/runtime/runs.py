@@ -241,7 +241,7 @@ class RunManager:
                     emitter.emit(
                         ev.RunMeta(
                             session_id=run.session_id,
-                            agent=store.get_session(run.session_id).agent,
+                            agent=run.agent or store.get_session(run.session_id).agent,
                             provider=run.provider or "",
                             model=run.model or "",
                             attempt=run.attempt,

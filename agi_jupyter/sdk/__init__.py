@@ -1,4 +1,5 @@
-"""Agent-SDK adapters (seed 003, DESIGN.md section 10): native, claude, codex.
+"""Agent-SDK adapters (seed 003, DESIGN.md section 10): native, claude, codex, acp (any agent
+speaking the Agent Client Protocol), and external (MCP clients' calls, recorded).
 
 base       SdkAdapter, SdkCapabilities, SdkRunParams, the history events
 history    CanonicalHistory: history events -> stored messages, tool calls and live events

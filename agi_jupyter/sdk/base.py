@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from agi_jupyter.runtime.runner import AttemptResult
     from agi_jupyter.tools import AnyTool, ToolOutcome
 
-KNOWN_SDKS = ("native", "claude", "codex")
+KNOWN_SDKS = ("native", "claude", "codex", "acp")
 DEFAULT_SDK = "native"
 
 
@@ -190,6 +190,7 @@ class SdkAdapter(ABC):
     display_name: str
     capabilities: SdkCapabilities
     install_hint: str = ""
+    listed: bool = True  # shown in ``agi sdks``; False for internal adapters (``external``)
 
     @abstractmethod
     def resolve_display_model(self, session: Session) -> DisplayModel:
@@ -220,6 +221,9 @@ class SdkAdapter(ABC):
     async def abort(self, handle: object) -> None:
         """Stop the running turn cleanly (only with ``interrupt``)."""
         raise NotImplementedError(f"{self.id} cannot interrupt a running turn")
+
+    async def aclose(self) -> None:  # noqa: B027 - most adapters keep nothing between runs
+        """Release what the adapter keeps between runs (agent processes); the runtime closes."""
 
     def describe(self) -> dict[str, Any]:
         available, reason = True, None

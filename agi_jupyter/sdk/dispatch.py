@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 
 from agi_jupyter.agents import build_system_prompt
 from agi_jupyter.errors import UsageError
-from agi_jupyter.records import JSON, Run, Session, TextPart
+from agi_jupyter.records import JSON, Run, Session, TextPart, session_for_run
 from agi_jupyter.runtime.runner import allowed_tool_names
 from agi_jupyter.runtime.toolcalls import run_tool
 from agi_jupyter.sdk.base import KNOWN_SDKS, SdkAdapter, SdkRunParams
@@ -62,16 +62,19 @@ class SdkDispatch:
     def adapter(self, sdk: str) -> SdkAdapter:
         adapter = self.adapters.get(sdk)
         if adapter is None:
-            known = ", ".join(self.adapters) or ", ".join(KNOWN_SDKS)
+            listed = [name for name, a in self.adapters.items() if a.listed]
+            known = ", ".join(listed) or ", ".join(KNOWN_SDKS)
             raise UsageError(f"unknown sdk {sdk!r} (known: {known})")
         return adapter
 
     # --- running -----------------------------------------------------------------------------
 
     async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult:
-        session = self.deps.store.get_session(run.session_id)
+        session = session_for_run(self.deps.store.get_session(run.session_id), run)
         adapter = self.adapter(session.sdk)
         adapter.check_available()
+        agent = self.deps.agents[session.agent]
+        await self.deps.registry.prepare(allowed_tool_names(agent, session, self.deps.registry))
         history: list[CanonicalHistory] = []
 
         def prepare() -> SdkRunParams:
@@ -222,4 +225,11 @@ class SdkDispatch:
             log.info("could not interrupt run %s cleanly", run_id, exc_info=True)
 
     def describe(self) -> list[dict[str, object]]:
-        return [adapter.describe() for adapter in self.adapters.values()]
+        return [adapter.describe() for adapter in self.adapters.values() if adapter.listed]
+
+    async def aclose(self) -> None:
+        for adapter in self.adapters.values():
+            try:
+                await adapter.aclose()
+            except Exception:  # closing the others matters more
+                log.warning("could not close the %s adapter", adapter.id, exc_info=True)

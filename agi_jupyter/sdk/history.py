@@ -14,7 +14,9 @@ writes, so the simple and full views look the same whatever SDK ran a session):
 Each history event also becomes the matching section-4 live event (``iteration`` when an
 assistant message starts, text deltas, ``tool.call.*``, ``usage``, ``message.completed``), and
 tool calls get their ``tool_calls`` rows, so the panel, the magic and replays need nothing
-SDK-specific. Tool arguments, outputs and errors are redacted before they are stored.
+SDK-specific. Tool arguments, outputs and errors, and the agent's own text and thinking (an SDK
+agent may hold secrets we handed it, such as an ACP agent's env), are redacted before they are
+stored.
 """
 
 from __future__ import annotations
@@ -110,11 +112,13 @@ class CanonicalHistory:
         if isinstance(event, AssistantText):
             if event.text:
                 self._current().text.append(event.text)
-                self.emitter.emit(ev.TextDelta(delta=event.text))
+                # Per chunk for the live view; the stored text is redacted whole (flush).
+                self.emitter.emit(ev.TextDelta(delta=self.redactor.redact_text(event.text)))
         elif isinstance(event, AssistantThinking):
-            part = ReasoningPart(text=event.text, signature=event.signature)
+            text = self.redactor.redact_text(event.text)
+            part = ReasoningPart(text=text, signature=event.signature)
             self._current().thinking.append(part)
-            self.emitter.emit(ev.ReasoningDone(text=event.text))
+            self.emitter.emit(ev.ReasoningDone(text=text))
         elif isinstance(event, ToolCallEvent):
             self._tool_call(event)
         elif isinstance(event, ToolResultEvent):
@@ -215,6 +219,7 @@ class CanonicalHistory:
             output=output,
             is_error=not ok,
             artifact_id=artifact.id if artifact is not None else None,
+            status=status,
         )
         self.store.add_message(
             self.run.session_id, "tool", [part], run_id=self.run.id, fence=self.emitter.fence
@@ -279,7 +284,8 @@ class CanonicalHistory:
         draft, self._draft = self._draft, None
         if draft is None or draft.empty():
             return
-        text = "".join(draft.text)
+        # An SDK agent knows secrets we gave it (an ACP agent's env): none is stored.
+        text = self.redactor.redact_text("".join(draft.text))
         if text:
             self.emitter.emit(ev.TextDone(text=text))
             self.final_text = text

@@ -19,6 +19,7 @@ from traitlets import Bool, Float, Int, Unicode, validate
 from agi_jupyter.research import DEFAULT_MODEL, ResearchSettings
 from agi_jupyter.server.heap import freeze_heap, load_default_provider
 from agi_jupyter.server.kernels import NotebookKernels, NotebookPython
+from agi_jupyter.server.mcp_http import McpEndpoints
 from agi_jupyter.server.projects import Projects
 from agi_jupyter.server.ratelimit import RateLimiter
 from agi_jupyter.server.routes import url_patterns
@@ -93,6 +94,11 @@ class AgiExtensionApp(ExtensionApp):
         "reach (gc.freeze). Without it, each full collection of a server's ~300,000 "
         "long-lived objects stops every request for ~100 ms.",
     ).tag(config=True)
+    mcp_agent = Unicode(
+        "build",
+        help="The agent whose tools /agi/mcp offers MCP clients (plan: read-only); a request "
+        "may name another with ?agent=.",
+    ).tag(config=True)
     stream_keepalive = Float(
         15.0, help="Seconds of silence after which an SSE stream sends a keep-alive comment."
     ).tag(config=True)
@@ -120,6 +126,7 @@ class AgiExtensionApp(ExtensionApp):
         self.projects = Projects(root, self.default_project, self.make_agi, self.executor)
         self.webhook_limiter = RateLimiter(self.webhook_rate_limit)
         self.kernels = NotebookKernels(self.serverapp)
+        self.mcp = McpEndpoints()
         self.runner = BackgroundRunner(
             self.projects,
             tick_interval=self.tick_interval,
@@ -141,6 +148,7 @@ class AgiExtensionApp(ExtensionApp):
 
     async def stop_extension(self) -> None:
         await self.runner.stop()
+        await self.mcp.aclose()
         await asyncio.get_running_loop().run_in_executor(self.executor, self.projects.close)
         self.executor.shutdown(wait=False)
 

@@ -35,11 +35,7 @@ def load_default_provider(agi: Agi) -> None:
     A model that cannot be loaded (no key, a bad setting) is left alone here: the project opens
     as before and the first run that uses the model reports the problem."""
 
-    async def load() -> None:
-        provider, _model = agi.config.resolve_model()
-        agi.deps.providers.get(provider)
-
     try:
-        agi.loop.run(load())
+        agi.load_default_model()
     except Exception as error:  # a warm-up must never stop a project from opening
         log.debug("agi: the default model was not loaded ahead of use: %s", error)

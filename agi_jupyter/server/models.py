@@ -62,16 +62,8 @@ PartUnion = Annotated[
     ],
     Field(discriminator="type"),
 ]
-EventUnion = Annotated[
-    Union[  # noqa: UP007 (every class of events.EVENT_TYPES; a test keeps the two in step)
-        ev.RunMeta, ev.RunStatusEvent, ev.Iteration, ev.TextDelta, ev.TextDone,
-        ev.ReasoningDelta, ev.ReasoningDone, ev.ToolCallStarted, ev.ToolCallArgumentsDelta,
-        ev.ToolCallArgumentsDone, ev.ToolCallDelta, ev.ToolCallOutput, ev.UsageEvent,
-        ev.MessageCompleted, ev.ErrorEvent, ev.RunFinal, ev.SessionCreated, ev.SessionUpdated,
-        ev.MessageCreated,
-    ],
-    Field(discriminator="type"),
-]  # fmt: skip
+# Every member of ``events.Event`` (the one list of events), discriminated by ``type``.
+EventUnion = Annotated[ev.Event, Field(discriminator="type")]
 
 
 class Event(RootModel[EventUnion]):
@@ -154,8 +146,8 @@ class ImageInput(Body):
 InputPart = Annotated[Union[TextInput, ImageInput], Field(discriminator="type")]  # noqa: UP007
 
 
-SdkName = Literal["native", "claude", "codex"]
-_SDK_HELP = "The agent SDK that runs the session: native (default), claude or codex."
+SdkName = Literal["native", "claude", "codex", "acp"]
+_SDK_HELP = "The agent SDK that runs the session: native (default), claude, codex or acp."
 
 
 class SessionCreate(Body):
@@ -338,10 +330,26 @@ class ToolInfo(Out):
     name: str
     description: str
     parameters: JSONObject
+    read_only: bool = Field(description="Changes nothing (offered to read-only agents).")
+    source: str = Field(description="builtin, project (.agi/tools/) or mcp:<server>.")
+    server: str | None = Field(description="The MCP server it comes from, if any.")
+
+
+class McpServerInfo(Out):
+    name: str
+    transport: Literal["stdio", "http", "sse"]
+    target: str = Field(description="The command, or the URL without credentials.")
+    state: Literal["not started", "running", "exited", "failed", "stopped"]
+    error: str | None = Field(description="Why it failed to start, with its stderr's tail.")
+    tools: list[str]
+    source: str = Field(description="The mcp.json file that declares it.")
 
 
 class ToolList(Out):
     tools: list[ToolInfo]
+    mcp_servers: list[McpServerInfo] = Field(
+        description="The configured MCP servers (.agi/mcp.json and the global mcp.json)."
+    )
 
 
 class ProviderInfo(Out):

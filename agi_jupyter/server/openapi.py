@@ -59,7 +59,10 @@ def build_openapi() -> dict[str, Any]:
             "version": API_VERSION,
             "description": "REST and streaming API of the agi-jupyter server extension "
             f"(package {__version__}). Every route needs Jupyter authentication except the "
-            "OpenAI webhook, which is authenticated by its signature.",
+            "OpenAI webhook, which is authenticated by its signature. Not described here: "
+            "`/agi/mcp`, the project's MCP server over streamable HTTP (Model Context "
+            "Protocol; POST, GET and DELETE as that protocol defines them, Jupyter "
+            "authentication, `?project=` and `?agent=`).",
         },
         "servers": [{"url": "/", "description": "the Jupyter server (prefix its base URL)"}],
         "tags": [{"name": t} for t in dict.fromkeys(r.tag for r in ROUTES)],
@@ -97,7 +100,26 @@ def _schemas() -> dict[str, Any]:
             models[(route.response, "serialization")] = None
     _, schema = models_json_schema(list(models), ref_template=REF)
     defs: dict[str, Any] = schema.get("$defs", {})
+    for (event, field), target in EVENT_PAYLOADS.items():
+        prop = defs[event]["properties"][field]
+        defs[event]["properties"][field] = {"$ref": REF.format(model=target), **_doc(prop)}
     return dict(sorted(defs.items()))
+
+
+# Event payloads that are records: plain JSON objects in events.py (a bottom module), documented
+# here as the record they are, so clients get their types (tests/server/test_openapi.py checks
+# real events against these schemas).
+EVENT_PAYLOADS = {
+    ("MessageCompleted", "message"): "Message",
+    ("MessageCreated", "message"): "Message",
+    ("SessionCreated", "session"): "Session",
+    ("SessionUpdated", "session"): "Session",
+    ("RunFinal", "run"): "Run",
+}
+
+
+def _doc(prop: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in prop.items() if k in ("title", "description")}
 
 
 def _ref(model: type[BaseModel]) -> dict[str, str]:

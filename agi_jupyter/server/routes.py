@@ -42,6 +42,7 @@ from agi_jupyter.server.handlers.sessions import (
     SessionStreamHandler,
 )
 from agi_jupyter.server.handlers.webhooks import WebhookHandler
+from agi_jupyter.server.mcp_http import MCP_PATH, McpHandler
 from agi_jupyter.server.models import (
     AgentList,
     ArtifactList,
@@ -199,6 +200,10 @@ ROUTES: tuple[Route, ...] = (
           body=TickRequest, response=TickResponse),
 )  # fmt: skip
 
+# Protocol endpoints: their protocol's SDK answers them, so they are no REST operations and
+# are not in the OpenAPI document (its description names them).
+PROTOCOL_ROUTES: tuple[tuple[str, type[AgiHandler]], ...] = ((MCP_PATH, McpHandler),)
+
 _PARAM = re.compile(r"\{(\w+)\}")
 
 
@@ -226,4 +231,5 @@ def url_patterns() -> list[tuple[str, type[AgiHandler]]]:
         known = handlers.setdefault(route.path, route.handler)
         if known is not route.handler:
             raise RuntimeError(f"{route.path}: two handler classes ({known}, {route.handler})")
-    return [(url_pattern(path) + "$", handler) for path, handler in handlers.items()]
+    patterns = [(url_pattern(path) + "$", handler) for path, handler in handlers.items()]
+    return patterns + [(url_pattern(path) + "/?$", handler) for path, handler in PROTOCOL_ROUTES]

@@ -412,3 +412,10 @@ def m007_run_leases(db: Database) -> None:
     db.table("runs").create_index(
         ["session_id", "status"], index_name="idx_runs_session_id_status", if_not_exists=True
     )
+
+
+@migration
+def m013_runs_agent(db: Database) -> None:
+    """A run can have its own agent (``%%agi -a X`` changes the agent for one cell only)."""
+    if "agent" not in db.table("runs").columns_dict:
+        db.table("runs").add_column("agent", str)

@@ -22,7 +22,12 @@ _TOOL_LINE = re.compile(r"^\s*/tool\s+(\S+)(?:\s+(.*?))?\s*$")
 
 
 def default_rule(protocol: str, body: JSON) -> Turn:
-    """The offline fake model's answer to a request body of ``protocol``."""
+    """The offline fake model's answer to a request body of ``protocol`` (``fake:demo``'s
+    when the request names that model)."""
+    from agi_jupyter.testing.demo import demo_rule, is_demo  # demo builds on this module
+
+    if is_demo(body):
+        return demo_rule(protocol, body)
     results = trailing_tool_results(protocol, body)
     if results:
         lines = [f"{PREFIX} tool {name} returned: {output[:200]}" for name, output in results]

@@ -1,7 +1,8 @@
 """Tools: the Tool type, the registry and its gating, built-in tools, the project tool loader.
 
 base        Tool, FunctionTool / @tool, ToolResult, ArtifactDraft, ToolContext
-registry    ToolRegistry: register, offered(allowed globs, features), load_project_tools
+registry    ToolRegistry: register, offered(allowed globs, features), load_project_tools,
+            prepare (tool sources such as MCP servers register what an agent can reach)
 executor    execute_tool_call -> ToolOutcome (never raises for a tool's problems)
 redact      Redactor: secret values from the environment -> [REDACTED:NAME]
 paths       resolve_in_project: every file path is confined to the project root
@@ -27,7 +28,7 @@ from agi_jupyter.tools.builtins import builtin_tools, create_registry
 from agi_jupyter.tools.executor import ToolOutcome, execute_tool_call
 from agi_jupyter.tools.paths import resolve_in_project
 from agi_jupyter.tools.redact import Redactor
-from agi_jupyter.tools.registry import LoadReport, ToolRegistry, is_allowed
+from agi_jupyter.tools.registry import LoadReport, ToolRegistry, ToolSource, is_allowed
 
 __all__ = [
     "FEATURE_KERNEL",
@@ -43,6 +44,7 @@ __all__ = [
     "ToolOutcome",
     "ToolRegistry",
     "ToolResult",
+    "ToolSource",
     "builtin_tools",
     "create_registry",
     "execute_tool_call",

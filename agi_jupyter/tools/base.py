@@ -114,7 +114,7 @@ class Tool(ABC, Generic[P]):
     requires: frozenset[str] = frozenset()
     prompt: str | None = None
     source: str = "builtin"
-    """``builtin`` or ``project`` (loaded from ``.agi/tools/``)."""
+    """``builtin``, ``project`` (loaded from ``.agi/tools/``) or ``mcp:<server>``."""
 
     @abstractmethod
     async def execute(self, args: P, ctx: ToolContext) -> ToolResult | str:

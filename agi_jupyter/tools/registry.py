@@ -7,7 +7,7 @@ import logging
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agi_jupyter.config import PROJECT_DIRNAME
 from agi_jupyter.errors import UsageError
@@ -41,6 +41,15 @@ def is_allowed(name: str, allowed: Collection[str]) -> bool:
     )
 
 
+class ToolSource(Protocol):
+    """Tools that exist only once something is started (MCP servers): ``prepare`` registers
+    those an agent's tool list (names and globs) can reach; ``aclose`` stops them."""
+
+    async def prepare(self, allowed: Collection[str]) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
 class ToolRegistry:
     """Built-in and project tools by name. Not thread-safe: use it from the event loop."""
 
@@ -48,8 +57,19 @@ class ToolRegistry:
         self._tools: dict[str, AnyTool] = {}
         self._project: set[str] = set()
         self.load_errors: dict[str, str] = {}
+        self.sources: list[ToolSource] = []
         for item in tools:
             self.register(item)
+
+    async def prepare(self, allowed: Collection[str]) -> None:
+        """Let the tool sources register what ``allowed`` reaches (call it before
+        ``offered``, on the runtime loop). Sources report their own failures."""
+        for source in self.sources:
+            await source.prepare(allowed)
+
+    async def aclose(self) -> None:
+        for source in self.sources:
+            await source.aclose()
 
     def register(self, tool: AnyTool, *, replace: bool = False) -> None:
         if not tool.name:

@@ -1,26 +1,18 @@
 /**
- * A small typed client of the `/agi/v1` API (DESIGN.md section 9). Requests go through a
- * `Transport` (in JupyterLab: `ServerConnection.makeRequest`, which adds the server's auth and
- * XSRF headers), so this module has no JupyterLab import and is unit-tested with a fake one.
+ * A typed client of the `/agi/v1` API (DESIGN.md section 9). Every request is checked against
+ * the OpenAPI document at compile time: `request('get', '/agi/v1/sessions/{session_id}', ...)`
+ * only type-checks for a documented method and path, with its documented path and query
+ * parameters and body, and returns the documented response (types generated into
+ * `openapi.ts`). Requests go through a `Transport` (in JupyterLab: `ServerConnection
+ * .makeRequest`, which adds the server's auth and XSRF headers), so this module has no
+ * JupyterLab import and is unit-tested with a fake one.
  *
- * Every call takes the project (a folder relative to the server root; '' is the root) because
- * the project picks the store. Errors come back as `ApiError` with the server's code and a
- * readable message.
+ * Errors come back as `ApiError` with the server's code and message.
  */
 
-import { formatOf, readEvents, type WireEvent } from './stream';
-import type { AgentInfo, AgiEvent, Artifact, HistoryView, Message, Page, Run, Session } from './types';
-import {
-  firstString,
-  isRecord,
-  toAgents,
-  toPage,
-  toProviders,
-  toSdks,
-  unwrap,
-  type ProviderCatalogue,
-  type SdkCatalogue
-} from './wire';
+import type { paths } from './openapi';
+import { formatOf, readEvents } from './stream';
+import type { AgentInfo, AgiEvent, Artifact, HistoryView, Message, NewSession, ProviderList, Run, SdkList, Session } from './types';
 
 /** Sends a request to a path under the server's `agi/` prefix, e.g. `v1/sessions?x=1`. */
 export type Transport = (path: string, init: RequestInit) => Promise<Response>;
@@ -56,209 +48,180 @@ export function isAbort(error: unknown): boolean {
   return error instanceof Error && error.name === 'AbortError';
 }
 
-export interface NewSession {
-  agent?: string;
-  /** The agent SDK that runs the session (`native`, `claude`, `codex`); default: the agent's,
-   * else the project's. */
-  sdk?: string;
-  model?: string;
-  title?: string;
-  notebook_path?: string;
-}
+// --- the contract, from the generated paths ------------------------------------------------
 
-type Query = Record<string, string | number | boolean | undefined | null>;
+type Method = 'get' | 'post' | 'patch' | 'delete';
+type Path = keyof paths;
+/** The documented paths that have `M`. */
+export type PathOf<M extends Method> = {
+  [P in Path]: [paths[P][M]] extends [undefined] ? never : P;
+}[Path];
+type Operation<P extends Path, M extends Method> = NonNullable<paths[P][M]>;
+type Parameters<O> = O extends { parameters: infer T } ? T : never;
+type QueryOf<O> = NonNullable<Parameters<O> extends { query?: infer Q } ? Q : never>;
+type PathParams<O> = Parameters<O> extends { path: infer T } ? T : never;
+type Body<O> = O extends { requestBody: { content: { 'application/json': infer B } } } ? B : never;
+type Success<O> = O extends { responses: infer R } ? R[Extract<keyof R, 200 | 201 | 202>] : never;
+type Json<O> = Success<O> extends { content: { 'application/json': infer J } } ? J : never;
+
+/** What a request takes besides its method and path; only the documented parts type-check. */
+export type RequestParts<O> = ([PathParams<O>] extends [never] ? { path?: undefined } : { path: PathParams<O> }) &
+  ([QueryOf<O>] extends [never] ? { query?: undefined } : { query: QueryOf<O> }) &
+  ([Body<O>] extends [never] ? { body?: undefined } : { body: Body<O> });
 
 export class AgiClient {
   constructor(private readonly transport: Transport) {}
 
-  // --- sessions --------------------------------------------------------------------------
-
-  async listSessions(project: string, pageSize = 100): Promise<Page<Session>> {
-    const json = await this.json('GET', 'sessions', { project, page_size: pageSize });
-    return toPage<Session>(json, 'sessions');
-  }
-
-  async createSession(project: string, body: NewSession): Promise<Session> {
-    return unwrap<Session>(await this.json('POST', 'sessions', { project }, dropEmpty(body)), 'session');
-  }
-
-  async getSession(project: string, id: string): Promise<Session> {
-    return unwrap<Session>(await this.json('GET', `sessions/${enc(id)}`, { project }), 'session');
-  }
-
-  async updateSession(project: string, id: string, body: Partial<NewSession>): Promise<Session> {
-    return unwrap<Session>(await this.json('PATCH', `sessions/${enc(id)}`, { project }, body), 'session');
-  }
-
-  async deleteSession(project: string, id: string): Promise<void> {
-    await this.json('DELETE', `sessions/${enc(id)}`, { project });
-  }
-
-  async history(project: string, id: string, view: HistoryView): Promise<Message[]> {
-    const json = await this.json('GET', `sessions/${enc(id)}/history`, { project, view });
-    return toPage<Message>(json, 'messages').items;
-  }
-
-  /**
-   * Post a user message and stream the run's events (NDJSON). The run keeps going if the
-   * stream is aborted; stop it with `cancelRun`.
-   */
-  sendMessage(
-    project: string,
-    sessionId: string,
-    content: string,
+  /** A JSON request of the documented `method path`; resolves with its documented response. */
+  async request<M extends Method, P extends PathOf<M>>(
+    method: M,
+    path: P,
+    parts: RequestParts<Operation<P, M>>,
     signal?: AbortSignal
+  ): Promise<Json<Operation<P, M>>> {
+    const response = await this.send(method, path, parts as Parts, 'application/json', signal);
+    const text = await response.text();
+    try {
+      return JSON.parse(text) as Json<Operation<P, M>>;
+    } catch {
+      throw new ApiError(response.status, 'BAD_RESPONSE', `the server sent invalid JSON: ${text.slice(0, 200)}`);
+    }
+  }
+
+  /** The events of a streamed `method path` (NDJSON, or SSE with `accept`). Aborting stops
+   * reading; it never cancels a run. */
+  async *stream<M extends Method, P extends PathOf<M>>(
+    method: M,
+    path: P,
+    parts: RequestParts<Operation<P, M>>,
+    signal?: AbortSignal,
+    accept: 'application/x-ndjson' | 'text/event-stream' = 'application/x-ndjson'
   ): AsyncGenerator<AgiEvent, void, undefined> {
-    return this.stream(
-      'POST',
-      `sessions/${enc(sessionId)}/messages`,
-      { project },
-      { content },
-      signal
-    );
+    const response = await this.send(method, path, parts as Parts, accept, signal);
+    if (!response.body) {
+      throw new ApiError(response.status, 'BAD_RESPONSE', 'the server sent no stream');
+    }
+    yield* readEvents(response.body, formatOf(response.headers.get('Content-Type')));
   }
 
-  /** The session's live stream (SSE): its runs' events, `message.created`, `session.*`. */
-  sessionStream(
-    project: string,
-    sessionId: string,
-    signal?: AbortSignal
-  ): AsyncGenerator<AgiEvent, void, undefined> {
-    return this.stream(
-      'GET',
-      `sessions/${enc(sessionId)}/stream`,
-      { project },
-      undefined,
-      signal,
-      'text/event-stream'
-    );
-  }
-
-  // --- runs ------------------------------------------------------------------------------
-
-  async listRuns(project: string, sessionId: string, pageSize = 100): Promise<Page<Run>> {
-    const json = await this.json('GET', `sessions/${enc(sessionId)}/runs`, {
-      project,
-      page_size: pageSize
-    });
-    return toPage<Run>(json, 'runs');
-  }
-
-  async getRun(project: string, runId: string): Promise<Run> {
-    return unwrap<Run>(await this.json('GET', `runs/${enc(runId)}`, { project }), 'run');
-  }
-
-  async cancelRun(project: string, runId: string): Promise<Run> {
-    return unwrap<Run>(await this.json('POST', `runs/${enc(runId)}/cancel`, { project }), 'run');
-  }
-
-  /** A run's persisted events after `afterSeq`, then (with `follow`) its live events. */
-  runEvents(
-    project: string,
-    runId: string,
-    afterSeq: number,
-    follow: boolean,
-    signal?: AbortSignal
-  ): AsyncGenerator<AgiEvent, void, undefined> {
-    return this.stream(
-      'GET',
-      `runs/${enc(runId)}/events`,
-      { project, after_seq: afterSeq, follow },
-      undefined,
-      signal
-    );
-  }
-
-  // --- artifacts -------------------------------------------------------------------------
-
-  async runArtifacts(project: string, runId: string): Promise<Artifact[]> {
-    const json = await this.json('GET', `runs/${enc(runId)}/artifacts`, { project });
-    return toPage<Artifact>(json, 'artifacts').items;
-  }
-
-  async getArtifact(project: string, id: string): Promise<Artifact> {
-    return unwrap<Artifact>(await this.json('GET', `artifacts/${enc(id)}`, { project }), 'artifact');
-  }
-
-  async artifactContent(project: string, id: string): Promise<string> {
-    const response = await this.request('GET', `artifacts/${enc(id)}/content`, { project });
-    return response.text();
-  }
-
-  // --- catalogue -------------------------------------------------------------------------
-
-  async agents(project: string): Promise<AgentInfo[]> {
-    return toAgents(await this.json('GET', 'agents', { project }));
-  }
-
-  async providers(project: string): Promise<ProviderCatalogue> {
-    return toProviders(await this.json('GET', 'providers', { project }));
-  }
-
-  /** The agent SDKs sessions can run on, whether each is installed, and the default. */
-  async sdks(project: string): Promise<SdkCatalogue> {
-    return toSdks(await this.json('GET', 'sdks', { project }));
-  }
-
-  // --- plumbing --------------------------------------------------------------------------
-
-  private async request(
-    method: string,
+  private async send(
+    method: Method,
     path: string,
-    query: Query,
-    body?: unknown,
-    accept = 'application/json',
+    parts: Parts,
+    accept: string,
     signal?: AbortSignal
   ): Promise<Response> {
-    const init: RequestInit = { method, headers: { Accept: accept }, signal };
-    if (body !== undefined) {
-      init.body = JSON.stringify(body);
+    const init: RequestInit = { method: method.toUpperCase(), headers: { Accept: accept }, signal };
+    if (parts.body !== undefined) {
+      init.body = JSON.stringify(parts.body);
       (init.headers as Record<string, string>)['Content-Type'] = 'application/json';
     }
-    const response = await this.transport(`v1/${path}${queryString(query)}`, init);
+    const url = fillPath(path, parts.path ?? {}).replace(/^\/agi\//, '');
+    const response = await this.transport(url + queryString(parts.query ?? {}), init);
     if (!response.ok) {
       throw await toApiError(response);
     }
     return response;
   }
 
-  private async json(method: string, path: string, query: Query, body?: unknown): Promise<unknown> {
-    const response = await this.request(method, path, query, body);
-    const text = await response.text();
-    if (!text) {
-      return null;
-    }
-    try {
-      return JSON.parse(text);
-    } catch {
-      throw new ApiError(response.status, 'BAD_RESPONSE', `the server sent invalid JSON: ${text.slice(0, 200)}`);
-    }
+  // --- what the panel asks (one method per use, over `request` / `stream`) ------------------
+
+  async listSessions(project: string, pageSize = 100): Promise<Session[]> {
+    const page = await this.request('get', '/agi/v1/sessions', { query: { project, page_size: pageSize } });
+    return page.sessions;
   }
 
-  private async *stream(
-    method: string,
-    path: string,
-    query: Query,
-    body: unknown,
-    signal: AbortSignal | undefined,
-    accept = 'application/x-ndjson'
-  ): AsyncGenerator<AgiEvent, void, undefined> {
-    const response = await this.request(method, path, query, body, accept, signal);
-    if (!response.body) {
-      throw new ApiError(response.status, 'BAD_RESPONSE', 'the server sent no stream');
-    }
-    const format = formatOf(response.headers.get('Content-Type'));
-    for await (const event of readEvents(response.body, format)) {
-      yield event as WireEvent & AgiEvent;
-    }
+  async createSession(project: string, body: NewSession): Promise<Session> {
+    return (await this.request('post', '/agi/v1/sessions', { query: { project }, body: dropEmpty(body) })).session;
+  }
+
+  async history(project: string, id: string, view: HistoryView): Promise<Message[]> {
+    const path = { session_id: id };
+    return (await this.request('get', '/agi/v1/sessions/{session_id}/history', { path, query: { project, view } }))
+      .messages;
+  }
+
+  /** Post a user message and stream the run's events (NDJSON). */
+  sendMessage(project: string, sessionId: string, content: string, signal?: AbortSignal): AsyncGenerator<AgiEvent> {
+    const path = { session_id: sessionId };
+    return this.stream('post', '/agi/v1/sessions/{session_id}/messages', { path, query: { project }, body: { content } }, signal);
+  }
+
+  /** The session's live stream (SSE): its runs' events and `session.*`. */
+  sessionStream(project: string, sessionId: string, signal?: AbortSignal): AsyncGenerator<AgiEvent> {
+    const path = { session_id: sessionId };
+    return this.stream('get', '/agi/v1/sessions/{session_id}/stream', { path, query: { project } }, signal, 'text/event-stream');
+  }
+
+  async listRuns(project: string, sessionId: string, pageSize = 100): Promise<Run[]> {
+    const path = { session_id: sessionId };
+    return (await this.request('get', '/agi/v1/sessions/{session_id}/runs', { path, query: { project, page_size: pageSize } }))
+      .runs;
+  }
+
+  async getRun(project: string, runId: string): Promise<Run> {
+    return (await this.request('get', '/agi/v1/runs/{run_id}', { path: { run_id: runId }, query: { project } })).run;
+  }
+
+  async cancelRun(project: string, runId: string): Promise<Run> {
+    return (await this.request('post', '/agi/v1/runs/{run_id}/cancel', { path: { run_id: runId }, query: { project } })).run;
+  }
+
+  /** A run's persisted events after `afterSeq`, then (with `follow`) its live events. */
+  runEvents(project: string, runId: string, afterSeq: number, follow: boolean, signal?: AbortSignal): AsyncGenerator<AgiEvent> {
+    const query = { project, after_seq: afterSeq, follow };
+    return this.stream('get', '/agi/v1/runs/{run_id}/events', { path: { run_id: runId }, query }, signal);
+  }
+
+  async runArtifacts(project: string, runId: string): Promise<Artifact[]> {
+    return (await this.request('get', '/agi/v1/runs/{run_id}/artifacts', { path: { run_id: runId }, query: { project } }))
+      .artifacts;
+  }
+
+  async getArtifact(project: string, id: string): Promise<Artifact> {
+    return (await this.request('get', '/agi/v1/artifacts/{artifact_id}', { path: { artifact_id: id }, query: { project } }))
+      .artifact;
+  }
+
+  /** An artifact's bytes as text (`GET /artifacts/{id}/content` answers with the raw file). */
+  async artifactContent(project: string, id: string): Promise<string> {
+    const parts = { path: { artifact_id: id }, query: { project } };
+    return (await this.send('get', '/agi/v1/artifacts/{artifact_id}/content', parts, '*/*')).text();
+  }
+
+  async agents(project: string): Promise<AgentInfo[]> {
+    return (await this.request('get', '/agi/v1/agents', { query: { project } })).agents;
+  }
+
+  async providers(project: string): Promise<ProviderList> {
+    return this.request('get', '/agi/v1/providers', { query: { project } });
+  }
+
+  /** The agent SDKs sessions can run on, whether each is installed, and the default. */
+  async sdks(project: string): Promise<SdkList> {
+    return this.request('get', '/agi/v1/sdks', { query: { project } });
   }
 }
 
-function enc(id: string): string {
-  return encodeURIComponent(id);
+type QueryValues = Record<string, string | number | boolean | undefined | null>;
+/** A request's parts once its types were checked by `request` / `stream`. */
+interface Parts {
+  path?: Record<string, string>;
+  query?: QueryValues;
+  body?: unknown;
 }
 
-export function queryString(query: Query): string {
+function fillPath(template: string, params: Record<string, string>): string {
+  return template.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) {
+      throw new Error(`no value for {${name}} in ${template}`);
+    }
+    return encodeURIComponent(value);
+  });
+}
+
+export function queryString(query: QueryValues): string {
   const params = new URLSearchParams();
   for (const [key, value] of Object.entries(query)) {
     if (value === undefined || value === null || value === '') {
@@ -270,53 +233,29 @@ export function queryString(query: Query): string {
   return text ? `?${text}` : '';
 }
 
-function dropEmpty<T extends object>(body: T): Partial<T> {
-  return Object.fromEntries(
-    Object.entries(body).filter(([, v]) => v !== undefined && v !== null && v !== '')
-  ) as Partial<T>;
+/** The body without the fields left empty (the server's defaults apply to those). */
+function dropEmpty<T extends object>(body: T): T {
+  return Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined && v !== null && v !== '')) as T;
 }
 
-/** An `ApiError` from a failed response: `{"error": {code, message}}`, Jupyter's
- * `{"message"}`, or the status line. */
+/**
+ * An `ApiError` from a failed response: the API's `{"error": {code, message}}`; Jupyter's own
+ * errors (authentication, XSRF) come as `{"message"}`; anything else is the status line.
+ */
 export async function toApiError(response: Response): Promise<ApiError> {
-  let text = '';
-  try {
-    text = await response.text();
-  } catch {
-    // no body
-  }
-  const fallback = `${response.status} ${response.statusText || 'error'}`.trim();
+  const status = `${response.status} ${response.statusText || 'error'}`.trim();
   let json: unknown = null;
   try {
-    json = text ? JSON.parse(text) : null;
+    json = JSON.parse(await response.text());
   } catch {
-    json = null;
+    return new ApiError(response.status, 'HTTP_ERROR', status);
   }
-  if (isRecord(json)) {
-    const inner = isRecord(json.error) ? json.error : json;
-    const message = firstString(inner.message, inner.detail, json.message, json.reason);
-    const code = firstString(inner.code, json.code) ?? 'HTTP_ERROR';
-    const details = validationDetails(inner.details ?? json.detail);
-    if (message) {
-      return new ApiError(response.status, code, details ? `${message}: ${details}` : message);
-    }
-    if (details) {
-      return new ApiError(response.status, code, details);
-    }
+  const body = (json ?? {}) as { error?: { code?: unknown; message?: unknown }; message?: unknown };
+  if (body.error && typeof body.error.message === 'string') {
+    return new ApiError(response.status, String(body.error.code ?? 'HTTP_ERROR'), body.error.message);
   }
-  const plain = text && !text.trimStart().startsWith('<') ? text.slice(0, 300) : fallback;
-  return new ApiError(response.status, 'HTTP_ERROR', plain);
-}
-
-/** pydantic-style validation errors (`[{loc, msg}]`) as one line. */
-function validationDetails(value: unknown): string | null {
-  if (!Array.isArray(value)) {
-    return null;
+  if (typeof body.message === 'string' && body.message) {
+    return new ApiError(response.status, 'HTTP_ERROR', body.message);
   }
-  const lines = value.filter(isRecord).map(item => {
-    const loc = Array.isArray(item.loc) ? item.loc.join('.') : '';
-    const msg = firstString(item.msg, item.message) ?? '';
-    return loc ? `${loc}: ${msg}` : msg;
-  });
-  return lines.length ? lines.join('; ') : null;
+  return new ApiError(response.status, 'HTTP_ERROR', status);
 }

@@ -1,18 +1,31 @@
 /**
- * What a project offers for a new session, loaded together: its agents, its providers with
- * their model choices (and the default model), and the agent SDKs. A listing that fails to
- * load leaves its part unchanged and is reported; the others still load.
+ * What a project offers for a new session, loaded together: its agents, the model choices of
+ * its providers (and the default model), and the agent SDKs. A listing that fails to load
+ * leaves its part unchanged and is reported; the others still load.
  */
 
 import type { AgiClient } from './api';
 import type { Snapshot } from './snapshot';
+import type { ModelChoice, ProviderList } from './types';
 
-export type Catalogue = Pick<Snapshot, 'agents' | 'providers' | 'defaultModel' | 'sdks'>;
+export type Catalogue = Pick<Snapshot, 'agents' | 'models' | 'defaultModel' | 'sdks'>;
 
 export interface CatalogueLoad {
   patch: Partial<Catalogue>;
   /** The errors of the listings that failed, in the order agents, providers, SDKs. */
   errors: unknown[];
+}
+
+/** A provider's default model as a `provider:model` choice, per enabled provider. */
+export function modelChoices(list: ProviderList): ModelChoice[] {
+  return list.providers
+    .filter(p => p.enabled && p.default_model)
+    .map(p => ({
+      id: `${p.name}:${p.default_model}`,
+      provider: p.name,
+      label: p.label,
+      configured: p.configured
+    }));
 }
 
 export async function loadCatalogue(client: AgiClient, project: string): Promise<CatalogueLoad> {
@@ -29,8 +42,8 @@ export async function loadCatalogue(client: AgiClient, project: string): Promise
     errors.push(agents.reason);
   }
   if (providers.status === 'fulfilled') {
-    patch.providers = providers.value.providers;
-    patch.defaultModel = providers.value.defaultModel;
+    patch.models = modelChoices(providers.value);
+    patch.defaultModel = providers.value.default_model;
   } else {
     errors.push(providers.reason);
   }

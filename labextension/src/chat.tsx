@@ -1,15 +1,21 @@
-/** The transcript: messages as Markdown, tool calls as collapsible blocks, per-message meta. */
+/** The transcript: one header per turn (a person's message, or a whole answer with its tool
+ * calls), Markdown text, tool calls as collapsible blocks, the answer's model and usage. */
 
+import { userIcon, type LabIcon } from '@jupyterlab/ui-components';
 import React, { useEffect, useRef, useState } from 'react';
 
 import { errorText } from './api';
-import { argumentsPreview, diffLines, metaLine, prettyArguments } from './format';
+import { argumentsPreview, diffLines, metaLine, prettyArguments, shortTime } from './format';
+import { useTrans, type Trans } from './i18n';
+import { agiIcon, statusIcon, statusKind } from './icons';
 import { Markdown } from './markdown';
 import type { PanelModel } from './model';
-import { activeRuns, sortedRuns, visibleBlocks, type Block, type ChatItem, type ChatState, type ToolBlock } from './state';
+import { activeRuns, sortedRuns, visibleBlocks, type Block, type ChatState, type ToolBlock } from './state';
+import { groupTurns, type Entry, type Turn } from './turns';
 import type { HistoryView } from './types';
 
-export function Transcript(props: { chat: ChatState; view: HistoryView; model: PanelModel; loading: boolean }): JSX.Element {
+export function Transcript(props: { chat: ChatState; view: HistoryView; model: PanelModel; loading: boolean; empty: string }): JSX.Element {
+  const trans = useTrans();
   const end = useRef<HTMLDivElement>(null);
   const box = useRef<HTMLDivElement>(null);
   const { chat, view } = props;
@@ -23,17 +29,16 @@ export function Transcript(props: { chat: ChatState; view: HistoryView; model: P
     }
   }, [signature]);
 
-  const items = chat.items
+  const entries = chat.items
     .map(item => ({ item, blocks: visibleBlocks(item, view) }))
-    .filter((x): x is { item: ChatItem; blocks: Block[] } => x.blocks !== null);
+    .filter((x): x is Entry => x.blocks !== null);
+  const turns = groupTurns(entries);
   return (
-    <div className="jp-AgiTranscript" ref={box} role="log" aria-live="polite" aria-label="Conversation">
-      {props.loading && !items.length ? <div className="jp-AgiEmpty">Loading…</div> : null}
-      {!props.loading && !items.length ? (
-        <div className="jp-AgiEmpty">No messages yet. Ask something below.</div>
-      ) : null}
-      {items.map(({ item, blocks }) => (
-        <MessageView key={item.key} item={item} blocks={blocks} model={props.model} />
+    <div className="jp-AgiTranscript" ref={box} role="log" aria-live="polite" aria-label={trans.__('Conversation')}>
+      {props.loading && !turns.length ? <div className="jp-AgiEmpty">{trans.__('Loading…')}</div> : null}
+      {!props.loading && !turns.length ? <div className="jp-AgiEmpty">{props.empty}</div> : null}
+      {turns.map(turn => (
+        <TurnView key={turn.key} turn={turn} model={props.model} />
       ))}
       <RunStatusLine chat={chat} />
       <div ref={end} />
@@ -47,34 +52,73 @@ function lastTextLength(chat: ChatState): string {
   return block && block.kind === 'text' ? `:${block.text.length}` : '';
 }
 
-const ROLE_LABEL: Record<string, string> = { user: 'You', assistant: 'Assistant', tool: 'Tool', system: 'System' };
-
-function MessageView(props: { item: ChatItem; blocks: Block[]; model: PanelModel }): JSX.Element {
-  const { item } = props;
-  const meta = item.role === 'assistant' ? metaLine(item.model, item.inputTokens, item.outputTokens, item.costUsd, item.sdk) : '';
+function TurnView(props: { turn: Turn; model: PanelModel }): JSX.Element {
+  const trans = useTrans();
+  const { turn } = props;
+  const assistant = turn.role === 'assistant';
+  const name = turn.role === 'user' ? trans.__('You') : assistant ? trans.__('Assistant') : trans.__('System');
+  const meta = assistant ? metaLine(turn.model, turn.inputTokens, turn.outputTokens, turn.costUsd, turn.sdk, trans) : '';
   return (
-    <div
-      className={`jp-AgiMessage jp-AgiMessage-${item.role} jp-AgiMessage-${item.status}`}
-      data-role={item.role}
-      data-status={item.status}
-      data-message-id={item.messageId ?? ''}
-      data-run-id={item.runId ?? ''}
+    <section
+      className={`jp-AgiTurn jp-AgiTurn-${turn.role}`}
+      data-status={turn.status}
+      data-run-id={turn.runId ?? ''}
+      aria-label={name}
     >
-      <div className="jp-AgiMessage-header">
-        <span className="jp-AgiMessage-role">{ROLE_LABEL[item.role] ?? item.role}</span>
-        {item.status === 'streaming' ? <span className="jp-AgiBadge jp-AgiBadge-running">streaming</span> : null}
-        {item.status === 'pending' ? <span className="jp-AgiBadge">sending</span> : null}
-        {item.status === 'cancelled' ? <span className="jp-AgiBadge jp-AgiBadge-cancelled">cancelled</span> : null}
-        {meta ? <span className="jp-AgiMessage-meta">{meta}</span> : null}
-      </div>
-      {props.blocks.map((block, index) => (
-        <BlockView key={index} block={block} model={props.model} />
+      <header className="jp-AgiTurn-header">
+        <Icon icon={turn.role === 'user' ? userIcon : agiIcon} className="jp-AgiTurn-avatar" />
+        <span className="jp-AgiTurn-name">{name}</span>
+        <TurnState status={turn.status} trans={trans} />
+        <span className="jp-AgiTurn-time">{shortTime(turn.createdAt)}</span>
+      </header>
+      {turn.entries.map(({ item, blocks }) => (
+        <div
+          key={item.key}
+          className={`jp-AgiMessage jp-AgiMessage-${item.role}`}
+          data-role={item.role}
+          data-status={item.status}
+          data-message-id={item.messageId ?? ''}
+          data-run-id={item.runId ?? ''}
+        >
+          {blocks.map((block, index) => (
+            <BlockView key={index} block={block} model={props.model} />
+          ))}
+        </div>
       ))}
-    </div>
+      {meta ? <div className="jp-AgiTurn-meta">{meta}</div> : null}
+    </section>
+  );
+}
+
+function TurnState(props: { status: string; trans: Trans }): JSX.Element | null {
+  const { trans } = props;
+  const labels: Record<string, string> = {
+    streaming: trans.__('answering'),
+    pending: trans.__('sending'),
+    cancelled: trans.__('stopped'),
+    error: trans.__('failed')
+  };
+  const label = labels[props.status];
+  return label ? <StatusBadge status={props.status} label={label} /> : null;
+}
+
+export function Icon(props: { icon: LabIcon; className?: string; title?: string }): JSX.Element {
+  return <props.icon.react tag="span" className={props.className} title={props.title} elementSize="normal" />;
+}
+
+/** A status as an icon (coloured by its kind) with its name. */
+export function StatusBadge(props: { status: string; label?: string; iconOnly?: boolean }): JSX.Element {
+  const label = props.label ?? props.status;
+  return (
+    <span className={`jp-AgiStatus jp-AgiStatus-${statusKind(props.status)}`} data-status={props.status} title={label}>
+      <Icon icon={statusIcon(props.status)} className="jp-AgiStatus-icon" />
+      {props.iconOnly ? null : <span className="jp-AgiStatus-label">{label}</span>}
+    </span>
   );
 }
 
 function BlockView(props: { block: Block; model: PanelModel }): JSX.Element | null {
+  const trans = useTrans();
   const { block } = props;
   switch (block.kind) {
     case 'text':
@@ -82,7 +126,7 @@ function BlockView(props: { block: Block; model: PanelModel }): JSX.Element | nu
     case 'reasoning':
       return (
         <details className="jp-AgiReasoning">
-          <summary>Reasoning</summary>
+          <summary>{trans.__('Reasoning')}</summary>
           <Markdown text={block.text} />
         </details>
       );
@@ -97,51 +141,63 @@ function BlockView(props: { block: Block; model: PanelModel }): JSX.Element | nu
     case 'artifact':
       return (
         <div className="jp-AgiArtifactRef">
-          Artifact: {block.title ?? block.artifactId} <span className="jp-AgiDim">({block.artifactKind})</span>
+          {trans.__('Artifact: %1', block.title ?? block.artifactId)} <span className="jp-AgiDim">({block.artifactKind})</span>
         </div>
       );
     case 'image':
-      return <img className="jp-AgiImage" src={block.src} alt="image from the conversation" />;
+      return <img className="jp-AgiImage" src={block.src} alt={trans.__('image from the conversation')} />;
   }
 }
 
-function statusClass(status: string): string {
-  return `jp-AgiBadge jp-AgiBadge-${status.replace(/[^a-z_]/g, '')}`;
+function toolStatusLabel(status: string, trans: Trans): string {
+  const labels: Record<string, string> = {
+    streaming: trans.__('preparing'),
+    running: trans.__('running'),
+    completed: trans.__('completed'),
+    failed: trans.__('failed'),
+    denied: trans.__('denied'),
+    skipped: trans.__('skipped')
+  };
+  return labels[status] ?? status;
 }
 
 export function ToolView(props: { block: ToolBlock; model: PanelModel }): JSX.Element {
+  const trans = useTrans();
   const { block } = props;
   const failed = block.ok === false;
+  const label = toolStatusLabel(block.status, trans);
   return (
     <details className="jp-AgiTool" data-tool={block.name} data-status={block.status}>
       <summary>
-        <span className="jp-AgiTool-name">{block.name || 'tool'}</span>
-        <span className={statusClass(block.status)}>{block.status}</span>
+        <StatusBadge status={block.status} label={label} iconOnly />
+        <span className="jp-AgiTool-name">{block.name || trans.__('tool')}</span>
+        <span className="jp-AgiTool-state">{label}</span>
         <span className="jp-AgiTool-preview">{argumentsPreview(block.arguments, block.argumentsText)}</span>
       </summary>
       <div className="jp-AgiTool-body">
-        <div className="jp-AgiTool-label">Arguments</div>
+        <div className="jp-AgiTool-label">{trans.__('Arguments')}</div>
         <pre className="jp-AgiPre">{prettyArguments(block.arguments, block.argumentsText)}</pre>
         {block.live && block.output === null ? (
           <>
-            <div className="jp-AgiTool-label">Live output</div>
+            <div className="jp-AgiTool-label">{trans.__('Live output')}</div>
             <pre className="jp-AgiPre">{block.live}</pre>
           </>
         ) : null}
         {block.output !== null ? (
           <>
-            <div className="jp-AgiTool-label">{failed ? 'Error' : 'Output'}</div>
+            <div className="jp-AgiTool-label">{failed ? trans.__('Error') : trans.__('Output')}</div>
             <pre className={`jp-AgiPre ${failed ? 'jp-AgiPre-error' : ''}`}>{block.output}</pre>
           </>
         ) : null}
-        {block.artifact ? <ToolArtifact id={block.artifact.id} kind={block.artifact.kind} model={props.model} /> : null}
+        {block.artifact ? <ToolArtifact id={block.artifact.id} model={props.model} /> : null}
       </div>
     </details>
   );
 }
 
 /** A tool's artifact, loaded when shown: a diff for `file_diff`, else its title. */
-function ToolArtifact(props: { id: string; kind: string; model: PanelModel }): JSX.Element {
+function ToolArtifact(props: { id: string; model: PanelModel }): JSX.Element {
+  const trans = useTrans();
   const [state, setState] = useState<{ kind: string; text: string | null; title: string } | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
@@ -162,34 +218,24 @@ function ToolArtifact(props: { id: string; kind: string; model: PanelModel }): J
     return <div className="jp-AgiBlockError">{error}</div>;
   }
   if (!state) {
-    return <div className="jp-AgiDim">Loading artifact…</div>;
+    return <div className="jp-AgiDim">{trans.__('Loading artifact…')}</div>;
   }
   if (state.kind === 'file_diff' && state.text) {
     return (
       <>
-        <div className="jp-AgiTool-label">Diff: {state.title}</div>
+        <div className="jp-AgiTool-label">{trans.__('Diff: %1', state.title)}</div>
         <DiffView text={state.text} />
       </>
     );
   }
-  return <div className="jp-AgiDim">Artifact: {state.title} ({state.kind})</div>;
+  return <div className="jp-AgiDim">{trans.__('Artifact: %1', `${state.title} (${state.kind})`)}</div>;
 }
 
-/** The diff text of a file_diff artifact: `data.diff`, else its text. */
+/** The diff text of a file_diff artifact: `data.patch` (what `apply_patch` stores), else its
+ * text. */
 export function diffText(data: Record<string, unknown> | null | undefined, text: string | null): string | null {
-  const diff = data?.diff ?? data?.unified_diff ?? data?.patch;
-  if (typeof diff === 'string') {
-    return diff;
-  }
-  if (Array.isArray(data?.files)) {
-    const parts = (data?.files as unknown[])
-      .map(f => (typeof f === 'object' && f !== null ? (f as Record<string, unknown>).diff : null))
-      .filter((d): d is string => typeof d === 'string');
-    if (parts.length) {
-      return parts.join('\n');
-    }
-  }
-  return text;
+  const patch = data?.patch;
+  return typeof patch === 'string' ? patch : text;
 }
 
 export function DiffView(props: { text: string }): JSX.Element {
@@ -204,7 +250,21 @@ export function DiffView(props: { text: string }): JSX.Element {
   );
 }
 
+export function runStatusLabel(status: string, trans: Trans): string {
+  const labels: Record<string, string> = {
+    queued: trans.__('queued'),
+    running: trans.__('running'),
+    waiting_webhook: trans.__('waiting for the provider'),
+    processing_webhook: trans.__('finishing'),
+    succeeded: trans.__('succeeded'),
+    failed: trans.__('failed'),
+    cancelled: trans.__('cancelled')
+  };
+  return labels[status] ?? status;
+}
+
 function RunStatusLine(props: { chat: ChatState }): JSX.Element | null {
+  const trans = useTrans();
   const runs = sortedRuns(props.chat);
   const latest = runs[0];
   if (!latest) {
@@ -212,15 +272,12 @@ function RunStatusLine(props: { chat: ChatState }): JSX.Element | null {
   }
   const active = activeRuns(props.chat);
   const run = active[0] ?? latest;
-  const iteration = run.iteration !== null && active.length ? ` · step ${run.iteration}` : '';
+  const step = run.iteration !== null && active.length ? trans.__('step %1', run.iteration) : '';
+  const failure = run.error && run.status === 'failed' ? run.error : '';
   return (
     <div className="jp-AgiRunLine" data-run-id={run.id} data-run-status={run.status}>
-      <span className={statusClass(run.status)}>{run.status}</span>
-      <span className="jp-AgiDim">
-        {' '}
-        last run{iteration}
-        {run.error && run.status === 'failed' ? ` — ${run.error}` : ''}
-      </span>
+      <StatusBadge status={run.status} label={runStatusLabel(run.status, trans)} />
+      <span className="jp-AgiDim">{[trans.__('last run'), step, failure].filter(Boolean).join(' · ')}</span>
     </div>
   );
 }

@@ -13,6 +13,8 @@ export interface RunView {
   status: string;
   provider: string | null;
   model: string | null;
+  /** The run's own agent when it is not the session's (`%%agi -a X`), or from `run.meta`. */
+  agent: string | null;
   type: string | null;
   executionMode: string | null;
   notebookPath: string | null;
@@ -26,6 +28,8 @@ export interface RunView {
   completedAt: string | null;
   /** The highest event `seq` applied; where a resumed stream starts (`after_seq`). */
   lastSeq: number;
+  /** The prompt it answers, while it waits in the run (queued); else its user message's. */
+  prompt: string | null;
 }
 
 export interface ChatState {
@@ -54,6 +58,7 @@ export function emptyRun(id: string): RunView {
     status: 'queued',
     provider: null,
     model: null,
+    agent: null,
     type: null,
     executionMode: null,
     notebookPath: null,
@@ -65,13 +70,15 @@ export function emptyRun(id: string): RunView {
     iteration: null,
     createdAt: null,
     completedAt: null,
-    lastSeq: 0
+    lastSeq: 0,
+    prompt: null
   };
 }
 
 export function upsertRun(state: ChatState, run: Run): ChatState {
   const old = state.runs[run.id] ?? emptyRun(run.id);
-  const usage = run.usage ?? {};
+  const usage = run.usage as { input_tokens?: number; output_tokens?: number };
+  const error = run.error as { code?: string; message?: string } | null;
   const next: RunView = {
     ...old,
     // A run object from a listing can be older than events already applied: never go back
@@ -79,16 +86,18 @@ export function upsertRun(state: ChatState, run: Run): ChatState {
     status: isTerminal(old.status) && !isTerminal(run.status) ? old.status : run.status,
     provider: run.provider ?? old.provider,
     model: run.model ?? old.model,
-    type: run.type ?? old.type,
-    executionMode: run.execution_mode ?? old.executionMode,
+    agent: run.agent ?? old.agent,
+    type: run.type,
+    executionMode: run.execution_mode,
     notebookPath: run.notebook_path ?? old.notebookPath,
     cellId: run.cell_id ?? old.cellId,
-    error: run.error ? (run.error.message ?? run.error.code ?? 'error') : old.error,
-    inputTokens: typeof usage.input_tokens === 'number' ? usage.input_tokens : old.inputTokens,
-    outputTokens: typeof usage.output_tokens === 'number' ? usage.output_tokens : old.outputTokens,
-    costUsd: typeof run.cost_usd === 'number' ? run.cost_usd : old.costUsd,
-    createdAt: run.created_at ?? old.createdAt,
-    completedAt: run.completed_at ?? old.completedAt
+    error: error ? (error.message ?? error.code ?? 'error') : old.error,
+    inputTokens: usage.input_tokens ?? old.inputTokens,
+    outputTokens: usage.output_tokens ?? old.outputTokens,
+    costUsd: run.cost_usd,
+    createdAt: run.created_at || old.createdAt,
+    completedAt: run.completed_at ?? old.completedAt,
+    prompt: runPrompt(run) ?? old.prompt
   };
   return { ...state, runs: { ...state.runs, [run.id]: next } };
 }
@@ -96,4 +105,22 @@ export function upsertRun(state: ChatState, run: Run): ChatState {
 export function patchRun(state: ChatState, id: string, patch: Partial<RunView>): ChatState {
   const old = state.runs[id] ?? emptyRun(id);
   return { ...state, runs: { ...state.runs, [id]: { ...old, ...patch } } };
+}
+
+/** The prompt of a run that has not started yet: it waits in `loop_state.input` as parts. */
+function runPrompt(run: Run): string | null {
+  const input = (run.loop_state as { input?: { type?: string; text?: string }[] } | null)?.input;
+  if (!Array.isArray(input)) {
+    return null;
+  }
+  const text = input.map(part => (part.type === 'text' && typeof part.text === 'string' ? part.text : '')).join('');
+  return text || null;
+}
+
+/** The first line of a run's prompt (its user message, or its queued input), or null. */
+export function promptPreview(state: ChatState, run: RunView): string | null {
+  const message = state.items.find(item => item.runId === run.id && item.role === 'user');
+  const text = message ? message.blocks.map(b => (b.kind === 'text' ? b.text : '')).join('') : run.prompt;
+  const line = (text ?? '').trim().split('\n')[0] ?? '';
+  return line || null;
 }

@@ -1,12 +1,13 @@
 /** Small pure formatting helpers of the panel (unit-tested). */
 
+import type { Trans } from './i18n';
 import { sdkBadge } from './sdks';
 
-export function formatTokens(input: number | null, output: number | null): string {
+export function formatTokens(input: number | null, output: number | null, trans: Trans): string {
   if (input === null && output === null) {
     return '';
   }
-  return `${input ?? 0} in / ${output ?? 0} out`;
+  return trans.__('%1 in / %2 out', input ?? 0, output ?? 0);
 }
 
 export function formatCost(cost: number | null | undefined): string {
@@ -29,9 +30,12 @@ export function metaLine(
   input: number | null,
   output: number | null,
   cost: number | null,
-  sdk: string | null = null
+  sdk: string | null,
+  trans: Trans
 ): string {
-  return [sdkBadge(sdk) ?? '', model ?? '', formatTokens(input, output), formatCost(cost)].filter(Boolean).join(' · ');
+  return [sdkBadge(sdk) ?? '', model ?? '', formatTokens(input, output, trans), formatCost(cost)]
+    .filter(Boolean)
+    .join(' · ');
 }
 
 /** A short local time of an ISO timestamp ('' if missing or invalid). */
@@ -83,19 +87,17 @@ export function diffLines(text: string): { kind: DiffLineKind; text: string }[] 
   });
 }
 
-/** The label of a session in the picker. */
+/** The label of a session in the picker: its title (or agent and model), then when. */
 export function sessionLabel(session: {
   id: string;
-  title?: string | null;
-  agent?: string;
-  sdk?: string;
-  model?: string | null;
-  notebook_path?: string | null;
-  created_at?: string;
+  title: string | null;
+  agent: string;
+  sdk: string;
+  model: string | null;
+  created_at: string;
 }): string {
-  const name = session.title || `${session.agent ?? 'agent'}${session.model ? ` · ${session.model}` : ''}`;
+  const name = session.title || `${session.agent}${session.model ? ` · ${session.model}` : ''}`;
   const badge = sdkBadge(session.sdk);
-  const where = session.notebook_path ? ` · ${session.notebook_path.split('/').pop()}` : '';
   const when = shortTime(session.created_at);
-  return `${name}${badge ? ` [${badge}]` : ''}${where}${when ? ` (${when})` : ''}`;
+  return `${name}${badge ? ` [${badge}]` : ''}${when ? ` (${when})` : ''}`;
 }

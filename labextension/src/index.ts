@@ -16,18 +16,18 @@ import { IDocumentManager } from '@jupyterlab/docmanager';
 import { FileDialog } from '@jupyterlab/filebrowser';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ServerConnection } from '@jupyterlab/services';
-import { LabIcon } from '@jupyterlab/ui-components';
-import type { Widget } from '@lumino/widgets';
+import { ITranslator } from '@jupyterlab/translation';
 
-import agiSvg from '../style/icons/agi.svg';
 import { AgiClient, type Transport } from './api';
+import { bundle, type Trans } from './i18n';
+import { agiIcon } from './icons';
 import { PanelModel } from './model';
+import { ActiveNotebook } from './notebooks';
 import { AgiPanel } from './panel';
 
+export { agiIcon };
 export const PANEL_ID = 'agi-jupyter-panel';
 export const OPEN_COMMAND = 'agi-jupyter:open';
-
-export const agiIcon = new LabIcon({ name: 'agi-jupyter:agi', svgstr: agiSvg });
 
 /** Requests under `<base_url>agi/` with the server's auth (token / XSRF) headers. */
 export function jupyterTransport(settings: ServerConnection.ISettings): Transport {
@@ -35,18 +35,11 @@ export function jupyterTransport(settings: ServerConnection.ISettings): Transpor
   return (path, init) => ServerConnection.makeRequest(`${root}/${path}`, init, settings);
 }
 
-/** The path of a notebook widget (its document context), else null. */
-function notebookPath(widget: Widget | null): string | null {
-  const context = (widget as unknown as { context?: { path?: unknown } } | null)?.context;
-  const path = context?.path;
-  return typeof path === 'string' && path.endsWith('.ipynb') ? path : null;
-}
-
-async function chooseFolder(docManager: IDocumentManager | null, current: string): Promise<string | null> {
+async function chooseFolder(docManager: IDocumentManager | null, current: string, trans: Trans): Promise<string | null> {
   if (docManager) {
     const result = await FileDialog.getExistingDirectory({
       manager: docManager,
-      title: 'Choose the AGI project folder',
+      title: trans.__('Choose the AGI project folder'),
       defaultPath: current
     });
     if (!result.button.accept || !result.value) {
@@ -55,7 +48,7 @@ async function chooseFolder(docManager: IDocumentManager | null, current: string
     return result.value[0]?.path ?? current;
   }
   const result = await InputDialog.getText({
-    title: 'AGI project folder (relative to the server root)',
+    title: trans.__('AGI project folder (relative to the server root)'),
     text: current
   });
   return result.button.accept ? (result.value ?? '').replace(/^\/+|\/+$/g, '') : null;
@@ -66,28 +59,36 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'The AGI side panel: sessions, streaming chat, tool calls, runs and artifacts.',
   autoStart: true,
   requires: [IRenderMimeRegistry],
-  optional: [ILabShell, ILayoutRestorer, ICommandPalette, IDocumentManager],
+  optional: [ILabShell, ILayoutRestorer, ICommandPalette, IDocumentManager, ITranslator],
   activate: (
     app: JupyterFrontEnd,
     rendermime: IRenderMimeRegistry,
     labShell: ILabShell | null,
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
-    docManager: IDocumentManager | null
+    docManager: IDocumentManager | null,
+    translator: ITranslator | null
   ) => {
+    const trans = bundle(translator);
     const client = new AgiClient(jupyterTransport(app.serviceManager.serverSettings));
     const model = new PanelModel(client, window.localStorage);
-    const panel = new AgiPanel(model, rendermime, () => chooseFolder(docManager, model.snapshot.project));
+    const notebook = new ActiveNotebook(app);
+    const panel = new AgiPanel(model, {
+      rendermime,
+      trans,
+      codeActions: notebook.codeActions(),
+      pickFolder: () => chooseFolder(docManager, model.snapshot.project, trans)
+    });
     panel.id = PANEL_ID;
     panel.title.icon = agiIcon;
-    panel.title.caption = 'AGI: sessions, chat, runs and artifacts';
+    panel.title.caption = trans.__('AGI: sessions, chat, runs and artifacts');
     panel.title.label = '';
     app.shell.add(panel, 'left', { rank: 650 });
     restorer?.add(panel, PANEL_ID);
 
     if (labShell) {
       const follow = (): void => {
-        const path = notebookPath(labShell.currentWidget);
+        const path = notebook.track(labShell.currentWidget);
         if (path) {
           model.setActivePath(path);
         }
@@ -97,8 +98,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     }
 
     app.commands.addCommand(OPEN_COMMAND, {
-      label: 'Open the AGI Panel',
-      caption: 'Show the AGI side panel and focus its message box',
+      label: trans.__('Open the AGI Panel'),
+      caption: trans.__('Show the AGI side panel and focus its message box'),
       execute: () => {
         app.shell.activateById(PANEL_ID);
         requestAnimationFrame(() => panel.focusPrompt());

@@ -3,7 +3,7 @@
  * artifacts, images) and how a stored message becomes one. Used by the reducer of `state.ts`.
  */
 
-import type { Message, Part, Role } from './types';
+import type { Message, Part, Role, ToolResultPart } from './types';
 
 export interface ArtifactSummary {
   id: string;
@@ -69,16 +69,13 @@ export function visibleBlocks(item: ChatItem, view: 'simple' | 'full'): Block[] 
   return blocks.length || item.status === 'streaming' ? blocks : null;
 }
 
-/** A stored tool result's fields; `status` is the tool message's `meta.status` when it has one
- * (`cancelled`: the call was cut short with its run). */
-export function resultFields(
-  result: Extract<Part, { type: 'tool_result' }>,
-  status?: unknown
-): Partial<ToolBlock> {
+/** What a stored tool result tells a tool block; `status` is the call's own (a denied call
+ * stays denied), read from `is_error` in results stored before the status was. */
+export function resultFields(result: ToolResultPart): Partial<ToolBlock> {
   return {
     ok: !result.is_error,
     output: result.output,
-    status: typeof status === 'string' && status ? status : result.is_error ? 'failed' : 'completed',
+    status: result.status ?? (result.is_error ? 'failed' : 'completed'),
     artifact: result.artifact_id ? { id: result.artifact_id, kind: 'artifact' } : null
   };
 }
@@ -101,27 +98,38 @@ export function emptyItem(key: string, role: Role, runId: string | null): ChatIt
   };
 }
 
+/** What the runtime keeps in a message's `meta` (an open JSON object in the API). */
+interface MessageMeta {
+  provider?: string;
+  model?: string;
+  sdk?: string;
+  cost_usd?: number | null;
+  usage?: { input_tokens?: number; output_tokens?: number };
+  /** The answer a cancelled or failed run had streamed (status `error`). */
+  partial?: boolean;
+}
+
 /** A stored message as a chat item. */
 export function messageItem(message: Message): ChatItem {
-  const meta = message.meta ?? {};
+  const meta = message.meta as MessageMeta;
   const usage = meta.usage ?? {};
   return {
-    ...emptyItem(message.id, message.role, message.run_id ?? null),
+    ...emptyItem(message.id, message.role, message.run_id),
     messageId: message.id,
     // A partial answer (the run ended mid-answer) shows as the cut-short draft did.
     status: meta.partial ? 'cancelled' : message.status === 'error' ? 'error' : 'complete',
-    blocks: (message.parts ?? []).flatMap(part => partBlocks(part, meta.status)),
+    blocks: message.parts.flatMap(partBlocks),
     provider: meta.provider ?? null,
     model: meta.model ?? null,
-    sdk: typeof meta.sdk === 'string' && meta.sdk ? meta.sdk : null,
-    inputTokens: typeof usage.input_tokens === 'number' ? usage.input_tokens : null,
-    outputTokens: typeof usage.output_tokens === 'number' ? usage.output_tokens : null,
-    costUsd: typeof meta.cost_usd === 'number' ? meta.cost_usd : null,
-    createdAt: message.created_at ?? null
+    sdk: meta.sdk || null,
+    inputTokens: usage.input_tokens ?? null,
+    outputTokens: usage.output_tokens ?? null,
+    costUsd: meta.cost_usd ?? null,
+    createdAt: message.created_at || null
   };
 }
 
-function partBlocks(part: Part, toolStatus?: unknown): Block[] {
+function partBlocks(part: Part): Block[] {
   switch (part.type) {
     case 'text':
       return part.text ? [{ kind: 'text', text: part.text }] : [];
@@ -133,7 +141,7 @@ function partBlocks(part: Part, toolStatus?: unknown): Block[] {
           kind: 'tool',
           toolCallId: part.tool_call_id,
           name: part.name,
-          arguments: part.arguments ?? {},
+          arguments: part.arguments,
           argumentsText: '',
           status: 'running',
           ok: null,
@@ -151,13 +159,13 @@ function partBlocks(part: Part, toolStatus?: unknown): Block[] {
           arguments: null,
           argumentsText: '',
           live: '',
-          ...(resultFields(part, toolStatus) as Pick<ToolBlock, 'ok' | 'output' | 'status' | 'artifact'>)
+          ...(resultFields(part) as Pick<ToolBlock, 'ok' | 'output' | 'status' | 'artifact'>)
         }
       ];
     case 'error':
       return [{ kind: 'error', code: part.code, message: part.message }];
     case 'artifact_ref':
-      return [{ kind: 'artifact', artifactId: part.artifact_id, artifactKind: part.kind, title: part.title ?? null }];
+      return [{ kind: 'artifact', artifactId: part.artifact_id, artifactKind: part.kind, title: part.title }];
     case 'image': {
       const src = part.url ?? (part.data_base64 ? `data:${part.mime};base64,${part.data_base64}` : '');
       return src ? [{ kind: 'image', mime: part.mime, src }] : [];

@@ -1,19 +1,25 @@
 /**
- * Markdown through JupyterLab's rendermime (the same renderer as notebook Markdown cells), with
- * the model untrusted so any HTML in an answer is sanitized, never injected. A streaming text
- * is re-rendered at most every `THROTTLE_MS`, one render at a time.
+ * Markdown through JupyterLab's rendermime (the same renderer as notebook Markdown cells, with
+ * its code highlighting), with the model untrusted so any HTML in an answer is sanitized, never
+ * injected. Code blocks get Copy / Insert buttons (`codeblocks.ts`). A streaming text is
+ * re-rendered at most every `THROTTLE_MS`, one render at a time.
  */
 
 import { MimeModel, type IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
-import React, { useEffect, useRef } from 'react';
+import React, { useContext, useEffect, useRef } from 'react';
+
+import { CodeActionsContext, decorateCodeBlocks } from './codeblocks';
+import { useTrans } from './i18n';
 
 const THROTTLE_MS = 60;
 
 export const RenderMimeContext = React.createContext<IRenderMimeRegistry | null>(null);
 
 export function Markdown(props: { text: string; className?: string }): JSX.Element {
-  const rendermime = React.useContext(RenderMimeContext);
+  const rendermime = useContext(RenderMimeContext);
+  const actions = useContext(CodeActionsContext);
+  const trans = useTrans();
   const host = useRef<HTMLDivElement>(null);
   const renderer = useRef<IRenderMime.IRenderer | null>(null);
   const latest = useRef(props.text);
@@ -49,6 +55,10 @@ export function Markdown(props: { text: string; className?: string }): JSX.Eleme
       const text = latest.current;
       try {
         await target.renderModel(new MimeModel({ data: { 'text/markdown': text }, trusted: false }));
+        if (actions) {
+          decorateCodeBlocks(target.node, actions, trans);
+        }
+        host.current?.setAttribute('data-rendered-length', String(text.length));
       } catch {
         // a broken render leaves the previous one; the next update tries again
       } finally {
@@ -64,7 +74,7 @@ export function Markdown(props: { text: string; className?: string }): JSX.Eleme
       }
     };
     schedule();
-  }, [props.text, rendermime]);
+  }, [props.text, rendermime, actions, trans]);
 
   if (!rendermime) {
     return <div className={`jp-AgiMarkdown jp-AgiMarkdown-plain ${props.className ?? ''}`}>{props.text}</div>;

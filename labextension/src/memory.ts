@@ -10,6 +10,8 @@ import type { HistoryView } from './types';
 export interface Remembered {
   pinnedProject: string | null;
   sessionByProject: Record<string, string>;
+  /** The session pinned in a project (it stays shown whatever notebook is active). */
+  pinnedSessionByProject: Record<string, string>;
   view: HistoryView;
   tab: Tab;
 }
@@ -40,8 +42,24 @@ export class PanelMemory {
     this.save();
   }
 
+  /** Pin a session in a project (null: follow the active notebook again). */
+  pinSession(project: string, id: string | null): void {
+    if (id === null) {
+      delete this.value.pinnedSessionByProject[project];
+    } else {
+      this.value.pinnedSessionByProject[project] = id;
+    }
+    this.save();
+  }
+
   private recall(): Remembered {
-    const fallback: Remembered = { pinnedProject: null, sessionByProject: {}, view: 'full', tab: 'chat' };
+    const fallback: Remembered = {
+      pinnedProject: null,
+      sessionByProject: {},
+      pinnedSessionByProject: {},
+      view: 'full',
+      tab: 'chat'
+    };
     try {
       const raw = this.storage?.getItem(STORAGE_KEY);
       if (!raw) {
@@ -50,7 +68,8 @@ export class PanelMemory {
       const value = JSON.parse(raw) as Partial<Remembered>;
       return {
         pinnedProject: typeof value.pinnedProject === 'string' ? value.pinnedProject : null,
-        sessionByProject: typeof value.sessionByProject === 'object' && value.sessionByProject ? value.sessionByProject : {},
+        sessionByProject: record(value.sessionByProject),
+        pinnedSessionByProject: record(value.pinnedSessionByProject),
         view: value.view === 'simple' ? 'simple' : 'full',
         tab: value.tab === 'runs' || value.tab === 'artifacts' ? value.tab : 'chat'
       };
@@ -66,4 +85,11 @@ export class PanelMemory {
       // storage full or disabled: the panel still works, it just forgets
     }
   }
+}
+
+function record(value: unknown): Record<string, string> {
+  if (typeof value !== 'object' || value === null) {
+    return {};
+  }
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
 }

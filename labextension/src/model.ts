@@ -9,14 +9,15 @@
  * `cancelRun()`: aborting a stream only stops reading it.
  */
 
-import { ApiError, type AgiClient, type NewSession } from './api';
+import { ApiError, type AgiClient } from './api';
 import { collectArtifacts, openArtifact } from './artifacts';
 import { loadCatalogue } from './catalogue';
+import { isNotebookSession, sessionToShow } from './follow';
 import { PanelMemory, type Storage } from './memory';
 import { folderOf, PanelStore, type Tab } from './snapshot';
 import { activeRuns, initialState } from './state';
 import { SessionStreams } from './streams';
-import type { Artifact, HistoryView, Session } from './types';
+import type { Artifact, HistoryView, NewSession, Session } from './types';
 import { isTerminal } from './types';
 
 const SESSION_POLL_MS = 5000;
@@ -43,11 +44,12 @@ export class PanelModel extends PanelStore {
       sessions: [],
       sessionsLoaded: false,
       sessionId: null,
+      pinned: false,
       chat: initialState(),
       view: memory.value.view,
       tab: memory.value.tab,
       agents: [],
-      providers: [],
+      models: [],
       defaultModel: null,
       sdks: null,
       errors: [],
@@ -98,17 +100,22 @@ export class PanelModel extends PanelStore {
 
   // --- project -----------------------------------------------------------------------------
 
-  /** The active document changed: the project follows it unless a folder was picked. */
+  /** The active notebook changed: the project follows it (unless a folder was picked), and
+   * so does the session (unless one is pinned). */
   setActivePath(path: string | null): void {
-    this.set({ notebookPath: path });
-    if (this.state.projectSource === 'picked' || path === null) {
+    if (path === null || path === this.state.notebookPath) {
       return;
     }
-    const project = folderOf(path);
-    this.set({ projectSource: 'notebook' });
-    if (project !== this.state.project) {
-      void this.openProject(project);
+    this.set({ notebookPath: path });
+    if (this.state.projectSource !== 'picked') {
+      const project = folderOf(path);
+      this.set({ projectSource: 'notebook' });
+      if (project !== this.state.project) {
+        void this.openProject(project);
+        return;
+      }
     }
+    void this.showFollowed();
   }
 
   /** Pin the project to a folder chosen by the user (null: follow the notebook again). */
@@ -132,14 +139,39 @@ export class PanelModel extends PanelStore {
       void this.loadCatalogue();
     }
     await this.refreshSessions(false);
-    if (this.state.project !== project) {
-      return;
+    if (this.state.project === project) {
+      await this.showFollowed(true);
     }
-    const wanted = this.memory.value.sessionByProject[project];
-    const sessions = this.state.sessions;
-    const pick = sessions.find(s => s.id === wanted) ?? sessions[0];
-    if (pick) {
-      await this.selectSession(pick.id);
+  }
+
+  /** The session the panel should show now (see `follow.ts`). */
+  private followed(): string | null {
+    const { project, sessions, notebookPath, projectSource } = this.state;
+    return sessionToShow({
+      sessions,
+      pinned: this.memory.value.pinnedSessionByProject[project] ?? null,
+      notebookPath: projectSource === 'picked' ? null : notebookPath,
+      remembered: this.memory.value.sessionByProject[project]
+    });
+  }
+
+  /** Show the followed session if it is another one; `force`: even none (a new project). */
+  private async showFollowed(force = false): Promise<void> {
+    const id = this.followed();
+    this.set({ pinned: !!this.memory.value.pinnedSessionByProject[this.state.project] });
+    if (id !== this.state.sessionId && (id !== null || force || this.state.notebookPath)) {
+      await this.selectSession(id);
+    }
+  }
+
+  /** Pin the shown session (it then stays whatever notebook is active), or unpin it and
+   * follow the active notebook again. */
+  async togglePin(): Promise<void> {
+    const { project, sessionId, pinned } = this.state;
+    this.memory.pinSession(project, pinned ? null : sessionId);
+    this.set({ pinned: !pinned && sessionId !== null });
+    if (pinned) {
+      await this.showFollowed();
     }
   }
 
@@ -148,12 +180,19 @@ export class PanelModel extends PanelStore {
   async refreshSessions(quiet: boolean): Promise<void> {
     const project = this.state.project;
     try {
-      const page = await this.client.listSessions(project);
+      const sessions = await this.client.listSessions(project);
       if (project === this.state.project) {
-        this.set({ sessions: page.items, sessionsLoaded: true });
-        const current = page.items.find(s => s.id === this.state.sessionId);
+        this.set({ sessions, sessionsLoaded: true });
+        const current = sessions.find(s => s.id === this.state.sessionId);
         if (current) {
           this.dispatch({ type: 'session', session: current });
+        }
+        if (quiet && !this.state.pinned && this.state.sessionsLoaded) {
+          // A kernel restart (or a first %%agi) opened a newer session for the notebook.
+          const followed = this.followed();
+          if (followed !== null && followed !== this.state.sessionId) {
+            void this.selectSession(followed);
+          }
         }
       }
     } catch (error) {
@@ -164,6 +203,17 @@ export class PanelModel extends PanelStore {
         this.reportError(error);
       }
     }
+  }
+
+  /** Show a session the person chose: it is pinned unless it is the one followed anyway. */
+  async chooseSession(id: string | null): Promise<void> {
+    const project = this.state.project;
+    const notebook = this.state.projectSource === 'picked' ? null : this.state.notebookPath;
+    const session = this.state.sessions.find(s => s.id === id);
+    const own = session && notebook ? isNotebookSession(session, notebook) : !notebook;
+    this.memory.pinSession(project, id !== null && !own ? id : null);
+    this.set({ pinned: id !== null && !own });
+    await this.selectSession(id);
   }
 
   async selectSession(id: string | null): Promise<void> {
@@ -203,6 +253,7 @@ export class PanelModel extends PanelStore {
     }
   }
 
+  /** Create a session (linked to the active notebook when the panel follows it) and show it. */
   async newSession(options: NewSession): Promise<Session | null> {
     const project = this.state.project;
     const body: NewSession = { ...options };
@@ -215,7 +266,7 @@ export class PanelModel extends PanelStore {
         return session;
       }
       this.set({ sessions: [session, ...this.state.sessions.filter(s => s.id !== session.id)] });
-      await this.selectSession(session.id);
+      await this.chooseSession(session.id);
       return session;
     } catch (error) {
       this.reportError(error);

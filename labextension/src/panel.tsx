@@ -5,17 +5,25 @@ import { ReactWidget } from '@jupyterlab/ui-components';
 import type { Message } from '@lumino/messaging';
 import React from 'react';
 
+import { CodeActionsContext, type CodeActions } from './codeblocks';
+import { TransContext, type Trans } from './i18n';
 import { RenderMimeContext } from './markdown';
 import type { PanelModel } from './model';
 import { PanelView } from './view';
+
+export interface PanelServices {
+  rendermime: IRenderMimeRegistry;
+  trans: Trans;
+  codeActions: CodeActions;
+  pickFolder: () => Promise<string | null>;
+}
 
 export class AgiPanel extends ReactWidget {
   private started = false;
 
   constructor(
     readonly model: PanelModel,
-    private readonly rendermime: IRenderMimeRegistry,
-    private readonly pickFolder: () => Promise<string | null>
+    private readonly services: PanelServices
   ) {
     super();
     this.addClass('jp-AgiPanel');
@@ -46,10 +54,15 @@ export class AgiPanel extends ReactWidget {
   }
 
   protected render(): JSX.Element {
+    const { rendermime, trans, codeActions, pickFolder } = this.services;
     return (
-      <RenderMimeContext.Provider value={this.rendermime}>
-        <PanelView model={this.model} pickFolder={this.pickFolder} />
-      </RenderMimeContext.Provider>
+      <TransContext.Provider value={trans}>
+        <RenderMimeContext.Provider value={rendermime}>
+          <CodeActionsContext.Provider value={codeActions}>
+            <PanelView model={this.model} pickFolder={pickFolder} />
+          </CodeActionsContext.Provider>
+        </RenderMimeContext.Provider>
+      </TransContext.Provider>
     );
   }
 }

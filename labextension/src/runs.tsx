@@ -1,63 +1,83 @@
-/** The runs list (live status) and the artifacts view of a session. */
+/** The runs list (live status, what each run was asked) and the artifacts view of a session. */
 
+import { Button } from '@jupyterlab/ui-components';
 import React, { useState } from 'react';
 
 import { errorText } from './api';
-import { DiffView, diffText } from './chat';
+import { DiffView, diffText, runStatusLabel, StatusBadge } from './chat';
 import { formatCost, formatTokens, shortTime } from './format';
+import { useTrans } from './i18n';
 import { Markdown } from './markdown';
 import type { PanelModel } from './model';
 import type { ArtifactEntry } from './snapshot';
-import { sortedRuns, type ChatState } from './state';
+import { promptPreview, sortedRuns, type ChatState, type RunView } from './state';
 import type { Artifact } from './types';
 import { isTerminal } from './types';
 
 export function RunsList(props: { chat: ChatState; model: PanelModel }): JSX.Element {
+  const trans = useTrans();
   const runs = sortedRuns(props.chat);
   if (!runs.length) {
-    return <div className="jp-AgiEmpty">No runs in this session yet.</div>;
+    return <div className="jp-AgiEmpty">{trans.__('No runs in this session yet.')}</div>;
   }
   return (
-    <ul className="jp-AgiRuns" aria-label="Runs">
+    <ul className="jp-AgiRuns" aria-label={trans.__('Runs')}>
       {runs.map(run => (
-        <li key={run.id} className="jp-AgiRun" data-run-id={run.id} data-run-status={run.status}>
-          <div className="jp-AgiRun-head">
-            <span className={`jp-AgiBadge jp-AgiBadge-${run.status}`}>{run.status}</span>
-            <code className="jp-AgiRun-id" title={run.id}>
-              {run.id.slice(-8)}
-            </code>
-            <span className="jp-AgiDim">{run.model ?? ''}</span>
-            {!isTerminal(run.status) ? (
-              <button className="jp-AgiButton jp-mod-small" onClick={() => void props.model.cancelRun(run.id)}>
-                Cancel
-              </button>
-            ) : null}
-          </div>
-          <div className="jp-AgiRun-meta jp-AgiDim">
-            {[
-              run.notebookPath ? `from ${run.notebookPath}${run.cellId ? ` (cell ${run.cellId.slice(0, 8)})` : ''}` : '',
-              run.executionMode === 'kernel' ? 'notebook' : '',
-              run.type === 'deep_research' ? 'deep research' : '',
-              run.inputTokens || run.outputTokens ? formatTokens(run.inputTokens, run.outputTokens) : '',
-              run.costUsd ? formatCost(run.costUsd) : '',
-              shortTime(run.createdAt)
-            ]
-              .filter(Boolean)
-              .join(' · ')}
-          </div>
-          {run.error && run.status !== 'succeeded' ? <div className="jp-AgiBlockError">{run.error}</div> : null}
-        </li>
+        <RunRow key={run.id} run={run} chat={props.chat} model={props.model} />
       ))}
     </ul>
   );
 }
 
+function RunRow(props: { run: RunView; chat: ChatState; model: PanelModel }): JSX.Element {
+  const trans = useTrans();
+  const { run } = props;
+  const prompt = promptPreview(props.chat, run);
+  const where = run.notebookPath
+    ? run.cellId
+      ? trans.__('from %1, cell %2', run.notebookPath, run.cellId.slice(0, 8))
+      : trans.__('from %1', run.notebookPath)
+    : '';
+  const meta = [
+    where,
+    run.type === 'deep_research' ? trans.__('deep research') : '',
+    run.agent ? trans.__('agent %1', run.agent) : '',
+    run.model ?? '',
+    run.inputTokens || run.outputTokens ? formatTokens(run.inputTokens, run.outputTokens, trans) : '',
+    run.costUsd ? formatCost(run.costUsd) : '',
+    shortTime(run.createdAt)
+  ].filter(Boolean);
+  return (
+    <li className="jp-AgiRun" data-run-id={run.id} data-run-status={run.status}>
+      <div className="jp-AgiRun-head">
+        <StatusBadge status={run.status} label={runStatusLabel(run.status, trans)} iconOnly />
+        <span className="jp-AgiRun-prompt" title={prompt ?? run.id}>
+          {prompt ?? trans.__('(no prompt)')}
+        </span>
+        {!isTerminal(run.status) ? (
+          <Button small minimal className="jp-AgiRun-cancel" onClick={() => void props.model.cancelRun(run.id)}>
+            {trans.__('Cancel')}
+          </Button>
+        ) : null}
+      </div>
+      <div className="jp-AgiRun-meta jp-AgiDim">
+        <code className="jp-AgiRun-id" title={run.id}>
+          {run.id.slice(-8)}
+        </code>
+        {meta.length ? ` · ${meta.join(' · ')}` : ''}
+      </div>
+      {run.error && run.status !== 'succeeded' ? <div className="jp-AgiBlockError">{run.error}</div> : null}
+    </li>
+  );
+}
+
 export function ArtifactsView(props: { artifacts: ArtifactEntry[] | null; model: PanelModel }): JSX.Element {
+  const trans = useTrans();
   const [open, setOpen] = useState<{ artifact: Artifact; text: string | null } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [loading, setLoading] = useState<string | null>(null);
   if (props.artifacts === null) {
-    return <div className="jp-AgiEmpty">Loading artifacts…</div>;
+    return <div className="jp-AgiEmpty">{trans.__('Loading artifacts…')}</div>;
   }
   const show = async (id: string): Promise<void> => {
     setLoading(id);
@@ -72,18 +92,19 @@ export function ArtifactsView(props: { artifacts: ArtifactEntry[] | null; model:
   };
   return (
     <div className="jp-AgiArtifacts">
-      {!props.artifacts.length ? <div className="jp-AgiEmpty">No artifacts in this session yet.</div> : null}
-      <ul className="jp-AgiArtifactList" aria-label="Artifacts">
+      {!props.artifacts.length ? <div className="jp-AgiEmpty">{trans.__('No artifacts in this session yet.')}</div> : null}
+      <ul className="jp-AgiArtifactList" aria-label={trans.__('Artifacts')}>
         {props.artifacts.map(({ artifact }) => (
           <li key={artifact.id}>
             <button
+              type="button"
               className={`jp-AgiLinkButton ${open?.artifact.id === artifact.id ? 'jp-mod-active' : ''}`}
               onClick={() => void show(artifact.id)}
               data-artifact-id={artifact.id}
             >
               <span className="jp-AgiBadge">{artifact.kind}</span> {artifact.title ?? artifact.path ?? artifact.id}
             </button>
-            {loading === artifact.id ? <span className="jp-AgiDim"> loading…</span> : null}
+            {loading === artifact.id ? <span className="jp-AgiDim"> {trans.__('loading…')}</span> : null}
           </li>
         ))}
       </ul>
@@ -102,24 +123,15 @@ interface Source {
   title: string;
 }
 
-/** Sources of a deep research report: `data.sources` / `data.citations` as {url, title}. */
-export function reportSources(data: Record<string, unknown> | null | undefined): Source[] {
-  const raw = data?.sources ?? data?.citations;
+/** Sources of a deep research report: `data.sources`, as the research runner stores them. */
+export function reportSources(data: Record<string, unknown> | null): Source[] {
+  const raw = data?.sources;
   if (!Array.isArray(raw)) {
     return [];
   }
-  return raw.flatMap((item: unknown): Source[] => {
-    if (typeof item === 'string') {
-      return [{ url: item, title: item }];
-    }
-    if (typeof item === 'object' && item !== null) {
-      const record = item as Record<string, unknown>;
-      const url = typeof record.url === 'string' ? record.url : '';
-      if (url) {
-        return [{ url, title: typeof record.title === 'string' && record.title ? record.title : url }];
-      }
-    }
-    return [];
+  return raw.flatMap((item: { url?: unknown; title?: unknown }): Source[] => {
+    const url = typeof item.url === 'string' ? item.url : '';
+    return url ? [{ url, title: typeof item.title === 'string' && item.title ? item.title : url }] : [];
   });
 }
 
@@ -128,18 +140,18 @@ function safeHref(url: string): string | undefined {
 }
 
 function ArtifactDetail(props: { artifact: Artifact; text: string | null }): JSX.Element {
+  const trans = useTrans();
   const { artifact } = props;
-  const data = artifact.data ?? null;
+  const data = artifact.data;
   let body: JSX.Element;
   if (artifact.kind === 'deep_research_report') {
-    const markdown = props.text ?? (typeof data?.markdown === 'string' ? data.markdown : '') ?? '';
     const sources = reportSources(data);
     body = (
       <>
-        <Markdown text={markdown} className="jp-AgiReport" />
+        <Markdown text={props.text ?? ''} className="jp-AgiReport" />
         {sources.length ? (
           <>
-            <h4>Sources</h4>
+            <h4>{trans.__('Sources')}</h4>
             <ol className="jp-AgiSources">
               {sources.map(source => (
                 <li key={source.url}>
@@ -155,17 +167,18 @@ function ArtifactDetail(props: { artifact: Artifact; text: string | null }): JSX
     );
   } else if (artifact.kind === 'file_diff') {
     const diff = diffText(data, props.text);
-    body = diff ? <DiffView text={diff} /> : <div className="jp-AgiDim">(empty diff)</div>;
+    body = diff ? <DiffView text={diff} /> : <div className="jp-AgiDim">{trans.__('(empty diff)')}</div>;
   } else if (props.text !== null) {
     body = (artifact.mime ?? '').includes('markdown') ? <Markdown text={props.text} /> : <pre className="jp-AgiPre">{props.text}</pre>;
   } else {
     body = <pre className="jp-AgiPre">{JSON.stringify(data, null, 2)}</pre>;
   }
+  const title = artifact.title ?? artifact.id;
   return (
-    <section className="jp-AgiArtifactDetail" aria-label={`Artifact ${artifact.title ?? artifact.id}`} data-artifact-kind={artifact.kind}>
-      <h3>{artifact.title ?? artifact.id}</h3>
+    <section className="jp-AgiArtifactDetail" aria-label={trans.__('Artifact %1', title)} data-artifact-kind={artifact.kind}>
+      <h3>{title}</h3>
       <div className="jp-AgiDim">
-        {[artifact.kind, artifact.path ?? '', artifact.size ? `${artifact.size} bytes` : ''].filter(Boolean).join(' · ')}
+        {[artifact.kind, artifact.path ?? '', artifact.size ? trans.__('%1 bytes', artifact.size) : ''].filter(Boolean).join(' · ')}
       </div>
       {body}
     </section>

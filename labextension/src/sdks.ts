@@ -4,8 +4,11 @@
  * that runs on another SDK than `native`. Pure functions over `GET /sdks` and `GET /agents`.
  */
 
-import type { AgentInfo, SdkInfo } from './types';
-import type { SdkCatalogue } from './wire';
+import { bundle, type Trans } from './i18n';
+import type { AgentInfo, SdkInfo, SdkList } from './types';
+
+/** `GET /sdks`: the SDKs and the project's default. */
+export type SdkCatalogue = SdkList;
 
 export const NATIVE_SDK = 'native';
 
@@ -28,23 +31,27 @@ export interface SdkSelection {
   send: string | undefined;
 }
 
-const CAPABILITY_LABELS: [keyof SdkInfo['capabilities'], string][] = [
-  ['queue_while_streaming', 'takes messages while streaming'],
-  ['interrupt', 'interrupts cleanly'],
-  ['tool_events', 'shows tool calls'],
-  ['full_history', 'full history']
-];
+function capabilityLabels(trans: Trans): [keyof SdkInfo['capabilities'], string][] {
+  return [
+    ['queue_while_streaming', trans.__('takes messages while streaming')],
+    ['interrupt', trans.__('interrupts cleanly')],
+    ['tool_events', trans.__('shows tool calls')],
+    ['full_history', trans.__('full history')]
+  ];
+}
 
-export function sdkChoice(sdk: SdkInfo): SdkChoice {
+export function sdkChoice(sdk: SdkInfo, trans: Trans = bundle()): SdkChoice {
   if (!sdk.available) {
     return {
       id: sdk.id,
-      label: `${sdk.display_name} (not installed)`,
+      label: trans.__('%1 (not installed)', sdk.display_name),
       disabled: true,
-      title: sdk.reason || `${sdk.display_name} is not installed`
+      title: sdk.reason || trans.__('%1 is not installed', sdk.display_name)
     };
   }
-  const can = CAPABILITY_LABELS.filter(([key]) => sdk.capabilities[key]).map(([, label]) => label);
+  const can = capabilityLabels(trans)
+    .filter(([key]) => sdk.capabilities[key])
+    .map(([, label]) => label);
   return {
     id: sdk.id,
     label: sdk.display_name,
@@ -55,7 +62,7 @@ export function sdkChoice(sdk: SdkInfo): SdkChoice {
 
 /** The SDK a new session gets unless the user picks one: the agent's own, else the default. */
 export function preselectedSdk(catalogue: SdkCatalogue, agent: AgentInfo | undefined): string {
-  return agent?.sdk || catalogue.defaultSdk;
+  return agent?.sdk || catalogue.default_sdk;
 }
 
 /**
@@ -67,18 +74,24 @@ export function sdkSelection(
   catalogue: SdkCatalogue | null,
   agents: AgentInfo[],
   agentName: string,
-  chosen: string | null
+  chosen: string | null,
+  trans: Trans = bundle()
 ): SdkSelection {
   if (!catalogue || !catalogue.sdks.length) {
     return { choices: [], value: '', warning: null, send: undefined };
   }
   const agent = agents.find(a => a.name === agentName);
   const value = chosen ?? preselectedSdk(catalogue, agent);
-  const choices = catalogue.sdks.map(sdkChoice);
+  const choices = catalogue.sdks.map(sdk => sdkChoice(sdk, trans));
   if (!choices.some(c => c.id === value)) {
     // An agent (or the configuration) names an SDK this server does not offer: show it as it
     // is, so creating the session explains the problem instead of silently running another.
-    choices.push({ id: value, label: `${value} (unknown here)`, disabled: true, title: `this server offers no ${value} SDK` });
+    choices.push({
+      id: value,
+      label: trans.__('%1 (unknown here)', value),
+      disabled: true,
+      title: trans.__('this server offers no %1 SDK', value)
+    });
   }
   const selected = choices.find(c => c.id === value);
   return {

@@ -6,8 +6,8 @@
 
 import { errorText, isAbort } from './api';
 import { reduce, type Action, type ChatState } from './state';
-import type { AgentInfo, Artifact, HistoryView, ProviderInfo, Session } from './types';
-import type { SdkCatalogue } from './wire';
+import type { SdkCatalogue } from './sdks';
+import type { AgentInfo, Artifact, HistoryView, ModelChoice, Session } from './types';
 
 export type Tab = 'chat' | 'runs' | 'artifacts';
 
@@ -27,15 +27,20 @@ export interface ArtifactEntry {
 export interface Snapshot {
   project: string;
   projectSource: ProjectSource;
+  /** The active notebook (relative to the server root), if any. */
   notebookPath: string | null;
   sessions: Session[];
   sessionsLoaded: boolean;
   sessionId: string | null;
+  /** Whether the shown session is pinned: it then stays when the active notebook changes.
+   * Unpinned, the panel shows the active notebook's own (newest) session. */
+  pinned: boolean;
   chat: ChatState;
   view: HistoryView;
   tab: Tab;
   agents: AgentInfo[];
-  providers: ProviderInfo[];
+  /** `provider:model` choices of the new-session form. */
+  models: ModelChoice[];
   /** The project's default model (`provider:model`), when the server says. */
   defaultModel: string | null;
   /** The agent SDKs sessions can run on; null until loaded. */

@@ -22,7 +22,7 @@ import {
 import type { AgiEvent, Message, Run, Session } from './types';
 import { isTerminal } from './types';
 
-export { activeRuns, initialState, sortedRuns } from './chatstate';
+export { activeRuns, initialState, promptPreview, sortedRuns } from './chatstate';
 export type { ChatState, RunView } from './chatstate';
 export { messageItem, visibleBlocks } from './items';
 export type { ArtifactSummary, Block, ChatItem, ItemStatus, ToolBlock } from './items';
@@ -63,119 +63,86 @@ export function reduce(state: ChatState, action: Action): ChatState {
 
 // --- events ----------------------------------------------------------------------------------
 
-function str(value: unknown): string {
-  return typeof value === 'string' ? value : value === undefined || value === null ? '' : String(value);
-}
-
-function num(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
-}
-
 function applyEvent(state: ChatState, event: AgiEvent): ChatState {
-  const runId = typeof event.run_id === 'string' && event.run_id ? event.run_id : null;
-  if (!runId) {
+  if (!event.run_id) {
     return applySessionEvent(state, event);
   }
-  const seq = num(event.seq);
+  const runId = event.run_id;
   const known = state.runs[runId];
-  if (seq !== null && known && seq <= known.lastSeq && event.type !== 'run.final') {
+  if (known && event.seq <= known.lastSeq && event.type !== 'run.final') {
     return state; // already applied (replay, or the same event from a second stream)
   }
-  let next = patchRun(state, runId, { lastSeq: Math.max(seq ?? 0, known?.lastSeq ?? 0) });
-  next = applyRunEvent(next, runId, event);
-  return next;
+  const next = patchRun(state, runId, { lastSeq: Math.max(event.seq, known?.lastSeq ?? 0) });
+  return applyRunEvent(next, runId, event);
 }
 
 function applySessionEvent(state: ChatState, event: AgiEvent): ChatState {
-  const payload = event as Record<string, unknown>;
-  if ((event.type === 'session.created' || event.type === 'session.updated') && isSession(payload.session)) {
-    return { ...state, session: payload.session };
+  switch (event.type) {
+    case 'session.created':
+    case 'session.updated':
+      return { ...state, session: event.session };
+    case 'message.created':
+    case 'message.completed':
+      return upsertMessage(state, event.message);
+    default:
+      return state;
   }
-  if (event.type === 'message.created' || event.type === 'message.completed') {
-    return isMessage(payload.message) ? upsertMessage(state, payload.message) : state;
-  }
-  return state;
-}
-
-function isSession(value: unknown): value is Session {
-  return typeof value === 'object' && value !== null && typeof (value as Session).id === 'string';
-}
-
-function isMessage(value: unknown): value is Message {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as Message).id === 'string' &&
-    Array.isArray((value as Message).parts)
-  );
 }
 
 function applyRunEvent(state: ChatState, runId: string, event: AgiEvent): ChatState {
-  const e = event as Record<string, unknown>;
   switch (event.type) {
     case 'run.meta':
       return patchRun(state, runId, {
-        provider: str(e.provider) || null,
-        model: str(e.model) || null,
+        provider: event.provider || null,
+        model: event.model || null,
+        agent: event.agent || null,
         status: state.runs[runId]?.status ?? 'queued'
       });
     case 'run.status': {
       const old = state.runs[runId];
-      if (old && isTerminal(old.status)) {
-        return state;
-      }
-      return patchRun(state, runId, { status: str(e.status) || 'running' });
+      return old && isTerminal(old.status) ? state : patchRun(state, runId, { status: event.status });
     }
     case 'iteration':
-      return patchRun(state, runId, { iteration: num(e.iteration) });
+      return patchRun(state, runId, { iteration: event.iteration });
     case 'output.text.delta':
-      return updateDraft(state, runId, item => appendText(item, 'text', str(e.delta), false));
+      return updateDraft(state, runId, item => appendText(item, 'text', event.delta, false));
     case 'output.text.done':
-      return updateDraft(state, runId, item => appendText(item, 'text', str(e.text), true));
+      return updateDraft(state, runId, item => appendText(item, 'text', event.text, true));
     case 'reasoning.delta':
-      return updateDraft(state, runId, item => appendText(item, 'reasoning', str(e.delta), false));
+      return updateDraft(state, runId, item => appendText(item, 'reasoning', event.delta, false));
     case 'reasoning.done':
-      return updateDraft(state, runId, item => appendText(item, 'reasoning', str(e.text), true));
+      return updateDraft(state, runId, item => appendText(item, 'reasoning', event.text, true));
     case 'tool.call.started':
-      return startTool(state, runId, str(e.tool_call_id), str(e.name));
+      return startTool(state, runId, event.tool_call_id, event.name);
     case 'tool.call.arguments.delta':
-      return updateTool(state, runId, str(e.tool_call_id), b => ({ argumentsText: b.argumentsText + str(e.delta) }));
+      return updateTool(state, runId, event.tool_call_id, b => ({ argumentsText: b.argumentsText + event.delta }));
     case 'tool.call.arguments.done':
-      return updateTool(state, runId, str(e.tool_call_id), () => ({
-        arguments: isRecord(e.arguments) ? e.arguments : {},
-        status: 'running'
-      }));
+      return updateTool(state, runId, event.tool_call_id, () => ({ arguments: event.arguments, status: 'running' }));
     case 'tool.call.delta':
-      return updateTool(state, runId, str(e.tool_call_id), b => ({ live: b.live + str(e.chunk) }));
+      return updateTool(state, runId, event.tool_call_id, b => ({ live: b.live + event.chunk }));
     case 'tool.call.output':
-      return updateTool(state, runId, str(e.tool_call_id), () => ({
-        ok: e.ok !== false,
-        output: str(e.output),
-        status: str(e.status) || (e.ok === false ? 'failed' : 'completed'),
-        artifact: isRecord(e.artifact) ? (e.artifact as unknown as ArtifactSummary) : null
+      return updateTool(state, runId, event.tool_call_id, () => ({
+        ok: event.ok,
+        output: event.output,
+        status: event.status,
+        artifact: event.artifact ? (event.artifact as unknown as ArtifactSummary) : null
       }));
     case 'usage':
-      return applyUsage(state, runId, e);
+      return applyUsage(state, runId, event.input_tokens, event.output_tokens, event.cost_usd);
     case 'message.completed':
-    case 'message.created':
-      return isMessage(e.message) ? upsertMessage(state, { ...e.message, run_id: e.message.run_id ?? runId }) : state;
+    case 'message.created': {
+      return upsertMessage(state, { ...event.message, run_id: event.message.run_id ?? runId });
+    }
     case 'error':
-      return applyError(state, runId, str(e.code) || 'ERROR', str(e.message), e.retryable === true, num(e.seq));
+      return applyError(state, runId, event.code, event.message, event.retryable, event.seq);
     case 'run.final':
-      return applyFinal(state, runId, isRecord(e.run) ? (e.run as unknown as Run) : null);
+      return applyFinal(state, runId, event.run);
     default:
       return applySessionEvent(state, event);
   }
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function applyUsage(state: ChatState, runId: string, e: Record<string, unknown>): ChatState {
-  const input = num(e.input_tokens) ?? 0;
-  const output = num(e.output_tokens) ?? 0;
-  const cost = num(e.cost_usd);
+function applyUsage(state: ChatState, runId: string, input: number, output: number, cost: number | null): ChatState {
   const run = state.runs[runId] ?? emptyRun(runId);
   const next = patchRun(state, runId, {
     inputTokens: run.inputTokens + input,

@@ -5,7 +5,10 @@
  * with no DOM or JupyterLab imports, so it is unit-tested in node.
  */
 
-/** One event object of DESIGN.md section 4 as it arrives on the wire. */
+import type { AgiEvent } from './types';
+
+/** One JSON object with a `type` as it arrives on the wire; the server sends only the events
+ * of its OpenAPI document (`AgiEvent`), which is what `readEvents` yields. */
 export type WireEvent = { type: string } & Record<string, unknown>;
 
 /** A line of an NDJSON stream that is not a JSON object. */
@@ -139,28 +142,13 @@ export class SseParser {
   }
 }
 
-/**
- * The event object of an SSE message: its `data` parsed as JSON, with `type` taken from the
- * event name when the object has none. Keep-alive messages that are not JSON objects are
- * dropped (null).
- */
-export function sseToEvent(message: SseMessage): WireEvent | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(message.data);
-  } catch {
-    return null;
-  }
-  if (!isObject(value)) {
-    return null;
-  }
-  if (typeof value.type !== 'string') {
-    if (message.event === 'message') {
-      return null;
-    }
-    value.type = message.event;
-  }
-  return value as WireEvent;
+/** The event object of an SSE message: its `data`, a JSON object with a `type`. */
+export function sseToEvent(message: SseMessage): WireEvent {
+  return parseLine(message.data)[0] ?? invalid(message.data);
+}
+
+function invalid(data: string): never {
+  throw new StreamFormatError('an SSE message must carry a JSON object with a "type"', data);
 }
 
 export type StreamFormat = 'ndjson' | 'sse';
@@ -179,8 +167,7 @@ export function eventParser(format: StreamFormat): {
     return new NdjsonParser();
   }
   const sse = new SseParser();
-  const convert = (messages: SseMessage[]): WireEvent[] =>
-    messages.map(sseToEvent).filter((e): e is WireEvent => e !== null);
+  const convert = (messages: SseMessage[]): WireEvent[] => messages.map(sseToEvent);
   return {
     push: (text: string) => convert(sse.push(text)),
     end: () => convert(sse.end())
@@ -194,7 +181,7 @@ export function eventParser(format: StreamFormat): {
 export async function* readEvents(
   body: ReadableStream<Uint8Array>,
   format: StreamFormat
-): AsyncGenerator<WireEvent, void, undefined> {
+): AsyncGenerator<AgiEvent, void, undefined> {
   const reader = body.getReader();
   const decoder = new TextDecoder('utf-8');
   const parser = eventParser(format);
@@ -204,10 +191,10 @@ export async function* readEvents(
       if (done) {
         break;
       }
-      yield* parser.push(decoder.decode(value, { stream: true }));
+      yield* parser.push(decoder.decode(value, { stream: true })) as Iterable<AgiEvent>;
     }
-    yield* parser.push(decoder.decode());
-    yield* parser.end();
+    yield* parser.push(decoder.decode()) as Iterable<AgiEvent>;
+    yield* parser.end() as Iterable<AgiEvent>;
   } finally {
     try {
       await reader.cancel();

@@ -65,9 +65,9 @@ export class SessionStreams {
     if (scope.aborted) {
       return;
     }
-    this.host.dispatch({ type: 'runs', runs: runs.items });
+    this.host.dispatch({ type: 'runs', runs });
     this.host.dispatch({ type: 'history', messages });
-    for (const run of runs.items) {
+    for (const run of runs) {
       if (!isTerminal(run.status)) {
         void this.followRun(run.id, scope);
       }
@@ -144,7 +144,7 @@ export class SessionStreams {
   }
 
   private onSessionEvent(event: AgiEvent): void {
-    const runId = typeof event.run_id === 'string' ? event.run_id : null;
+    const runId = event.run_id || null;
     if (runId && this.followed.has(runId)) {
       return;
     }

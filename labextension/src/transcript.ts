@@ -15,17 +15,17 @@ import {
   type ItemStatus,
   type ToolBlock
 } from './items';
-import type { Message, Run } from './types';
+import type { Message, Run, ToolResultPart } from './types';
 import { isTerminal } from './types';
 
 // --- history ---------------------------------------------------------------------------------
 
 export function applyHistory(state: ChatState, messages: Message[]): ChatState {
-  const results = new Map<string, Partial<ToolBlock>>();
+  const results = new Map<string, ToolResultPart>();
   for (const message of messages) {
-    for (const part of message.parts ?? []) {
+    for (const part of message.parts) {
       if (part.type === 'tool_result') {
-        results.set(part.tool_call_id, resultFields(part, message.meta?.status));
+        results.set(part.tool_call_id, part);
       }
     }
   }
@@ -41,7 +41,7 @@ export function applyHistory(state: ChatState, messages: Message[]): ChatState {
         called.add(block.toolCallId);
         const result = results.get(block.toolCallId);
         if (result) {
-          Object.assign(block, result);
+          Object.assign(block, resultFields(result));
         }
       }
     }
@@ -162,8 +162,7 @@ export function upsertMessage(state: ChatState, message: Message): ChatState {
     let next = state;
     for (const part of message.parts) {
       if (part.type === 'tool_result' && findTool(next, part.tool_call_id)) {
-        const fields = resultFields(part, message.meta?.status);
-        next = updateTool(next, message.run_id ?? '', part.tool_call_id, () => fields);
+        next = updateTool(next, message.run_id ?? '', part.tool_call_id, () => resultFields(part));
       }
     }
     if (!unmatched.length) {

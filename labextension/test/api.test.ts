@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 
 import { AgiClient, ApiError, errorText, queryString, toApiError, type Transport } from '../src/api';
+import { modelChoices } from '../src/catalogue';
 import type { AgiEvent } from '../src/types';
-import { toAgents, toPage, toProviders, toSdks, unwrap } from '../src/wire';
+import { run, session, wire } from './fixtures';
 
 interface Call {
   path: string;
@@ -24,27 +25,34 @@ function json(body: unknown, status = 200): Response {
 }
 
 describe('AgiClient', () => {
-  it('sends the project and unwraps response objects', async () => {
-    const { transport, calls } = fakeTransport(() => json({ session: { id: 'ses_1', agent: 'build' } }, 201));
+  it('sends the project, leaves empty fields out and reads the documented response', async () => {
+    const created = session({ id: 'ses_1', agent: 'build' });
+    const { transport, calls } = fakeTransport(() => json({ session: created }, 201));
     const client = new AgiClient(transport);
-    const session = await client.createSession('notebooks/a b', { agent: 'build', model: '', title: undefined });
-    expect(session).toEqual({ id: 'ses_1', agent: 'build' });
+    const got = await client.createSession('notebooks/a b', { agent: 'build', model: '', title: null });
+    expect(got).toEqual(created);
     expect(calls[0]?.path).toBe('v1/sessions?project=notebooks%2Fa+b');
     expect(calls[0]?.init.method).toBe('POST');
     expect(JSON.parse(String(calls[0]?.init.body))).toEqual({ agent: 'build' });
   });
 
-  it('leaves the project out for the server root and reads pages', async () => {
-    const { transport, calls } = fakeTransport(() => json({ sessions: [{ id: 's1' }], next_cursor: 'c2' }));
-    const page = await new AgiClient(transport).listSessions('');
+  it('leaves the project out for the server root and reads a page', async () => {
+    const listed = [session({ id: 's1' })];
+    const { transport, calls } = fakeTransport(() => json({ sessions: listed, next_cursor: 'c2' }));
+    expect(await new AgiClient(transport).listSessions('')).toEqual(listed);
     expect(calls[0]?.path).toBe('v1/sessions?page_size=100');
-    expect(page).toEqual({ items: [{ id: 's1' }], next_cursor: 'c2' });
+  });
+
+  it('fills path parameters, escaped', async () => {
+    const { transport, calls } = fakeTransport(() => json({ run: run({ id: 'run/1' }) }));
+    await new AgiClient(transport).getRun('p', 'run/1');
+    expect(calls[0]?.path).toBe('v1/runs/run%2F1?project=p');
   });
 
   it('streams a reply as NDJSON and posts the content', async () => {
     const lines = [
-      { type: 'run.meta', run_id: 'r', seq: 1 },
-      { type: 'run.final', run_id: 'r', seq: 2, run: {} }
+      wire({ type: 'run.meta', run_id: 'r', seq: 1, session_id: 's', agent: 'a', provider: 'p', model: 'm' }),
+      wire({ type: 'run.final', run_id: 'r', seq: 2, run: run({ id: 'r', status: 'succeeded' }) })
     ];
     const { transport, calls } = fakeTransport(
       () =>
@@ -63,9 +71,10 @@ describe('AgiClient', () => {
   });
 
   it('reads SSE when the server answers with an event stream', async () => {
+    const status = wire({ type: 'run.status', run_id: 'r', seq: 3, status: 'running' });
     const { transport, calls } = fakeTransport(
       () =>
-        new Response('event: run.status\ndata: {"run_id":"r","seq":3,"status":"running"}\n\n', {
+        new Response(`: keepalive\n\nevent: run.status\nid: 3\ndata: ${JSON.stringify(status)}\n\n`, {
           headers: { 'Content-Type': 'text/event-stream' }
         })
     );
@@ -73,42 +82,8 @@ describe('AgiClient', () => {
     for await (const event of new AgiClient(transport).runEvents('p', 'run_1', 7, true)) {
       got.push(event);
     }
-    expect(got).toEqual([{ type: 'run.status', run_id: 'r', seq: 3, status: 'running' }]);
+    expect(got).toEqual([status]);
     expect(calls[0]?.path).toBe('v1/runs/run_1/events?project=p&after_seq=7&follow=true');
-  });
-
-  it('lists the agent SDKs of the project', async () => {
-    const body = {
-      default_sdk: 'native',
-      sdks: [
-        {
-          id: 'native',
-          display_name: 'Native',
-          capabilities: { queue_while_streaming: false, interrupt: true, tool_events: true, full_history: true },
-          available: true,
-          reason: null
-        },
-        {
-          id: 'codex',
-          display_name: 'OpenAI Codex',
-          capabilities: { queue_while_streaming: false, interrupt: true, tool_events: true, full_history: false },
-          available: false,
-          reason: 'install it: npm install -g @openai/codex'
-        }
-      ]
-    };
-    const { transport, calls } = fakeTransport(() => json(body));
-    const catalogue = await new AgiClient(transport).sdks('work');
-    expect(calls[0]?.path).toBe('v1/sdks?project=work');
-    expect(calls[0]?.init.method).toBe('GET');
-    expect(catalogue).toEqual({ defaultSdk: 'native', sdks: body.sdks });
-  });
-
-  it('sends the sdk of a new session', async () => {
-    const { transport, calls } = fakeTransport(() => json({ session: { id: 'ses_2', agent: 'build', sdk: 'claude' } }, 201));
-    const session = await new AgiClient(transport).createSession('', { agent: 'build', sdk: 'claude' });
-    expect(session.sdk).toBe('claude');
-    expect(JSON.parse(String(calls[0]?.init.body))).toEqual({ agent: 'build', sdk: 'claude' });
   });
 
   it('throws ApiError with the server code and message', async () => {
@@ -120,15 +95,31 @@ describe('AgiClient', () => {
     expect(error).toMatchObject({ status: 400, code: 'PROVIDER_NOT_CONFIGURED' });
     expect(errorText(error)).toBe("provider 'openai' is not configured (PROVIDER_NOT_CONFIGURED)");
   });
+
+  it('only type-checks documented routes, parameters and bodies', () => {
+    // Compile-time checks (`npm run typecheck`): each line below must stay an error.
+    const client = new AgiClient(async () => json({}));
+    const never = (): void => {
+      // @ts-expect-error: no such route
+      void client.request('get', '/agi/v1/nothing', {});
+      // @ts-expect-error: the route has no DELETE
+      void client.request('delete', '/agi/v1/agents', { query: {} });
+      // @ts-expect-error: an undocumented query parameter
+      void client.request('get', '/agi/v1/sessions', { query: { project: '', page: 2 } });
+      // @ts-expect-error: the path parameter is missing
+      void client.request('get', '/agi/v1/runs/{run_id}', { query: {} });
+      // @ts-expect-error: a body field the server refuses
+      void client.request('post', '/agi/v1/sessions', { query: {}, body: { colour: 'red' } });
+    };
+    expect(typeof never).toBe('function');
+  });
 });
 
 describe('toApiError', () => {
-  it('reads Jupyter errors, validation details, HTML and empty bodies', async () => {
+  it("reads the API's errors, Jupyter's own, and anything else as the status line", async () => {
     expect((await toApiError(json({ message: 'Forbidden', reason: null }, 403))).message).toBe('Forbidden');
-    const validation = await toApiError(
-      json({ error: { code: 'VALIDATION_ERROR', message: 'invalid body', details: [{ loc: ['body', 'content'], msg: 'Field required' }] } }, 400)
-    );
-    expect(validation.readable).toBe('invalid body: body.content: Field required (VALIDATION_ERROR)');
+    const validation = await toApiError(json({ error: { code: 'VALIDATION_ERROR', message: 'content: Field required' } }, 400));
+    expect(validation.readable).toBe('content: Field required (VALIDATION_ERROR)');
     const html = await toApiError(new Response('<html>oops</html>', { status: 502, statusText: 'Bad Gateway' }));
     expect(html.message).toBe('502 Bad Gateway');
     expect((await toApiError(new Response('', { status: 500 }))).message).toMatch(/^500/);
@@ -136,60 +127,26 @@ describe('toApiError', () => {
   });
 });
 
-describe('normalisers', () => {
+describe('helpers', () => {
   it('queryString skips empty values', () => {
     expect(queryString({ a: '', b: undefined, c: null, d: 0, e: false, f: 'x y' })).toBe('?d=0&e=false&f=x+y');
     expect(queryString({})).toBe('');
   });
 
-  it('toPage and unwrap accept the usual shapes', () => {
-    expect(toPage([1], 'x').items).toEqual([1]);
-    expect(toPage({ items: [2] }, 'x').items).toEqual([2]);
-    expect(toPage({ runs: [3], next_cursor: null }, 'runs')).toEqual({ items: [3], next_cursor: null });
-    expect(toPage('nope', 'x').items).toEqual([]);
-    expect(unwrap({ run: { id: 'r' } }, 'run')).toEqual({ id: 'r' });
-    expect(unwrap({ id: 'r' }, 'run')).toEqual({ id: 'r' });
-  });
-
-  it('toAgents reads the server list and a mapping', () => {
-    const listed = toAgents({ agents: [{ name: 'plan', description: 'read-only', tools: ['fs.read'], read_only: true, model: null, source: 'builtin' }] });
-    expect(listed).toEqual([{ name: 'plan', description: 'read-only', model: null, tools: ['fs.read'], sdk: null }]);
-    expect(toAgents({ agents: [{ name: 'coder', sdk: 'claude' }] })[0]?.sdk).toBe('claude');
-    expect(toAgents({ build: { description: 'd' } }).map(a => a.name)).toEqual(['build']);
-  });
-
-  it('toProviders qualifies model ids and keeps configured flags', () => {
-    const catalogue = toProviders({
+  it("offers each enabled provider's default model, saying which are configured", () => {
+    const provider = { wire: 'openai-chat', base_url: null, key_env: [] };
+    const choices = modelChoices({
       default_model: 'fake:echo',
       providers: [
-        { name: 'openai', label: 'OpenAI', configured: false, enabled: true, default_model: 'gpt-5-mini' },
-        { name: 'fake', label: 'Fake', configured: true, default_model: 'fake:echo', models: ['echo', { id: 'slow' }] },
-        { name: 'ollama', configured: true, default_model: null }
+        { ...provider, name: 'openai', label: 'OpenAI', enabled: true, configured: false, default_model: 'gpt-5-mini' },
+        { ...provider, name: 'fake', label: 'Fake', enabled: true, configured: true, default_model: 'echo' },
+        { ...provider, name: 'ollama', label: 'Ollama', enabled: false, configured: true, default_model: 'llama3' },
+        { ...provider, name: 'compat', label: 'Compat', enabled: true, configured: true, default_model: null }
       ]
     });
-    expect(catalogue.defaultModel).toBe('fake:echo');
-    expect(catalogue.providers.map(p => [p.name, p.configured, p.models.map(m => m.id)])).toEqual([
-      ['openai', false, ['openai:gpt-5-mini']],
-      ['fake', true, ['fake:echo', 'fake:slow']],
-      ['ollama', true, []]
+    expect(choices.map(c => [c.id, c.configured])).toEqual([
+      ['openai:gpt-5-mini', false],
+      ['fake:echo', true]
     ]);
-  });
-
-  it('toSdks fills in what an SDK entry leaves out and defaults to native', () => {
-    const catalogue = toSdks({ sdks: [{ id: 'claude', available: false }, { display_name: 'no id' }, 'junk'] });
-    expect(catalogue).toEqual({
-      defaultSdk: 'native',
-      sdks: [
-        {
-          id: 'claude',
-          display_name: 'claude',
-          capabilities: { queue_while_streaming: false, interrupt: false, tool_events: false, full_history: false },
-          available: false,
-          reason: null
-        }
-      ]
-    });
-    expect(toSdks({ default_sdk: 'codex', sdks: [] }).defaultSdk).toBe('codex');
-    expect(toSdks(null)).toEqual({ defaultSdk: 'native', sdks: [] });
   });
 });

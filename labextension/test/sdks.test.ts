@@ -2,10 +2,13 @@ import { describe, expect, it } from 'vitest';
 
 import { metaLine, sessionLabel } from '../src/format';
 import { messageItem } from '../src/items';
-import { sdkBadge, sdkChoice, sdkSelection } from '../src/sdks';
+import { bundle } from '../src/i18n';
+import { sdkBadge, sdkChoice, sdkSelection, type SdkCatalogue } from '../src/sdks';
 import { initialState, reduce } from '../src/state';
 import type { AgentInfo, SdkInfo } from '../src/types';
-import type { SdkCatalogue } from '../src/wire';
+import { agent, message, session, wire } from './fixtures';
+
+const trans = bundle();
 
 function sdk(id: string, available: boolean, reason: string | null = null): SdkInfo {
   return {
@@ -18,7 +21,7 @@ function sdk(id: string, available: boolean, reason: string | null = null): SdkI
 }
 
 const CATALOGUE: SdkCatalogue = {
-  defaultSdk: 'native',
+  default_sdk: 'native',
   sdks: [
     sdk('native', true),
     sdk('claude', true),
@@ -27,10 +30,10 @@ const CATALOGUE: SdkCatalogue = {
 };
 
 const AGENTS: AgentInfo[] = [
-  { name: 'build', sdk: null },
-  { name: 'coder', sdk: 'claude' },
-  { name: 'reviewer', sdk: 'codex' },
-  { name: 'legacy', sdk: 'gemini' }
+  agent({ name: 'build', sdk: null }),
+  agent({ name: 'coder', sdk: 'claude' }),
+  agent({ name: 'reviewer', sdk: 'codex' }),
+  agent({ name: 'legacy', sdk: 'gemini' })
 ];
 
 describe('sdkSelection', () => {
@@ -50,7 +53,7 @@ describe('sdkSelection', () => {
     expect(sdkSelection(CATALOGUE, AGENTS, 'coder', null)).toMatchObject({ value: 'claude', send: 'claude', warning: null });
     // An agent without an SDK of its own gets the project default, sent explicitly.
     expect(sdkSelection(CATALOGUE, AGENTS, 'build', null)).toMatchObject({ value: 'native', send: 'native' });
-    expect(sdkSelection({ ...CATALOGUE, defaultSdk: 'claude' }, AGENTS, 'build', null).value).toBe('claude');
+    expect(sdkSelection({ ...CATALOGUE, default_sdk: 'claude' }, AGENTS, 'build', null).value).toBe('claude');
   });
 
   it("sends the user's pick, whatever the agent", () => {
@@ -84,7 +87,7 @@ describe('sdkSelection', () => {
   it('offers nothing before the list is loaded, or when it is empty', () => {
     const empty = { choices: [], value: '', warning: null, send: undefined };
     expect(sdkSelection(null, AGENTS, 'coder', null)).toEqual(empty);
-    expect(sdkSelection({ defaultSdk: 'native', sdks: [] }, AGENTS, '', 'claude')).toEqual(empty);
+    expect(sdkSelection({ default_sdk: 'native', sdks: [] }, AGENTS, '', 'claude')).toEqual(empty);
   });
 
   it('describes what an available SDK can do', () => {
@@ -107,26 +110,28 @@ describe('the SDK badge', () => {
   });
 
   it('marks sessions in the picker and the meta line of messages', () => {
-    expect(sessionLabel({ id: 's', agent: 'build', sdk: 'codex', model: 'openai:gpt-5' })).toBe('build · openai:gpt-5 [codex]');
-    expect(sessionLabel({ id: 's', title: 'notes', sdk: 'native' })).toBe('notes');
-    expect(metaLine('claude-sonnet', 12, 3, 0, 'claude')).toBe('claude · claude-sonnet · 12 in / 3 out · $0');
-    expect(metaLine('echo', 12, 3, null, 'native')).toBe('echo · 12 in / 3 out');
+    const codex = session({ id: 's', agent: 'build', sdk: 'codex', model: 'openai:gpt-5', created_at: '' });
+    expect(sessionLabel(codex)).toBe('build · openai:gpt-5 [codex]');
+    expect(sessionLabel(session({ id: 's', title: 'notes', sdk: 'native', created_at: '' }))).toBe('notes');
+    expect(metaLine('claude-sonnet', 12, 3, 0, 'claude', trans)).toBe('claude · claude-sonnet · 12 in / 3 out · $0');
+    expect(metaLine('echo', 12, 3, null, 'native', trans)).toBe('echo · 12 in / 3 out');
   });
 
   it("takes a message's SDK from its meta, and a draft's from the session", () => {
-    const item = messageItem({
-      id: 'msg_1',
-      session_id: 'ses_1',
-      role: 'assistant',
-      meta: { provider: 'anthropic', model: 'claude-sonnet', sdk: 'claude' },
-      parts: [{ type: 'text', text: 'hi' }]
-    });
+    const item = messageItem(
+      message({
+        id: 'msg_1',
+        role: 'assistant',
+        meta: { provider: 'anthropic', model: 'claude-sonnet', sdk: 'claude' },
+        parts: [{ type: 'text', text: 'hi' }]
+      })
+    );
     expect(item.sdk).toBe('claude');
-    expect(messageItem({ id: 'm', session_id: 's', role: 'user', parts: [] }).sdk).toBeNull();
-    const session = { id: 'ses_1', agent: 'coder', sdk: 'claude' };
-    const state = reduce(initialState(session), {
+    expect(messageItem(message({ id: 'm', role: 'user', parts: [] })).sdk).toBeNull();
+    const coder = session({ id: 'ses_1', agent: 'coder', sdk: 'claude' });
+    const state = reduce(initialState(coder), {
       type: 'event',
-      event: { type: 'output.text.delta', run_id: 'run_1', seq: 1, delta: 'hel' }
+      event: wire({ type: 'output.text.delta', run_id: 'run_1', seq: 1, delta: 'hel' })
     });
     expect(state.items[0]).toMatchObject({ key: 'draft:run_1', status: 'streaming', sdk: 'claude' });
   });

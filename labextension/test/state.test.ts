@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import {
   activeRuns,
+  promptPreview,
   initialState,
   reduce,
   sortedRuns,
@@ -11,12 +12,13 @@ import {
   type ChatState,
   type ToolBlock
 } from '../src/state';
-import type { AgiEvent, Message } from '../src/types';
+import type { WireEvent } from '../src/stream';
+import { message, run as runRecord, session, wire } from './fixtures';
 
 const R = 'run_01';
 
-function events(list: AgiEvent[]): Action[] {
-  return list.map(event => ({ type: 'event', event }));
+function events(list: WireEvent[]): Action[] {
+  return list.map(event => ({ type: 'event', event: wire(event) }));
 }
 
 function run(state: ChatState, actions: Action[]): ChatState {
@@ -31,16 +33,16 @@ function tools(state: ChatState): ToolBlock[] {
   return state.items.flatMap(i => i.blocks.filter((b): b is ToolBlock => b.kind === 'tool'));
 }
 
-const userMessage: Message = {
+const userMessage = message({
   id: 'msg_u1',
   session_id: 'ses_1',
   run_id: R,
   role: 'user',
   status: 'complete',
   parts: [{ type: 'text', text: 'list files' }]
-};
+});
 
-const assistantTurn1: Message = {
+const assistantTurn1 = message({
   id: 'msg_a1',
   session_id: 'ses_1',
   run_id: R,
@@ -51,18 +53,18 @@ const assistantTurn1: Message = {
     { type: 'text', text: 'Let me look.' },
     { type: 'tool_call', tool_call_id: 'call_1', name: 'fs.list', arguments: { path: '.' } }
   ]
-};
+});
 
-const toolMessage: Message = {
+const toolMessage = message({
   id: 'msg_t1',
   session_id: 'ses_1',
   run_id: R,
   role: 'tool',
   status: 'complete',
   parts: [{ type: 'tool_result', tool_call_id: 'call_1', name: 'fs.list', output: 'a.txt\nb.txt' }]
-};
+});
 
-const assistantTurn2: Message = {
+const assistantTurn2 = message({
   id: 'msg_a2',
   session_id: 'ses_1',
   run_id: R,
@@ -70,10 +72,10 @@ const assistantTurn2: Message = {
   status: 'complete',
   meta: { provider: 'fake', model: 'echo', usage: { input_tokens: 20, output_tokens: 5 } },
   parts: [{ type: 'text', text: 'Two files.' }]
-};
+});
 
 /** The events of a run with one tool call, as the runner emits them. */
-const RUN_EVENTS: AgiEvent[] = [
+const RUN_EVENTS: WireEvent[] = [
   { type: 'run.meta', run_id: R, seq: 1, session_id: 'ses_1', agent: 'build', provider: 'fake', model: 'echo' },
   { type: 'run.status', run_id: R, seq: 2, status: 'running' },
   { type: 'message.completed', run_id: R, seq: 3, message: userMessage },
@@ -103,7 +105,7 @@ const RUN_EVENTS: AgiEvent[] = [
   { type: 'message.completed', run_id: R, seq: 18, message: assistantTurn2 },
   { type: 'usage', run_id: R, seq: 19, input_tokens: 20, output_tokens: 5, cost_usd: 0.002 },
   { type: 'run.status', run_id: R, seq: 20, status: 'succeeded' },
-  { type: 'run.final', run_id: R, seq: 21, run: { id: R, session_id: 'ses_1', status: 'succeeded', cost_usd: 0.003 } }
+  { type: 'run.final', run_id: R, seq: 21, run: runRecord({ id: R, session_id: 'ses_1', status: 'succeeded', cost_usd: 0.003 }) }
 ];
 
 describe('a streamed run', () => {
@@ -184,7 +186,7 @@ describe('stopping and failing', () => {
         ...RUN_EVENTS.slice(0, 5),
         { type: 'run.status', run_id: R, seq: 6, status: 'cancelled' },
         { type: 'error', run_id: R, seq: 7, code: 'RUN_CANCELLED', message: 'the run was cancelled' },
-        { type: 'run.final', run_id: R, seq: 8, run: { id: R, session_id: 'ses_1', status: 'cancelled' } }
+        { type: 'run.final', run_id: R, seq: 8, run: runRecord({ id: R, session_id: 'ses_1', status: 'cancelled' }) }
       ])
     );
     expect(state.runs[R]?.status).toBe('cancelled');
@@ -200,7 +202,7 @@ describe('stopping and failing', () => {
       initialState(),
       events([
         ...RUN_EVENTS.slice(0, 5),
-        { type: 'run.final', run_id: R, seq: 6, run: { id: R, session_id: 'ses_1', status: 'cancelled' } }
+        { type: 'run.final', run_id: R, seq: 6, run: runRecord({ id: R, session_id: 'ses_1', status: 'cancelled' }) }
       ])
     );
     expect(state.items[1]).toMatchObject({ key: `partial:${R}`, status: 'cancelled' });
@@ -236,8 +238,8 @@ describe('stopping and failing', () => {
 
   it('never moves a run back from an ended status', () => {
     let state = run(initialState(), events([{ type: 'run.status', run_id: R, seq: 1, status: 'cancelled' }]));
-    state = reduce(state, { type: 'event', event: { type: 'run.status', run_id: R, seq: 2, status: 'running' } });
-    state = reduce(state, { type: 'run', run: { id: R, session_id: 's', status: 'running' } });
+    state = reduce(state, { type: 'event', event: wire({ type: 'run.status', run_id: R, seq: 2, status: 'running' }) });
+    state = reduce(state, { type: 'run', run: runRecord({ id: R, session_id: 's', status: 'running' }) });
     expect(state.runs[R]?.status).toBe('cancelled');
   });
 
@@ -261,29 +263,30 @@ describe('history', () => {
   });
 
   it('shows a tool result without its call as a tool item, errors as failed', () => {
-    const orphan: Message = {
+    const orphan = message({
       ...toolMessage,
       id: 'msg_t9',
       parts: [{ type: 'tool_result', tool_call_id: 'call_9', name: 'shell.run', output: 'boom', is_error: true }]
-    };
+    });
     const state = reduce(initialState(), { type: 'history', messages: [orphan] });
     expect(state.items[0]?.role).toBe('tool');
     expect(tools(state)[0]).toMatchObject({ status: 'failed', ok: false, output: 'boom' });
   });
 
   it('shows a stored partial answer as cut short and cancelled tool calls as cancelled', () => {
-    const partial: Message = {
+    const partial = message({
       ...assistantTurn2,
       id: 'msg_p1',
       status: 'error',
       meta: { provider: 'fake', model: 'echo', partial: true },
       parts: [{ type: 'text', text: 'Two fi' }]
-    };
-    const cancelled: Message = {
+    });
+    const cancelled = message({
       ...toolMessage,
-      meta: { status: 'cancelled' },
-      parts: [{ type: 'tool_result', tool_call_id: 'call_1', name: 'fs.list', output: 'cancelled', is_error: true }]
-    };
+      parts: [
+        { type: 'tool_result', tool_call_id: 'call_1', name: 'fs.list', output: 'cancelled', is_error: true, status: 'cancelled' }
+      ]
+    });
     const state = reduce(initialState(), {
       type: 'history',
       messages: [userMessage, assistantTurn1, cancelled, partial]
@@ -300,7 +303,7 @@ describe('history', () => {
         { type: 'iteration', run_id: R, seq: 13, iteration: 2, max_iterations: 10 },
         { type: 'output.text.delta', run_id: R, seq: 14, delta: 'Two fi' },
         { type: 'message.completed', run_id: R, seq: 15, message: partial },
-        { type: 'run.final', run_id: R, seq: 16, run: { id: R, session_id: 'ses_1', status: 'cancelled' } }
+        { type: 'run.final', run_id: R, seq: 16, run: runRecord({ id: R, session_id: 'ses_1', status: 'cancelled' }) }
       ])
     );
     expect(tools(live)[0]).toMatchObject({ status: 'cancelled' });
@@ -323,7 +326,7 @@ describe('history', () => {
   });
 
   it('renders artifact refs, reasoning, errors and images as blocks', () => {
-    const message: Message = {
+    const mixed = message({
       id: 'msg_x',
       session_id: 's',
       role: 'assistant',
@@ -331,10 +334,10 @@ describe('history', () => {
         { type: 'reasoning', text: 'thinking' },
         { type: 'artifact_ref', artifact_id: 'art_1', kind: 'deep_research_report', title: 'Report' },
         { type: 'error', code: 'E', message: 'bad' },
-        { type: 'image', mime: 'image/png', data_base64: 'AAA' }
+        { type: 'image', mime: 'image/png', data_base64: 'AAA', url: null }
       ]
-    };
-    const state = reduce(initialState(), { type: 'history', messages: [message] });
+    });
+    const state = reduce(initialState(), { type: 'history', messages: [mixed] });
     expect(state.items[0]?.blocks.map(b => b.kind)).toEqual(['reasoning', 'artifact', 'error', 'image']);
   });
 });
@@ -356,7 +359,7 @@ describe('session stream', () => {
   it('fills tool results from a tool message.created', () => {
     const state = run(initialState(), [
       { type: 'history', messages: [assistantTurn1] },
-      { type: 'event', event: { type: 'message.created', message: toolMessage } }
+      { type: 'event', event: wire({ type: 'message.created', message: toolMessage }) }
     ]);
     expect(state.items).toHaveLength(1);
     expect(tools(state)[0]).toMatchObject({ output: 'a.txt\nb.txt', status: 'completed' });
@@ -365,7 +368,7 @@ describe('session stream', () => {
   it('updates the session', () => {
     const state = reduce(initialState(), {
       type: 'event',
-      event: { type: 'session.updated', session: { id: 'ses_1', agent: 'plan', title: 'T' } }
+      event: wire({ type: 'session.updated', session: session({ id: 'ses_1', agent: 'plan', title: 'T' }) })
     });
     expect(state.session?.title).toBe('T');
   });
@@ -376,9 +379,9 @@ describe('runs and views', () => {
     const state = reduce(initialState(), {
       type: 'runs',
       runs: [
-        { id: 'run_a', session_id: 's', status: 'succeeded', model: 'm', cost_usd: 0.1 },
-        { id: 'run_c', session_id: 's', status: 'running', notebook_path: 'nb.ipynb', execution_mode: 'kernel' },
-        { id: 'run_b', session_id: 's', status: 'failed', error: { code: 'X', message: 'broke' } }
+        runRecord({ id: 'run_a', session_id: 's', status: 'succeeded', model: 'm', cost_usd: 0.1 }),
+        runRecord({ id: 'run_c', session_id: 's', status: 'running', notebook_path: 'nb.ipynb', execution_mode: 'kernel' }),
+        runRecord({ id: 'run_b', session_id: 's', status: 'failed', error: { code: 'X', message: 'broke' } })
       ]
     });
     expect(sortedRuns(state).map(r => r.id)).toEqual(['run_c', 'run_b', 'run_a']);
@@ -395,5 +398,48 @@ describe('runs and views', () => {
     const toolOnly: ChatItem = { ...assistant, blocks: assistant.blocks.filter(b => b.kind === 'tool') };
     expect(visibleBlocks(toolOnly, 'simple')).toBeNull();
     expect(visibleBlocks({ ...assistant, role: 'tool' }, 'simple')).toBeNull();
+  });
+});
+
+describe('tool calls after a reload', () => {
+  it('shows a denied call as denied, from the status its stored result keeps', () => {
+    const call = message({
+      id: 'msg_c',
+      run_id: R,
+      role: 'assistant',
+      parts: [{ type: 'tool_call', tool_call_id: 'call_d', name: 'shell.run', arguments: { command: 'ls' } }]
+    });
+    const refused = message({
+      id: 'msg_r',
+      run_id: R,
+      role: 'tool',
+      parts: [
+        {
+          type: 'tool_result',
+          tool_call_id: 'call_d',
+          name: 'shell.run',
+          output: 'the agent may not use shell.run',
+          is_error: true,
+          status: 'denied'
+        }
+      ]
+    });
+    const state = reduce(initialState(), { type: 'history', messages: [call, refused] });
+    expect(tools(state)[0]).toMatchObject({ status: 'denied', ok: false });
+  });
+});
+
+describe('runs', () => {
+  it('previews the prompt a run answers: its user message, or its queued input', () => {
+    let state = run(initialState(), events(RUN_EVENTS));
+    const queued = runRecord({ id: 'run_q', loop_state: { input: [{ type: 'text', text: 'second question\nmore' }] } });
+    state = reduce(state, { type: 'run', run: queued });
+    expect(promptPreview(state, state.runs[R]!)).toBe('list files');
+    expect(promptPreview(state, state.runs.run_q!)).toBe('second question');
+  });
+
+  it("records a run's own agent from run.meta", () => {
+    const state = run(initialState(), events(RUN_EVENTS.slice(0, 1)));
+    expect(state.runs[R]?.agent).toBe('build');
   });
 });

@@ -106,18 +106,13 @@ describe('SseParser', () => {
 });
 
 describe('sseToEvent', () => {
-  it('uses the object, with the event name as type when it has none', () => {
-    expect(sseToEvent({ event: 'usage', data: '{"input_tokens":3}', id: null })).toEqual({
-      type: 'usage',
-      input_tokens: 3
-    });
-    expect(sseToEvent({ event: 'x', data: '{"type":"run.meta"}', id: null })).toEqual({ type: 'run.meta' });
+  it("reads the event object of the data (the server's events carry their type)", () => {
+    expect(sseToEvent({ event: 'run.meta', data: '{"type":"run.meta"}', id: '1' })).toEqual({ type: 'run.meta' });
   });
 
-  it('drops keep-alives and untyped default messages', () => {
-    expect(sseToEvent({ event: 'ping', data: 'hello', id: null })).toBeNull();
-    expect(sseToEvent({ event: 'ping', data: '[1]', id: null })).toBeNull();
-    expect(sseToEvent({ event: 'message', data: '{"a":1}', id: null })).toBeNull();
+  it('rejects data that is not an event object, as the server never sends it', () => {
+    expect(() => sseToEvent({ event: 'usage', data: '{"input_tokens":3}', id: null })).toThrow(StreamFormatError);
+    expect(() => sseToEvent({ event: 'ping', data: 'hello', id: null })).toThrow(StreamFormatError);
   });
 });
 
@@ -130,7 +125,7 @@ describe('formatOf and eventParser', () => {
 
   it('gives event objects for both formats', () => {
     const sse = eventParser('sse');
-    expect(sse.push('event: run.status\ndata: {"status":"running"}\n\n')).toEqual([
+    expect(sse.push(': keepalive\n\nevent: run.status\ndata: {"type":"run.status","status":"running"}\n\n')).toEqual([
       { type: 'run.status', status: 'running' }
     ]);
     expect(sse.end()).toEqual([]);

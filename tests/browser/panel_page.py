@@ -23,7 +23,9 @@ def shoot(page: Any, name: str) -> Path:
 
 
 def open_lab(page: Any, lab: LabServer) -> None:
-    page.goto(lab.lab_url())
+    """JupyterLab with an empty workspace (``reset``: nothing left open by an earlier test;
+    JupyterLab drops the parameter, so a reload keeps what the test opened)."""
+    page.goto(lab.lab_url() + "&reset")
     page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
     page.wait_for_selector(PANEL_TAB)
 
@@ -46,9 +48,12 @@ def open_new_session_form(page: Any) -> Any:
     return form
 
 
+SESSION_SELECT = ".jp-AgiSessionSelect select"
+
+
 def sdk_options(page: Any) -> list[dict[str, Any]]:
     """The SDK choices of the open new-session form: value, label, disabled, title."""
-    select = page.locator(".jp-AgiNewSessionForm .jp-AgiSdkSelect")
+    select = page.locator(".jp-AgiNewSessionForm .jp-AgiSdkSelect select")
     expect(select).to_be_visible()
     options: list[dict[str, Any]] = select.locator("option").evaluate_all(
         "options => options.map(o => ({value: o.value, label: o.textContent,"
@@ -61,17 +66,17 @@ def new_session(
     page: Any, *, agent: str = "", sdk: str = "", model: str = "", title: str = ""
 ) -> str:
     """Create a session with the panel's form; returns its id (the picker's value)."""
-    select = page.locator(".jp-AgiSessionSelect")
+    select = page.locator(SESSION_SELECT)
     before = select.input_value() if select.is_enabled() else ""
     form = open_new_session_form(page)
     if agent:
-        form.locator(".jp-AgiAgentSelect").select_option(agent)
+        form.locator(".jp-AgiAgentSelect select").select_option(agent)
     if sdk:
-        form.locator(".jp-AgiSdkSelect").select_option(sdk)
+        form.locator(".jp-AgiSdkSelect select").select_option(sdk)
     if model:
         form.locator(".jp-AgiModelSelect").fill(model)
     if title:
-        form.locator(".jp-AgiInput").last.fill(title)
+        form.locator(".jp-AgiTitleInput").fill(title)
     form.locator(".jp-AgiCreateSession").click()
     expect(form).to_be_hidden()
     expect(select).not_to_have_value(before or "")

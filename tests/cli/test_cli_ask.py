@@ -204,3 +204,41 @@ def test_an_unreachable_server_is_one_line(run_cli: RunCli) -> None:
     assert result.stderr.startswith(f"agi: cannot reach http://127.0.0.1:{port}/: ")
     assert "refused" in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_every_answer_ends_with_where_its_run_is_recorded(run_cli: RunCli, agi: Agi) -> None:
+    result = run_cli("hello")
+
+    (run,) = agi.runs().items
+    assert result.stderr.splitlines()[-1] == (
+        f"{run.id} · session {run.session_id} · {run.usage['input_tokens']} in / "
+        f"{run.usage['output_tokens']} out · recorded in .agi/agi.sqlite "
+        f"(`agi show {run.session_id} --full`)"
+    )
+
+
+def test_the_offline_demo_model_calls_a_tool_and_explains_the_record(
+    run_cli: RunCli, agi: Agi
+) -> None:
+    (agi.project / "notes.txt").write_text("hi\n")
+
+    result = run_cli("-m", "fake:demo", "-a", "plan", "What can you do?")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("(offline demo model)")
+    assert '("What can you do?")' in result.stdout
+    assert "I called `fs.list` on the project folder" in result.stdout
+    assert "`notes.txt`" in result.stdout
+    assert "`.agi/agi.sqlite`" in result.stdout
+    assert '[fs.list] {"path": "."}' in result.stderr
+    (run,) = agi.runs().items
+    (call,) = agi.store.list_tool_calls(run_id=run.id)
+    assert (call.name, call.status) == ("fs.list", "completed")
+
+
+def test_the_demo_model_without_tools_still_says_what_a_run_does(run_cli: RunCli) -> None:
+    result = run_cli("-m", "fake:demo", "-a", "general", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert "**Tools.**" in result.stdout
+    assert "[fs.list]" not in result.stderr

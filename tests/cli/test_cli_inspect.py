@@ -199,7 +199,8 @@ def test_tools_and_agents(run_cli: RunCli) -> None:
 def test_sdks(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGI_CODEX_BIN", "/nonexistent/codex")
     sdks = {s["id"]: s for s in json_of(run_cli, "sdks")}
-    assert set(sdks) == {"native", "claude", "codex"}
+    assert set(sdks) == {"native", "claude", "codex", "acp"}  # not the internal "external"
+    assert sdks["acp"]["available"] is False  # no ACP agent configured
     assert sdks["native"]["default"] is True
     assert sdks["native"]["available"] is True
     assert sdks["claude"]["capabilities"]["interrupt"] is True

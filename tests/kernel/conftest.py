@@ -61,10 +61,14 @@ def kernel_env(
 
 @dataclass
 class CellRun:
+    """``outputs``: what a front end keeps of the cell (its saved outputs), display updates
+    applied as messages; ``published``: every display, update and ``clear`` in order."""
+
     result: Any
     outputs: list[dict[str, Any]]
     stdout: str
     stderr: str
+    published: list[dict[str, Any]]
 
     @property
     def value(self) -> Any:
@@ -136,14 +140,29 @@ def cell(shell: Any) -> RunCell:
     from IPython.utils.capture import capture_output
 
     def run(code: str, *, cell_id: str | None = None) -> CellRun:
+        published: list[dict[str, Any]] = []
         with capture_output() as captured:
+            publisher = shell.display_pub
+            publish, clear = publisher.publish, publisher.clear_output
+
+            def record(data: Any, metadata: Any = None, *args: Any, **kwargs: Any) -> None:
+                published.append(
+                    {"data": data, "metadata": metadata, "update": kwargs.get("update", False)}
+                )
+                publish(data, metadata, *args, **kwargs)
+
+            def record_clear(wait: bool = False) -> None:
+                published.append({"clear": True, "wait": wait})
+                clear(wait)
+
+            publisher.publish, publisher.clear_output = record, record_clear
             result = shell.run_cell(code, store_history=True, cell_id=cell_id)
         outputs = [
             {"data": o.data, "metadata": o.metadata, "update": getattr(o, "update", False)}
             for o in captured.outputs
         ]
         sys.stdout.flush()
-        return CellRun(result, outputs, captured.stdout, captured.stderr)
+        return CellRun(result, outputs, captured.stdout, captured.stderr, published)
 
     return run
 

@@ -30,6 +30,11 @@ def start_lab(base: Path, fake_url: str, timeout: float = 60.0) -> LabServer:
     (config / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"jpserver_extensions": {"agi_jupyter": False}}})
     )
+    # No "get notified about Jupyter news?" toast over the screenshots.
+    (config / "labconfig").mkdir(exist_ok=True)
+    (config / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
+    )
     home = base / "home"
     home.mkdir(exist_ok=True)
     env = offline_env(

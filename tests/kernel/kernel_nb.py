@@ -76,6 +76,21 @@ def execute(nb: Any, folder: Path, *, timeout: int = 60) -> Any:
     return nb
 
 
+def execute_file(path: Path, *, timeout: int = 60) -> None:
+    """Restart & Run All of the notebook file as nbclient does it (no cell ids sent, no
+    timing metadata), saving the result back to the file."""
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        kernel_name="python3",
+        timeout=timeout,
+        record_timing=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
+    nbformat.write(nb, path)
+
+
 def texts(nb: Any) -> list[list[str]]:
     """Each cell's outputs as text (markdown preferred), ids replaced by their kind."""
     result = []

@@ -13,10 +13,15 @@ import pytest
 from kernel_lab import ARTIFACTS, Lab, start_lab
 
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Fault, Turn
+from tests.screens import check_screenshot
 
 pytestmark = pytest.mark.slow
 
 CHROMIUM = os.environ.get("AGI_CHROMIUM", "/usr/bin/chromium")
+MARKDOWN = (
+    "## Plan\n\n1. read\n2. plot\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\n"
+    "```python\nimport pandas as pd\nframe = pd.read_csv('data.csv')\n```"
+)
 CELLS = [
     "import agi_jupyter\n\nchat = agi_jupyter.chat()\nchat",
     "%load_ext agi_jupyter",
@@ -72,6 +77,7 @@ def test_chat_widget_streams_an_answer_in_jupyterlab(
 ) -> None:
     from playwright.sync_api import expect
 
+    expect.set_options(timeout=30_000)  # a kernel on a busy machine (as tests/browser does)
     fake_llm.enqueue(  # the turns of the %%agi cell
         Turn(tool_calls=[FakeToolCall("python", {"code": "answer = 6 * 7"})]),
         Turn(text="The answer is **42**."),
@@ -104,6 +110,27 @@ def test_chat_widget_streams_an_answer_in_jupyterlab(
     expect(widget.locator(".agi-assistant.agi-streaming")).to_have_count(0)
     expect(widget.locator(".agi-info").last).to_contain_text("fake:echo")
     expect(widget.locator(".agi-send")).to_be_enabled()
+    # the %%agi cell shares the notebook session: its 4 messages, and the 2 of this answer
+    expect(widget.locator(".agi-session")).to_contain_text("· 6 msgs")  # counts updated
+
+    # the same Markdown as the panel: JupyterLab's renderer, code highlighted, a Copy button
+    fake_llm.enqueue(Turn(text=MARKDOWN))
+    widget.locator(".agi-input").fill("show me markdown")
+    widget.locator(".agi-send").click()
+    answer = widget.locator(".agi-assistant").last
+    expect(answer.locator(".jp-RenderedMarkdown h2")).to_contain_text("Plan")
+    expect(answer.locator("ol li")).to_have_count(2)
+    expect(answer.locator("table td")).to_have_count(2)
+    expect(answer.locator(".agi-code-block .agi-copy")).to_have_count(1)
+    assert answer.locator("pre code span").count() > 3  # highlighted
+    expect(widget.locator(".agi-session")).to_contain_text("· 8 msgs")
+    page.mouse.move(0, 0)
+    # what changes from run to run: run ids and the session's id in the pickers
+    check_screenshot(
+        widget,
+        "chat-widget",
+        mask=[widget.locator(".agi-session"), widget.locator(".agi-info")],
+    )
+    check_screenshot(output, "agi-cell-output", mask=[output.locator("sub")])
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "chat-widget.png"), full_page=True)
-    assert (ARTIFACTS / "chat-widget.png").stat().st_size > 0

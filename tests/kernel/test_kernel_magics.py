@@ -20,10 +20,19 @@ def test_cell_streams_markdown_and_returns_a_run_result(
     assert result.text == "Hello from the model."
     assert result.run.status == "succeeded"
     assert result.usage["input_tokens"] == 10
-    # streamed: a live display (updated per delta), cleared at the end, then the final answer
-    updates = [o for o in run.outputs if o["update"]]
+    # a status line at once in an output area with no data (nothing for nbval to compare),
+    # the answer streamed into it, the area cleared, then the final answer: the only output
+    first, status, *rest = run.published
+    assert (first["data"], first["update"]) == ({}, False)
+    assert status["update"]
+    assert status["data"]["text/markdown"] == "<sub>agi · starting…</sub>"
+    updates = [o for o in rest if o.get("update")]
     assert len(updates) >= 4
-    assert updates[-1]["data"] == {"text/plain": ""}
+    assert any("running…" in o["data"]["text/plain"] for o in updates)
+    assert rest[-2] == {"clear": True, "wait": True}
+    assert not rest[-1]["update"]
+    assert [o["data"] for o in run.outputs] == [rest[-1]["data"]]
+    assert run.outputs[0]["metadata"] == {"agi": {"run_id": result.run_id}}
     final = run.outputs[-1]["data"]
     assert final["text/markdown"].startswith("Hello from the model.")
     assert "fake:echo · general · 10 in / 4 out tokens" in final["text/plain"]
@@ -92,7 +101,10 @@ def test_formats(cell: RunCell, shell: Any, fake_llm: FakeLLMServer) -> None:
 
     fake_llm.enqueue(Turn(text="**plain**"))
     text = cell("%%agi -f text --no-stream\nplain please")
-    assert [o for o in text.outputs if o["update"]] == []
+    statuses = [o["data"]["text/plain"] for o in text.published if o.get("update")]
+    assert statuses
+    assert all(status.startswith("[") for status in statuses)  # the status line only
+    assert len(text.outputs) == 1
     assert "text/markdown" not in text.outputs[-1]["data"]
     assert text.outputs[-1]["data"]["text/plain"].startswith("**plain**")
 
@@ -138,7 +150,7 @@ def test_python_tool_changes_the_namespace_and_reports_names(
     assert "result: 51" in output
     assert "names: created total; changed seen" in output
     markdown = run.outputs[-1]["data"]["text/markdown"]
-    assert "<details><summary>✅ <code>python</code> completed</summary>" in markdown
+    assert "<details><summary>✓ <code>python</code> completed</summary>" in markdown
     assert "```python\ntotal = base * 5" in markdown
 
 
@@ -180,6 +192,37 @@ def test_sessions_and_options(cell: RunCell, ctx: Any, fake_llm: FakeLLMServer) 
     assert fourth.session_id == first.session_id
     assert ctx.session_id == third.session_id  # -s is for one cell
     assert ctx.agi.session(first.session_id).tool_config["extra_tools"] == ["fs.read"]
+
+
+def test_an_agent_option_is_for_its_cell_only(
+    cell: RunCell, ctx: Any, fake_llm: FakeLLMServer
+) -> None:
+    first = cell("%%agi\none").value
+    session = ctx.agi.session(ctx.session_id)
+    assert session.agent == "general"
+    build = cell("%%agi -a build\ntwo").value
+    assert build.run.agent == "build"
+    assert '"fs_write"' in json.dumps(fake_llm.requests[-1].body.get("tools"))
+    assert ctx.agi.session(ctx.session_id).agent == "general"  # the session kept its agent
+    third = cell("%%agi\nthree").value
+    assert third.run.agent is None
+    assert "tools" not in fake_llm.requests[-1].body  # general: no tools offered
+    assert first.session_id == build.session_id == third.session_id
+    meta = next(e for e in ctx.agi.follow(build.run_id) if e["type"] == "run.meta")
+    assert meta["agent"] == "build"
+
+
+def test_use_gives_a_session_of_no_notebook_to_this_notebook(
+    cell: RunCell, ctx: Any, shell: Any, project: Any
+) -> None:
+    shell.magics_manager.registry["AgiMagics"].notebook_path = str(project / "nb.ipynb")
+    panel = ctx.agi.new_session(title="made in the panel")
+    other = ctx.agi.new_session(notebook_path="other.ipynb")
+    cell(f"%agi use {panel.id}")
+    assert ctx.agi.session(panel.id).notebook_path == "nb.ipynb"  # the panel follows it here
+    cell(f"%agi use {other.id}")
+    assert ctx.agi.session(other.id).notebook_path == "other.ipynb"  # never taken from another
+    assert ctx.session_id == other.id
 
 
 def test_line_magic_commands(cell: RunCell, ctx: Any, fake_llm: FakeLLMServer) -> None:
@@ -238,8 +281,11 @@ def test_terminal_ipython_prints_the_stream_and_text_tables(
     cell: RunCell, monkeypatch: Any, fake_llm: FakeLLMServer
 ) -> None:
     import agi_jupyter.kernel.cell as cell_module
+    import agi_jupyter.kernel.commands as commands_module
+    import agi_jupyter.kernel.magics as magics_module
 
-    monkeypatch.setattr(cell_module, "is_terminal", lambda shell: True)
+    for module in (cell_module, commands_module, magics_module):
+        monkeypatch.setattr(module, "is_terminal", lambda shell: True)
     fake_llm.enqueue(Turn(chunks=["stream", "ed ", "text"]))
     run = cell("%%agi\nhello terminal")
     assert run.outputs == []  # no display handles: printed as it streams
@@ -297,3 +343,17 @@ def test_wait_after_the_background_run_ended_still_returns_it(
     waited = cell("%agi wait").value
     assert waited.text == "done already"
     assert not ctx.background
+
+
+def test_agi_tools_lists_mcp_tools_with_their_server_and_failed_servers(
+    cell: RunCell, project: Any
+) -> None:
+    from tests.mcp.helpers import stdio_entry, write_mcp_json
+
+    write_mcp_json(project, {"tools": stdio_entry(), "broken": stdio_entry("crashing.py")})
+    table = cell("%agi tools build").value
+    rows = {row[0]: row for row in table.rows}
+    assert rows["mcp.tools.add"][1] == "Add two numbers."
+    assert rows["mcp.tools.add"][-1] == "mcp:tools"
+    assert "MCP server broken failed" in table.note
+    assert "cannot open the database" in table.note

@@ -101,7 +101,7 @@ def test_run_view_renders_text_tool_blocks_diff_and_footer() -> None:
     assert view.text == "Done ```x```."
     assert view.done
     markdown = view.to_markdown()
-    assert markdown.startswith("Let me patch.\n\n<details><summary>✅ <code>apply_patch</code>")
+    assert markdown.startswith("Let me patch.\n\n<details><summary>✓ <code>apply_patch</code>")
     assert "```diff\n--- a.py\n+++ a.py\n-old\n+new (art_1)\n```" in markdown
     assert "**output**\n\n```\nM a.py (+1 -1)\n```" in markdown
     assert "<sub>fake:echo · build · 5 in / 3 out tokens · $0.0012 · run_1</sub>" in markdown
@@ -113,7 +113,7 @@ def test_run_view_renders_text_tool_blocks_diff_and_footer() -> None:
 def test_run_view_shows_progress_errors_and_replays() -> None:
     view = RunView()
     view.apply(EVENTS[0])
-    assert view.footer().endswith("queued…")
+    assert view.footer().endswith("starting…")
     view.apply({"type": "error", "code": "X", "message": "retrying", "retryable": True})
     assert view.error is None
     view.apply({"type": "error", "code": "RUN_CANCELLED", "message": "stopped"})
@@ -144,7 +144,7 @@ def test_run_view_of_a_cancelled_run_shows_its_partial_answer_and_cancelled_tool
         view.apply(event)
     assert view.text == "half an ans"
     markdown = view.to_markdown()
-    assert "⏹ <code>shell.run</code> cancelled" in markdown
+    assert "■ <code>shell.run</code> cancelled" in markdown
     assert view.footer().endswith("· cancelled · partial answer")
 
 

@@ -125,6 +125,16 @@ def test_stop_cancels_the_run(widget: Any, fake_llm: FakeLLMServer) -> None:
     assert (reloaded["text"], reloaded["partial"]) == (streamed, True)
 
 
+def test_the_session_picker_counts_the_messages_after_an_answer(widget: Any) -> None:
+    def label() -> str:
+        return str(next(s["label"] for s in widget.sessions if s["id"] == widget.session_id))
+
+    assert label().endswith("· 0 msgs")
+    widget.send_message("count me")
+    widget.wait(10)
+    assert label().endswith("· 2 msgs")
+
+
 def test_session_picker_loads_history_and_new_session(
     widget: Any, ctx: Any, fake_llm: FakeLLMServer
 ) -> None:

@@ -360,7 +360,13 @@ def test_claude_tool_loop_transcript_builds_full_history(harness: Any) -> None:
         ToolCallPart(tool_call_id="toolu_1", name="fs.read", arguments={"path": "a.txt"}),
     ]
     assert tool.parts == [
-        ToolResultPart(tool_call_id="toolu_1", name="fs.read", output="secret 42", is_error=False)
+        ToolResultPart(
+            tool_call_id="toolu_1",
+            name="fs.read",
+            output="secret 42",
+            is_error=False,
+            status="completed",
+        )
     ]
     assert final.text == "It says 42."
     assert final.meta["usage"] == {"input_tokens": 400, "output_tokens": 12}

@@ -271,3 +271,24 @@ async def test_tasks_are_listed_and_paginated(fetch: Fetch, server_root: Path) -
     assert [t["title"] for t in rest.data["tasks"]] == ["task 2"]
     done = await fetch("tasks", params={"status": "done"})
     assert [t["title"] for t in done.data["tasks"]] == ["task 0"]
+
+
+async def test_tools_lists_mcp_tools_with_their_server_and_the_servers(
+    fetch: Fetch, server_root: Path
+) -> None:
+    from tests.mcp.helpers import stdio_entry, write_mcp_json
+
+    write_mcp_json(server_root, {"tools": stdio_entry(), "broken": stdio_entry("crashing.py")})
+    reply = await fetch("tools", params={"agent": "build"})
+    assert reply.status == 200
+    tools = {t["name"]: t for t in reply.data["tools"]}
+    assert (tools["mcp.tools.look"]["server"], tools["mcp.tools.look"]["read_only"]) == (
+        "tools",
+        True,
+    )
+    assert tools["fs.write"]["source"] == "builtin"
+    servers = {s["name"]: s for s in reply.data["mcp_servers"]}
+    assert servers["tools"]["state"] == "running"
+    assert "mcp.tools.add" in servers["tools"]["tools"]
+    assert servers["broken"]["state"] == "failed"
+    assert "cannot open the database" in servers["broken"]["error"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
@@ -13,6 +14,7 @@ from agi_jupyter import events as ev
 from agi_jupyter.records import _PART_TYPES
 from agi_jupyter.server.handlers.base import AgiHandler
 from agi_jupyter.server.models import EventUnion, PartUnion
+from agi_jupyter.server.routes import PROTOCOL_ROUTES
 
 METHODS = ("get", "post", "patch", "delete", "put")
 
@@ -23,6 +25,9 @@ async def test_openapi_document_is_valid_and_served(jp_fetch: Any) -> None:
     validate(doc)
     assert doc["openapi"].startswith("3.1")
     assert doc["info"]["version"] == "1.0.0"
+    for path, _handler in PROTOCOL_ROUTES:  # protocol endpoints: named, not described
+        assert path not in doc["paths"]
+        assert f"`{path}`" in doc["info"]["description"]
     assert all(path.startswith(("/agi/v1/", "/agi/openapi.json")) for path in doc["paths"])
     webhook = doc["paths"]["/agi/v1/webhooks/openai"]["post"]
     assert webhook["security"] == []
@@ -51,7 +56,8 @@ def agi_rules(rules: list[Rule]) -> list[tuple[re.Pattern[str], type[AgiHandler]
     found = []
     for rule in rules:
         target = rule.target
-        if isinstance(target, type) and issubclass(target, AgiHandler):
+        protocol = any(target is handler for _, handler in PROTOCOL_ROUTES)
+        if isinstance(target, type) and issubclass(target, AgiHandler) and not protocol:
             assert isinstance(rule.matcher, PathMatches)
             found.append((rule.matcher.regex, target))
         elif hasattr(target, "rules"):
@@ -94,3 +100,50 @@ async def test_documented_and_registered_routes_match(
         assert paths, f"{regex.pattern} is not documented"
         for method in implemented(handler):
             assert (paths[0], method) in documented, f"{method.upper()} {paths[0]} undocumented"
+
+
+async def test_streamed_events_match_their_documented_schemas(
+    api: Any, fetch: Any, fake_llm: Any, jp_fetch: Any
+) -> None:
+    """What a client reads from a stream is what the document (and the panel's generated
+    types) says, records inside events included: a tool-calling run, then a session change."""
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
+    from agi_jupyter.testing import FakeToolCall, Turn
+    from tests.server.conftest import ndjson, sse_events
+
+    doc = json.loads((await jp_fetch("agi", "openapi.json")).body)
+    resource = Resource.from_contents(doc, default_specification=DRAFT202012)
+    registry = Registry().with_resource("urn:agi", resource)
+    schema = {"$ref": "urn:agi#/components/schemas/Event"}
+    validator = Draft202012Validator(schema, registry=registry)
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_list", {"path": "."})]), Turn(text="Listed.")
+    )
+    session = (await fetch("sessions", method="POST", json={"agent": "plan"})).data["session"]
+    headers = {"Accept": "application/x-ndjson"}
+    async with (
+        api.client() as client,
+        client.stream(
+            "POST", f"/sessions/{session['id']}/messages", json={"content": "x"}, headers=headers
+        ) as response,
+    ):
+        events = await ndjson(response)
+    assert {"tool.call.output", "message.completed", "usage", "run.final"} <= {
+        e["type"] for e in events
+    }
+    async with (
+        api.client() as client,
+        client.stream("GET", f"/sessions/{session['id']}/stream") as response,
+    ):
+        patched = fetch("sessions", session["id"], method="PATCH", json={"title": "new"})
+        changed = asyncio.ensure_future(patched)
+        async for event in sse_events(response):
+            events.append(event["data"])
+            break
+        await changed
+    for event in events:
+        errors = [e.message for e in validator.iter_errors(event)]
+        assert errors == [], (event["type"], errors)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from sqlite_utils import Database
 
+from agi_jupyter.records import Run
 from agi_jupyter.store import MIGRATIONS, migrate
 from agi_jupyter.store.migrations import applied_names, pending
 from agi_jupyter.store.rows import (
@@ -31,7 +32,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         "message_parts": {"id", "message_id", "idx", "type", "content"},
     },
     "m002_runs": {
-        "runs": set(RUNS.columns) - {"epoch"},  # m007 adds it
+        "runs": set(RUNS.columns) - {"epoch", "agent"},  # added by m007 and m013
         "run_events": set(RUN_EVENTS.columns),
         "tool_calls": set(TOOL_CALLS.columns),
     },
@@ -76,6 +77,7 @@ def test_migrations_are_numbered_in_order() -> None:
         "m005_messages_parts_column",
         "m006_runs_request_hash_index",
         "m007_run_leases",
+        "m013_runs_agent",
     ]
     assert len(set(names)) == len(names)
 
@@ -199,3 +201,13 @@ def test_m007_gives_existing_runs_epoch_zero(db: Database) -> None:
     BY_NAME["m007_run_leases"](db)
     assert db.execute("SELECT epoch FROM runs WHERE id = 'run_1'").fetchone() == (0,)
     assert "epoch" in columns(db, "runs")
+
+
+def test_m013_gives_runs_their_own_agent(db: Database) -> None:
+    for fn in MIGRATIONS[: [f.__name__ for f in MIGRATIONS].index("m013_runs_agent")]:
+        fn(db)
+    row = RUNS.to_row(Run(id="run_1", session_id="ses_1", status="succeeded"))
+    db.table("runs").insert({k: v for k, v in row.items() if k != "agent"})
+    BY_NAME["m013_runs_agent"](db)
+    assert columns(db, "runs") == set(RUNS.columns)
+    assert db.table("runs").get("run_1")["agent"] is None

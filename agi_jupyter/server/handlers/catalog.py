@@ -6,10 +6,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 from agi_jupyter.config import KNOWN_PROVIDERS
 from agi_jupyter.errors import UsageError
+from agi_jupyter.mcp.tools import server_of
 from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.models import (
     AgentInfo,
     AgentList,
+    McpServerInfo,
     ProviderInfo,
     ProviderList,
     SdkInfo,
@@ -59,10 +61,18 @@ class ToolsHandler(AgiHandler):
         agi = await self.agi()
         tools = await self.call(agi.tools, query.agent)
         infos = [
-            ToolInfo(name=t.name, description=t.description, parameters=t.json_schema())
+            ToolInfo(
+                name=t.name,
+                description=t.description,
+                parameters=t.json_schema(),
+                read_only=t.read_only,
+                source=t.source,
+                server=server_of(t),
+            )
             for t in tools
         ]
-        self.reply(ToolList(tools=infos))
+        servers = [McpServerInfo.model_validate(s) for s in agi.mcp_servers()]
+        self.reply(ToolList(tools=infos, mcp_servers=servers))
 
 
 class ProvidersHandler(AgiHandler):

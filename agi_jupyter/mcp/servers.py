@@ -1,0 +1,221 @@
+"""The runtime's MCP servers: started when first needed, reused, restarted, stopped with it.
+
+``McpServers`` is a tool source of the registry (``ToolRegistry.prepare``): before a run offers
+tools, and before tools are listed, it starts the configured servers the agent's tool list can
+reach (``mcp.*`` reaches all, ``mcp.github.*`` one) and registers their tools as
+``mcp.<server>.<tool>``. A running server is reused by every later run of the runtime. One that
+exited is started again when next needed (a call in flight when it died fails, and is not
+repeated: it may have had effects). One that fails to start is reported once, in the log and in
+the listings (``status``), with the tail of its stderr, and its tools are absent; it is not
+tried again by this runtime. ``aclose`` stops them all.
+
+Everything here runs on the runtime loop; ``status`` may be read from any thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from agi_jupyter.errors import ToolError
+from agi_jupyter.mcp.tools import McpTool
+from agi_jupyter.records import JSON
+
+if TYPE_CHECKING:
+    from agi_jupyter.mcp.config import McpServerSpec
+    from agi_jupyter.mcp.connection import McpConnection
+    from agi_jupyter.mcp.results import Blob
+    from agi_jupyter.tools import Redactor, ToolContext, ToolRegistry, ToolResult
+
+log = logging.getLogger(__name__)
+
+State = Literal["not started", "running", "exited", "failed", "stopped"]
+_GLOB = "*?["
+
+
+@dataclass
+class _Server:
+    spec: McpServerSpec
+    state: State = "not started"
+    error: str | None = None
+    connection: McpConnection | None = None
+    tools: list[str] = field(default_factory=list)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    starts: int = 0
+
+
+def reaches(pattern: str, prefix: str) -> bool:
+    """Whether a tool-list entry (name or glob) can match a name starting with ``prefix``."""
+    cut = min((pattern.index(c) for c in _GLOB if c in pattern), default=len(pattern))
+    literal = pattern[:cut]
+    if cut == len(pattern):
+        return pattern.startswith(prefix)
+    return prefix.startswith(literal) or literal.startswith(prefix)
+
+
+class McpServers:
+    """The configured MCP servers of one runtime (a ``ToolRegistry`` tool source)."""
+
+    def __init__(
+        self, specs: list[McpServerSpec], registry: ToolRegistry, redactor: Redactor
+    ) -> None:
+        self.registry = registry
+        self.redactor = redactor
+        self._servers = {spec.name: _Server(spec) for spec in specs}
+        self._closed = False
+
+    def __bool__(self) -> bool:
+        return bool(self._servers)
+
+    async def prepare(self, allowed: Collection[str]) -> None:
+        """Start (or restart) every server ``allowed`` reaches; failures are only recorded."""
+        needed = [
+            server
+            for server in self._servers.values()
+            if any(reaches(p, server.spec.prefix) for p in allowed)
+        ]
+        if needed:
+            await asyncio.gather(*(self._ensure(server) for server in needed))
+
+    async def call(self, tool: McpTool, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Call ``tool`` on its server (restarted first if it exited)."""
+        from agi_jupyter.mcp.connection import CallFailed, ConnectionLost
+        from agi_jupyter.mcp.results import map_result, to_tool_result
+
+        server = self._servers.get(tool.server)
+        if server is None:
+            raise ToolError(f"MCP server {tool.server!r} is not configured")
+        connection = await self._ensure(server)
+        if connection is None:
+            raise ToolError(f"MCP server {tool.server!r} is not available: {server.error}")
+        try:
+            result = await connection.call(tool.remote, arguments)
+        except ConnectionLost as e:
+            server.state = "exited"
+            message = f"MCP server {tool.server!r}: {e}; it is started again on the next call"
+            raise ToolError(message) from None
+        except CallFailed as e:
+            raise ToolError(f"{tool.name}: {e}") from None
+        mapped = map_result(result, tool.name)
+        stored = await asyncio.to_thread(_store_blobs, mapped.blobs, ctx) if mapped.blobs else {}
+        return to_tool_result(mapped, stored)
+
+    def status(self) -> list[JSON]:
+        """Each server: name, transport, target, state, error (redacted), its tools, source."""
+        return [
+            {
+                "name": s.spec.name,
+                "transport": s.spec.transport,
+                "target": s.spec.target,
+                "state": s.state,
+                "error": s.error,
+                "tools": list(s.tools),
+                "source": s.spec.source,
+            }
+            for s in self._servers.values()
+        ]
+
+    async def aclose(self) -> None:
+        self._closed = True
+        servers = [s for s in self._servers.values() if s.connection is not None]
+        await asyncio.gather(*(self._stop(s) for s in servers), return_exceptions=True)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def _ensure(self, server: _Server) -> McpConnection | None:
+        async with server.lock:
+            connection = server.connection
+            if connection is not None and connection.alive:
+                return connection
+            if server.state == "failed" or self._closed:
+                return None
+            if connection is not None:
+                log.info("MCP server %s exited; starting it again", server.spec.name)
+                await connection.close()
+                server.connection = None
+            return await self._start(server)
+
+    async def _start(self, server: _Server) -> McpConnection | None:
+        spec = server.spec
+        server.starts += 1
+        if spec.problem is not None:
+            self._failed(server, spec.problem)
+            return None
+        from agi_jupyter.mcp.connection import McpConnection, StartFailed
+
+        connection = McpConnection(spec)
+        try:
+            remote_tools = await connection.open()
+        except StartFailed as e:
+            self._failed(server, str(e))
+            return None
+        server.connection = connection
+        server.state, server.error = "running", None
+        self._register(server, remote_tools)
+        return connection
+
+    def _failed(self, server: _Server, reason: str) -> None:
+        server.state = "failed"
+        server.error = self.redactor.redact_text(reason)
+        self._unregister(server)
+        log.warning(
+            "MCP server %s (%s) failed to start; its tools are not available: %s",
+            server.spec.name,
+            server.spec.source,
+            server.error,
+        )
+
+    async def _stop(self, server: _Server) -> None:
+        connection, server.connection = server.connection, None
+        if connection is not None:
+            await connection.close()
+        if server.state != "failed":
+            server.state = "stopped"
+
+    def _register(self, server: _Server, remote_tools: list[Any]) -> None:
+        self._unregister(server)
+        for remote in remote_tools:
+            annotations = remote.annotations
+            tool = McpTool(
+                self,
+                server=server.spec.name,
+                remote=remote.name,
+                description=remote.description or remote.title or "",
+                schema=remote.input_schema,
+                read_only=bool(annotations and annotations.read_only_hint),
+            )
+            if tool.name in self.registry:
+                log.warning(
+                    "MCP server %s: a second tool named %s is left out", tool.server, tool.name
+                )
+                continue
+            self.registry.register(tool)
+            server.tools.append(tool.name)
+
+    def _unregister(self, server: _Server) -> None:
+        for name in server.tools:
+            self.registry.unregister(name)
+        server.tools = []
+
+
+def _store_blobs(blobs: list[Blob], ctx: ToolContext) -> dict[int, str]:
+    """Store each blob as an artifact of the call's run; their ids by ``id(blob)``."""
+    stored: dict[int, str] = {}
+    for blob in blobs:
+        try:
+            artifact = ctx.store.create_artifact(
+                blob.kind,
+                run_id=ctx.run_id,
+                session_id=ctx.session_id,
+                title=blob.title,
+                mime=blob.mime,
+                content=blob.content,
+            )
+        except Exception as e:  # a by-product must not fail the call
+            log.warning("could not store the %s of an MCP tool result: %s", blob.kind, e)
+            continue
+        stored[id(blob)] = artifact.id
+    return stored

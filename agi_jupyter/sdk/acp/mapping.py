@@ -1,0 +1,212 @@
+"""ACP session updates -> canonical history events.
+
+| ACP ``session/update``                     | history                                        |
+|--------------------------------------------|------------------------------------------------|
+| ``agent_message_chunk`` (text)             | ``AssistantText`` (a delta)                    |
+| ``agent_thought_chunk`` (text)             | one ``AssistantThinking`` per run of chunks    |
+| ``tool_call``                              | ``ToolCallEvent``: name = its kind (``read``,  |
+|                                            | ``edit``, ``execute``...), arguments = title + |
+|                                            | raw input                                      |
+| ``tool_call_update`` completed / failed    | ``ToolResultEvent``: text content, terminal    |
+|                                            | output, raw output; diffs -> ``file_diff``     |
+|                                            | (unless our ``fs.write`` wrote it: its diff)   |
+| ``usage_update``                           | the session's cost so far (for the run's cost) |
+| prompt response (stop reason, usage)       | ``TurnMeta`` then ``TurnDone``                 |
+| plans, modes, commands, user echoes        | nothing                                        |
+
+Non-text content (images, resources) in messages becomes a short bracketed note. Pure: the
+terminal outputs a result refers to are read through ``terminal_output``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    ContentToolCallContent,
+    FileEditToolCallContent,
+    PromptResponse,
+    TerminalToolCallContent,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+    UsageUpdate,
+)
+
+from agi_jupyter.records import JSON
+from agi_jupyter.sdk.base import (
+    AssistantText,
+    AssistantThinking,
+    HistoryEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnDone,
+    TurnMeta,
+)
+from agi_jupyter.tools.base import ArtifactDraft
+from agi_jupyter.tools.diffs import FileChange, file_diff_draft
+
+PROVIDER = "acp"
+TOOL_TYPES = {"execute": "shell", "edit": "file_change", "delete": "file_change"}
+
+
+@dataclass
+class _Call:
+    name: str
+    title: str
+    content: list[Any] = field(default_factory=list)
+    raw_output: Any = None
+    done: bool = False
+
+
+class UpdateMapper:
+    """Maps one run's session updates in order (see the module docstring)."""
+
+    def __init__(
+        self,
+        agent_name: str,
+        terminal_output: Callable[[str], str],
+        written: Callable[[str], bool] = lambda path: False,
+    ) -> None:
+        self.agent_name = agent_name
+        self.terminal_output = terminal_output
+        self.written = written  # files written through our fs.write (which stored their diff)
+        self.cost: float | None = None  # the session's cost so far, as the agent reports it
+        self._thought: list[str] = []
+        self._calls: dict[str, _Call] = {}
+
+    def __call__(self, update: Any) -> list[HistoryEvent]:
+        if isinstance(update, AgentThoughtChunk):
+            self._thought.append(_text(update.content))
+            return []
+        events = self._flush_thought()
+        if isinstance(update, AgentMessageChunk):
+            text = _text(update.content)
+            if text:
+                events.append(AssistantText(text=text))
+        elif isinstance(update, ToolCallStart):
+            events.extend(self._start(update))
+        elif isinstance(update, ToolCallProgress):
+            events.extend(self._progress(update))
+        elif isinstance(update, UsageUpdate) and update.cost and update.cost.currency == "USD":
+            self.cost = float(update.cost.amount)
+        return events
+
+    def finish(self, response: PromptResponse, cost_usd: float | None) -> list[HistoryEvent]:
+        """The end of the turn: unanswered calls get a result, then meta and ``TurnDone``."""
+        events = self._flush_thought()
+        for call_id, call in self._calls.items():
+            if not call.done:
+                call.done = True
+                note = f"(no result: the turn ended, {response.stop_reason})"
+                events.append(ToolResultEvent(id=call_id, name=call.name, output=note))
+        usage = response.usage
+        events.append(
+            TurnMeta(
+                provider=PROVIDER,
+                model=self.agent_name,
+                input_tokens=usage.input_tokens if usage else 0,
+                output_tokens=usage.output_tokens if usage else 0,
+                cost_usd=cost_usd,
+                stop_reason=response.stop_reason,
+            )
+        )
+        events.append(TurnDone())
+        return events
+
+    # --- tool calls --------------------------------------------------------------------------
+
+    def _start(self, update: ToolCallStart) -> list[HistoryEvent]:
+        name = update.kind or "other"
+        call = self._calls.setdefault(update.tool_call_id, _Call(name=name, title=update.title))
+        arguments: JSON = {"title": update.title}
+        if isinstance(update.raw_input, dict):
+            arguments.update(update.raw_input)
+        elif update.raw_input is not None:
+            arguments["input"] = update.raw_input
+        events: list[HistoryEvent] = [
+            ToolCallEvent(
+                id=update.tool_call_id,
+                name=name,
+                arguments=arguments,
+                tool_type=TOOL_TYPES.get(name, "function"),
+            )
+        ]
+        call.content = list(update.content or [])
+        call.raw_output = update.raw_output
+        if update.status in ("completed", "failed"):
+            events.extend(self._result(update.tool_call_id, call, failed=update.status == "failed"))
+        return events
+
+    def _progress(self, update: ToolCallProgress) -> list[HistoryEvent]:
+        call = self._calls.get(update.tool_call_id)
+        events: list[HistoryEvent] = []
+        if call is None:  # an update for a call never announced: announce it first
+            start = ToolCallStart(
+                tool_call_id=update.tool_call_id,
+                title=update.title or update.kind or "tool",
+                kind=update.kind,
+                raw_input=update.raw_input,
+                session_update="tool_call",
+            )
+            events.extend(self._start(start))
+            call = self._calls[update.tool_call_id]
+        if update.content is not None:
+            call.content = list(update.content)
+        if update.raw_output is not None:
+            call.raw_output = update.raw_output
+        if update.status in ("completed", "failed") and not call.done:
+            events.extend(self._result(update.tool_call_id, call, failed=update.status == "failed"))
+        return events
+
+    def _result(self, call_id: str, call: _Call, *, failed: bool) -> list[HistoryEvent]:
+        call.done = True
+        texts: list[str] = []
+        changes: list[FileChange] = []
+        for item in call.content:
+            if isinstance(item, ContentToolCallContent):
+                texts.append(_text(item.content))
+            elif isinstance(item, TerminalToolCallContent):
+                texts.append(self.terminal_output(item.terminal_id))
+            elif isinstance(item, FileEditToolCallContent):
+                texts.append(f"edited {item.path}")
+                if self.written(item.path):
+                    continue  # its diff artifact is the one fs.write stored
+                change = FileChange(
+                    path=item.path,
+                    op="add" if item.old_text is None else "update",
+                    old=item.old_text,
+                    new=item.new_text,
+                )
+                changes.append(change)
+        if not texts and call.raw_output is not None:
+            raw = call.raw_output
+            texts.append(raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False))
+        output = "\n".join(t for t in texts if t) or ("failed" if failed else "done")
+        artifact: ArtifactDraft | None = (
+            file_diff_draft(changes, input_format="acp") if changes else None
+        )
+        return [
+            ToolResultEvent(
+                id=call_id, name=call.name, output=output, is_error=failed, artifact=artifact
+            )
+        ]
+
+    def _flush_thought(self) -> list[HistoryEvent]:
+        if not self._thought:
+            return []
+        text, self._thought = "".join(self._thought), []
+        return [AssistantThinking(text=text)] if text else []
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, TextContentBlock):
+        return content.text
+    kind = getattr(content, "type", "content")
+    uri = getattr(content, "uri", None)
+    return f"[{kind}{' ' + uri if uri else ''}]"
