@@ -127,7 +127,13 @@ def test_run_view_of_a_cancelled_run_shows_its_partial_answer_and_cancelled_tool
     view = RunView()
     partial = {"role": "assistant", "text": "half an ans", "meta": {"partial": True}}
     for event in [
-        {"type": "run.meta", "provider": "fake", "model": "echo", "agent": "build"},
+        {
+            "type": "run.meta",
+            "run_id": "run_9",
+            "provider": "fake",
+            "model": "echo",
+            "agent": "build",
+        },
         {"type": "tool.call.started", "tool_call_id": "c1", "name": "shell.run"},
         {
             "type": "tool.call.output",
