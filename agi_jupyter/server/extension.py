@@ -45,8 +45,15 @@ class AgiExtensionApp(ExtensionApp):
     persist_deltas = Bool(
         None,
         allow_none=True,
-        help="Persist streaming deltas as run events (coalesced to ~10 writes/s). "
-        "None: as the project's configuration says.",
+        help="Persist streaming deltas as run events (coalesced to ~10 writes/s), so runs of "
+        "other processes stream live. None: as the project's configuration says (on).",
+    ).tag(config=True)
+    stale_after = Float(
+        None,
+        allow_none=True,
+        help="Seconds without a heartbeat after which a running run counts as abandoned by "
+        "its process and a tick takes it over (at least 1). None: as the project's "
+        "configuration says (30).",
     ).tag(config=True)
     tick_interval = Float(
         5.0, help="Seconds between in-process runner ticks (0: only on demand and webhooks)."
@@ -211,6 +218,8 @@ class AgiExtensionApp(ExtensionApp):
         layer: dict[str, Any] = {}
         if self.persist_deltas is not None:
             layer["persist_deltas"] = bool(self.persist_deltas)
+        if self.stale_after is not None:
+            layer["stale_after"] = float(self.stale_after)
         agi = Agi(
             project,
             traitlets=layer,

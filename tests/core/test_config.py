@@ -176,3 +176,17 @@ def test_unplaceable_default_model_in_a_file_names_the_file(project: Path, home:
     write_json(project / ".agi/config.json", {"default_model": "mystery-model"})
     with pytest.raises(ConfigError, match=r"config\.json: default_model: cannot tell"):
         load_config(project, env=env_for(home))
+
+
+def test_durability_settings_and_their_defaults(project: Path, home: Path) -> None:
+    cfg = load_config(project, env=env_for(home))
+    assert (cfg.stale_after, cfg.persist_deltas) == (30.0, True)
+    cfg = load_config(project, env=env_for(home, AGI_STALE_AFTER="4", AGI_PERSIST_DELTAS="0"))
+    assert (cfg.stale_after, cfg.persist_deltas) == (4.0, False)
+    cfg = load_config(project, env=env_for(home, AGI_STALE_AFTER="4"), traitlets={"stale_after": 6})
+    assert cfg.stale_after == 6.0  # traitlets beat env
+    write_json(project / ".agi/config.json", {"stale_after": 90, "persist_deltas": False})
+    cfg = load_config(project, env=env_for(home), traitlets={"stale_after": 6})
+    assert (cfg.stale_after, cfg.persist_deltas) == (90.0, False)
+    with pytest.raises(ConfigError, match="environment: stale_after"):
+        load_config(project, env=env_for(home, AGI_STALE_AFTER="0.1"))
