@@ -66,13 +66,17 @@ from agi_jupyter.runtime.runs import RunManager, TickResult
 from agi_jupyter.sdk.acp.settings import AcpAgents
 from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
-from agi_jupyter.store import create_store
+from agi_jupyter.store import Store, create_store
 from agi_jupyter.tools import Redactor, ToolRegistry, builtin_tools
 from agi_jupyter.tools.redact import install_log_redaction
 
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
     from agi_jupyter.tools import AnyTool
+
+
+CANCEL_WAIT = 10.0  # seconds ``cancel`` waits for the runtime loop before recording the cancel
+CONTROL_WAIT = 5.0  # seconds a caller waits for the runtime loop to take a control request
 
 
 class Agi:
@@ -110,16 +114,7 @@ class Agi:
             allow=self.config.redact_allow,
         )
         install_log_redaction(self.redactor)
-        self.store = redacted_store(
-            create_store(
-                self.project,
-                artifact_threshold=self.config.artifact_threshold,
-                database_url=self.config.database_url,
-                database_password=self.config.database_password,
-                project_key=self.config.store_key,
-            ),
-            self.redactor,
-        )
+        self.store = self._open_store()
         registry = ToolRegistry(
             [*builtin_tools(), *notebook.notebook_tools(self.notebooks), *tools]
         )
@@ -140,6 +135,7 @@ class Agi:
             loop=self.loop,
             features=features,
             run_context=notebook.NotebookContext(self.notebooks, self.config.project),
+            store_factory=self._open_store,
         )
         self.runs_manager = RunManager(self.deps)
         # Agent runs go through the session's SDK adapter (``native`` is our own loop).
@@ -149,6 +145,18 @@ class Agi:
         self.research_settings = research or ResearchSettings()
         self.deep_research = DeepResearch(self.deps, self.runs_manager, self.research_settings)
         self.runs_manager.executors["deep_research"] = self.deep_research
+
+    def _open_store(self) -> Store:
+        """A connection to the project's store, redacting what it writes (the lease keeper's
+        thread opens its own)."""
+        store = create_store(
+            self.project,
+            artifact_threshold=self.config.artifact_threshold,
+            database_url=self.config.database_url,
+            database_password=self.config.database_password,
+            project_key=self.config.store_key,
+        )
+        return redacted_store(store, self.redactor)
 
     # --- sessions ------------------------------------------------------------------------------
 
@@ -439,9 +447,17 @@ class Agi:
     ) -> Page[Run]:
         return self.store.list_runs(session_id=session_id, limit=limit, cursor=cursor)
 
-    def cancel(self, run_id: str) -> Run:
-        """Cancel a run; returns it (``cancelled`` unless it ended first)."""
-        return self.loop.run(self.runs_manager.cancel(run_id))
+    def cancel(self, run_id: str, *, wait: float = CANCEL_WAIT) -> Run:
+        """Cancel a run; returns it (``cancelled`` unless it ended first).
+
+        Waits at most ``wait`` seconds for the runtime loop to stop the run; if the loop is
+        busy that long (a blocking import, a synchronous tool), the cancel is recorded in the
+        store instead (the run shows ``cancelled`` at once) and the run stops as soon as the
+        loop gets to it, or its lease keeper notices."""
+        try:
+            return self.loop.run(self.runs_manager.cancel(run_id), timeout=wait)
+        except TimeoutError:
+            return self.runs_manager.request_cancel(run_id)
 
     def undo(self, run_id: str, *, force: bool = False) -> notebook.UndoResult:
         """Restore the notebooks the run changed as they were before it (``notebook.undo``)."""
@@ -477,7 +493,8 @@ class Agi:
         for run in active:
             if run.id != keep:
                 with contextlib.suppress(RunTerminal):  # it may have ended meanwhile
-                    self.loop.run(self.sdk.abort(run.id))  # a clean SDK stop first, if it can
+                    with contextlib.suppress(TimeoutError):  # a clean SDK stop first, if it can
+                        self.loop.run(self.sdk.abort(run.id), timeout=CONTROL_WAIT)
                     self.cancel(run.id)
 
     # --- catalogue -----------------------------------------------------------------------------
@@ -521,7 +538,10 @@ class Agi:
         self.loop.run(load())
 
     def close(self) -> None:
-        """Stop runs still executing here (they end ``cancelled``) and release resources."""
+        """Release the runs still executing here and free resources. A released run goes
+        back to the queue (``queued``, due at once, ``loop_state`` kept) and is resumed by
+        the next process that ticks, not waiting out the staleness window; only ``cancel``
+        ends a run ``cancelled``."""
         if self.loop.in_loop_thread():
             raise RuntimeError("Agi.close() cannot be called from the runtime loop")
         try:

@@ -248,6 +248,7 @@ class _Layer(BaseModel):
     tool_timeout: float | None = Field(default=None, gt=0)
     max_attempts: int | None = Field(default=None, ge=1, le=100)
     retry_backoff: list[float] | None = None
+    stale_after: float | None = Field(default=None, ge=1, le=86400)
     providers: dict[str, _ProviderLayer] | None = None
     redact_patterns: list[str] | None = None
     redact_allow: list[str] | None = None
@@ -301,11 +302,16 @@ class Config:
     default_model: str = "fake:echo"
     default_model_is_fallback: bool = True
     max_iterations: int = 10
-    persist_deltas: bool = False
+    # Streamed deltas are stored (coalesced, ~10 writes a second), so other processes (the
+    # side panel, ``agi events --follow``) show a run live.
+    persist_deltas: bool = True
     artifact_threshold: int = 64 * 1024
     tool_timeout: float = 120.0
     max_attempts: int = 4
     retry_backoff: tuple[float, ...] = (2.0, 4.0, 8.0)
+    # Seconds without a heartbeat after which a running run counts as abandoned by its
+    # process, and a tick takes it over (owners heartbeat every min(5, stale_after / 4) s).
+    stale_after: float = 30.0
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     acp: AcpCommand | None = None  # the default ACP agent of ``sdk="acp"`` sessions
     sources: tuple[str, ...] = ()
@@ -436,6 +442,8 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
             layer[name] = env[key]
     if env.get("AGI_PERSIST_DELTAS"):
         layer["persist_deltas"] = env["AGI_PERSIST_DELTAS"].lower() in ("1", "true", "yes")
+    if env.get("AGI_STALE_AFTER"):
+        layer["stale_after"] = env["AGI_STALE_AFTER"]
     providers: dict[str, Any] = {}
     for known in KNOWN_PROVIDERS.values():
         for var in known.base_url_env:
@@ -590,11 +598,14 @@ def _build(
         default_model=default_model,
         default_model_is_fallback=layer.default_model is None,
         max_iterations=layer.max_iterations or defaults.max_iterations,
-        persist_deltas=bool(layer.persist_deltas),
+        persist_deltas=(
+            defaults.persist_deltas if layer.persist_deltas is None else layer.persist_deltas
+        ),
         artifact_threshold=layer.artifact_threshold or defaults.artifact_threshold,
         tool_timeout=layer.tool_timeout or defaults.tool_timeout,
         max_attempts=layer.max_attempts or defaults.max_attempts,
         retry_backoff=tuple(layer.retry_backoff or defaults.retry_backoff),
+        stale_after=layer.stale_after or defaults.stale_after,
         providers=providers,
         acp=AcpCommand.parse(merged["acp"]) if merged.get("acp") else None,
         sources=sources,

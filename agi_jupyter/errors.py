@@ -15,7 +15,8 @@
     ├── NotFound                  NOT_FOUND (404) and SESSION_/RUN_/ARTIFACT_/AGENT_NOT_FOUND
     ├── Conflict                  CONFLICT (409)
     │   ├── RunTerminal           RUN_TERMINAL (409): the run already ended
-    │   └── NoUserMessage         NO_USER_MESSAGE (409): nothing for a run to answer
+    │   ├── NoUserMessage         NO_USER_MESSAGE (409): nothing for a run to answer
+    │   └── RunLost               RUN_LOST (409): this process no longer owns the run
     ├── RunCancelled              RUN_CANCELLED: the run was cancelled
     └── StoreUnavailable          STORE_UNAVAILABLE (503): the store's database cannot be reached
 
@@ -147,6 +148,14 @@ class NoUserMessage(Conflict):
     """A run was asked to answer the session's last user message, and there is none."""
 
     code = "NO_USER_MESSAGE"
+
+
+class RunLost(Conflict):
+    """A write of a run's owner found that it no longer owns the run (another process took it
+    over after the owner stalled, or the run was released): the owner must stop at once and
+    write nothing more. Raised by the ``Store`` methods called with ``fence=``."""
+
+    code = "RUN_LOST"
 
 
 class RunCancelled(AgiError):

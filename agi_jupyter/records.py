@@ -32,7 +32,9 @@ TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "cance
 ACTIVE_RUN_STATUSES: frozenset[str] = frozenset(
     {"queued", "running", "waiting_webhook", "processing_webhook"}
 )
-ToolCallStatus = Literal["pending", "running", "completed", "failed", "skipped", "denied"]
+ToolCallStatus = Literal[
+    "pending", "running", "completed", "failed", "skipped", "denied", "cancelled"
+]
 QueueMode = Literal["queue", "interrupt"]
 TaskStatus = Literal["pending", "in_progress", "done", "cancelled"]
 
@@ -241,6 +243,7 @@ class Run:
     loop_state: JSON | None = None
     version: int = 0
     owner: str | None = None
+    epoch: int = 0  # bumped whenever ownership changes hands (claim, takeover, release)
     heartbeat_at: str | None = None
     usage: JSON = field(default_factory=dict)
     cost_usd: float = 0.0
@@ -257,6 +260,23 @@ class Run:
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_RUN_STATUSES
+
+    @property
+    def fence(self) -> RunFence:
+        """The fence of the run's current owner (as read: it may have changed since)."""
+        return RunFence(self.id, self.owner or "", self.epoch)
+
+
+@dataclass(frozen=True)
+class RunFence:
+    """What a run's owner holds while it executes the run: every write it makes is checked
+    against it in the write's own transaction (``Store`` methods taking ``fence=``), and fails
+    with ``RunLost`` once the run's ``owner`` or ``epoch`` changed (another process took the run
+    over, or it was released)."""
+
+    run_id: str
+    owner: str
+    epoch: int
 
 
 def session_for_run(session: Session, run: Run) -> Session:

@@ -37,7 +37,8 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    """Remove the magics and hooks and close the runtime (runs still going are cancelled)."""
+    """Remove the magics and hooks and close the runtime (runs still going are released to
+    the queue, and resumed by the next kernel or any tick)."""
     from agi_jupyter.kernel.context import drop_context
 
     magics = ipython.magics_manager.magics

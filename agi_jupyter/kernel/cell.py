@@ -5,8 +5,11 @@
        display handle at most ``update_rate`` times a second) -> final display in the format
     -> the cell's value: a ``CellResult`` (a ``RunResult``)
 
-A kernel interrupt while the cell waits cancels the run (``Agi.cancel``), shows how far it got
-and ends the cell with a one-line ``RunInterrupted`` (no traceback).
+A kernel interrupt at any point cancels exactly the cell's run (``Agi.cancel``), shows how far
+it got and ends the cell with a one-line ``RunInterrupted`` (no traceback): while the run is
+being created interrupts are held back (``interrupts_deferred``), so the run always exists, with
+its id known, before one lands. An interrupt before that (while the runtime is still being
+imported) leaves no run behind. Every wait of the cell on the runtime thread is bounded.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from agi_jupyter.app import RunResult
 from agi_jupyter.errors import AgiError, RunTerminal
 from agi_jupyter.kernel._ipython import is_terminal
-from agi_jupyter.kernel.dispatch import follow_with_dispatch
+from agi_jupyter.kernel.dispatch import follow_with_dispatch, interrupts_deferred
 from agi_jupyter.kernel.interpolate import context_block, interpolate
 from agi_jupyter.kernel.python_tool import run_in_namespace
 from agi_jupyter.kernel.render import LiveDisplay, MarkdownView, RunView, TerminalPrinter
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
     from agi_jupyter.records import Run, Session
 
 _CODE_BLOCK = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
+CANCEL_WAIT = 10.0  # seconds an interrupted cell waits for its run's cancel to take effect
+SETTLE_WAIT = 10.0  # ... and then for the run's last events
 
 
 @dataclass
@@ -164,22 +169,30 @@ class CellRunner:
             self.research(req)
             return None
         self.ctx.prepare_notebook()
-        run = self.agi.submit(
-            req.prompt,
-            session=req.session.id,
-            run_agent=req.agent,
-            model=req.model,
-            thinking_level=req.thinking_level,
-            max_iterations=req.max_iterations,
-            execution_mode="kernel",
-            request_hash=req.request_hash,
-            **self.ctx.run_fields(),
-        )
-        self.announce(run, req)
-        if self.args.background:
-            self.follow_in_background(run)
-            return None
-        self.follow(run, self.view)
+        with interrupts_deferred() as interrupted:
+            run = self.agi.submit(
+                req.prompt,
+                session=req.session.id,
+                run_agent=req.agent,
+                model=req.model,
+                thinking_level=req.thinking_level,
+                max_iterations=req.max_iterations,
+                execution_mode="kernel",
+                request_hash=req.request_hash,
+                **self.ctx.run_fields(),
+            )
+        try:
+            if interrupted:  # it came while the run was being created: act on it now
+                raise KeyboardInterrupt
+            self.announce(run, req)
+            if self.args.background:
+                self.follow_in_background(run)
+                return None
+            self.follow(run, self.view)
+        except RunInterrupted:
+            raise
+        except KeyboardInterrupt:  # between the run's creation and following it
+            self.interrupted(run, self.view)
         return self.finish(self.view)
 
     def announce(self, run: Run, req: CellRequest) -> None:
@@ -227,18 +240,26 @@ class CellRunner:
                 elif live is not None:
                     live.changed()
         except KeyboardInterrupt:
-            self.cancel_after_interrupt(run, view)
-            self.discard_live()
-            self.display_final(view)
-            raise RunInterrupted(f"run {run.id} was cancelled") from None
+            self.interrupted(run, view)
         self.discard_live()
 
+    def interrupted(self, run: Run, view: RunView) -> None:
+        """Cancel the cell's run, show how far it got, end the cell with ``RunInterrupted``."""
+        self.cancel_after_interrupt(run, view)
+        self.discard_live()
+        self.display_final(view)
+        raise RunInterrupted(f"run {run.id} was cancelled") from None
+
     def cancel_after_interrupt(self, run: Run, view: RunView) -> None:
-        with contextlib.suppress(RunTerminal):
-            self.agi.cancel(run.id)
-        for event in self.agi.follow(run.id):
-            if event.get("type") in ("run.status", "error", "run.final"):
-                view.apply(event)
+        """Cancel the run and take in its last events, each wait bounded; a second interrupt
+        meanwhile is held back (it would only abandon the cancel half-way)."""
+        with interrupts_deferred():
+            with contextlib.suppress(RunTerminal):
+                self.agi.cancel(run.id, wait=CANCEL_WAIT)
+            events = follow_with_dispatch(self.agi, run.id, self.ctx.dispatcher, wait=SETTLE_WAIT)
+            for event in events:
+                if event.get("type") in ("run.status", "error", "run.final", "tool.call.output"):
+                    view.apply(event)
 
     def follow_in_background(self, run: Run) -> None:
         view, live = self.view, self.live

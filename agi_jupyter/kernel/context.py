@@ -7,6 +7,7 @@ it is cheap (no ``Agi`` until a magic or widget needs one), so ``%load_ext`` sta
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import re
@@ -75,6 +76,10 @@ class KernelContext:
     def register_hooks(self) -> None:
         self.shell.events.register("pre_run_cell", self.pre_run_cell)
         self.shell.events.register("post_run_cell", self.post_run_cell)
+        if hasattr(self.shell, "observe"):
+            # ipykernel sets it when the kernel is asked to shut down, before the interpreter
+            # starts to wind down (after which no worker thread can be started any more).
+            self.shell.observe(self._on_exit_now, names="exit_now")
 
     def unregister_hooks(self) -> None:
         for name, hook in (
@@ -83,6 +88,14 @@ class KernelContext:
         ):
             with contextlib.suppress(ValueError):
                 self.shell.events.unregister(name, hook)
+        if hasattr(self.shell, "unobserve"):
+            with contextlib.suppress(ValueError):
+                self.shell.unobserve(self._on_exit_now, names="exit_now")
+
+    def _on_exit_now(self, change: Any) -> None:
+        """The kernel shuts down: release the runs it executes (see ``close``)."""
+        if change.get("new"):
+            self.close()
 
     def pre_run_cell(self, info: Any) -> None:
         self.cell_id = getattr(info, "cell_id", None) or None
@@ -110,6 +123,9 @@ class KernelContext:
                 threading.Thread(target=stale.close, name="agi-close", daemon=True).start()
             if self._agi is None:
                 self._agi, self._agi_key = self._make_agi(*key), key
+                # A kernel that shuts down (not killed) releases the runs it still executes,
+                # so the next kernel or any tick resumes them at once.
+                atexit.register(self.close)
             return self._agi
 
     def _settings_key(self) -> tuple[Path, tuple[tuple[str, Any], ...], float]:
@@ -225,9 +241,11 @@ class KernelContext:
         }
 
     def close(self) -> None:
+        """Unhook, and close the runtime: runs still executing here are released."""
         self.unregister_hooks()
         with self._agi_lock:
             agi, self._agi = self._agi, None
+        atexit.unregister(self.close)
         if agi is not None:
             agi.close()
 

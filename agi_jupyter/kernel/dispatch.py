@@ -20,6 +20,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import queue
+import signal
 import threading
 import time
 from collections import deque
@@ -121,18 +122,61 @@ def join_with_dispatch(
         thread.join(left)
 
 
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[list[int]]:
+    """Hold kernel interrupts (SIGINT) back while the block runs on the main thread: the list
+    yielded says whether one came, for the caller to act on once the block is done. Used
+    where an interrupt must not land half-way (between creating a run and knowing its id, or
+    while the run's cancel is being sent). Elsewhere (another thread, no signals): a no-op."""
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    except ValueError:  # signals cannot be set here (an embedded interpreter)
+        yield caught
+        return
+    try:
+        yield caught
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _drain(inbox: queue.Queue[Any]) -> list[dict[str, Any]]:
+    """The events waiting in ``inbox`` (wake-ups dropped), without waiting."""
+    events: list[dict[str, Any]] = []
+    while True:
+        try:
+            item = inbox.get_nowait()
+        except queue.Empty:
+            return events
+        if item is not _WAKE:
+            events.append(item)
+
+
 def follow_with_dispatch(
-    agi: Agi, run_id: str, dispatcher: MainThreadDispatcher, *, after_seq: int = 0
+    agi: Agi,
+    run_id: str,
+    dispatcher: MainThreadDispatcher,
+    *,
+    after_seq: int = 0,
+    wait: float | None = None,
 ) -> Iterator[dict[str, Any]]:
     """``Agi.follow`` for the kernel's main thread: yields the run's events until ``run.final``
-    and runs work submitted to the main thread while it waits."""
+    and runs work submitted to the main thread while it waits. Every wait is a short one,
+    so a kernel interrupt lands at once; ``wait``: stop after that many seconds at most."""
+    deadline = None if wait is None else time.monotonic() + wait
     cursor = RunCursor(agi.store, run_id, after_seq)
     inbox: queue.Queue[Any] = queue.Queue()
     unsubscribe = agi.bus.subscribe_run(run_id, inbox.put)
     try:
         with dispatcher.waiting(lambda: inbox.put(_WAKE)):
-            yield from cursor.from_store()
+            recent = agi.bus.recent(run_id)
+            yield from cursor.catch_up([*recent, *_drain(inbox)])
             while not cursor.done:
+                if deadline is not None and time.monotonic() > deadline:
+                    return
                 dispatcher.drain()
                 try:
                     item = inbox.get(timeout=POLL_INTERVAL)

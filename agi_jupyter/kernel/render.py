@@ -59,6 +59,7 @@ class RunView:
     cost_usd: float | None = None
     error: str | None = None
     replayed_from: str | None = None
+    partial: bool = False  # the answer was cut short (the run was cancelled or failed)
     load_artifact: ArtifactLoader | None = None
     _turn_text: TextSegment | None = None
 
@@ -150,6 +151,17 @@ class RunView:
         if block.artifact and block.artifact.get("kind") in DIFF_KINDS and self.load_artifact:
             block.diff = self.load_artifact(str(block.artifact.get("id")))
 
+    def _message(self, e: dict[str, Any]) -> None:
+        """A partial answer stored when the run ended mid-answer: its text is what was shown
+        (and all there is to show when deltas were not stored)."""
+        message = e.get("message") or {}
+        if message.get("role") != "assistant" or not (message.get("meta") or {}).get("partial"):
+            return
+        self.partial = True
+        text = str(message.get("text") or "")
+        if text and len(text) >= len(self._current_text().text):
+            self._current_text().text = text
+
     def _usage(self, e: dict[str, Any]) -> None:
         self.input_tokens += int(e.get("input_tokens") or 0)
         self.output_tokens += int(e.get("output_tokens") or 0)
@@ -187,6 +199,8 @@ class RunView:
             parts.append(_LIVE_STATUS.get(self.status, self.status + "…"))
         elif self.status != "succeeded":
             parts.append(self.status)
+        if self.partial:
+            parts.append("partial answer")
         return " · ".join(parts)
 
     def to_markdown(self, *, status_only: bool = False) -> str:
@@ -233,12 +247,20 @@ _HANDLERS: dict[str, Callable[[RunView, dict[str, Any]], None]] = {
     "tool.call.delta": RunView._tool_delta,
     "tool.call.output": RunView._tool_output,
     "usage": RunView._usage,
+    "message.completed": RunView._message,
     "error": RunView._error,
     "run.final": RunView._final,
 }
 
 # Text symbols every common font has (emoji render as empty boxes without an emoji font).
-_ICONS = {"running": "…", "completed": "✓", "failed": "✗", "denied": "⊘", "skipped": "↷"}
+_ICONS = {
+    "running": "…",
+    "completed": "✓",
+    "failed": "✗",
+    "denied": "⊘",
+    "skipped": "↷",
+    "cancelled": "■",
+}
 STARTING = "agi · starting…"
 _LIVE_STATUS = {"queued": "starting…", "running": "running…"}
 

@@ -264,10 +264,26 @@ class _Stream:
         elif kind == "usage":
             self.tokens[0] += int(event.get("input_tokens") or 0)
             self.tokens[1] += int(event.get("output_tokens") or 0)
+        elif kind == "message.completed":
+            self._message(event.get("message") or {})
         elif kind == "error" and not event.get("retryable"):
             self.error = f"{event.get('code')}: {event.get('message')}"
         elif kind == "run.final":
             self._final(event)
+
+    def _message(self, message: dict[str, Any]) -> None:
+        """A partial answer (the run ended mid-answer): commit it to the entry streamed so far,
+        which would otherwise end with no text in the transcript."""
+        if message.get("role") != "assistant" or not (message.get("meta") or {}).get("partial"):
+            return
+        self.flush()
+        with self.w._lock:
+            if self.entry is None:
+                self._open_entry()
+            assert self.entry is not None
+            text = str(message.get("text") or "")
+            self.w._update(self.entry, text=text, streaming=False, partial=True)
+        self.entry = None
 
     def _open_entry(self) -> None:
         self.text = ""
@@ -374,6 +390,8 @@ def history_entries(messages: list[Message]) -> list[Entry]:
                 entries.append({"id": entry_id, "role": message.role, "text": part.text})
                 if message.role == "assistant":
                     entries[-1].update(streaming=False, run_id=message.run_id or "")
+                    if message.meta.get("partial"):
+                        entries[-1]["partial"] = True
             elif isinstance(part, ToolCallPart):
                 entry = _tool_entry(part.tool_call_id, part.name, part.arguments)
                 tools[part.tool_call_id] = entry

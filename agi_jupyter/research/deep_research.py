@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from agi_jupyter import events as ev
-from agi_jupyter.errors import Conflict, ProviderError
+from agi_jupyter.errors import Conflict, ProviderError, RunLost
 from agi_jupyter.providers.base import Usage
 from agi_jupyter.providers.catalog import cost_usd
 from agi_jupyter.records import (
@@ -87,6 +87,8 @@ class DeepResearch:
             instructions=run.system_prompt or session.system_prompt,
         )
         response_id = str(response["id"])
+        # Announced before the update that gives up ownership (the fence stops holding).
+        emitter.emit(ev.RunStatusEvent(status=PARKED))
         try:
             run = store.update_run(
                 run.id,
@@ -94,11 +96,13 @@ class DeepResearch:
                 status=PARKED,
                 owner=None,
                 next_attempt_at=iso_in(self.settings.next_poll_in),
+                fence=emitter.fence,
             )
+        except RunLost:
+            raise
         except Conflict:  # the same response (an idempotent replay) already belongs to a run
             log.warning("response %s of run %s is already recorded", response_id, run.id)
-            run = store.update_run(run.id, status=PARKED, owner=None)
-        emitter.emit(ev.RunStatusEvent(status=PARKED))
+            run = store.update_run(run.id, status=PARKED, owner=None, fence=emitter.fence)
         if not self.settings.webhooks:
             self._watch(run.id)
         return run

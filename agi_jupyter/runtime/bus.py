@@ -6,12 +6,20 @@ never raise (a listener that raises is dropped). Cross-process observers tail th
 ``publish`` runs once per streamed token, so it takes no lock: the listener lists are tuples,
 replaced (never changed in place) under the lock by subscribe and unsubscribe, and reading a
 dict entry is atomic, so a publisher always sees a whole list, old or new.
+
+The bus also keeps every event it published of each run (``recent``) until ``KEEP`` seconds
+after the run's attempt here ended (``run.final``, or a ``run.status`` giving the run back to
+the queue): a consumer that subscribes late (``agi.stream()`` iterated a moment after it
+returned, a reply stream set up after the run started, a follower thread started after
+``submit``) replays what it missed from there, deltas included, even those not stored.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -20,12 +28,19 @@ log = logging.getLogger(__name__)
 Listener = Callable[[dict[str, Any]], None]
 _Table = dict[str, tuple[Listener, ...]]
 
+KEEP = 60.0  # seconds a run's published events stay replayable after its attempt here ended
+_ENDINGS = frozenset({"queued", "waiting_webhook"})  # run.status values that end an attempt
+
 
 class EventBus:
-    def __init__(self) -> None:
+    def __init__(self, *, keep: float = KEEP) -> None:
         self._by_run: _Table = {}
         self._by_session: _Table = {}
         self._lock = threading.Lock()
+        self._keep = keep
+        self._recent: dict[str, list[dict[str, Any]]] = {}  # run id -> events published
+        self._ended: deque[tuple[float, str]] = deque()  # (when, run id), oldest first
+        self._last_end: dict[str, float] = {}  # run id -> its latest entry in _ended
 
     def subscribe_run(self, run_id: str, listener: Listener) -> Callable[[], None]:
         return self._subscribe(self._by_run, run_id, listener)
@@ -44,10 +59,34 @@ class EventBus:
         return unsubscribe
 
     def publish(self, session_id: str, event: dict[str, Any]) -> None:
-        for listener in self._by_run.get(event.get("run_id", ""), ()):
+        run_id = event.get("run_id", "")
+        if run_id:
+            recent = self._recent.get(run_id)
+            if recent is None:
+                recent = self._recent.setdefault(run_id, [])
+            recent.append(event)
+            kind = event.get("type")
+            if kind == "run.final" or (kind == "run.status" and event.get("status") in _ENDINGS):
+                self._attempt_ended(run_id)
+        for listener in self._by_run.get(run_id, ()):
             self._call(listener, event)
         for listener in self._by_session.get(session_id, ()):
             self._call(listener, event)
+
+    def recent(self, run_id: str) -> list[dict[str, Any]]:
+        """The events of ``run_id`` published here and still kept, in order (a copy)."""
+        return list(self._recent.get(run_id, ()))
+
+    def _attempt_ended(self, run_id: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._ended.append((now, run_id))
+            self._last_end[run_id] = now
+            while self._ended and self._ended[0][0] < now - self._keep:
+                when, old = self._ended.popleft()
+                if self._last_end.get(old) == when:  # (not ended again since)
+                    del self._last_end[old]
+                    self._recent.pop(old, None)
 
     def _call(self, listener: Listener, event: dict[str, Any]) -> None:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from collections.abc import Awaitable, Callable, Collection
@@ -26,6 +27,7 @@ class ProviderPool:
     def __init__(self, config: Config) -> None:
         self.config = config
         self._providers: dict[str, Provider] = {}
+        self._creating: dict[str, asyncio.Lock] = {}  # per provider name, on the runtime loop
 
     def get(self, name: str) -> Provider:
         provider = self._providers.get(name)
@@ -35,6 +37,26 @@ class ProviderPool:
             provider = create_provider(self.config.provider(name))
             self._providers[name] = provider
         return provider
+
+    async def aget(self, name: str) -> Provider:
+        """``get`` for the runtime loop: a client not made yet is made on a worker thread.
+        Importing an SDK and building its client takes from tens of milliseconds to seconds
+        on a loaded machine, and the runtime loop runs every agent of the process."""
+        provider = self._providers.get(name)
+        if provider is not None:
+            return provider
+        lock = self._creating.setdefault(name, asyncio.Lock())
+        async with lock:
+            provider = self._providers.get(name)
+            if provider is None:
+                provider = await asyncio.to_thread(self._create, name)
+                self._providers[name] = provider
+        return provider
+
+    def _create(self, name: str) -> Provider:
+        from agi_jupyter.providers import create_provider
+
+        return create_provider(self.config.provider(name))
 
     async def aclose(self) -> None:
         providers, self._providers = list(self._providers.values()), {}
@@ -64,8 +86,22 @@ class RuntimeDeps:
     # notebook outline); None adds nothing.
     run_context: Callable[[Run, Session, Collection[str]], Awaitable[str | None]] | None = None
     owner: str = field(default_factory=new_owner_id)
-    heartbeat_interval: float = 5.0
-    stale_after: float = 30.0
+    # Opens another connection to the same store: the lease keeper's thread uses its own.
+    store_factory: Callable[[], Store] | None = None
+
+    @property
+    def stale_after(self) -> float:
+        """Seconds without a heartbeat after which a running run may be taken over."""
+        return self.config.stale_after
+
+    @property
+    def heartbeat_interval(self) -> float:
+        """Owners beat four times per staleness window (at most every 5 s)."""
+        return min(5.0, self.config.stale_after / 4)
+
+    def open_store(self) -> Store:
+        """A store of its own for another thread (the shared one without a factory)."""
+        return self.store_factory() if self.store_factory is not None else self.store
 
     def features_for(self, session: Session) -> frozenset[str]:
         """What the front door provides to runs of ``session``."""

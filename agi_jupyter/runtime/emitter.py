@@ -17,14 +17,24 @@ as before, with no added delay; a burst costs one event instead of hundreds (a 2
 answer read at full speed: ~100 events instead of 20,000, for the emitter, the bus, every
 follower and every HTTP stream). The text, its order and the order of events are unchanged;
 only how it is cut into deltas depends on timing. Timestamps come from ``_utc_now_ms``.
+
+The emitter of a run's owner carries its ``fence``: every event it stores is written with it,
+so once the run changed hands the write raises ``RunLost``; the emitter then counts as lost,
+publishes nothing more, and every later ``emit`` raises ``RunLost`` at once, which stops the
+run's coroutine at its next event. It also keeps the text and reasoning streamed since the
+last assistant message (``partial``), so a run that ends mid-answer can store what it showed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Literal
 
+from agi_jupyter.errors import RunLost
 from agi_jupyter.events import (
     DELTA_TYPES,
     Event,
@@ -36,9 +46,12 @@ from agi_jupyter.events import (
 from agi_jupyter.records import JSON
 
 if TYPE_CHECKING:
+    from agi_jupyter.records import RunFence
     from agi_jupyter.runtime.bus import EventBus
     from agi_jupyter.store import Store
     from agi_jupyter.tools.redact import Redactor, StreamRedactor
+
+log = logging.getLogger(__name__)
 
 
 FLUSH_INTERVAL = 0.1  # seconds a persisted delta may wait to be written with others
@@ -76,6 +89,8 @@ class RunEmitter:
         persist_deltas: bool,
         last_seq: int,
         redactor: Redactor | None = None,
+        fence: RunFence | None = None,
+        on_lost: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -83,6 +98,13 @@ class RunEmitter:
         self.session_id = session_id
         self.persist_deltas = persist_deltas
         self.seq = last_seq
+        self.fence = fence  # the owner's fence: stored events are written with it
+        self.lost = False  # a write found the run taken over: nothing more goes out
+        self._on_lost = on_lost
+        # What was streamed since the last assistant message (``partial``).
+        self._draft_text: list[str] = []
+        self._draft_reasoning: list[str] = []
+        self._held: list[JSON] | None = None  # events held back by ``together``
         self._pending: list[tuple[int, str, JSON]] = []  # deltas waiting to be written
         self._timer: asyncio.TimerHandle | None = None
         # The delta being coalesced in this turn of the loop: its type, fragments, and the
@@ -96,6 +118,8 @@ class RunEmitter:
         self._delta_streams: dict[DeltaType, StreamRedactor[str]] = {}
 
     def emit(self, event: Event) -> None:
+        if self.lost:
+            raise RunLost(f"run {self.run_id} was taken over; its events are not sent")
         if type(event) is TextDelta or type(event) is ReasoningDelta:
             self.emit_delta(event.type, event.delta)
             return
@@ -103,6 +127,11 @@ class RunEmitter:
             self.send_delta()  # the coalesced delta came first
         if self._delta_streams:
             self._flush_delta_streams()
+        kind = event.type
+        if kind == "iteration" or (
+            kind == "message.completed" and getattr(event, "message", {}).get("role") == "assistant"
+        ):
+            self._draft_text, self._draft_reasoning = [], []
         self.seq += 1
         event.run_id, event.seq, event.ts = self.run_id, self.seq, _utc_now_ms()
         data = event_to_dict(event)
@@ -111,9 +140,36 @@ class RunEmitter:
         if is_persisted(data["type"], persist_deltas=self.persist_deltas):
             payload = {k: v for k, v in data.items() if k not in ("type", "run_id", "seq")}
             self._pending.append((self.seq, data["type"], payload))
+            if self._held is not None:
+                self._held.append(data)
+                return
             if data["type"] not in DELTA_TYPES or not self._flush_later():
                 self.flush()
         self.bus.publish(self.session_id, data)
+
+    @contextlib.contextmanager
+    def together(self) -> Iterator[None]:
+        """Events emitted in the block are stored in one transaction when it ends, then
+        published in order (for events that follow each other with no model call between,
+        such as ``run.status`` and ``run.final``: one write instead of several). If the block
+        raises, they are neither stored nor published."""
+        if self._held is not None:
+            yield
+            return
+        self._held = []
+        try:
+            yield
+        except BaseException:
+            dropped = {data["seq"] for data in self._held}
+            self._pending = [item for item in self._pending if item[0] not in dropped]
+            self._held = None
+            raise
+        if self._delta_type is not None:
+            self.send_delta()
+        held, self._held = self._held, None
+        self.flush()
+        for data in held:
+            self.bus.publish(self.session_id, data)
 
     def emit_delta(self, type: DeltaType, delta: str) -> None:
         """``emit(TextDelta(delta=...))`` / ``emit(ReasoningDelta(...))``, coalesced with the
@@ -146,6 +202,8 @@ class RunEmitter:
     def _publish_delta(self, type: DeltaType, delta: str) -> None:
         """The wire dict of a delta event (the keys and their order of ``event_to_dict``),
         built directly; persisted with ``persist_deltas``, then published."""
+        if self.lost:
+            return
         if self.redactor is not None:
             stream = self._delta_streams.get(type)
             if stream is None:
@@ -163,13 +221,20 @@ class RunEmitter:
                 self._send_delta_event(type, rest)
 
     def _send_delta_event(self, type: DeltaType, delta: str) -> None:
+        (self._draft_text if type == "output.text.delta" else self._draft_reasoning).append(delta)
         self.seq += 1
         data = {"type": type, "run_id": self.run_id, "seq": self.seq, "ts": _utc_now_ms()}
         data["delta"] = delta
         if self.persist_deltas:
             self._pending.append((self.seq, type, {"ts": data["ts"], "delta": delta}))
+            if self._held is not None:
+                self._held.append(data)
+                return
             if not self._flush_later():
                 self.flush()
+        elif self._held is not None:
+            self._held.append(data)
+            return
         self.bus.publish(self.session_id, data)
 
     def flush(self) -> None:
@@ -181,12 +246,44 @@ class RunEmitter:
             self._timer.cancel()
             self._timer = None
         batch, self._pending = self._pending, []
-        if batch:
-            self.store.append_run_events(
-                self.run_id,
-                [(kind, payload) for _, kind, payload in batch],
-                seqs=[seq for seq, _, _ in batch],
-            )
+        if batch and not self.lost:
+            try:
+                self.store.append_run_events(
+                    self.run_id,
+                    [(kind, payload) for _, kind, payload in batch],
+                    seqs=[seq for seq, _, _ in batch],
+                    fence=self.fence,
+                )
+            except RunLost:
+                self.mark_lost()
+                raise
+
+    def partial(self) -> tuple[str, str]:
+        """The text and the reasoning streamed since the last assistant message or iteration
+        (what a run that ends now would lose)."""
+        return "".join(self._draft_text), "".join(self._draft_reasoning)
+
+    def mark_lost(self) -> None:
+        """The run was taken over: drop what waits, publish nothing more, tell the owner."""
+        if self.lost:
+            return
+        self.lost = True
+        self._pending = []
+        if self._delta_due is not None:
+            self._delta_due.cancel()
+            self._delta_due = None
+        self._delta_type, self._fragments = None, []
+        if self._on_lost is not None:
+            self._on_lost()
+
+    def _timed_flush(self) -> None:
+        """The flush a timer runs: a lost run is reported through ``on_lost``, not raised into
+        the event loop's exception handler."""
+        self._timer = None
+        try:
+            self.flush()
+        except RunLost:
+            log.info("run %s was taken over; its owner here stops", self.run_id)
 
     def _flush_later(self) -> bool:
         """Arrange a flush ``FLUSH_INTERVAL`` from now; False when there is no running loop."""
@@ -196,5 +293,5 @@ class RunEmitter:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return False
-        self._timer = loop.call_later(FLUSH_INTERVAL, self.flush)
+        self._timer = loop.call_later(FLUSH_INTERVAL, self._timed_flush)
         return True

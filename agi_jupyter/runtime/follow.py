@@ -12,6 +12,12 @@ a 20,000-token ``Agi.stream`` cost ~10 µs more CPU per token on the runtime's s
 So while a run streams deltas, the consumer is woken at most once per ``LINGER`` and takes
 every event waiting; coarse events (``run.meta``, a tool call, ``run.final``...) and the first
 event after a quiet spell still wake it at once.
+
+A follower that starts late loses nothing (``_Cursor.catch_up``): it subscribes first, then
+merges, by ``seq``, the events the bus still keeps of the run (everything published here,
+deltas included), the stored ones, and whatever reached its mailbox meanwhile. An event with a
+lower ``seq`` than one taken from these can no longer arrive afterwards: an emitter publishes
+in ``seq`` order and stores an event only after publishing every event before it.
 """
 
 from __future__ import annotations
@@ -59,12 +65,23 @@ class _Cursor:
         self.done = event.get("type") == "run.final"
         return True
 
-    def from_store(self) -> list[dict[str, Any]]:
-        """Persisted events not yet seen; a synthetic ``run.final`` for an ended run without one."""
+    def catch_up(self, live: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``from_store``, merged by ``seq`` with ``live`` events (those the bus kept of the
+        run, and those that reached the follower since it subscribed): the first batch of a
+        follower, which may start after the run published events it never stored."""
+        return self.from_store(live)
+
+    def from_store(self, live: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """Persisted events not yet seen (with ``live`` ones merged in by ``seq``); a synthetic
+        ``run.final`` for an ended run without one."""
         events = [
             stored_event_to_dict(e)
             for e in self.store.list_run_events(self.run_id, after_seq=self.last)
         ]
+        if live:
+            by_seq = {int(e["seq"]): e for e in events}
+            by_seq.update((int(e["seq"]), e) for e in live if int(e.get("seq", 0)) > self.last)
+            events = [by_seq[seq] for seq in sorted(by_seq)]
         accepted = [e for e in events if self.accept(e)]
         if not self.done and not events:
             run = self.store.get_run(self.run_id)
@@ -122,6 +139,12 @@ class _Mailbox(abc.ABC):
             self._wake_on = "any"
             return quiet
         return 0.0
+
+    def drain(self) -> list[dict[str, Any]]:
+        """Every event waiting, without waiting."""
+        with self._lock:
+            events, self._events, self._urgent = self._events, [], False
+            return events
 
     def _collect(self, linger: bool) -> list[dict[str, Any]] | None:
         """After waking (lock held): every event waiting; None when a wait for any timed out."""
@@ -275,7 +298,8 @@ def follow_run(
     mailbox = _ThreadMailbox()
     unsubscribe = bus.subscribe_run(run_id, mailbox)
     try:
-        yield from cursor.from_store()
+        recent = bus.recent(run_id)
+        yield from cursor.catch_up([*recent, *mailbox.drain()])
         streaming = False
         while not cursor.done:
             events = mailbox.take(POLL_INTERVAL, linger=streaming)
@@ -300,7 +324,8 @@ async def afollow_run_batches(
     mailbox = _LoopMailbox(asyncio.get_running_loop())
     unsubscribe = bus.subscribe_run(run_id, mailbox)
     try:
-        batch = cursor.from_store()
+        recent = bus.recent(run_id)
+        batch = cursor.catch_up([*recent, *mailbox.drain()])
         if batch:
             yield batch
         streaming = False

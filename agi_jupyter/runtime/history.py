@@ -16,18 +16,49 @@ from agi_jupyter.records import (
 
 HistoryView = Literal["simple", "full"]
 
+NO_RESULT = "The tool call has no result: it was interrupted. Its effects are unknown."
+
 
 def conversation(messages: list[Message]) -> list[ChatMessage]:
-    """The provider conversation: complete user/assistant/tool messages, in order.
+    """The provider conversation: complete user/assistant/tool messages, in order, with every
+    tool call immediately followed by its result.
 
     System messages are dropped (the system prompt is rebuilt each turn); error and pending
-    messages are never sent back to a model.
+    messages (a partial answer, for one) are never sent back to a model. Results are placed by
+    their call, not where they were stored: a result stored after a later user message (the
+    run was cancelled during the call, and the answer to its interruption was written when
+    the next run started), or results stored in the order their calls ended, still come right
+    after the assistant message that made the calls, in the calls' order, as one ``tool``
+    message. A call with no stored result gets an error result saying so, and a result whose
+    call is not in the conversation is left out: every wire API (Chat Completions, Responses,
+    Anthropic Messages) rejects a call without its result, or a result out of place.
     """
-    return [
-        ChatMessage(role=m.role, parts=list(m.parts))
+    sendable = [
+        m
         for m in messages
         if m.status == "complete" and m.role in ("user", "assistant", "tool") and m.parts
     ]
+    results: dict[str, ToolResultPart] = {}
+    for m in sendable:
+        for p in m.parts:
+            if isinstance(p, ToolResultPart):
+                results.setdefault(p.tool_call_id, p)
+    chat: list[ChatMessage] = []
+    for m in sendable:
+        if m.role == "tool":
+            continue  # placed after the message holding their calls
+        chat.append(ChatMessage(role=m.role, parts=list(m.parts)))
+        calls = [p for p in m.parts if isinstance(p, ToolCallPart)] if m.role == "assistant" else []
+        if calls:
+            answers: list[Part] = [results.get(c.tool_call_id) or _no_result(c) for c in calls]
+            chat.append(ChatMessage(role="tool", parts=answers))
+    return chat
+
+
+def _no_result(call: ToolCallPart) -> ToolResultPart:
+    return ToolResultPart(
+        tool_call_id=call.tool_call_id, name=call.name, output=NO_RESULT, is_error=True
+    )
 
 
 def unanswered_tool_calls(messages: list[Message]) -> list[tuple[Message, ToolCallPart]]:

@@ -23,6 +23,7 @@ from agi_jupyter.records import (
     Part,
     Role,
     Run,
+    RunFence,
     Session,
     Task,
     ToolCall,
@@ -78,6 +79,7 @@ class RedactedStore:
         run_id: str | None = None,
         status: MessageStatus = "complete",
         meta: JSON | None = None,
+        fence: RunFence | None = None,
     ) -> Message:
         return self.inner.add_message(
             session_id,
@@ -86,6 +88,7 @@ class RedactedStore:
             run_id=run_id,
             status=status,
             meta=self._json(meta),
+            fence=fence,
         )
 
     def update_message(
@@ -95,15 +98,18 @@ class RedactedStore:
         parts: Sequence[Part] | None = None,
         status: MessageStatus | None = None,
         meta: JSON | None = None,
+        fence: RunFence | None = None,
     ) -> Message:
         redacted = None if parts is None else self._parts(parts)
-        return self.inner.update_message(id, parts=redacted, status=status, meta=self._json(meta))
+        return self.inner.update_message(
+            id, parts=redacted, status=status, meta=self._json(meta), fence=fence
+        )
 
     def create_run(self, session_id: str, /, **fields: Any) -> Run:
         return self.inner.create_run(session_id, **self._json(fields))
 
-    def update_run(self, id: str, /, **changes: Any) -> Run:
-        return self.inner.update_run(id, **self._json(changes))
+    def update_run(self, id: str, /, *, fence: RunFence | None = None, **changes: Any) -> Run:
+        return self.inner.update_run(id, fence=fence, **self._json(changes))
 
     def update_run_if(self, id: str, expected_version: int, /, **changes: Any) -> bool:
         return self.inner.update_run_if(id, expected_version, **self._json(changes))
@@ -117,13 +123,22 @@ class RedactedStore:
         *,
         message_id: str | None = None,
         status: ToolCallStatus = "pending",
+        fence: RunFence | None = None,
     ) -> ToolCall:
         return self.inner.create_tool_call(
-            run_id, tool_call_id, name, self._json(args), message_id=message_id, status=status
+            run_id,
+            tool_call_id,
+            name,
+            self._json(args),
+            message_id=message_id,
+            status=status,
+            fence=fence,
         )
 
-    def update_tool_call(self, id: str, /, **changes: Any) -> ToolCall:
-        return self.inner.update_tool_call(id, **self._json(changes))
+    def update_tool_call(
+        self, id: str, /, *, fence: RunFence | None = None, **changes: Any
+    ) -> ToolCall:
+        return self.inner.update_tool_call(id, fence=fence, **self._json(changes))
 
     def create_artifact(
         self, kind: str, *, content: bytes | None = None, **fields: Any

@@ -2,8 +2,12 @@
 
 Each turn: build the request (system prompt, history, offered tools), stream the provider's
 events out as section-4 events, persist the assistant message, then run the turn's tool calls
-concurrently and persist their results; ``loop_state`` is saved after every turn so a run whose
-process dies can be resumed by the next tick. Provider errors propagate to the caller
+concurrently and persist each result as soon as its call ends. ``loop_state`` (the iteration,
+usage and cost so far) is saved with the assistant message and again after the tools, and the
+conversation itself is the stored messages: an attempt that resumes a run (after a crash, a
+takeover or a release) calls the model again with what is stored, so a completed tool call is
+never run twice; calls left without a result are answered as interrupted. Every write passes the
+owner's fence (``emitter.fence``). Provider errors propagate to the caller
 (``runs.RunManager``), which owns retries and the run's status.
 """
 
@@ -31,6 +35,7 @@ from agi_jupyter.records import (
     part_to_dict,
     session_for_run,
 )
+from agi_jupyter.runtime.endings import INTERRUPTED
 from agi_jupyter.runtime.history import conversation, unanswered_tool_calls
 from agi_jupyter.runtime.toolcalls import run_tool
 from agi_jupyter.runtime.toolnames import ToolNames
@@ -85,7 +90,7 @@ class AgentLoop:
             context = await deps.run_context(run, session, [t.name for t in tools])
             # The notebook's outline quotes its cells: redacted like every tool result.
             system = f"{system}\n\n{deps.redactor.redact_text(context)}" if context else system
-        provider = deps.providers.get(run.provider or "fake")
+        provider = await deps.providers.aget(run.provider or "fake")
         state: JSON = dict(run.loop_state or {})
         usage_total = dict(state.get("usage") or {"input_tokens": 0, "output_tokens": 0})
         cost_total = float(state.get("cost_usd") or 0.0)
@@ -111,27 +116,38 @@ class AgentLoop:
             )
             turn = await self._stream_turn(provider, request, emitter, names)
             cost = cost_usd(run.provider or "", run.model or "", turn.usage)
-            assistant = self._save_assistant(run, session, turn, cost, emitter)
-            self._record_usage(session, turn.usage, cost, emitter)
-            cost = cost or 0.0
+            with emitter.together():
+                assistant = self._save_assistant(run, session, turn, cost, emitter)
+                self._record_usage(session, turn.usage, cost, emitter)
             usage_total["input_tokens"] += turn.usage.input_tokens
             usage_total["output_tokens"] += turn.usage.output_tokens
-            cost_total += cost
+            cost_total += cost or 0.0
             text = turn.text
-            if turn.tool_calls:
-                await self._run_tools(
-                    run, session, agent, assistant, turn.tool_calls, emitter, iteration
-                )
+            # Saved before the tools run: a resumed attempt continues after this model turn.
             state = {
                 "iteration": iteration,
                 "max_iterations": max_iterations,
                 "usage": usage_total,
                 "cost_usd": cost_total,
             }
-            deps.store.update_run(run.id, loop_state=state, usage=usage_total, cost_usd=cost_total)
+            self._save_state(run, state, emitter)
+            if turn.tool_calls:
+                await self._run_tools(
+                    run, session, agent, assistant, turn.tool_calls, emitter, iteration
+                )
+                self._save_state(run, state, emitter)
             if not turn.tool_calls:
                 return AttemptResult(text, usage_total, cost_total, iteration)
         return AttemptResult(text, usage_total, cost_total, max_iterations, True)
+
+    def _save_state(self, run: Run, state: JSON, emitter: RunEmitter) -> None:
+        self.deps.store.update_run(
+            run.id,
+            loop_state=state,
+            usage=state["usage"],
+            cost_usd=state["cost_usd"],
+            fence=emitter.fence,
+        )
 
     # --- setup -------------------------------------------------------------------------------
 
@@ -226,7 +242,7 @@ class AgentLoop:
         if turn.response_id:
             meta["response_id"] = turn.response_id
         message = self.deps.store.add_message(
-            session.id, "assistant", parts, run_id=run.id, meta=meta
+            session.id, "assistant", parts, run_id=run.id, meta=meta, fence=emitter.fence
         )
         emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
         return message
@@ -239,6 +255,7 @@ class AgentLoop:
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             cost_usd=cost or 0.0,
+            fence=emitter.fence,
         )
         emitter.emit(
             ev.UsageEvent(
@@ -267,33 +284,30 @@ class AgentLoop:
                 self.deps.redactor.redact_json(c.arguments),
                 message_id=assistant.id,
                 status="running",
+                fence=emitter.fence,
             )
             for c in calls
         ]
-        outcomes = await asyncio.gather(
-            *(self._run_one_tool(run, session, c, allowed, emitter, iteration) for c in calls)
-        )
-        for row, outcome in zip(rows, outcomes, strict=True):
-            self.deps.store.update_tool_call(
-                row.id,
-                status=outcome.status,
-                result=outcome.result,
-                is_error=not outcome.ok,
-                started_at=outcome.started_at,
-                finished_at=outcome.finished_at,
+        await asyncio.gather(
+            *(
+                self._run_one_tool(run, session, call, row.id, allowed, emitter, iteration)
+                for call, row in zip(calls, rows, strict=True)
             )
-            self._save_tool_result(run, session, outcome, emitter)
+        )
 
     async def _run_one_tool(
         self,
         run: Run,
         session: Session,
         call: pb.ToolCallEnd,
+        row_id: str,
         allowed: list[str],
         emitter: RunEmitter,
         iteration: int | None = None,
-    ) -> ToolOutcome:
-        return await run_tool(
+    ) -> None:
+        """Run one call and store its result at once (not when its siblings end): a call
+        that completed keeps its result whatever happens to the others."""
+        outcome = await run_tool(
             self.deps,
             run,
             session,
@@ -305,6 +319,16 @@ class AgentLoop:
             parse_error=call.parse_error,
             turn=iteration,
         )
+        self.deps.store.update_tool_call(
+            row_id,
+            status=outcome.status,
+            result=outcome.result,
+            is_error=not outcome.ok,
+            started_at=outcome.started_at,
+            finished_at=outcome.finished_at,
+            fence=emitter.fence,
+        )
+        self._save_tool_result(run, session, outcome, emitter)
 
     def _save_tool_result(
         self, run: Run, session: Session, outcome: ToolOutcome, emitter: RunEmitter
@@ -318,7 +342,7 @@ class AgentLoop:
             artifact_id=artifact_id,
             status=outcome.status,
         )
-        self.deps.store.add_message(session.id, "tool", [part], run_id=run.id)
+        self.deps.store.add_message(session.id, "tool", [part], run_id=run.id, fence=emitter.fence)
         summary = None
         if outcome.artifact is not None:
             a = outcome.artifact
@@ -340,16 +364,25 @@ class AgentLoop:
         self, run: Run, messages: list[Message], emitter: RunEmitter
     ) -> None:
         """Give tool calls interrupted by a crash an error result, so history stays valid."""
+        rows = {
+            c.tool_call_id: c for c in self.deps.store.list_tool_calls(session_id=run.session_id)
+        }
         for message, call in unanswered_tool_calls(messages):
             part = ToolResultPart(
                 tool_call_id=call.tool_call_id,
                 name=call.name,
-                output="The tool call was interrupted (the process running it stopped). "
-                "Its effects are unknown; check before calling it again.",
+                output=INTERRUPTED,
                 is_error=True,
                 status="failed",
             )
-            self.deps.store.add_message(message.session_id, "tool", [part], run_id=run.id)
+            row = rows.get(call.tool_call_id)
+            if row is not None and row.status in ("pending", "running"):
+                self.deps.store.update_tool_call(
+                    row.id, status="failed", is_error=True, fence=emitter.fence
+                )
+            self.deps.store.add_message(
+                message.session_id, "tool", [part], run_id=run.id, fence=emitter.fence
+            )
             emitter.emit(
                 ev.ToolCallOutput(
                     tool_call_id=call.tool_call_id,

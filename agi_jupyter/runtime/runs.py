@@ -1,13 +1,19 @@
-"""Durable runs (DESIGN.md section 7): claim, execute, retry, cancel, recover, tick.
+"""Durable runs (DESIGN.md section 7): claim, execute, retry, cancel, release, recover, tick.
 
     queued -> running -> succeeded | failed | cancelled
     running --(retryable provider error, attempts left)--> queued (next_attempt_at = backoff)
+    running --(this process stops gracefully: release)--> queued (next_attempt_at = now)
+    running --(owner silent for stale_after: a tick takes it over)--> queued
 
-A run is executed by whoever wins the optimistic claim (``store.claim_run`` with the version it
-read), so ticks in several processes never execute a run twice. The owner keeps ``heartbeat_at``
-fresh; a tick recovers runs whose owner went silent. A run's prompt waits in ``loop_state`` while
-the run is queued and becomes the session's user message when the run starts, so messages are
-stored in conversation order even when runs of a session queue up behind each other.
+A run is executed by whoever wins its claim (``store.claim_run`` with the version it read, or a
+tick's ``store.claim_due_runs``), which makes that process the run's owner and gives it a fence
+(run id, owner, epoch). Every write the owner makes carries the fence (see ``emitter.fence``),
+so once another process took the run over, the old owner's next write fails with ``RunLost``
+and it stops without writing anything more. The owner's heartbeat runs on its own thread
+(``lease.LeaseKeeper``), so a busy runtime loop cannot make a live owner look dead. A run's
+prompt waits in ``loop_state`` while the run is queued and becomes the session's user message
+when the run starts, so messages are stored in conversation order even when runs of a session
+queue up behind each other.
 """
 
 from __future__ import annotations
@@ -17,18 +23,31 @@ import contextlib
 import logging
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agi_jupyter import events as ev
-from agi_jupyter.errors import AgiError, RunTerminal
-from agi_jupyter.records import Run, part_from_dict, utc_now
+from agi_jupyter.errors import AgiError, RunLost, RunTerminal
+from agi_jupyter.records import Run, RunFence, part_from_dict
+from agi_jupyter.runtime import endings
 from agi_jupyter.runtime.emitter import RunEmitter
+from agi_jupyter.runtime.endings import run_to_dict
+from agi_jupyter.runtime.lease import LeaseKeeper
 from agi_jupyter.runtime.runner import AgentLoop, AttemptResult, message_to_dict
 
 if TYPE_CHECKING:
     from agi_jupyter.runtime.deps import RuntimeDeps
 
 log = logging.getLogger(__name__)
+
+__all__ = ["RunManager", "TickResult", "run_to_dict"]
+
+# A resumed attempt numbers its events this far past the last stored one: live events of the
+# attempt before it that were never stored (deltas not flushed yet when its process stalled or
+# died) may still have reached followers, which would take new events with those seqs for
+# duplicates.
+RESUME_SEQ_GAP = 1000
+
+Stop = Literal["release", "lost"]
 
 
 @dataclass
@@ -42,10 +61,6 @@ class TickResult:
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
-
-
-def run_to_dict(run: Run) -> dict[str, Any]:
-    return asdict(run)
 
 
 def _iso_in(seconds: float) -> str:
@@ -89,8 +104,12 @@ class RunManager:
         self.agent_loop = AgentLoop(deps)
         self.agent_runner: AttemptRunner = self.agent_loop
         self.executors: dict[str, RunExecutor] = {}  # by run type; ``agent`` runs: agent_runner
+        self.leases = LeaseKeeper(deps.open_store, deps.heartbeat_interval, shared=deps.store)
         self._tasks: dict[str, asyncio.Task[Run]] = {}
         self._session_locks: dict[str, asyncio.Lock] = {}
+        self._fences: dict[str, RunFence] = {}  # the runs executing here, by id
+        self._emitters: dict[str, RunEmitter] = {}
+        self._stops: dict[str, Stop] = {}  # why a run's task is being cancelled, if not a cancel
 
     # --- driving a run -----------------------------------------------------------------------
 
@@ -102,45 +121,55 @@ class RunManager:
         return bool(self._tasks)
 
     def spawn(
-        self, run_id: str, *, wait_for_session: bool = True, claimed: bool = False
+        self, run_id: str, *, wait_for_session: bool = True, claimed: RunFence | None = None
     ) -> asyncio.Task[Run]:
         """Start driving a run in this process (on the loop); returns the existing task if any.
-        ``claimed``: the run was claimed for this process already (``claim_due_runs``)."""
+        ``claimed``: the run was claimed already (a tick), with this fence."""
         task = self._tasks.get(run_id)
         if task is None:
-            drive = self._drive(run_id, wait_for_session, claimed=claimed)
-            task = asyncio.get_running_loop().create_task(drive)
+            coro = self._drive(run_id, wait_for_session, claimed)
+            task = asyncio.get_running_loop().create_task(coro)
             self._tasks[run_id] = task
             task.add_done_callback(lambda _t: self._tasks.pop(run_id, None))
         return task
 
-    async def _drive(self, run_id: str, wait_for_session: bool, *, claimed: bool = False) -> Run:
+    async def _drive(self, run_id: str, wait_for_session: bool, claimed: RunFence | None) -> Run:
+        try:
+            return await self._drive_until_done(run_id, wait_for_session, claimed)
+        finally:
+            self._stops.pop(run_id, None)
+
+    async def _drive_until_done(
+        self, run_id: str, wait_for_session: bool, claimed: RunFence | None
+    ) -> Run:
         store = self.deps.store
+        if claimed is not None:
+            run = await self._execute_claimed(claimed)
+            if run.status != "queued" or run_id in self._stops:
+                return run
         while True:
             run = store.get_run(run_id)
-            if run.status != ("running" if claimed else "queued"):
-                return run
-            try:
-                await asyncio.sleep(0 if claimed else _seconds_until(run.next_attempt_at))
-                lock = self._session_locks.setdefault(run.session_id, asyncio.Lock())
-                async with lock:
-                    if not claimed and not await self._claim(run, wait_for_session):
-                        return store.get_run(run_id)
-                    claimed = False  # a retry is claimed again
-                    run = await self._execute_claimed(run_id)
-            except asyncio.CancelledError:
-                return self._cancel_unclaimed(run_id)
             if run.status != "queued":
                 return run
-
-    async def _claim(self, run: Run, wait_for_session: bool) -> bool:
-        """Claim a queued run for this process, once no other process runs its session."""
-        if not await self._session_free_elsewhere(run, wait_for_session):
-            return False
-        run = self.deps.store.get_run(run.id)
-        return run.status == "queued" and self.deps.store.claim_run(
-            run.id, run.version, owner=self.deps.owner
-        )
+            try:
+                await asyncio.sleep(_seconds_until(run.next_attempt_at))
+                lock = self._session_locks.setdefault(run.session_id, asyncio.Lock())
+                async with lock:
+                    if not await self._session_free_elsewhere(run, wait_for_session):
+                        return store.get_run(run_id)
+                    run = store.get_run(run_id)
+                    fence = None
+                    if run.status == "queued":
+                        fence = store.claim_run(run.id, run.version, owner=self.deps.owner)
+                    if fence is None:
+                        return store.get_run(run_id)
+                    run = await self._execute_claimed(fence)
+            except asyncio.CancelledError:
+                if run_id in self._stops:
+                    return store.get_run(run_id)  # released before it was claimed: stays queued
+                return self._cancel_unclaimed(run_id)
+            if run.status != "queued" or run_id in self._stops:
+                return run
 
     async def _session_free_elsewhere(self, run: Run, wait: bool) -> bool:
         """Whether no other process is running a run of this session (waits if ``wait``)."""
@@ -165,52 +194,86 @@ class RunManager:
         beat = datetime.fromisoformat(run.heartbeat_at.replace("Z", "+00:00"))
         return beat < datetime.now(UTC) - timedelta(seconds=self.deps.stale_after)
 
-    def _emitter(self, run: Run) -> RunEmitter:
+    def _emitter(self, run: Run, fence: RunFence | None = None) -> RunEmitter:
         events = self.deps.store.list_run_events(run.id)
+        last = events[-1].seq if events else 0
+        if fence is not None and run.attempt > 1:  # (the claim counted this attempt)
+            last += RESUME_SEQ_GAP
         return RunEmitter(
             self.deps.store,
             self.deps.bus,
             run_id=run.id,
             session_id=run.session_id,
             persist_deltas=self.deps.config.persist_deltas,
-            last_seq=events[-1].seq if events else 0,
+            last_seq=last,
             redactor=self.deps.redactor,
+            fence=fence,
+            on_lost=(lambda: self._lost(fence)) if fence is not None else None,
         )
 
-    async def _execute_claimed(self, run_id: str) -> Run:
-        store = self.deps.store
-        run = store.get_run(run_id)
-        run = store.update_run(run_id, attempt=run.attempt + 1, next_attempt_at=None)
-        emitter = self._emitter(run)
-        if emitter.seq == 0:
-            emitter.emit(
-                ev.RunMeta(
-                    session_id=run.session_id,
-                    agent=run.agent or store.get_session(run.session_id).agent,
-                    provider=run.provider or "",
-                    model=run.model or "",
-                    attempt=run.attempt,
-                )
-            )
-        emitter.emit(ev.RunStatusEvent(status="running"))
-        run = self._add_input_message(run, emitter)
-        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(run_id))
+    async def _execute_claimed(self, fence: RunFence) -> Run:
+        """Execute one attempt of a run this process just claimed with ``fence``."""
+        run_id = fence.run_id
+        run = self.deps.store.get_run(run_id)
+        emitter = self._emitter(run, fence)
+        self._fences[run_id], self._emitters[run_id] = fence, emitter
+        loop = asyncio.get_running_loop()
+
+        def on_lost() -> None:  # (these two are called on the lease keeper's thread)
+            loop.call_soon_threadsafe(self._lost, fence)
+
+        def on_cancel() -> None:
+            loop.call_soon_threadsafe(self._cancel_asked, fence)
+
+        self.leases.hold(fence, on_lost=on_lost, on_cancel=on_cancel)
         try:
+            return await self._attempt(run, emitter)
+        except RunLost:
+            emitter.mark_lost()
+            log.warning("run %s was taken over by another process; stopped here", run_id)
+            return self.deps.store.get_run(run_id)
+        finally:
+            self.leases.drop(fence)
+            self._fences.pop(run_id, None)
+            self._emitters.pop(run_id, None)
+
+    async def _attempt(self, run: Run, emitter: RunEmitter) -> Run:
+        """One attempt of a claimed run (the claim counted it in ``run.attempt``)."""
+        store = self.deps.store
+        try:
+            with emitter.together():
+                if emitter.seq == 0:
+                    emitter.emit(
+                        ev.RunMeta(
+                            session_id=run.session_id,
+                            agent=run.agent or store.get_session(run.session_id).agent,
+                            provider=run.provider or "",
+                            model=run.model or "",
+                            attempt=run.attempt,
+                        )
+                    )
+                emitter.emit(ev.RunStatusEvent(status="running"))
+                run = self._add_input_message(run, emitter)
             executor = self.executors.get(run.type)
             if executor is not None:
                 return await executor.start(run, emitter)
             result = await self.agent_runner.run_attempt(run, emitter)
         except asyncio.CancelledError:
-            return self._finish(run_id, emitter, "cancelled", _cancel_error())
+            stop = self._stops.get(run.id)
+            if stop == "lost":
+                raise RunLost(f"run {run.id} was taken over") from None
+            if stop == "release":
+                return endings.release(self.deps, run.id, emitter)
+            return self._finish(run.id, emitter, "cancelled", _cancel_error())
+        except RunLost:
+            raise
         except AgiError as e:
-            return self._after_error(run_id, emitter, e)
+            return self._after_error(run.id, emitter, e)
         except Exception as e:
-            log.exception("run %s failed with an unexpected error", run_id)
+            log.exception("run %s failed with an unexpected error", run.id)
             error = {"code": "INTERNAL_ERROR", "message": f"{type(e).__name__}: {e}"}
-            return self._finish(run_id, emitter, "failed", error)
-        finally:
-            heartbeat.cancel()
-        return self._succeed(run_id, emitter, result)
+            return self._finish(run.id, emitter, "failed", error)
+        return self._succeed(run.id, emitter, result)
 
     def _add_input_message(self, run: Run, emitter: RunEmitter) -> Run:
         """Turn the queued prompt into the session's user message (once per run)."""
@@ -220,19 +283,32 @@ class RunManager:
         parts = [part_from_dict(p) for p in state.pop("input", [])]
         if not parts:
             return run
-        message = self.deps.store.add_message(run.session_id, "user", parts, run_id=run.id)
+        store, fence = self.deps.store, emitter.fence
+        message = store.add_message(run.session_id, "user", parts, run_id=run.id, fence=fence)
         emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
-        return self.deps.store.update_run(run.id, input_message_id=message.id, loop_state=state)
+        return store.update_run(run.id, input_message_id=message.id, loop_state=state, fence=fence)
 
-    async def _heartbeat(self, run_id: str) -> None:
-        """Keep ``heartbeat_at`` fresh; if the run was taken away (cancelled elsewhere), stop it."""
-        while True:
-            await asyncio.sleep(self.deps.heartbeat_interval)
-            if not self.deps.store.heartbeat(run_id, self.deps.owner):
-                task = self._tasks.get(run_id)
-                if task is not None:
-                    task.cancel()
-                return
+    # --- what the lease keeper reports (called on the loop) ------------------------------------
+
+    def _lost(self, fence: RunFence | None) -> None:
+        """Another process took the run over: stop its task at once, writing nothing more."""
+        if fence is None or self._fences.get(fence.run_id) != fence:
+            return
+        self._stops[fence.run_id] = "lost"
+        emitter = self._emitters.get(fence.run_id)
+        if emitter is not None:
+            emitter.lost = True
+        task = self._tasks.get(fence.run_id)
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()  # (inside the task, the ``RunLost`` being raised stops it)
+
+    def _cancel_asked(self, fence: RunFence) -> None:
+        """The run's cancel was asked for by another process: end it here (``cancelled``)."""
+        if self._fences.get(fence.run_id) != fence or fence.run_id in self._stops:
+            return
+        task = self._tasks.get(fence.run_id)
+        if task is not None:
+            task.cancel()
 
     # --- endings -----------------------------------------------------------------------------
 
@@ -243,23 +319,18 @@ class RunManager:
                 "code": "MAX_ITERATIONS_REACHED",
                 "message": f"stopped after {result.iterations} iterations with tool calls pending",
             }
+        if self.deps.store.get_run(run_id).status == "cancelled":  # asked for meanwhile
+            return self._finish(run_id, emitter, "cancelled", _cancel_error())
         return self._finish(run_id, emitter, "succeeded", error)
 
     def _after_error(self, run_id: str, emitter: RunEmitter, error: AgiError) -> Run:
         run = self.deps.store.get_run(run_id)
+        if run.status == "cancelled":  # its cancel was asked for meanwhile
+            return self._finish(run_id, emitter, "cancelled", _cancel_error())
         if error.retryable and run.attempt < run.max_attempts:
             backoff = self.deps.config.retry_backoff
             delay = backoff[min(run.attempt, len(backoff)) - 1] if backoff else 0.0
-            emitter.emit(ev.ErrorEvent(code=error.code, message=error.message, retryable=True))
-            run = self.deps.store.update_run(
-                run_id,
-                status="queued",
-                owner=None,
-                next_attempt_at=_iso_in(delay),
-                error=error.to_dict(),
-            )
-            emitter.emit(ev.RunStatusEvent(status="queued"))
-            return run
+            return endings.requeue(self.deps, run_id, emitter, _iso_in(delay), error.to_dict())
         return self._finish(run_id, emitter, "failed", error.to_dict())
 
     def emitter_for(self, run: Run) -> RunEmitter:
@@ -275,38 +346,25 @@ class RunManager:
     def _finish(
         self, run_id: str, emitter: RunEmitter, status: str, error: dict[str, Any] | None
     ) -> Run:
-        if error is not None:
-            emitter.emit(
-                ev.ErrorEvent(
-                    code=str(error.get("code")),
-                    message=str(error.get("message")),
-                    retryable=False,
-                )
-            )
-        self._settle_tool_calls(run_id)
-        run = self.deps.store.update_run(
-            run_id, status=status, error=error, completed_at=utc_now(), heartbeat_at=utc_now()
-        )
-        emitter.emit(ev.RunStatusEvent(status=status))
-        emitter.emit(ev.RunFinal(run=run_to_dict(run)))
-        return run
+        return endings.finish(self.deps, run_id, emitter, status, error)
 
-    def _settle_tool_calls(self, run_id: str) -> None:
-        """No tool call of an ended run stays pending or running."""
-        for call in self.deps.store.list_tool_calls(run_id=run_id):
-            if call.status in ("pending", "running"):
-                status = "skipped" if call.status == "pending" else "failed"
-                self.deps.store.update_tool_call(
-                    call.id, status=status, is_error=True, finished_at=utc_now()
-                )
+    def _take_over(self, run: Run, **changes: Any) -> RunFence | None:
+        """Become the owner of a run no live process holds (CAS on its version): the fence to
+        end it with, or None when it changed meanwhile."""
+        if not self.deps.store.update_run_if(run.id, run.version, owner=self.deps.owner, **changes):
+            return None
+        return self.deps.store.get_run(run.id).fence
 
     def _cancel_unclaimed(self, run_id: str) -> Run:
         run = self.deps.store.get_run(run_id)
-        if run.is_terminal:
+        if run.is_terminal or run.status != "queued":
             return run
-        return self._finish(run_id, self._emitter(run), "cancelled", _cancel_error())
+        fence = self._take_over(run, status="cancelled")
+        if fence is None:
+            return self._cancel_unclaimed(run_id)
+        return self._finish(run_id, self._emitter(run, fence), "cancelled", _cancel_error())
 
-    # --- cancel --------------------------------------------------------------------------------
+    # --- cancel and release --------------------------------------------------------------------
 
     async def cancel(self, run_id: str) -> Run:
         """Cancel a run: here if we run it, else by taking it over in the store.
@@ -323,88 +381,119 @@ class RunManager:
     async def _cancel(self, run_id: str) -> Run:
         task = self._tasks.get(run_id)
         if task is not None:
+            if self._stops.get(run_id) == "release":
+                del self._stops[run_id]  # an explicit cancel wins over a release
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait({task}, timeout=30)
-            return self.deps.store.get_run(run_id)
+            run = self.deps.store.get_run(run_id)
+            if run.status != "queued":
+                return run
+            # A task cancelled before its first step never ran a line: the run is still
+            # queued, and nobody else will end it.
+        return self.request_cancel(run_id)
+
+    def request_cancel(self, run_id: str) -> Run:
+        """Cancel a run that this process does not execute, from any thread, without the
+        runtime loop: a run with a live owner elsewhere is marked ``cancelled`` and its owner
+        ends it at its next heartbeat; any other run is taken over and ended here."""
         run = self.deps.store.get_run(run_id)
         if run.is_terminal:
             return run
-        if not self.deps.store.update_run_if(run.id, run.version, status="cancelled"):
-            return await self._cancel(run_id)  # it changed under us: look again
         if run.status == "running" and not self._is_stale(run):
-            return self.deps.store.get_run(run_id)  # the live owner finishes it at its heartbeat
-        return self._finish(run_id, self._emitter(run), "cancelled", _cancel_error())
+            if not self.deps.store.update_run_if(run.id, run.version, status="cancelled"):
+                return self.request_cancel(run_id)  # it changed under us: look again
+            return self.deps.store.get_run(run_id)
+        fence = self._take_over(run, status="cancelled")
+        if fence is None:
+            return self.request_cancel(run_id)
+        return self._finish(run_id, self._emitter(run, fence), "cancelled", _cancel_error())
+
+    async def release_all(self, grace: float = 10.0) -> None:
+        """Hand every run this process drives back to the queue (a graceful stop): running
+        ones are released (``queued``, due now, ``loop_state`` kept) for the next process or
+        any tick to resume; queued ones stay queued."""
+        tasks = list(self._tasks.items())
+        for run_id, task in tasks:
+            self._stops.setdefault(run_id, "release")
+            task.cancel()
+        if tasks:
+            await asyncio.wait([task for _, task in tasks], timeout=grace)
 
     # --- tick ----------------------------------------------------------------------------------
 
     async def tick(self, *, max_runs: int = 10) -> TickResult:
-        """Recover stale runs, then claim and execute up to ``max_runs`` due queued runs, and
-        wait for them. A claim takes one run per session (``claim_due_runs``), so whenever a
-        run ends the tick claims again: a session's queue drains within one tick."""
+        """Recover stale runs, then claim due queued runs and execute them (at most
+        ``max_runs``), and wait for them.
+
+        Claims are atomic (``store.claim_due_runs``): concurrent tickers in several processes
+        take disjoint runs, the oldest due run of each session whose session is not busy; when
+        a run ends, the next run of its session (if due) is claimed in turn."""
         result = TickResult()
-        tasks = [
-            self.spawn(r.id, wait_for_session=False) for r in self._recover_stale(result, max_runs)
-        ]
-        running: set[asyncio.Future[Run]] = set(tasks)
+        self._recover_stale(result, max_runs)
+        due = self.deps.store.due_runs(limit=max_runs)
+        result.skipped = sum(1 for run in due if self.is_local(run.id))
+        started = 0
+        running: set[asyncio.Task[Run]] = set()
         while True:
-            if len(tasks) < max_runs:
-                fresh = self._claim_due(result, max_runs - len(tasks))
-                tasks.extend(fresh)
-                running.update(fresh)
+            for run in self._claim_due(max_runs - started):
+                started += 1
+                running.add(self.spawn(run.id, wait_for_session=False, claimed=run.fence))
             if not running:
-                break
-            _, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-        for task in tasks:
-            if task.done() and not task.cancelled():
-                run = task.result()
-                if run.owner == self.deps.owner and run.is_terminal:
-                    result.executed += 1
-        return result
+                return result
+            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task.cancelled():
+                    continue
+                if task.exception() is not None:
+                    log.error("a run of the tick failed", exc_info=task.exception())
+                else:
+                    run = task.result()
+                    if run.owner == self.deps.owner and run.is_terminal:
+                        result.executed += 1
 
-    def _claim_due(self, result: TickResult, limit: int) -> list[asyncio.Task[Run]]:
-        """Claim due runs for this process (one statement: ticks of other processes take other
-        runs meanwhile) and start them."""
-        tasks = []
-        for run in self.deps.store.claim_due_runs(owner=self.deps.owner, limit=limit):
-            if self.is_local(run.id):  # its task here is about to claim it: hand it back
-                self.deps.store.update_run_if(
-                    run.id, run.version, status="queued", owner=None, heartbeat_at=None
-                )
-                result.skipped += 1
-                continue
-            tasks.append(self.spawn(run.id, claimed=True))
-        return tasks
+    def _claim_due(self, limit: int) -> list[Run]:
+        if limit <= 0:
+            return []
+        return self.deps.store.claim_due_runs(
+            owner=self.deps.owner,
+            stale_before=_iso_in(-self.deps.stale_after),
+            limit=limit,
+            exclude=list(self._tasks),
+        )
 
-    def _recover_stale(self, result: TickResult, limit: int) -> list[Run]:
+    def _recover_stale(self, result: TickResult, limit: int) -> None:
+        """Runs whose owner went silent: back to the queue (taken over: the old owner's fence
+        stops holding), or failed when no attempts are left."""
         cutoff = _iso_in(-self.deps.stale_after)
-        recovered = []
         for run in self.deps.store.stale_runs(heartbeat_before=cutoff, limit=limit):
             if self.is_local(run.id):
                 continue
             if run.attempt >= run.max_attempts:
-                if self.deps.store.update_run_if(run.id, run.version, owner=self.deps.owner):
+                fence = self._take_over(run)
+                if fence is not None:
                     error = {
                         "code": "RUN_ABANDONED",
                         "message": "the process running this run stopped and no attempts are left",
                     }
-                    self._finish(run.id, self._emitter(run), "failed", error)
+                    self._finish(run.id, self._emitter(run, fence), "failed", error)
                     result.failed_stale += 1
                 continue
             if self.deps.store.update_run_if(
                 run.id, run.version, status="queued", owner=None, next_attempt_at=None
             ):
                 result.recovered += 1
-                recovered.append(self.deps.store.get_run(run.id))
-        return recovered
 
     async def aclose(self) -> None:
+        """Release the runs still executing here (see ``release_all``) and stop."""
+        await self.release_all()
         tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         for executor in self.executors.values():
             await executor.aclose()
+        self.leases.close()
 
 
 def _cancel_error() -> dict[str, Any]:

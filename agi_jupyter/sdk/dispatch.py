@@ -94,7 +94,9 @@ class SdkDispatch:
             # not the run manager's cancel reached the task first.
             raise asyncio.CancelledError
         if history:
-            self.deps.store.update_run(run.id, usage=result.usage, cost_usd=result.cost_usd)
+            self.deps.store.update_run(
+                run.id, usage=result.usage, cost_usd=result.cost_usd, fence=emitter.fence
+            )
         return result
 
     def _params(
@@ -191,7 +193,11 @@ class SdkDispatch:
             return None
         events = store.list_run_events(running[0].id)
         after_seq = events[-1].seq if events else 0
-        if not self.deps.loop.run(self.queue_into(running[0].id, text)):
+        try:
+            joined = self.deps.loop.run(self.queue_into(running[0].id, text), timeout=5.0)
+        except TimeoutError:  # the loop is busy: queue a run of its own instead
+            return None
+        if not joined:
             return None
         return store.get_run(running[0].id), after_seq
 

@@ -129,7 +129,11 @@ class CanonicalHistory:
         elif isinstance(event, UserInput):
             self.flush()
             message = self.store.add_message(
-                self.run.session_id, "user", [TextPart(text=event.text)], run_id=self.run.id
+                self.run.session_id,
+                "user",
+                [TextPart(text=event.text)],
+                run_id=self.run.id,
+                fence=self.emitter.fence,
             )
             self.emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
         elif isinstance(event, TurnDone):
@@ -207,6 +211,7 @@ class CanonicalHistory:
                 is_error=not ok,
                 started_at=outcome.started_at if outcome is not None else None,
                 finished_at=utc_now(),
+                fence=self.emitter.fence,
             )
         self._answered.add(event.id)
         part = ToolResultPart(
@@ -217,7 +222,9 @@ class CanonicalHistory:
             artifact_id=artifact.id if artifact is not None else None,
             status=status,
         )
-        self.store.add_message(self.run.session_id, "tool", [part], run_id=self.run.id)
+        self.store.add_message(
+            self.run.session_id, "tool", [part], run_id=self.run.id, fence=self.emitter.fence
+        )
         summary: JSON | None = None
         if artifact is not None:
             summary = {
@@ -252,6 +259,7 @@ class CanonicalHistory:
             input_tokens=meta.input_tokens,
             output_tokens=meta.output_tokens,
             cost_usd=cost or 0.0,
+            fence=self.emitter.fence,
         )
         self.emitter.emit(
             ev.UsageEvent(
@@ -296,6 +304,7 @@ class CanonicalHistory:
             parts,
             run_id=self.run.id,
             meta=self._meta_dict(meta),
+            fence=self.emitter.fence,
         )
         for call in draft.calls:
             row = self.store.create_tool_call(
@@ -305,6 +314,7 @@ class CanonicalHistory:
                 call.arguments,
                 message_id=message.id,
                 status="running",
+                fence=self.emitter.fence,
             )
             self._call_rows[call.id] = row.id
         self.emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))

@@ -45,8 +45,15 @@ class AgiExtensionApp(ExtensionApp):
     persist_deltas = Bool(
         None,
         allow_none=True,
-        help="Persist streaming deltas as run events (coalesced to ~10 writes/s). "
-        "None: as the project's configuration says.",
+        help="Persist streaming deltas as run events (coalesced to ~10 writes/s), so runs of "
+        "other processes stream live. None: as the project's configuration says (on).",
+    ).tag(config=True)
+    stale_after = Float(
+        None,
+        allow_none=True,
+        help="Seconds without a heartbeat after which a running run counts as abandoned by "
+        "its process and a tick takes it over (at least 1). None: as the project's "
+        "configuration says (30).",
     ).tag(config=True)
     tick_interval = Float(
         5.0, help="Seconds between in-process runner ticks (0: only on demand and webhooks)."
@@ -121,14 +128,6 @@ class AgiExtensionApp(ExtensionApp):
         "of its .agi/config.json). Servers that see different projects at the same paths "
         "(JupyterHub users' /home/jovyan) set one each. AGI_PROJECT_NAMESPACE works too.",
     ).tag(config=True)
-    run_heartbeat_interval = Float(
-        5.0, help="Seconds between the heartbeats of each run this server executes."
-    ).tag(config=True)
-    run_stale_after = Float(
-        30.0,
-        help="Seconds without a heartbeat after which a run is taken to have lost its server "
-        "(killed, partitioned) and is recovered by another.",
-    ).tag(config=True)
     stream_max_seconds = Float(
         0.0,
         help="Seconds after which an event stream ends (0: never). Clients resume with "
@@ -139,8 +138,6 @@ class AgiExtensionApp(ExtensionApp):
         "tick_interval",
         "heartbeat_interval",
         "deep_research_poll_interval",
-        "run_heartbeat_interval",
-        "run_stale_after",
         "project_idle_timeout",
         "stream_max_seconds",
     )
@@ -235,6 +232,8 @@ class AgiExtensionApp(ExtensionApp):
         layer: dict[str, Any] = {}
         if self.persist_deltas is not None:
             layer["persist_deltas"] = bool(self.persist_deltas)
+        if self.stale_after is not None:
+            layer["stale_after"] = float(self.stale_after)
         if self.database_url:
             layer["database_url"] = self.database_url
         if self.project_namespace:
@@ -264,8 +263,6 @@ class AgiExtensionApp(ExtensionApp):
             tools=[NotebookPython(self.kernels)],
             notebooks=self.notebooks,
         )
-        agi.deps.heartbeat_interval = self.run_heartbeat_interval
-        agi.deps.stale_after = self.run_stale_after
         agi.deps.session_features = self.kernels.session_features(agi.project)
         # Another server queued a background run here: tick now, not at the next interval.
         agi.store.listen(self.runner.wake_threadsafe)

@@ -226,7 +226,8 @@ class Projects:
         return names
 
     def close(self) -> None:
-        """Close every ``Agi`` (their runs still executing here end ``cancelled``)."""
+        """Close every ``Agi`` (their runs still executing here are released to the queue,
+        for the next server or any tick to resume)."""
         agis, self._agis = list(self._agis.values()), {}
         self._by_parameter, self._used, self._holds = {}, {}, {}
         for agi in agis:

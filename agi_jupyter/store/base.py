@@ -14,6 +14,13 @@ cursors are opaque strings, positions are not row ids. Conventions:
   ``seq`` already used) raises ``Conflict``;
 - every change to a run bumps its ``version`` (heartbeats too, so a recovery decided on a stale
   read loses its compare-and-set);
+- fencing: every change of a run's ``owner`` (``claim_run``, ``claim_due_runs``, an update
+  setting ``owner``, e.g. a takeover by recovery or a release) bumps its ``epoch``. The writes a
+  run's owner makes take ``fence=RunFence(run_id, owner, epoch)`` (``add_message``,
+  ``update_message``, ``add_session_usage``, ``update_run``, ``append_run_event(s)``,
+  ``create_tool_call``, ``update_tool_call``, ``heartbeat``): the fence is checked in the
+  write's own transaction, and a write whose fence no longer holds changes nothing and raises
+  ``RunLost``. ``fence=None`` writes unconditionally (callers that own no run);
 - listings with cursors are newest first and stable under inserts; the others are in creation
   order;
 - times are ISO-8601 UTC strings with milliseconds (``records.utc_now()``), compared as text;
@@ -42,6 +49,7 @@ from agi_jupyter.records import (
     Role,
     Run,
     RunEvent,
+    RunFence,
     Session,
     Task,
     TaskStatus,
@@ -112,7 +120,13 @@ class Store(Protocol):
         ...
 
     def add_session_usage(
-        self, id: str, *, input_tokens: int, output_tokens: int, cost_usd: float
+        self,
+        id: str,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cost_usd: float,
+        fence: RunFence | None = None,
     ) -> None: ...
 
     # --- messages -------------------------------------------------------------------------
@@ -126,6 +140,7 @@ class Store(Protocol):
         run_id: str | None = None,
         status: MessageStatus = "complete",
         meta: JSON | None = None,
+        fence: RunFence | None = None,
     ) -> Message: ...
     def update_message(
         self,
@@ -134,6 +149,7 @@ class Store(Protocol):
         parts: Sequence[Part] | None = None,
         status: MessageStatus | None = None,
         meta: JSON | None = None,
+        fence: RunFence | None = None,
     ) -> Message: ...
     def get_message(self, id: str) -> Message: ...
     def list_messages(
@@ -160,18 +176,38 @@ class Store(Protocol):
         limit: int = 50,
         cursor: str | None = None,
     ) -> Page[Run]: ...
-    def update_run(self, id: str, /, **changes: Any) -> Run: ...
+    def update_run(self, id: str, /, *, fence: RunFence | None = None, **changes: Any) -> Run: ...
     def update_run_if(self, id: str, expected_version: int, /, **changes: Any) -> bool: ...
-    def claim_run(self, id: str, expected_version: int, *, owner: str) -> bool: ...
-    def heartbeat(self, id: str, owner: str) -> bool: ...
-    def due_runs(self, *, now: str | None = None, limit: int = 10) -> list[Run]: ...
-    def claim_due_runs(self, *, owner: str, limit: int = 10, now: str | None = None) -> list[Run]:
-        """Claim (as ``claim_run`` does) up to ``limit`` due queued runs, oldest first: at
-        most one per session, and none of a session that has a running run. Safe to call from
-        many processes and hosts at once: each run goes to one caller, and callers do not wait
-        for each other's picks. Returns the claimed runs."""
+    def claim_run(self, id: str, expected_version: int, *, owner: str) -> RunFence | None:
+        """CAS on ``version``: the run becomes ``running`` with ``owner``, a new ``epoch``, its
+        next ``attempt`` (``next_attempt_at`` cleared), a fresh heartbeat and ``started_at``
+        kept from its first start. The new fence, or None
+        when the version moved on (someone else got it)."""
         ...
 
+    def claim_due_runs(
+        self,
+        *,
+        owner: str,
+        stale_before: str,
+        limit: int = 10,
+        now: str | None = None,
+        exclude: Sequence[str] = (),
+    ) -> list[Run]:
+        """Claim in one atomic step up to ``limit`` due queued runs (as ``claim_run`` does):
+        only the oldest queued run of each session, and only of sessions without a running
+        run heartbeated at or after ``stale_before``; never the ids in ``exclude``. Oldest
+        first. Concurrent callers get disjoint runs (SQLite: one write transaction; PostgreSQL:
+        ``FOR UPDATE SKIP LOCKED`` or the like)."""
+        ...
+
+    def heartbeat(self, fence: RunFence) -> bool:
+        """Refresh the run's ``heartbeat_at`` (bumps ``version``) while ``fence`` holds, else
+        ``RunLost``; False, refreshing nothing, when the run is no longer ``running`` (its
+        cancel was asked for elsewhere: the owner should end it)."""
+        ...
+
+    def due_runs(self, *, now: str | None = None, limit: int = 10) -> list[Run]: ...
     def stale_runs(self, *, heartbeat_before: str, limit: int = 10) -> list[Run]: ...
     def find_replayable_run(self, request_hash: str, *, notebook_path: str | None) -> Run | None:
         """The newest run with this ``request_hash`` that succeeded without an error, started
@@ -183,7 +219,13 @@ class Store(Protocol):
     # --- run events -----------------------------------------------------------------------
 
     def append_run_event(
-        self, run_id: str, type: str, payload: JSON, *, seq: int | None = None
+        self,
+        run_id: str,
+        type: str,
+        payload: JSON,
+        *,
+        seq: int | None = None,
+        fence: RunFence | None = None,
     ) -> RunEvent:
         """Numbered after the run's last event, or ``seq`` if given (it must increase)."""
         ...
@@ -194,6 +236,7 @@ class Store(Protocol):
         events: Sequence[tuple[str, JSON]],
         *,
         seqs: Sequence[int] | None = None,
+        fence: RunFence | None = None,
     ) -> list[RunEvent]: ...
     def list_run_events(
         self, run_id: str, *, after_seq: int = 0, limit: int | None = None
@@ -223,8 +266,11 @@ class Store(Protocol):
         *,
         message_id: str | None = None,
         status: ToolCallStatus = "pending",
+        fence: RunFence | None = None,
     ) -> ToolCall: ...
-    def update_tool_call(self, id: str, /, **changes: Any) -> ToolCall: ...
+    def update_tool_call(
+        self, id: str, /, *, fence: RunFence | None = None, **changes: Any
+    ) -> ToolCall: ...
     def get_tool_call(self, id: str) -> ToolCall: ...
     def list_tool_calls(
         self, *, run_id: str | None = None, session_id: str | None = None

@@ -21,8 +21,8 @@ from typing import Any, Self, TypeVar
 
 from sqlite_utils import Database
 
-from agi_jupyter.errors import Conflict, RunNotFound, SessionNotFound, UsageError
-from agi_jupyter.records import Page
+from agi_jupyter.errors import Conflict, RunLost, RunNotFound, SessionNotFound, UsageError
+from agi_jupyter.records import Page, RunFence
 from agi_jupyter.store.migrations import migrate
 from agi_jupyter.store.rows import Mapping, check_limit, decode_cursor, encode_cursor
 
@@ -224,6 +224,17 @@ class StoreCore:
     def _require_session(conn: sqlite3.Connection, session_id: str) -> None:
         if conn.execute("SELECT 1 FROM sessions WHERE id = ?", [session_id]).fetchone() is None:
             raise SessionNotFound(f"session {session_id!r} not found")
+
+    @staticmethod
+    def _check_fence(conn: sqlite3.Connection, fence: RunFence | None) -> None:
+        """Inside a write transaction: raise ``RunLost`` unless ``fence`` still holds (the
+        run's owner and epoch are the fence's). ``BEGIN IMMEDIATE`` holds the write lock from
+        this read on, so no hand-over can come between the check and the write."""
+        if fence is None:
+            return
+        row = conn.execute("SELECT owner, epoch FROM runs WHERE id = ?", [fence.run_id]).fetchone()
+        if row is None or row[0] != fence.owner or row[1] != fence.epoch:
+            raise RunLost(f"run {fence.run_id} is no longer owned by {fence.owner}")
 
     @staticmethod
     def _require_run(conn: sqlite3.Connection, run_id: str) -> None:

@@ -18,7 +18,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from agi_jupyter.errors import Conflict, NotFound, UsageError
-from agi_jupyter.records import JSON, RunEvent, ToolCall, ToolCallStatus, new_id, utc_now
+from agi_jupyter.records import (
+    JSON,
+    RunEvent,
+    RunFence,
+    ToolCall,
+    ToolCallStatus,
+    new_id,
+    utc_now,
+)
 from agi_jupyter.store.connection import StoreCore
 from agi_jupyter.store.rows import RUN_EVENTS, TOOL_CALLS, check_limit, dumps
 
@@ -34,12 +42,19 @@ class EventsMixin(StoreCore):
     # --- run events -----------------------------------------------------------------------
 
     def append_run_event(
-        self, run_id: str, type: str, payload: JSON, *, seq: int | None = None
+        self,
+        run_id: str,
+        type: str,
+        payload: JSON,
+        *,
+        seq: int | None = None,
+        fence: RunFence | None = None,
     ) -> RunEvent:
         """Append one event to a run's log, numbered after the run's last event, or ``seq``
         when the caller numbers the run's events itself (live events that are not persisted
-        leave gaps); ``seq`` must be above the last one stored, else ``Conflict``."""
-        return self._append(run_id, [(type, payload)], seq)[0]
+        leave gaps); ``seq`` must be above the last one stored, else ``Conflict``. With
+        ``fence``: only while the run's owner still holds it, else ``RunLost``."""
+        return self._append(run_id, [(type, payload)], seq, fence)[0]
 
     def append_run_events(
         self,
@@ -47,21 +62,27 @@ class EventsMixin(StoreCore):
         events: Sequence[tuple[str, JSON]],
         *,
         seqs: Sequence[int] | None = None,
+        fence: RunFence | None = None,
     ) -> list[RunEvent]:
         """Append several events in one transaction, numbered consecutively after the run's
         last event, or ``seqs`` (increasing, above the last one stored) when the caller
-        numbers them itself."""
+        numbers them itself. ``fence``: as for ``append_run_event``."""
         if seqs is not None and len(seqs) != len(events):
             raise UsageError("seqs must give one number per event")
-        return self._append(run_id, events, seqs) if events else []
+        return self._append(run_id, events, seqs, fence) if events else []
 
     def _append(
-        self, run_id: str, events: Sequence[tuple[str, JSON]], seqs: Sequence[int] | int | None
+        self,
+        run_id: str,
+        events: Sequence[tuple[str, JSON]],
+        seqs: Sequence[int] | int | None,
+        fence: RunFence | None,
     ) -> list[RunEvent]:
         now = utc_now()
         payloads = [dumps(payload) for _, payload in events]
         with self._write() as conn:
             self._require_run(conn, run_id)
+            self._check_fence(conn, fence)
             (last,) = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?", [run_id]
             ).fetchone()
@@ -127,8 +148,10 @@ class EventsMixin(StoreCore):
         *,
         message_id: str | None = None,
         status: ToolCallStatus = "pending",
+        fence: RunFence | None = None,
     ) -> ToolCall:
-        """Record a tool call of a run (``tool_call_id`` is unique per run: else ``Conflict``)."""
+        """Record a tool call of a run (``tool_call_id`` is unique per run: else ``Conflict``);
+        with ``fence`` only while the run's owner still holds it (else ``RunLost``)."""
         now = utc_now()
         call = ToolCall(
             id=new_id("tc"),
@@ -144,13 +167,18 @@ class EventsMixin(StoreCore):
         row = TOOL_CALLS.to_row(call)
         with self._write() as conn:
             self._require_run(conn, run_id)
+            self._check_fence(conn, fence)
             self._insert(conn, "tool_calls", row)
         return call
 
-    def update_tool_call(self, id: str, /, **changes: Any) -> ToolCall:
+    def update_tool_call(
+        self, id: str, /, *, fence: RunFence | None = None, **changes: Any
+    ) -> ToolCall:
+        """Change fields of a tool call; ``fence``: as for ``create_tool_call``."""
         values = {**TOOL_CALLS.changes(changes), "updated_at": utc_now()}
         assignments, params = self._set_clause(values)
         with self._write() as conn:
+            self._check_fence(conn, fence)
             cur = conn.execute(f"UPDATE tool_calls SET {assignments} WHERE id = ?", [*params, id])
             if cur.rowcount == 0:
                 raise _tool_call_not_found(id)

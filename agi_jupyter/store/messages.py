@@ -24,6 +24,7 @@ from agi_jupyter.records import (
     MessageStatus,
     Part,
     Role,
+    RunFence,
     TextPart,
     new_id,
     part_to_dict,
@@ -60,8 +61,10 @@ class MessagesMixin(StoreCore):
         run_id: str | None = None,
         status: MessageStatus = "complete",
         meta: JSON | None = None,
+        fence: RunFence | None = None,
     ) -> Message:
-        """Append a message to a session (``text`` is the plain text of its text parts)."""
+        """Append a message to a session (``text`` is the plain text of its text parts); with
+        ``fence`` only while the run's owner still holds it (else ``RunLost``)."""
         now = utc_now()
         message = Message(
             id=new_id("msg"),
@@ -78,6 +81,7 @@ class MessagesMixin(StoreCore):
         row = MESSAGES.to_row(message)
         dicts = [part_to_dict(p) for p in message.parts]
         with self._write() as conn:
+            self._check_fence(conn, fence)
             cur = conn.execute(
                 "UPDATE sessions SET message_count = message_count + 1, updated_at = ?"
                 " WHERE id = ?",
@@ -96,9 +100,11 @@ class MessagesMixin(StoreCore):
         parts: Sequence[Part] | None = None,
         status: MessageStatus | None = None,
         meta: JSON | None = None,
+        fence: RunFence | None = None,
     ) -> Message:
         """Change a message; ``parts`` replace the old ones (and its ``text``), ``meta`` is
-        replaced as a whole. Arguments left as None stay as they are."""
+        replaced as a whole. Arguments left as None stay as they are. ``fence``: as for
+        ``add_message``."""
         now = utc_now()
         changes: dict[str, Any] = {"updated_at": now}
         if status is not None:
@@ -111,6 +117,7 @@ class MessagesMixin(StoreCore):
         dicts = None if parts is None else [part_to_dict(p) for p in parts]
         assignments = ", ".join(f"{name} = ?" for name in values)
         with self._write() as conn:
+            self._check_fence(conn, fence)
             cur = conn.execute(
                 f"UPDATE messages SET {assignments} WHERE id = ?", [*values.values(), id]
             )

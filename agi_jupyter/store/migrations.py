@@ -403,6 +403,18 @@ def m006_runs_request_hash_index(db: Database) -> None:
 
 
 @migration
+def m007_run_leases(db: Database) -> None:
+    """Fencing of run owners: ``runs.epoch`` counts the hand-overs of a run (claim, takeover
+    by recovery, release), and every write of an owner checks ``(owner, epoch)`` in its own
+    transaction. The index serves claiming the due head of each session's queue."""
+    if "epoch" not in db.table("runs").columns_dict:
+        db.table("runs").add_column("epoch", int, not_null_default=0)
+    db.table("runs").create_index(
+        ["session_id", "status"], index_name="idx_runs_session_id_status", if_not_exists=True
+    )
+
+
+@migration
 def m008_snapshots_and_changes(db: Database) -> None:
     """Content-addressed snapshots (``blobs``) and the changes runs make to notebooks and
     files (``changes``: the sha256 of the content before and after), which undo restores;

@@ -161,7 +161,7 @@ RUNS = Mapping(
     Run,
     "runs",
     json_columns=("error", "loop_state", "usage"),
-    readonly=("session_id", "version"),
+    readonly=("session_id", "version", "epoch"),
 )
 RUN_EVENTS = Mapping(RunEvent, "run_events", json_columns=("payload",))
 TOOL_CALLS = Mapping(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agi_jupyter.errors import SessionNotFound
-from agi_jupyter.records import JSON, Page, QueueMode, Session, new_id, utc_now
+from agi_jupyter.records import JSON, Page, QueueMode, RunFence, Session, new_id, utc_now
 from agi_jupyter.store.connection import StoreCore
 from agi_jupyter.store.rows import SESSIONS
 
@@ -115,10 +115,18 @@ class SessionsMixin(StoreCore):
         self._remove_artifact_files(artifact_ids)
 
     def add_session_usage(
-        self, id: str, *, input_tokens: int, output_tokens: int, cost_usd: float
+        self,
+        id: str,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cost_usd: float,
+        fence: RunFence | None = None,
     ) -> None:
-        """Add a run's usage to the session totals (an atomic increment)."""
+        """Add a run's usage to the session totals (an atomic increment); with ``fence``
+        only while the run's owner still holds it (else ``RunLost``)."""
         with self._write() as conn:
+            self._check_fence(conn, fence)
             cur = conn.execute(
                 "UPDATE sessions SET input_tokens = input_tokens + ?,"
                 " output_tokens = output_tokens + ?, cost_usd = cost_usd + ?, updated_at = ?"

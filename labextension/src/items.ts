@@ -105,6 +105,8 @@ interface MessageMeta {
   sdk?: string;
   cost_usd?: number | null;
   usage?: { input_tokens?: number; output_tokens?: number };
+  /** The answer a cancelled or failed run had streamed (status `error`). */
+  partial?: boolean;
 }
 
 /** A stored message as a chat item. */
@@ -114,7 +116,8 @@ export function messageItem(message: Message): ChatItem {
   return {
     ...emptyItem(message.id, message.role, message.run_id),
     messageId: message.id,
-    status: message.status === 'error' ? 'error' : 'complete',
+    // A partial answer (the run ended mid-answer) shows as the cut-short draft did.
+    status: meta.partial ? 'cancelled' : message.status === 'error' ? 'error' : 'complete',
     blocks: message.parts.flatMap(partBlocks),
     provider: meta.provider ?? null,
     model: meta.model ?? null,

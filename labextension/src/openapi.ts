@@ -1332,6 +1332,11 @@ export interface components {
              */
             owner: string | null;
             /**
+             * Epoch
+             * @default 0
+             */
+            epoch: number;
+            /**
              * Heartbeat At
              * @default null
              */
@@ -2366,7 +2371,7 @@ export interface components {
              * Status
              * @default null
              */
-            status: ("pending" | "running" | "completed" | "failed" | "skipped" | "denied") | null;
+            status: ("pending" | "running" | "completed" | "failed" | "skipped" | "denied" | "cancelled") | null;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}

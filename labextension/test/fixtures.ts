@@ -50,6 +50,7 @@ export function run(fields: Partial<Run> & { id: string }): Run {
     loop_state: null,
     version: 1,
     owner: null,
+    epoch: 0,
     heartbeat_at: null,
     usage: {},
     cost_usd: 0,

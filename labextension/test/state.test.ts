@@ -273,6 +273,44 @@ describe('history', () => {
     expect(tools(state)[0]).toMatchObject({ status: 'failed', ok: false, output: 'boom' });
   });
 
+  it('shows a stored partial answer as cut short and cancelled tool calls as cancelled', () => {
+    const partial = message({
+      ...assistantTurn2,
+      id: 'msg_p1',
+      status: 'error',
+      meta: { provider: 'fake', model: 'echo', partial: true },
+      parts: [{ type: 'text', text: 'Two fi' }]
+    });
+    const cancelled = message({
+      ...toolMessage,
+      parts: [
+        { type: 'tool_result', tool_call_id: 'call_1', name: 'fs.list', output: 'cancelled', is_error: true, status: 'cancelled' }
+      ]
+    });
+    const state = reduce(initialState(), {
+      type: 'history',
+      messages: [userMessage, assistantTurn1, cancelled, partial]
+    });
+    expect(tools(state)[0]).toMatchObject({ status: 'cancelled', ok: false });
+    const last = state.items[state.items.length - 1] as ChatItem;
+    expect([texts(last), last.status]).toEqual(['Two fi', 'cancelled']);
+    // the same message arriving live (message.completed) replaces the draft the same way
+    const live = run(
+      initialState(),
+      events([
+        ...RUN_EVENTS.slice(0, 11),
+        { type: 'message.completed', run_id: R, seq: 12, message: cancelled },
+        { type: 'iteration', run_id: R, seq: 13, iteration: 2, max_iterations: 10 },
+        { type: 'output.text.delta', run_id: R, seq: 14, delta: 'Two fi' },
+        { type: 'message.completed', run_id: R, seq: 15, message: partial },
+        { type: 'run.final', run_id: R, seq: 16, run: runRecord({ id: R, session_id: 'ses_1', status: 'cancelled' }) }
+      ])
+    );
+    expect(tools(live)[0]).toMatchObject({ status: 'cancelled' });
+    const lastLive = live.items[live.items.length - 1] as ChatItem;
+    expect([texts(lastLive), lastLive.status]).toEqual(['Two fi', 'cancelled']);
+  });
+
   it('keeps the draft of a run still going when the history is reloaded', () => {
     let state = run(initialState(), events(RUN_EVENTS.slice(0, 6)));
     state = reduce(state, { type: 'history', messages: [userMessage] });

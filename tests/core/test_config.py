@@ -238,3 +238,17 @@ def test_the_database_password_comes_from_the_credentials_file(project: Path, ho
 def test_a_database_url_must_be_postgresql(project: Path, home: Path) -> None:
     with pytest.raises(ConfigError, match="database_url"):
         load_config(project, env=env_for(home, AGI_DATABASE_URL="sqlite:///x.db"))
+
+
+def test_durability_settings_and_their_defaults(project: Path, home: Path) -> None:
+    cfg = load_config(project, env=env_for(home))
+    assert (cfg.stale_after, cfg.persist_deltas) == (30.0, True)
+    cfg = load_config(project, env=env_for(home, AGI_STALE_AFTER="4", AGI_PERSIST_DELTAS="0"))
+    assert (cfg.stale_after, cfg.persist_deltas) == (4.0, False)
+    cfg = load_config(project, env=env_for(home, AGI_STALE_AFTER="4"), traitlets={"stale_after": 6})
+    assert cfg.stale_after == 6.0  # traitlets beat env
+    write_json(project / ".agi/config.json", {"stale_after": 90, "persist_deltas": False})
+    cfg = load_config(project, env=env_for(home), traitlets={"stale_after": 6})
+    assert (cfg.stale_after, cfg.persist_deltas) == (90.0, False)
+    with pytest.raises(ConfigError, match="environment: stale_after"):
+        load_config(project, env=env_for(home, AGI_STALE_AFTER="0.1"))

@@ -141,7 +141,7 @@ def test_agi_replay_copies_messages_tool_calls_and_events(
     assert stored == source
     followed = list(agi.follow(replay.id))
     deltas = [e for e in followed if e["type"] == "output.text.delta"]
-    assert [e["delta"] for e in deltas] == []  # not persisted (persist_deltas off)
+    assert "".join(e["delta"] for e in deltas) == "Listed."  # persisted (persist_deltas)
     assert followed[0]["session_id"] == target.id
     assert followed[-1]["run"]["status"] == "succeeded"
     assert len(fake_llm.requests) == 2

@@ -123,6 +123,37 @@ def test_run_view_shows_progress_errors_and_replays() -> None:
     assert "cost n/a" in view.footer()
 
 
+def test_run_view_of_a_cancelled_run_shows_its_partial_answer_and_cancelled_tools() -> None:
+    view = RunView()
+    partial = {"role": "assistant", "text": "half an ans", "meta": {"partial": True}}
+    for event in [
+        {
+            "type": "run.meta",
+            "run_id": "run_9",
+            "provider": "fake",
+            "model": "echo",
+            "agent": "build",
+        },
+        {"type": "tool.call.started", "tool_call_id": "c1", "name": "shell.run"},
+        {
+            "type": "tool.call.output",
+            "tool_call_id": "c1",
+            "name": "shell.run",
+            "ok": False,
+            "output": "cancelled",
+            "status": "cancelled",
+        },
+        {"type": "iteration", "iteration": 2},
+        {"type": "message.completed", "message": partial},  # deltas were not stored
+        {"type": "run.final", "run": {"status": "cancelled"}},
+    ]:
+        view.apply(event)
+    assert view.text == "half an ans"
+    markdown = view.to_markdown()
+    assert "■ <code>shell.run</code> cancelled" in markdown
+    assert view.footer().endswith("· cancelled · partial answer")
+
+
 def test_terminal_printer_streams_text_and_tool_lines() -> None:
     view = RunView()
     out = io.StringIO()

@@ -115,10 +115,14 @@ def test_stop_cancels_the_run(widget: Any, fake_llm: FakeLLMServer) -> None:
     assert widget.running == ""
     assert widget.transcript[-1]["text"].endswith("· cancelled")
     assert not any(e.get("streaming") for e in widget.transcript)
-    # the stopped answer keeps what it had said (the front end drops its streamed copy)
+    # the answer streamed so far stays, marked partial, live and after a reload
     (answer,) = [e for e in widget.transcript if e["role"] == "assistant"]
+    streamed = "".join(d["text"] for d in _deltas(widget))
+    assert (answer["text"], answer["partial"]) == (streamed, True)
     assert answer["text"].startswith("word")
-    assert answer["text"] == "".join(d["text"] for d in _deltas(widget))
+    widget._on_session_change({"new": widget.session_id})  # what picking the session does
+    (reloaded,) = [e for e in widget.transcript if e["role"] == "assistant"]
+    assert (reloaded["text"], reloaded["partial"]) == (streamed, True)
 
 
 def test_the_session_picker_counts_the_messages_after_an_answer(widget: Any) -> None:

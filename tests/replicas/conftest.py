@@ -75,8 +75,7 @@ def start_replica(name: str, root: Path, env: dict[str, str], logs: Path) -> Rep
         "--allow-root", "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}",
         "--AgiExtensionApp.tick_interval=2", "--AgiExtensionApp.heartbeat_interval=0",
-        "--AgiExtensionApp.run_heartbeat_interval=0.5",
-        f"--AgiExtensionApp.run_stale_after={STALE_AFTER}", "--AgiExtensionApp.freeze_gc=False",
+        f"--AgiExtensionApp.stale_after={STALE_AFTER}", "--AgiExtensionApp.freeze_gc=False",
     ]  # fmt: skip
     log = logs / f"{name}.log"
     with log.open("wb") as out:

@@ -95,7 +95,9 @@ def test_tool_timeout_and_exception_come_back_to_the_model(
     session = agi.new_session(tools=["test.*"], model="openai:gpt-5-mini")
     result = agi.ask("go", session=session.id)
     assert (result.text, result.run.status) == ("I saw both errors", "succeeded")
-    timeout, error = tool_results(result.messages)
+    # each result is stored when its call ends: the failure first, the timeout after it
+    error, timeout = tool_results(result.messages)
+    assert (error.name, timeout.name) == ("test.boom", "test.nap")
     assert timeout.is_error
     assert "timed out" in timeout.output
     assert error.is_error
@@ -164,8 +166,14 @@ def test_cancel_during_a_tool_ends_the_run_cancelled(
     assert cancelled.status == "cancelled"
     assert cancelled.error == {"code": "RUN_CANCELLED", "message": "the run was cancelled"}
     (call,) = agi.store.list_tool_calls(run_id=run.id)
-    assert call.status == "failed"
+    assert call.status == "cancelled"
+    # the call is answered in the stored conversation, and shown cancelled live and reloaded
+    (result,) = [m for m in agi.store.list_messages(session.id) if m.role == "tool"]
+    (part,) = tool_results([result])
+    assert (part.status, part.is_error) == ("cancelled", True)
     events = list(agi.follow(run.id))
+    outputs = [e for e in events if e["type"] == "tool.call.output"]
+    assert [(e["status"], e["ok"]) for e in outputs] == [("cancelled", False)]
     assert events[-1]["type"] == "run.final"
     assert events[-1]["run"]["status"] == "cancelled"
     with pytest.raises(RunTerminal):
@@ -267,3 +275,12 @@ def test_interrupt_tolerates_a_run_that_ended_meanwhile(
     monkeypatch.setattr(agi, "cancel", ended_meanwhile)
     result = agi.ask("new message", session=session.id)
     assert result.run.status == "succeeded"
+
+
+def test_cancel_right_after_submit_ends_the_run(make_agi: MakeAgi) -> None:
+    agi = make_agi()
+    session = agi.new_session(model="fake:echo")
+    for _ in range(5):  # the cancel may reach the loop before the run's task ever ran
+        run = agi.submit("never mind", session=session.id)
+        assert agi.cancel(run.id).status in ("cancelled", "succeeded")
+        assert agi.run(run.id).is_terminal

@@ -1,7 +1,9 @@
-"""Several OS processes ticking the same store execute every queued run exactly once."""
+"""Several OS processes ticking the same store execute every queued run exactly once, and the
+runs of each session one after another, in order."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -15,24 +17,26 @@ from tests.runtime.conftest import MakeAgi
 
 WORKER = textwrap.dedent(
     """
-    import json, sys
+    import json, sys, time
     from agi_jupyter.app import Agi
 
     project, env = sys.argv[1], json.loads(sys.argv[2])
     executed = 0
     with Agi(project, env=env) as agi:
-        for _ in range(400):  # bounded: each tick claims up to 5 runs
+        for _ in range(2000):  # bounded: each tick claims up to 5 runs
             result = agi.tick(max_runs=5)
             executed += result.executed
-            if not agi.store.due_runs(limit=1) and result.executed == 0:
+            if not agi.store.list_runs(statuses=["queued", "running"], limit=1).items:
                 break
+            if result.executed == 0:
+                time.sleep(0.05)  # what is left is running elsewhere
     print(json.dumps({"executed": executed}))
     """
 )
 
 
 @pytest.mark.slow
-def test_four_processes_ticking_200_runs_execute_each_once(
+def test_eight_processes_ticking_200_runs_execute_each_once_in_session_order(
     make_agi: MakeAgi, project: Path, agi_env: dict[str, str], fake_llm: FakeLLMServer
 ) -> None:
     agi = make_agi()
@@ -47,7 +51,7 @@ def test_four_processes_ticking_200_runs_execute_each_once(
             stderr=subprocess.PIPE,
             text=True,
         )
-        for _ in range(4)
+        for _ in range(8)
     ]
     outputs = [w.communicate(timeout=240) for w in workers]
     for worker, (_out, err) in zip(workers, outputs, strict=True):
@@ -61,3 +65,16 @@ def test_four_processes_ticking_200_runs_execute_each_once(
         finals = [e for e in agi.store.list_run_events(run_id) if e.type == "run.final"]
         assert len(finals) == 1
     assert len([r for r in fake_llm.requests if r.protocol == "chat"]) == 200
+    for session_id in session_ids:  # one at a time, in the order they were queued
+        # The session stream is in the order writes were committed in (times are taken
+        # before a write waits for the lock, so they need not be; cursors are opaque). A
+        # run's events up to its ending all come before the next run's first event: it was
+        # claimed only once the run before it had ended.
+        positions: dict[str, list[int]] = {}
+        stream = agi.store.list_session_run_events(session_id, limit=1000)
+        for position, (_cursor, event) in enumerate(stream):
+            positions.setdefault(event.run_id, []).append(position)
+        ordered = [r.id for r in runs if r.session_id == session_id]
+        for earlier, later in itertools.pairwise(ordered):
+            before_ending = positions[earlier][:-2]  # all but run.status and run.final
+            assert max(before_ending) < min(positions[later])

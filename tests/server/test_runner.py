@@ -141,3 +141,17 @@ class TestHeartbeat:
             assert store.get_task(later).status == "pending", "not due within the interval"
         await asyncio.sleep(0.5)  # more heartbeats: the task is not handed over twice
         assert len((await fetch("sessions")).data["sessions"]) == 1
+
+
+class TestDurabilitySettings:
+    @pytest.fixture
+    def agi_config(self) -> dict[str, Any]:
+        return {"stale_after": 3.0, "persist_deltas": False}
+
+    async def test_the_traits_reach_the_projects_runtime(
+        self, fetch: Fetch, jp_serverapp: Any
+    ) -> None:
+        extension = jp_serverapp.web_app.settings["agi"]
+        agi = await extension.projects.get(None)
+        assert (agi.config.stale_after, agi.config.persist_deltas) == (3.0, False)
+        assert agi.deps.heartbeat_interval == 0.75

@@ -56,7 +56,7 @@ def test_reads_on_a_fresh_project_find_nothing(store: Store) -> None:
     assert store.get_capability("x") is None
     assert store.list_unprocessed_webhook_events() == []
     assert store.due_runs() == []
-    assert store.claim_due_runs(owner="me") == []
+    assert store.claim_due_runs(owner="me", stale_before="2000-01-01T00:00:00.000Z") == []
     assert store.stale_runs(heartbeat_before="2999") == []
     assert store.get_run_by_response_id("resp") is None
     assert store.stats()["sessions"] == 0

@@ -17,7 +17,7 @@ def test_claims_the_oldest_due_runs(store: Store) -> None:
     runs = [store.create_run(s.id) for s in sessions]
     store.update_run(runs[1].id, next_attempt_at=FUTURE)
     store.update_run(runs[2].id, next_attempt_at=PAST)
-    claimed = store.claim_due_runs(owner="a", limit=2)
+    claimed = store.claim_due_runs(owner="a", stale_before=PAST, limit=2)
     assert [r.id for r in claimed] == [runs[0].id, runs[2].id]
     for got in claimed:
         assert (got.status, got.owner) == ("running", "a")
@@ -25,9 +25,9 @@ def test_claims_the_oldest_due_runs(store: Store) -> None:
         assert got.started_at == got.heartbeat_at
         assert store.get_run(got.id) == got
     assert claimed[0].version == runs[0].version + 1
-    assert [r.id for r in store.claim_due_runs(owner="b")] == [runs[3].id]
-    assert store.claim_due_runs(owner="b") == []
-    later = store.claim_due_runs(owner="c", now="3000-01-01T00:00:00.000Z")
+    assert [r.id for r in store.claim_due_runs(owner="b", stale_before=PAST)] == [runs[3].id]
+    assert store.claim_due_runs(owner="b", stale_before=PAST) == []
+    later = store.claim_due_runs(owner="c", stale_before=PAST, now="3000-01-01T00:00:00.000Z")
     assert [r.id for r in later] == [runs[1].id]
 
 
@@ -35,27 +35,28 @@ def test_one_run_per_session_and_none_of_a_busy_session(store: Store, session: S
     first, second = store.create_run(session.id), store.create_run(session.id)
     other = store.create_session()
     elsewhere = store.create_run(other.id)
-    claimed = store.claim_due_runs(owner="a")
+    claimed = store.claim_due_runs(owner="a", stale_before=PAST)
     assert [r.id for r in claimed] == [first.id, elsewhere.id]
-    assert store.claim_due_runs(owner="b") == []  # first is running: second waits
+    # first is running: second waits
+    assert store.claim_due_runs(owner="b", stale_before=PAST) == []
     store.update_run(first.id, status="succeeded")
-    assert [r.id for r in store.claim_due_runs(owner="b")] == [second.id]
+    assert [r.id for r in store.claim_due_runs(owner="b", stale_before=PAST)] == [second.id]
 
 
 def test_a_requeued_run_is_claimed_again_keeping_its_start(store: Store, run: Run) -> None:
-    (claimed,) = store.claim_due_runs(owner="a")
+    (claimed,) = store.claim_due_runs(owner="a", stale_before=PAST)
     store.update_run(run.id, status="queued", owner=None)
-    (again,) = store.claim_due_runs(owner="b")
+    (again,) = store.claim_due_runs(owner="b", stale_before=PAST)
     assert (again.owner, again.started_at) == ("b", claimed.started_at)
     assert again.version == claimed.version + 2
 
 
 def test_claim_due_and_compare_and_set_claims_never_share_a_run(store: Store) -> None:
     queued = [store.create_run(store.create_session().id) for _ in range(20)]
-    (taken,) = store.claim_due_runs(owner="due", limit=1)
+    (taken,) = store.claim_due_runs(owner="due", stale_before=PAST, limit=1)
     assert not store.claim_run(taken.id, queued[0].version, owner="cas")
     assert store.claim_run(queued[1].id, queued[1].version, owner="cas")
-    rest = store.claim_due_runs(owner="due", limit=100)
+    rest = store.claim_due_runs(owner="due", stale_before=PAST, limit=100)
     assert queued[1].id not in {r.id for r in rest}
     assert len(rest) == 18
 
@@ -73,7 +74,7 @@ def test_concurrent_claimers_take_every_run_exactly_once(make_store: OpenStore) 
         barrier.wait(timeout=30)
         try:
             for _ in range(500):  # bounded: far more rounds than there are runs
-                got = claimers[i].claim_due_runs(owner=f"w{i}", limit=3)
+                got = claimers[i].claim_due_runs(owner=f"w{i}", stale_before=PAST, limit=3)
                 taken.extend((r.id, f"w{i}") for r in got)
                 for r in got:  # done at once, so the session's next run becomes due
                     claimers[i].update_run(r.id, status="succeeded")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from agi_jupyter.errors import Conflict, RunNotFound, SessionNotFound, UsageError
-from agi_jupyter.records import Run, Session
+from agi_jupyter.errors import Conflict, RunLost, RunNotFound, SessionNotFound, UsageError
+from agi_jupyter.records import Run, RunFence, Session, TextPart
 from agi_jupyter.store import Store
 from tests.store.conftest import OpenStore
 
@@ -198,19 +198,123 @@ def test_claim_race_between_connections(make_store: OpenStore, run: Run) -> None
 
 
 def test_heartbeat_only_for_the_running_owner(store: Store, run: Run) -> None:
-    assert not store.heartbeat(run.id, "a")  # queued
-    store.claim_run(run.id, run.version, owner="a")
+    fence = store.claim_run(run.id, run.version, owner="a")
+    assert fence is not None
     store.update_run(run.id, heartbeat_at=PAST)
     before = store.get_run(run.id)
-    assert store.heartbeat(run.id, "a")
+    assert store.heartbeat(fence)
     after = store.get_run(run.id)
     assert after.heartbeat_at is not None
     assert after.heartbeat_at > PAST
     assert after.version == before.version + 1
-    assert not store.heartbeat(run.id, "b")
-    store.update_run(run.id, status="cancelled")
-    assert not store.heartbeat(run.id, "a")
-    assert not store.heartbeat("run_nope", "a")
+    with pytest.raises(RunLost):
+        store.heartbeat(RunFence(run.id, "b", fence.epoch))
+    with pytest.raises(RunLost):
+        store.heartbeat(RunFence("run_nope", "a", fence.epoch))
+    store.update_run(run.id, status="cancelled")  # a cancel asked for by someone else
+    assert not store.heartbeat(fence)
+
+
+def test_epoch_counts_hand_overs(store: Store, run: Run) -> None:
+    first = store.claim_run(run.id, run.version, owner="a")
+    assert first == RunFence(run.id, "a", run.epoch + 1)
+    assert store.get_run(run.id).fence == first
+    store.update_run(run.id, loop_state={"iteration": 1})  # no hand-over: same epoch
+    assert store.get_run(run.id).epoch == first.epoch
+    taken = store.get_run(run.id)
+    assert store.update_run_if(taken.id, taken.version, status="queued", owner=None)
+    assert store.get_run(run.id).epoch == first.epoch + 1
+    second = store.claim_run(run.id, store.get_run(run.id).version, owner="a")
+    assert second is not None
+    assert second.epoch == first.epoch + 2  # the same owner name, a new fence
+
+
+def test_fenced_writes_fail_once_the_run_changed_hands(
+    store: Store, session: Session, run: Run
+) -> None:
+    fence = store.claim_run(run.id, run.version, owner="a")
+    assert fence is not None
+    message = store.add_message(session.id, "assistant", [TextPart(text="ok")], fence=fence)
+    call = store.create_tool_call(run.id, "c1", "fs.read", {}, fence=fence)
+    store.update_tool_call(call.id, status="completed", fence=fence)
+    store.update_message(message.id, status="error", fence=fence)
+    store.append_run_events(run.id, [("iteration", {})], seqs=[1], fence=fence)
+    store.add_session_usage(session.id, input_tokens=1, output_tokens=1, cost_usd=0, fence=fence)
+    store.update_run(run.id, loop_state={"iteration": 1}, fence=fence)
+    # a tick takes the run over (the owner stalled)
+    taken = store.get_run(run.id)
+    assert store.update_run_if(run.id, taken.version, status="queued", owner=None)
+    assert store.claim_run(run.id, taken.version + 1, owner="b") is not None
+    before = (store.get_session(session.id), store.list_messages(session.id))
+    writes = [
+        lambda: store.add_message(session.id, "assistant", [TextPart(text="late")], fence=fence),
+        lambda: store.update_message(message.id, status="complete", fence=fence),
+        lambda: store.create_tool_call(run.id, "c2", "fs.read", {}, fence=fence),
+        lambda: store.update_tool_call(call.id, status="failed", fence=fence),
+        lambda: store.append_run_event(run.id, "run.final", {}, seq=9, fence=fence),
+        lambda: store.add_session_usage(
+            session.id, input_tokens=5, output_tokens=5, cost_usd=1, fence=fence
+        ),
+        lambda: store.update_run(run.id, status="succeeded", fence=fence),
+        lambda: store.heartbeat(fence),
+    ]
+    for write in writes:
+        with pytest.raises(RunLost):
+            write()
+    assert (store.get_session(session.id), store.list_messages(session.id)) == before
+    assert [c.status for c in store.list_tool_calls(run_id=run.id)] == ["completed"]
+    assert [e.seq for e in store.list_run_events(run.id)] == [1]
+    assert store.get_run(run.id).status == "running"
+
+
+def test_claim_due_runs_takes_each_sessions_head_once(
+    store: Store, make_store: OpenStore, session: Session
+) -> None:
+    other = store.create_session()
+    busy = store.create_session()
+    a1, a2 = store.create_run(session.id), store.create_run(session.id)
+    b1 = store.create_run(other.id, next_attempt_at=FUTURE)
+    store.create_run(other.id)  # behind b1, which is not due yet: waits
+    running, waiting = store.create_run(busy.id), store.create_run(busy.id)
+    assert store.claim_run(running.id, running.version, owner="x")
+    claimed = store.claim_due_runs(owner="t1", stale_before=PAST, limit=10)
+    assert [r.id for r in claimed] == [a1.id]
+    assert {(r.status, r.owner, r.epoch) for r in claimed} == {("running", "t1", 1)}
+    assert store.claim_due_runs(owner="t2", stale_before=PAST) == []  # a1 runs: a2 waits
+    store.update_run(a1.id, status="succeeded", fence=claimed[0].fence)
+    assert [r.id for r in make_store().claim_due_runs(owner="t2", stale_before=PAST)] == [a2.id]
+    # the busy session's owner went silent: its next run is free to go
+    assert [r.id for r in store.claim_due_runs(owner="t3", stale_before=FUTURE)] == [waiting.id]
+    assert store.claim_due_runs(owner="t4", stale_before=PAST, exclude=[b1.id]) == []
+    assert [
+        r.id
+        for r in store.claim_due_runs(owner="t4", stale_before=PAST, now=FUTURE, exclude=[a2.id])
+    ] == [b1.id]
+
+
+def test_concurrent_claims_of_due_runs_are_disjoint(
+    make_store: OpenStore, session: Session
+) -> None:
+    setup = make_store()
+    sessions = [setup.create_session() for _ in range(30)]
+    for s in sessions:
+        setup.create_run(s.id)
+    stores = [make_store() for _ in range(4)]
+    barrier = threading.Barrier(len(stores))
+    got: list[list[str]] = [[] for _ in stores]
+
+    def claim(i: int) -> None:
+        barrier.wait(timeout=30)
+        while batch := stores[i].claim_due_runs(owner=f"w{i}", stale_before=PAST, limit=3):
+            got[i].extend(r.id for r in batch)
+
+    threads = [threading.Thread(target=claim, args=(i,)) for i in range(len(stores))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    claimed = [run_id for ids in got for run_id in ids]
+    assert len(claimed) == len(set(claimed)) == 30
 
 
 def test_due_runs(store: Store, session: Session) -> None:

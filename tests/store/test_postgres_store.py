@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from agi_jupyter.errors import ConfigError, NotFound, StoreUnavailable, UsageError
+from agi_jupyter.errors import ConfigError, NotFound, RunLost, StoreUnavailable, UsageError
 from agi_jupyter.records import TextPart
 from agi_jupyter.store import MIGRATIONS, Store, create_store
 from agi_jupyter.store.postgres import PostgresStore, database
@@ -165,6 +165,46 @@ def test_later_appends_wait_for_an_earlier_one_to_commit(
     writer.join(timeout=30)
     assert appended.is_set()
     assert [e.type for _, e in store.list_session_run_events(session.id)] == ["later"]
+
+
+def test_a_takeover_in_flight_makes_the_old_owners_write_wait_then_fail(
+    make_pg_store: OpenStore, postgres_url: str
+) -> None:
+    """The fence is checked on the newest committed row, in the write's own transaction: a
+    fenced write that meets an uncommitted hand-over waits for it, then raises ``RunLost``
+    and writes nothing (it never lands after the new owner took the run)."""
+    store = make_pg_store()
+    assert isinstance(store, PostgresStore)
+    session = store.create_session()
+    run = store.create_run(session.id)
+    fence = store.claim_run(run.id, run.version, owner="a")
+    assert fence is not None
+    outcome: list[BaseException | None] = []
+    finished = threading.Event()
+
+    def late_write() -> None:
+        try:
+            store.add_message(session.id, "assistant", [TextPart(text="late")], fence=fence)
+            outcome.append(None)
+        except BaseException as e:
+            outcome.append(e)
+        finished.set()
+
+    with psycopg.connect(postgres_url) as takeover:  # a hand-over that has not committed yet
+        takeover.execute(f'SET search_path TO "{store.schema}"')
+        takeover.execute(
+            "UPDATE runs SET owner = 'b', epoch = epoch + 1, version = version + 1 WHERE id = %s",
+            [run.id],
+        )
+        writer = threading.Thread(target=late_write)
+        writer.start()
+        assert not finished.wait(timeout=0.5), "the fenced write did not wait for the hand-over"
+        takeover.commit()
+    writer.join(timeout=30)
+    assert finished.is_set()
+    assert isinstance(outcome[0], RunLost)
+    assert store.list_messages(session.id) == []
+    assert store.get_session(session.id).message_count == 0
 
 
 def test_blobs_being_referenced_are_not_collected(

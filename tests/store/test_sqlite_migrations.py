@@ -33,7 +33,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         "message_parts": {"id", "message_id", "idx", "type", "content"},
     },
     "m002_runs": {
-        "runs": set(RUNS.columns) - {"agent"},  # added by m013_runs_agent
+        "runs": set(RUNS.columns) - {"epoch", "agent"},  # added by m007 and m013
         "run_events": set(RUN_EVENTS.columns),
         "tool_calls": set(TOOL_CALLS.columns),
     },
@@ -58,6 +58,7 @@ REQUIRED_INDEXES = [  # (table, columns, unique)
     ("runs", ["provider_response_id"], True),
     ("webhook_events", ["event_id"], True),
     ("capabilities", ["name"], True),
+    ("runs", ["session_id", "status"], False),
     ("changes", ["run_id"], False),
     ("changes", ["path"], False),
 ]
@@ -83,6 +84,7 @@ def test_migrations_are_numbered_in_order() -> None:
         "m004_indexes",
         "m005_messages_parts_column",
         "m006_runs_request_hash_index",
+        "m007_run_leases",
         "m008_snapshots_and_changes",
         "m009_webhook_delivery_id",
         "m013_runs_agent",
@@ -193,6 +195,22 @@ def test_unique_constraints_hold(db: Database) -> None:
     runs.insert({"id": "run_c", **base, "provider_response_id": "resp_1"})
     with pytest.raises(Exception, match="UNIQUE"):
         runs.insert({"id": "run_d", **base, "provider_response_id": "resp_1"})
+
+
+def test_m007_gives_existing_runs_epoch_zero(db: Database) -> None:
+    for fn in MIGRATIONS[: [f.__name__ for f in MIGRATIONS].index("m007_run_leases")]:
+        fn(db)
+    db.execute(
+        "INSERT INTO sessions (id, agent, sdk, queue_mode, created_at, updated_at)"
+        " VALUES ('ses_1', 'general', 'native', 'queue', 'x', 'x')"
+    )
+    db.execute(
+        "INSERT INTO runs (id, session_id, type, execution_mode, status, version, created_at,"
+        " updated_at) VALUES ('run_1', 'ses_1', 'agent', 'background', 'running', 3, 'x', 'x')"
+    )
+    BY_NAME["m007_run_leases"](db)
+    assert db.execute("SELECT epoch FROM runs WHERE id = 'run_1'").fetchone() == (0,)
+    assert "epoch" in columns(db, "runs")
 
 
 def test_m013_gives_runs_their_own_agent(db: Database) -> None:

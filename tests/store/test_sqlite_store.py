@@ -17,7 +17,7 @@ def test_reads_on_a_fresh_project_create_nothing(sqlite_store: SqliteStore, proj
     assert sqlite_store.list_sessions().items == []
     assert sqlite_store.list_session_run_events("ses_x") == []
     assert sqlite_store.session_events_end("ses_x") == "0"
-    assert sqlite_store.claim_due_runs(owner="me") == []
+    assert sqlite_store.claim_due_runs(owner="me", stale_before="2000-01-01T00:00:00.000Z") == []
     assert not store_exists(project)
     assert list(project.iterdir()) == []
 

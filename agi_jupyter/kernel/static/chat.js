@@ -30,6 +30,7 @@ const ICON_PATHS = {
   failed: '<circle cx="8" cy="8" r="5.5"/><path d="M6 6l4 4M10 6l-4 4"/>',
   denied: '<circle cx="8" cy="8" r="5.5"/><path d="M4.2 11.8l7.6-7.6"/>',
   skipped: '<path d="M3 4l5 4-5 4zM9 4l5 4-5 4z"/>',
+  cancelled: '<rect x="4" y="4" width="8" height="8" rx="1"/>',
   copy: '<rect x="5" y="5" width="8" height="9" rx="1"/><path d="M3 11V3a1 1 0 0 1 1-1h6"/>',
 };
 
@@ -252,7 +253,7 @@ export default {
       if (entry.role === "tool") return toolNode(entry);
       const streaming = Boolean(entry.streaming);
       const node = el("div", {
-        class: `agi-entry agi-${entry.role}${streaming ? " agi-streaming" : ""}`,
+        class: `agi-entry agi-${entry.role}${streaming ? " agi-streaming" : ""}${entry.partial ? " agi-partial" : ""}`,
         "data-role": entry.role,
         "data-entry-id": entry.id,
       });
@@ -261,6 +262,7 @@ export default {
         view.set(streaming ? (live.get(entry.id) ?? entry.text ?? "") : (entry.text ?? ""));
         node.append(view.node);
         node.markdown = view;
+        if (entry.partial) node.append(el("div", { class: "agi-label" }, "partial answer: the run ended before it did"));
       } else {
         node.textContent = entry.text ?? "";
       }

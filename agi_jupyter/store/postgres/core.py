@@ -21,8 +21,15 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import PoolClosed, PoolTimeout
 
-from agi_jupyter.errors import Conflict, RunNotFound, SessionNotFound, StoreUnavailable, UsageError
-from agi_jupyter.records import Page
+from agi_jupyter.errors import (
+    Conflict,
+    RunLost,
+    RunNotFound,
+    SessionNotFound,
+    StoreUnavailable,
+    UsageError,
+)
+from agi_jupyter.records import Page, RunFence
 from agi_jupyter.store.postgres import database
 from agi_jupyter.store.rows import Mapping, check_limit, decode_cursor, encode_cursor
 
@@ -218,6 +225,23 @@ class PgCore:
         ).fetchone()
         if found is None:
             raise SessionNotFound(f"session {session_id!r} not found")
+
+    @staticmethod
+    def _check_fence(conn: Connection, fence: RunFence | None) -> None:
+        """Inside a write transaction, before its writes: raise ``RunLost`` unless ``fence``
+        holds (the run's owner and epoch are the fence's). ``FOR SHARE`` keeps it holding
+        until this transaction ends: a hand-over (an ``UPDATE`` of the run's owner) waits for
+        the write to commit, as SQLite's single writer would make it. Writes that update the
+        run row itself fence in their ``UPDATE``'s ``WHERE`` instead (two share locks both
+        upgrading would deadlock)."""
+        if fence is None:
+            return
+        row = conn.execute(
+            "SELECT 1 FROM runs WHERE id = %s AND owner = %s AND epoch = %s FOR SHARE",
+            [fence.run_id, fence.owner, fence.epoch],
+        ).fetchone()
+        if row is None:
+            raise RunLost(f"run {fence.run_id} is no longer owned by {fence.owner}")
 
     @staticmethod
     def _require_run(conn: Connection, run_id: str) -> str:

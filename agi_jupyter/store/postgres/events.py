@@ -21,7 +21,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from agi_jupyter.errors import Conflict, NotFound, RunNotFound, UsageError
-from agi_jupyter.records import JSON, RunEvent, ToolCall, ToolCallStatus, new_id, utc_now
+from agi_jupyter.records import (
+    JSON,
+    RunEvent,
+    RunFence,
+    ToolCall,
+    ToolCallStatus,
+    new_id,
+    utc_now,
+)
 from agi_jupyter.store.events import numbering
 from agi_jupyter.store.postgres.core import PgCore, limit_value
 from agi_jupyter.store.rows import RUN_EVENTS, TOOL_CALLS, check_limit, dumps
@@ -49,9 +57,15 @@ class PgEventsMixin(PgCore):
     # --- run events -----------------------------------------------------------------------
 
     def append_run_event(
-        self, run_id: str, type: str, payload: JSON, *, seq: int | None = None
+        self,
+        run_id: str,
+        type: str,
+        payload: JSON,
+        *,
+        seq: int | None = None,
+        fence: RunFence | None = None,
     ) -> RunEvent:
-        return self._append(run_id, [(type, payload)], seq)[0]
+        return self._append(run_id, [(type, payload)], seq, fence)[0]
 
     def append_run_events(
         self,
@@ -59,13 +73,18 @@ class PgEventsMixin(PgCore):
         events: Sequence[tuple[str, JSON]],
         *,
         seqs: Sequence[int] | None = None,
+        fence: RunFence | None = None,
     ) -> list[RunEvent]:
         if seqs is not None and len(seqs) != len(events):
             raise UsageError("seqs must give one number per event")
-        return self._append(run_id, events, seqs) if events else []
+        return self._append(run_id, events, seqs, fence) if events else []
 
     def _append(
-        self, run_id: str, events: Sequence[tuple[str, JSON]], seqs: Sequence[int] | int | None
+        self,
+        run_id: str,
+        events: Sequence[tuple[str, JSON]],
+        seqs: Sequence[int] | int | None,
+        fence: RunFence | None,
     ) -> list[RunEvent]:
         now = utc_now()
         payloads = [dumps(payload) for _, payload in events]
@@ -79,6 +98,7 @@ class PgEventsMixin(PgCore):
             if row is None:
                 raise RunNotFound(f"run {run_id!r} not found")
             session_id, end = row
+            self._check_fence(conn, fence)
             (last,) = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = %s", [run_id]
             ).fetchone() or (0,)
@@ -138,6 +158,7 @@ class PgEventsMixin(PgCore):
         *,
         message_id: str | None = None,
         status: ToolCallStatus = "pending",
+        fence: RunFence | None = None,
     ) -> ToolCall:
         now = utc_now()
         call = ToolCall(
@@ -154,13 +175,17 @@ class PgEventsMixin(PgCore):
         row = TOOL_CALLS.to_row(call)
         with self._write() as conn:
             self._require_run(conn, run_id)
+            self._check_fence(conn, fence)
             self._insert(conn, "tool_calls", row)
         return call
 
-    def update_tool_call(self, id: str, /, **changes: Any) -> ToolCall:
+    def update_tool_call(
+        self, id: str, /, *, fence: RunFence | None = None, **changes: Any
+    ) -> ToolCall:
         values = {**TOOL_CALLS.changes(changes), "updated_at": utc_now()}
         assignments, params = self._set_clause(values)
         with self._write() as conn:
+            self._check_fence(conn, fence)
             row = conn.execute(
                 f"UPDATE tool_calls SET {assignments} WHERE id = %s"
                 f" RETURNING {TOOL_CALLS.select()}",

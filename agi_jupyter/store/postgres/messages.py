@@ -19,6 +19,7 @@ from agi_jupyter.records import (
     MessageStatus,
     Part,
     Role,
+    RunFence,
     TextPart,
     new_id,
     part_to_dict,
@@ -56,6 +57,7 @@ class PgMessagesMixin(PgCore):
         run_id: str | None = None,
         status: MessageStatus = "complete",
         meta: JSON | None = None,
+        fence: RunFence | None = None,
     ) -> Message:
         now = utc_now()
         message = Message(
@@ -81,6 +83,7 @@ class PgMessagesMixin(PgCore):
             )
             if cur.rowcount == 0:
                 raise SessionNotFound(f"session {session_id!r} not found")
+            self._check_fence(conn, fence)  # after the session row: writers lock it first
             self._insert(conn, "messages", {**row, "parts": parts_json(dicts)})
             self._write_parts(conn, message.id, dicts)
         return message
@@ -92,6 +95,7 @@ class PgMessagesMixin(PgCore):
         parts: Sequence[Part] | None = None,
         status: MessageStatus | None = None,
         meta: JSON | None = None,
+        fence: RunFence | None = None,
     ) -> Message:
         now = utc_now()
         changes: dict[str, Any] = {"updated_at": now}
@@ -113,6 +117,7 @@ class PgMessagesMixin(PgCore):
                 " WHERE id = (SELECT session_id FROM messages WHERE id = %s) RETURNING id",
                 [now, id],
             ).fetchone()
+            self._check_fence(conn, fence)
             cur = conn.execute(f"UPDATE messages SET {assignments} WHERE id = %s", [*params, id])
             if touched is None or cur.rowcount == 0:
                 raise _not_found(id)

@@ -281,6 +281,15 @@ def m006_runs_request_hash_index(conn: Connection) -> None:
 
 
 @migration
+def m007_run_leases(conn: Connection) -> None:
+    """Fencing of run owners: ``runs.epoch`` counts the hand-overs of a run (claim, takeover,
+    release); an owner's writes check ``(owner, epoch)`` in their own transaction. The index
+    serves finding each session's queue head and whether the session is busy."""
+    conn.execute("ALTER TABLE runs ADD COLUMN epoch bigint NOT NULL DEFAULT 0")
+    conn.execute("CREATE INDEX idx_runs_session_id_status ON runs (session_id, status)")
+
+
+@migration
 def m008_snapshots_and_changes(conn: Connection) -> None:
     """Content-addressed snapshots (``blobs``, the bytes in the database, so every replica can
     undo), the changes runs make to notebooks and files, and the mailbox where a JupyterLab

@@ -6,37 +6,50 @@ for a concurrent writer, so of two callers holding the same version exactly one 
 host. ``claim_due_runs`` hands out the queue with ``FOR UPDATE SKIP LOCKED``: replicas calling
 it at once each lock different runs instead of queueing behind one another, and the claiming
 ``UPDATE`` re-checks ``status = 'queued'``, so a run claimed meanwhile by ``claim_run`` is not
-taken twice. A new queued background run is announced with ``pg_notify`` (delivered at commit)
+taken twice.
+
+Ownership is fenced (m007): every change of ``owner`` bumps ``epoch``, and an owner's writes
+carry ``fence=RunFence(run_id, owner, epoch)``. Writes to the run row itself check it in their
+``UPDATE``'s ``WHERE`` (``owner = %s AND epoch = %s``, re-checked on the newest row version);
+writes elsewhere hold the run row ``FOR SHARE`` (``PgCore._check_fence``) until they commit, so a
+takeover waits for them. A write whose fence no longer holds changes nothing: ``RunLost``.
+
+A new queued background run is announced with ``pg_notify`` (delivered at commit)
 to wake the other replicas' ticks at once, and so is the end of a run whose session has
 queued runs (the replica whose tick found that session busy may be idle).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from agi_jupyter.errors import RunNotFound
-from agi_jupyter.records import TERMINAL_RUN_STATUSES, Page, Run, new_id, utc_now
+from agi_jupyter.errors import RunLost, RunNotFound
+from agi_jupyter.records import TERMINAL_RUN_STATUSES, Page, Run, RunFence, new_id, utc_now
 from agi_jupyter.store.postgres.core import Connection, PgCore, limit_value
 from agi_jupyter.store.postgres.database import CHANNEL
 from agi_jupyter.store.rows import RUNS, check_limit
 
 _SELECT = f"SELECT {RUNS.select()} FROM runs"
 _RETURNING = f"RETURNING {RUNS.select()}"
-_FIXED = ("id", "session_id", "version", "created_at", "updated_at")
+_FIXED = ("id", "session_id", "version", "epoch", "created_at", "updated_at")
 _CLAIM = (
-    "status = 'running', owner = %(owner)s, heartbeat_at = %(now)s,"
-    " started_at = COALESCE(started_at, %(now)s), version = version + 1, updated_at = %(now)s"
+    "status = 'running', owner = %(owner)s, epoch = epoch + 1, attempt = attempt + 1,"
+    " next_attempt_at = NULL, heartbeat_at = %(now)s, started_at = COALESCE(started_at, %(now)s),"
+    " version = version + 1, updated_at = %(now)s"
 )
-# The oldest due run of each session that has no running run, locked unless another caller
-# holds it; then claimed if still queued. DISTINCT ON keeps one run per session, so a second
-# caller finds that session's run locked and skips the session instead of taking the next one.
+# The head (oldest queued run) of each session's queue, if it is due, not excluded, and its
+# session has no running run heartbeated since ``stale``; locked unless another caller holds
+# it, then claimed if still queued. DISTINCT ON keeps one run per session, so a second caller
+# finds that session's head locked and skips the session instead of taking the next one.
 _CLAIM_DUE = (
-    "WITH due AS (SELECT DISTINCT ON (session_id) id, pos FROM runs q"
-    " WHERE status = 'queued' AND (next_attempt_at IS NULL OR next_attempt_at <= %(due)s)"
-    " AND NOT EXISTS (SELECT 1 FROM runs b WHERE b.session_id = q.session_id"
-    " AND b.status = 'running') ORDER BY session_id, pos),"
+    "WITH heads AS (SELECT DISTINCT ON (session_id) id, session_id, pos, next_attempt_at"
+    " FROM runs WHERE status = 'queued' ORDER BY session_id, pos),"
+    " due AS (SELECT h.id, h.pos FROM heads h"
+    " WHERE (h.next_attempt_at IS NULL OR h.next_attempt_at <= %(due)s)"
+    " AND NOT h.id = ANY(%(exclude)s)"
+    " AND NOT EXISTS (SELECT 1 FROM runs b WHERE b.session_id = h.session_id"
+    " AND b.status = 'running' AND b.heartbeat_at >= %(stale)s)),"
     " picked AS (SELECT r.id FROM runs r JOIN due ON due.id = r.id ORDER BY due.pos"
     " LIMIT %(limit)s FOR UPDATE OF r SKIP LOCKED)"
     f" UPDATE runs SET {_CLAIM} FROM picked WHERE runs.id = picked.id AND runs.status = 'queued'"
@@ -83,13 +96,17 @@ class PgRunsMixin(PgCore):
             filters.append(("status = ANY(%s)", wanted))
         return self._page(RUNS, filters, limit=limit, cursor=cursor)
 
-    def update_run(self, id: str, /, **changes: Any) -> Run:
+    def update_run(self, id: str, /, *, fence: RunFence | None = None, **changes: Any) -> Run:
         values = RUNS.changes(changes)
+        if fence is not None and fence.run_id != id:
+            raise RunLost(f"run {id} is not fenced by a fence of run {fence.run_id}")
         with self._write() as conn:
-            row = self._update_run(conn, id, None, values, returning=True)
+            row = self._update_run(conn, id, None, values, returning=True, fence=fence)
             if row is not None:
                 self._announce_next(conn, id, values)
         if row is None:
+            if fence is not None:
+                raise RunLost(f"run {id} is no longer owned by {fence.owner}")
             raise _not_found(id)
         return RUNS.from_row(row)
 
@@ -101,30 +118,55 @@ class PgRunsMixin(PgCore):
                 self._announce_next(conn, id, values)
             return won
 
-    def claim_run(self, id: str, expected_version: int, *, owner: str) -> bool:
+    def claim_run(self, id: str, expected_version: int, *, owner: str) -> RunFence | None:
         with self._connection() as conn:
-            cur = conn.execute(
-                f"UPDATE runs SET {_CLAIM} WHERE id = %(id)s AND version = %(version)s",
+            row = conn.execute(
+                f"UPDATE runs SET {_CLAIM} WHERE id = %(id)s AND version = %(version)s"
+                " RETURNING epoch",
                 {"owner": owner, "now": utc_now(), "id": id, "version": expected_version},
-            )
-            return cur.rowcount == 1
+            ).fetchone()
+        return None if row is None else RunFence(id, owner, int(row[0]))
 
-    def claim_due_runs(self, *, owner: str, limit: int = 10, now: str | None = None) -> list[Run]:
+    def claim_due_runs(
+        self,
+        *,
+        owner: str,
+        stale_before: str,
+        limit: int = 10,
+        now: str | None = None,
+        exclude: Sequence[str] = (),
+    ) -> list[Run]:
         stamp = utc_now()
-        params = {"owner": owner, "now": stamp, "due": now or stamp, "limit": check_limit(limit)}
+        params = {
+            "owner": owner,
+            "now": stamp,
+            "due": now or stamp,
+            "stale": stale_before,
+            "exclude": list(exclude),
+            "limit": check_limit(limit),
+        }
         with self._connection() as conn:
             rows = conn.execute(_CLAIM_DUE, params).fetchall()
         return [RUNS.from_row(row[:-1]) for row in sorted(rows, key=lambda r: r[-1])]
 
-    def heartbeat(self, id: str, owner: str) -> bool:
+    def heartbeat(self, fence: RunFence) -> bool:
         now = utc_now()
+        held = [fence.run_id, fence.owner, fence.epoch]
         with self._connection() as conn:
             cur = conn.execute(
                 "UPDATE runs SET heartbeat_at = %s, version = version + 1, updated_at = %s"
-                " WHERE id = %s AND owner = %s AND status = 'running'",
-                [now, now, id, owner],
+                " WHERE id = %s AND owner = %s AND epoch = %s AND status = 'running'",
+                [now, now, *held],
             )
-            return cur.rowcount == 1
+            if cur.rowcount == 1:
+                return True
+            # Not running any more (a cancel asked for elsewhere), or lost: which one?
+            still = conn.execute(
+                "SELECT 1 FROM runs WHERE id = %s AND owner = %s AND epoch = %s", held
+            ).fetchone()
+        if still is None:
+            raise RunLost(f"run {fence.run_id} is no longer owned by {fence.owner}")
+        return False
 
     def due_runs(self, *, now: str | None = None, limit: int = 10) -> list[Run]:
         rows = self._all(
@@ -159,9 +201,11 @@ class PgRunsMixin(PgCore):
     # --- helpers --------------------------------------------------------------------------
 
     def _announce_next(self, conn: Connection, id: str, values: dict[str, Any]) -> None:
-        """A run that ends frees its session: if the session has queued runs, wake the other
-        replicas (one of them may be idle, its last tick having found the session busy)."""
-        if values.get("status") not in TERMINAL_RUN_STATUSES:
+        """A run that ends frees its session, and a run put back in the queue (released by a
+        server that stops, or taken over) is work: if the session has queued runs, wake the
+        other replicas (one of them may be idle, its last tick having found nothing)."""
+        status = values.get("status")
+        if status != "queued" and status not in TERMINAL_RUN_STATUSES:
             return
         conn.execute(
             "SELECT pg_notify(%s, %s) WHERE EXISTS (SELECT 1 FROM runs WHERE status = 'queued'"
@@ -177,14 +221,22 @@ class PgRunsMixin(PgCore):
         values: dict[str, Any],
         *,
         returning: bool = False,
+        fence: RunFence | None = None,
     ) -> Any:
-        """The updated row (or ``(1,)`` without ``returning``), None if nothing matched."""
+        """The updated row (or ``(1,)`` without ``returning``), None if nothing matched (the
+        run, its ``version``, or its ``fence``). A change of ``owner`` is a hand-over: it bumps
+        ``epoch``, so the previous owner's fence stops holding."""
         values = {**values, "updated_at": utc_now()}
         assignments = ", ".join(f"{name} = %s" for name in values)
+        if "owner" in values:
+            assignments += ", epoch = epoch + 1"
         sql = f"UPDATE runs SET {assignments}, version = version + 1 WHERE id = %s"
         params = [*values.values(), id]
         if version is not None:
             sql += " AND version = %s"
             params.append(version)
+        if fence is not None:
+            sql += " AND owner = %s AND epoch = %s"
+            params.extend([fence.owner, fence.epoch])
         sql += f" {_RETURNING}" if returning else " RETURNING 1"
         return conn.execute(sql, params).fetchone()

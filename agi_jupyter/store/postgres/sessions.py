@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agi_jupyter.errors import SessionNotFound
-from agi_jupyter.records import JSON, Page, QueueMode, Session, new_id, utc_now
+from agi_jupyter.records import JSON, Page, QueueMode, RunFence, Session, new_id, utc_now
 from agi_jupyter.store.postgres.changes import COLLECT_BLOBS
 from agi_jupyter.store.postgres.core import PgCore
 from agi_jupyter.store.rows import SESSIONS
@@ -111,7 +111,13 @@ class PgSessionsMixin(PgCore):
                 conn.execute(sql, {"id": id})
 
     def add_session_usage(
-        self, id: str, *, input_tokens: int, output_tokens: int, cost_usd: float
+        self,
+        id: str,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cost_usd: float,
+        fence: RunFence | None = None,
     ) -> None:
         with self._write() as conn:
             cur = conn.execute(
@@ -122,3 +128,4 @@ class PgSessionsMixin(PgCore):
             )
             if cur.rowcount == 0:
                 raise _not_found(id)
+            self._check_fence(conn, fence)  # after the session row: writers lock it first

@@ -1,0 +1,167 @@
+"""How a run's attempt ends: finished, queued again for a retry, or released to another process.
+
+Every write here goes through the owner's fence (``emitter.fence``): an owner that lost its run
+changes nothing. What each ending leaves behind:
+
+- **finished** (succeeded | failed | cancelled): the answer streamed so far is kept as a partial
+  assistant message (status ``error``, ``meta.partial``) when the run failed or was cancelled;
+  tool calls still pending or running end ``cancelled`` (cancelled run) or ``skipped`` /
+  ``failed``, and each gets an error result message, so the stored conversation is complete;
+  then the ``error`` event, the status, and ``run.final`` last.
+- **queued again** (a retryable error with attempts left): ``run.status: queued`` with the
+  backoff in ``next_attempt_at``; ``loop_state`` is kept, so the next attempt resumes.
+- **released** (a graceful stop of this process): the tool calls in flight are answered as
+  interrupted, and the run goes back to ``queued`` with no owner and ``next_attempt_at`` now, so
+  the next process or any tick resumes it from ``loop_state`` at once.
+
+The status events are emitted before the update that hands the run over (owner cleared: the
+fence stops holding); ``run.final`` follows the terminal update, which keeps the owner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from agi_jupyter import events as ev
+from agi_jupyter.records import (
+    JSON,
+    Part,
+    ReasoningPart,
+    Run,
+    TextPart,
+    ToolCallStatus,
+    ToolResultPart,
+    utc_now,
+)
+
+if TYPE_CHECKING:
+    from agi_jupyter.runtime.deps import RuntimeDeps
+    from agi_jupyter.runtime.emitter import RunEmitter
+
+INTERRUPTED = (
+    "The tool call was interrupted (the process running it stopped). "
+    "Its effects are unknown; check before calling it again."
+)
+CANCELLED = "The tool call was cancelled with its run. Its effects are unknown."
+SKIPPED = "The tool call was not run: its run ended first."
+
+
+def run_to_dict(run: Run) -> dict[str, Any]:
+    return asdict(run)
+
+
+def finish(
+    deps: RuntimeDeps, run_id: str, emitter: RunEmitter, status: str, error: JSON | None
+) -> Run:
+    """End the run with ``status``: partial answer, tool calls, ``error``, status, final."""
+    if status in ("failed", "cancelled"):
+        save_partial(deps, run_id, emitter)
+    settle_tool_calls(deps, run_id, emitter, "cancelled" if status == "cancelled" else "failed")
+    if error is not None:
+        emitter.emit(
+            ev.ErrorEvent(
+                code=str(error.get("code")), message=str(error.get("message")), retryable=False
+            )
+        )
+    now = utc_now()
+    run = deps.store.update_run(
+        run_id,
+        status=status,
+        error=error,
+        completed_at=now,
+        heartbeat_at=now,
+        fence=emitter.fence,
+    )
+    with emitter.together():
+        emitter.emit(ev.RunStatusEvent(status=status))
+        emitter.emit(ev.RunFinal(run=run_to_dict(run)))
+    return run
+
+
+def requeue(deps: RuntimeDeps, run_id: str, emitter: RunEmitter, delay_at: str, error: JSON) -> Run:
+    """Queue the run again for its next attempt at ``delay_at`` (a retryable error)."""
+    emitter.emit(
+        ev.ErrorEvent(code=str(error["code"]), message=str(error["message"]), retryable=True)
+    )
+    emitter.emit(ev.RunStatusEvent(status="queued"))
+    return deps.store.update_run(
+        run_id,
+        status="queued",
+        owner=None,
+        next_attempt_at=delay_at,
+        error=error,
+        fence=emitter.fence,
+    )
+
+
+def release(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> Run:
+    """Give the run back to the queue (this process is stopping): due now, ``loop_state`` kept."""
+    settle_tool_calls(deps, run_id, emitter, "cancelled", output=INTERRUPTED)
+    emitter.emit(ev.RunStatusEvent(status="queued"))
+    return deps.store.update_run(
+        run_id, status="queued", owner=None, next_attempt_at=utc_now(), fence=emitter.fence
+    )
+
+
+def save_partial(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> None:
+    """Keep what the run streamed of an answer it never completed, as an ``error`` message
+    marked ``partial`` (never sent back to a model; the history views show it)."""
+    text, reasoning = emitter.partial()
+    if not text and not reasoning:
+        return
+    run = deps.store.get_run(run_id)
+    parts: list[Part] = []
+    if reasoning:
+        parts.append(ReasoningPart(text=reasoning))
+    if text:
+        parts.append(TextPart(text=text))
+    meta: JSON = {"provider": run.provider, "model": run.model, "partial": True}
+    message = deps.store.add_message(
+        run.session_id,
+        "assistant",
+        parts,
+        run_id=run_id,
+        status="error",
+        meta=meta,
+        fence=emitter.fence,
+    )
+    from agi_jupyter.runtime.runner import message_to_dict
+
+    emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
+
+
+def settle_tool_calls(
+    deps: RuntimeDeps,
+    run_id: str,
+    emitter: RunEmitter,
+    status: ToolCallStatus,
+    *,
+    output: str | None = None,
+) -> None:
+    """No tool call of an ending attempt stays pending or running: each ends ``status``
+    (pending ones ``skipped`` unless cancelled) with an error result in the session, so the
+    stored conversation answers every call (and the views stop showing it as running)."""
+    store = deps.store
+    run = store.get_run(run_id)
+    for call in store.list_tool_calls(run_id=run_id):
+        if call.status not in ("pending", "running"):
+            continue
+        final: ToolCallStatus = status
+        if call.status == "pending" and status != "cancelled":
+            final = "skipped"
+        text = output or (CANCELLED if final == "cancelled" else SKIPPED)
+        if final == "failed":
+            text = INTERRUPTED
+        store.update_tool_call(
+            call.id, status=final, is_error=True, finished_at=utc_now(), fence=emitter.fence
+        )
+        part = ToolResultPart(
+            tool_call_id=call.tool_call_id, name=call.name, output=text, is_error=True, status=final
+        )
+        store.add_message(run.session_id, "tool", [part], run_id=run_id, fence=emitter.fence)
+        emitter.emit(
+            ev.ToolCallOutput(
+                tool_call_id=call.tool_call_id, name=call.name, ok=False, output=text, status=final
+            )
+        )

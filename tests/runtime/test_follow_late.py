@@ -1,0 +1,75 @@
+"""A consumer that starts following after the run began publishing misses nothing: every
+consumer sees every event from its starting seq, deltas included (stored or not)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from agi_jupyter.runtime.follow import afollow_run_batches
+from agi_jupyter.testing import FakeLLMServer, Fault, Turn
+from tests.runtime.conftest import MakeAgi
+
+WORDS = [f"word{i} " for i in range(40)]
+
+
+def _check_complete(events: list[dict[str, Any]], after_seq: int = 0) -> None:
+    seqs = [e["seq"] for e in events]
+    assert seqs == sorted(set(seqs))
+    assert seqs[0] > after_seq
+    assert events[-1]["type"] == "run.final"
+    text = "".join(e["delta"] for e in events if e["type"] == "output.text.delta")
+    assert text == "".join(WORDS)
+
+
+@pytest.mark.parametrize("persist_deltas", [False, True])
+def test_a_stream_iterated_late_has_every_delta(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer, persist_deltas: bool
+) -> None:
+    fake_llm.enqueue(Turn(chunks=WORDS))
+    agi = make_agi(config={"persist_deltas": persist_deltas})
+    session = agi.new_session(model="openai-chat:gpt-4o-mini")
+    stream = agi.stream("hello there", session=session.id)
+    run_id = agi.runs(session.id).items[0].id
+    deadline = time.monotonic() + 60
+    while not agi.run(run_id).is_terminal and time.monotonic() < deadline:
+        time.sleep(0.02)  # the run ends before the stream is iterated
+    events = list(stream)
+    _check_complete(events)
+    assert events[0]["type"] == "run.meta"
+
+
+def test_a_follower_joining_mid_stream_gets_the_deltas_not_yet_stored(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Turn(chunks=WORDS, fault=Fault(stall_between_events=0.02)))
+    agi = make_agi(config={"persist_deltas": False})
+    session = agi.new_session(model="openai-chat:gpt-4o-mini")
+    run = agi.submit("talk", session=session.id, start=False)
+    some = threading.Event()
+    agi.bus.subscribe_run(run.id, lambda e: some.set() if e.get("delta") == WORDS[5] else None)
+    agi.loop.submit(agi._spawn(run.id))
+    assert some.wait(60)
+    _check_complete(list(agi.follow(run.id)))
+
+
+def test_the_async_follower_of_a_reply_joins_late_without_loss(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Turn(chunks=WORDS))
+    agi = make_agi(config={"persist_deltas": False})
+    session = agi.new_session(model="openai-chat:gpt-4o-mini")
+    run = agi.submit("talk", session=session.id)
+    deadline = time.monotonic() + 60
+    while not agi.run(run.id).is_terminal and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+    async def collect() -> list[dict[str, Any]]:
+        batches = afollow_run_batches(agi.store, agi.bus, run.id)
+        return [event async for batch in batches for event in batch]
+
+    _check_complete(asyncio.run(collect()))
