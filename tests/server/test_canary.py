@@ -24,6 +24,7 @@ from click.testing import CliRunner
 from agi_jupyter.cli.main import cli
 from agi_jupyter.testing import FakeLLMServer
 from tests.server.conftest import Api, Fetch, project_store, sse_events
+from tests.stored import stored_texts as all_stored
 
 CANARIES = {
     "STRIPE_APIKEY": "rk_live_51CanaryStripeKey0000aaaa",
@@ -157,30 +158,13 @@ async def test_canary_secrets_appear_nowhere(
 
 
 def stored_texts(server_root: Path) -> list[tuple[str, str]]:
-    """Everything the project's store holds: the files under .agi/ (SQLite, artifact files
-    among them), or every row of the project's schema (PostgreSQL, artifact bytes included)."""
-    files = [p for p in (server_root / ".agi").rglob("*") if p.is_file()]
+    """Everything the project's store holds (the files under .agi/, or on PostgreSQL also
+    every row of the project's schema), with at least one spilled artifact among it."""
     with project_store(server_root) as store:
+        texts = all_stored(server_root, store)
         if store.dialect == "sqlite":
-            assert any(p.parent.parent.name == "artifacts" for p in files)
-            return [
-                (str(p.relative_to(server_root)), p.read_bytes().decode("latin-1")) for p in files
-            ]
-        assert int(
-            store.query("SELECT COUNT(*) FROM artifacts WHERE content IS NOT NULL").rows[0][0]
-        )
-        tables = store.query(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
-        ).rows
-        texts = [(str(p.relative_to(server_root)), p.read_text("latin-1")) for p in files]
-        for (table,) in tables:
-            rows = store.query(f"SELECT * FROM {table}", max_rows=100_000).rows
-            cells = [
-                v.decode("latin-1") if isinstance(v, bytes) else str(v) for r in rows for v in r
-            ]
-            texts.append((f"table {table}", "\n".join(cells)))
-        return texts
-
-
-def _text(value: Any) -> str:
-    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+            assert any(where.startswith(".agi/artifacts/") for where, _ in texts)
+        else:
+            spilled = "SELECT COUNT(*) FROM artifacts WHERE content IS NOT NULL"
+            assert int(store.query(spilled).rows[0][0])
+    return texts
