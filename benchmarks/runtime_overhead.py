@@ -15,6 +15,7 @@ counted):
 3. ``Agi.history(view="full")`` of a 10,000-message session (goal <= 50 ms).
 
     .venv/bin/python benchmarks/runtime_overhead.py [--chunks 20000] [--repeat 5] [--noise]
+        [--persist-deltas on|off]
         [--skip-history]
 """
 
@@ -107,11 +108,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--noise", action="store_true", help="A/A: raw loop on both sides")
     parser.add_argument("--skip-history", action="store_true", help="only the streaming parts")
+    parser.add_argument(
+        "--persist-deltas",
+        choices=["on", "off"],
+        default=None,
+        help="store streamed deltas or not (default: the configured default, on)",
+    )
     args = parser.parse_args(argv)
     process, url = start_server()
     fake = FakeLLMClient(url, timeout=60)
     base_url = url + "/v1"
     env = {"HOME": tempfile.mkdtemp(), "OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": base_url}
+    if args.persist_deltas is not None:
+        env["AGI_PERSIST_DELTAS"] = "1" if args.persist_deltas == "on" else "0"
     raw_client = RawClient(base_url)
     try:
         with tempfile.TemporaryDirectory() as project, Agi(project, env=env) as agi:
