@@ -66,7 +66,7 @@ from agi_jupyter.runtime.runs import RunManager, TickResult
 from agi_jupyter.sdk.acp.settings import AcpAgents
 from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
-from agi_jupyter.store import Store, open_store
+from agi_jupyter.store import Store, create_store
 from agi_jupyter.tools import Redactor, ToolRegistry, builtin_tools
 from agi_jupyter.tools.redact import install_log_redaction
 
@@ -149,7 +149,13 @@ class Agi:
     def _open_store(self) -> Store:
         """A connection to the project's store, redacting what it writes (the lease keeper's
         thread opens its own)."""
-        store = open_store(self.project, artifact_threshold=self.config.artifact_threshold)
+        store = create_store(
+            self.project,
+            artifact_threshold=self.config.artifact_threshold,
+            database_url=self.config.database_url,
+            database_password=self.config.database_password,
+            project_key=self.config.store_key,
+        )
         return redacted_store(store, self.redactor)
 
     # --- sessions ------------------------------------------------------------------------------

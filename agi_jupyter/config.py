@@ -7,7 +7,11 @@ provider), then validated once by pydantic, so an error names the layer it came 
 
 Credentials are never read from config files or requests: only from the environment or from the
 global credentials file that ``agi setup`` writes with mode 0600. ``ProviderSettings.api_key`` is
-excluded from ``repr`` so a settings object can be logged safely.
+excluded from ``repr`` so a settings object can be logged safely. The same holds for the store's
+database: ``database_url`` may come from any layer, but one with a password only from the
+environment (``AGI_DATABASE_URL``), traitlets or explicit arguments, never from a config file;
+a password kept apart comes from ``database_password`` in the credentials file (or libpq's own
+``PGPASSWORD`` / ``~/.pgpass``).
 
 This is the only module that reads environment variables; everything else gets a ``Config``.
 """
@@ -21,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -31,6 +36,7 @@ Wire = Literal["openai-responses", "openai-chat", "anthropic"]
 PROJECT_DIRNAME = ".agi"
 CONFIG_FILENAME = "config.json"
 CREDENTIALS_FILENAME = "credentials.json"
+CREDENTIALS_DATABASE_KEY = "database_password"
 
 
 @dataclass(frozen=True)
@@ -247,6 +253,9 @@ class _Layer(BaseModel):
     redact_patterns: list[str] | None = None
     redact_allow: list[str] | None = None
     acp: _AcpLayer | None = None
+    database_url: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
+    project_key: str | None = Field(default=None, min_length=1, max_length=1000)
+    project_namespace: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 # --- resolved settings -----------------------------------------------------------------------
@@ -306,6 +315,12 @@ class Config:
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     acp: AcpCommand | None = None  # the default ACP agent of ``sdk="acp"`` sessions
     sources: tuple[str, ...] = ()
+    # The store: None is the project's SQLite file; a postgresql:// URL a shared database,
+    # where ``store_key`` names the project.
+    database_url: str | None = field(default=None, repr=False)
+    database_password: str | None = field(default=None, repr=False)
+    project_key: str | None = None
+    project_namespace: str | None = None
     # Redaction (tools/redact.py): extra regular expressions, and names/values never redacted.
     redact_patterns: tuple[str, ...] = ()
     redact_allow: tuple[str, ...] = ()
@@ -316,6 +331,20 @@ class Config:
     @property
     def agi_dir(self) -> Path:
         return self.project / PROJECT_DIRNAME
+
+    @property
+    def store_key(self) -> str:
+        """The project's key in a shared database: its ``project_key`` (set in the project's
+        own config file), else its folder's path, after ``project_namespace:`` if one is set
+        (servers that see different projects at the same paths, such as every JupyterHub
+        user's ``/home/jovyan``, keep them apart with a namespace each)."""
+        if self.project_key:
+            return self.project_key
+        return (
+            f"{self.project_namespace}:{self.project}"
+            if self.project_namespace
+            else str(self.project)
+        )
 
     def provider(self, name: str) -> ProviderSettings:
         try:
@@ -358,31 +387,40 @@ def load_config(
     env = os.environ if env is None else env
     project_dir = Path(project).expanduser().resolve()
     global_dir = global_config_dir(env)
+    files = [global_dir / CONFIG_FILENAME, project_dir / PROJECT_DIRNAME / CONFIG_FILENAME]
     layers = [
         ("environment", _env_layer(env)),
         ("traitlets config", dict(traitlets or {})),
-        (str(global_dir / CONFIG_FILENAME), _read_json_file(global_dir / CONFIG_FILENAME)),
-        (
-            str(project_dir / PROJECT_DIRNAME / CONFIG_FILENAME),
-            _read_json_file(project_dir / PROJECT_DIRNAME / CONFIG_FILENAME),
-        ),
+        *((str(path), _read_json_file(path)) for path in files),
         ("explicit arguments", dict(overrides or {})),
     ]
     merged: dict[str, Any] = {}
     sources: list[str] = []
-    project_file = layers[3][0]
     for name, data in layers:
         if not data:
             continue
         _validate_layer(name, data)
-        if name == project_file and "redact_allow" in data:
-            # A project folder may come from anyone (a cloned repository): it must not be
-            # able to switch redaction of the user's secrets off.
-            raise ConfigError(f"{name}: redact_allow is accepted only in the global config")
+        _check_placement(name, data, files)
         _merge_into(merged, data)
         sources.append(name)
     credentials = read_credentials(global_dir / CREDENTIALS_FILENAME)
     return _build(project_dir, merged, credentials, env, tuple(sources))
+
+
+def _check_placement(name: str, data: dict[str, Any], files: list[Path]) -> None:
+    """Settings that some layers must not carry (``ConfigError`` naming the layer)."""
+    global_file, project_file = (str(path) for path in files)
+    if name in (global_file, project_file):
+        _refuse_database_password(name, data)
+    if "project_key" in data and name not in (project_file, "explicit arguments"):
+        raise ConfigError(
+            f"{name}: project_key names one project, so it belongs in that "
+            "project's .agi/config.json; project_namespace sets a prefix for every project"
+        )
+    if name == project_file and "redact_allow" in data:
+        # A project folder may come from anyone (a cloned repository): it must not be
+        # able to switch redaction of the user's secrets off.
+        raise ConfigError(f"{name}: redact_allow is accepted only in the global config")
 
 
 def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
@@ -396,6 +434,12 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
             layer[name] = env[key]
     if env.get("AGI_MAX_ITERATIONS"):
         layer["max_iterations"] = env["AGI_MAX_ITERATIONS"]
+    for key, name in (
+        ("AGI_DATABASE_URL", "database_url"),
+        ("AGI_PROJECT_NAMESPACE", "project_namespace"),
+    ):
+        if env.get(key):
+            layer[name] = env[key]
     if env.get("AGI_PERSIST_DELTAS"):
         layer["persist_deltas"] = env["AGI_PERSIST_DELTAS"].lower() in ("1", "true", "yes")
     if env.get("AGI_STALE_AFTER"):
@@ -459,6 +503,20 @@ def _validate_layer(source: str, data: Mapping[str, Any]) -> None:
             parse_model_spec(model)
         except UsageError as e:
             raise ConfigError(f"{source}: default_model: {e.message}") from None
+
+
+def _refuse_database_password(source: str, data: Mapping[str, Any]) -> None:
+    """A config file may name the database, never hold its password."""
+    url = data.get("database_url")
+    if not isinstance(url, str):
+        return
+    parts = urlsplit(url)
+    if parts.password is not None or "password" in parse_qs(parts.query):
+        raise ConfigError(
+            f"{source}: database_url must not contain a password; set it in the environment "
+            f"(PGPASSWORD, or AGI_DATABASE_URL) or as {CREDENTIALS_DATABASE_KEY!r} in the "
+            "credentials file"
+        )
 
 
 def _merge_into(target: dict[str, Any], layer: Mapping[str, Any]) -> None:
@@ -551,6 +609,10 @@ def _build(
         providers=providers,
         acp=AcpCommand.parse(merged["acp"]) if merged.get("acp") else None,
         sources=sources,
+        database_url=layer.database_url,
+        database_password=credentials.get(CREDENTIALS_DATABASE_KEY) if layer.database_url else None,
+        project_key=layer.project_key,
+        project_namespace=layer.project_namespace,
         redact_patterns=tuple(layer.redact_patterns or ()),
         redact_allow=tuple(layer.redact_allow or ()),
         credentials=dict(credentials),

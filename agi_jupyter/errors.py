@@ -17,7 +17,8 @@
     │   ├── RunTerminal           RUN_TERMINAL (409): the run already ended
     │   ├── NoUserMessage         NO_USER_MESSAGE (409): nothing for a run to answer
     │   └── RunLost               RUN_LOST (409): this process no longer owns the run
-    └── RunCancelled              RUN_CANCELLED: the run was cancelled
+    ├── RunCancelled              RUN_CANCELLED: the run was cancelled
+    └── StoreUnavailable          STORE_UNAVAILABLE (503): the store's database cannot be reached
 
 Messages never contain secrets: callers pass only what is safe to show to a user.
 """
@@ -160,3 +161,12 @@ class RunLost(Conflict):
 class RunCancelled(AgiError):
     code = "RUN_CANCELLED"
     http_status = 409
+
+
+class StoreUnavailable(AgiError):
+    """The store's database server cannot be reached (PostgreSQL down, wrong host or password);
+    retrying later may work. The message names the database without its password."""
+
+    code = "STORE_UNAVAILABLE"
+    http_status = 503
+    retryable = True

@@ -397,6 +397,16 @@ T = TypeVar("T")
 
 
 @dataclass(kw_only=True)
+class QueryResult:
+    """What one read-only SQL statement on a store returned (``Store.query``): the column names
+    and at most ``max_rows`` rows (``truncated`` when there were more)."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    truncated: bool = False
+
+
+@dataclass(kw_only=True)
 class Page(Generic[T]):
     """One page of a listing; pass ``next_cursor`` back to get the next page (None at the end)."""
 

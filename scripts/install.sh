@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs agi-jupyter and its test tools into ./.venv (idempotent; ~15 s cold with uv), plus
-# Debian's Chromium for the browser tests (Playwright drives it; it never downloads a browser).
+# Debian's Chromium for the browser tests (Playwright drives it; it never downloads a browser)
+# and Debian's PostgreSQL server for the PostgreSQL store's tests (they start their own server
+# with initdb/pg_ctl in a temporary folder; the package's own cluster is not used).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,8 +20,11 @@ if [ "$(.venv/codex/node_modules/.bin/codex --version 2>/dev/null)" != "codex-cl
   npm install --silent --no-audit --no-fund --loglevel=error --prefix .venv/codex "@openai/codex@$CODEX_VERSION"
 fi
 
-if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-  echo "installing Debian chromium for the browser tests..." >&2
+packages=()
+[ -x /usr/bin/chromium ] || packages+=(chromium)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || packages+=(postgresql)
+if [ "${#packages[@]}" -gt 0 ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing Debian ${packages[*]} for the browser and PostgreSQL tests..." >&2
   apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
 fi

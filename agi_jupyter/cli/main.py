@@ -62,8 +62,9 @@ def cli() -> None:
       agi setup                              providers, API keys, defaults
 
     Everything is recorded in .agi/agi.sqlite of the project (the current folder, or its nearest
-    ancestor with .agi/). Exit codes: 0 ok, 1 run failed, 2 bad usage (also an unknown id, a
-    run that already ended), 3 not configured (also a refused --token), 4 undo refused,
+    ancestor with .agi/), or in a shared PostgreSQL database when AGI_DATABASE_URL is set.
+    Exit codes: 0 ok, 1 run failed, 2 bad usage (also an unknown id, a run that already
+    ended), 3 not configured (also a refused --token), 4 undo refused,
     130 cancelled.
     """
 

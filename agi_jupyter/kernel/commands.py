@@ -305,7 +305,7 @@ def cmd_config(ctx: KernelContext, args: argparse.Namespace) -> Text:
     )
     lines = [
         f"project:          {config.project}",
-        f"store:            {ctx.agi.store.path}",
+        f"store:            {ctx.agi.store.location}",
         f"config sources:   {', '.join(config.sources) or '(defaults only)'}",
         f"default agent:    {config.default_agent}",
         f"default model:    {config.default_model}",

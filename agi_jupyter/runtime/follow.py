@@ -356,7 +356,7 @@ async def afollow_run(
         await batches.aclose()
 
 
-SessionItem = tuple[int, dict[str, Any]]
+SessionItem = tuple[str, dict[str, Any]]
 
 
 async def afollow_session(
@@ -364,7 +364,7 @@ async def afollow_session(
     bus: EventBus,
     session_id: str,
     *,
-    after_cursor: int | None = None,
+    after_cursor: str | None = None,
     seen: dict[str, int] | None = None,
     idle_every: float = 15.0,
 ) -> AsyncGenerator[SessionItem | None, None]:
@@ -388,7 +388,7 @@ async def afollow_session(
     seen = dict(seen or {})
     live: list[dict[str, Any]] = []
     try:
-        cursor = _session_end(store, session_id) if after_cursor is None else after_cursor
+        cursor = store.session_events_end(session_id) if after_cursor is None else after_cursor
         polled = idle_since = loop.time()
         yield None
         while True:
@@ -421,13 +421,3 @@ def _first_sight(seen: dict[str, int], event: dict[str, Any]) -> bool:
         return False
     seen[run_id] = seq
     return True
-
-
-def _session_end(store: Store, session_id: str) -> int:
-    """The cursor after the last stored run event of the session."""
-    cursor = 0
-    while True:
-        page = store.list_session_run_events(session_id, after_cursor=cursor, limit=500)
-        if not page:
-            return cursor
-        cursor = page[-1][0]

@@ -113,6 +113,21 @@ class AgiExtensionApp(ExtensionApp):
     stream_keepalive = Float(
         15.0, help="Seconds of silence after which an SSE stream sends a keep-alive comment."
     ).tag(config=True)
+    database_url = Unicode(
+        None,
+        allow_none=True,
+        help="A postgresql:// URL: keep every project's sessions and runs in this shared "
+        "PostgreSQL database instead of each project's .agi/agi.sqlite, so several servers "
+        "(JupyterHub user servers, replicas) share them. AGI_DATABASE_URL works too.",
+    ).tag(config=True)
+    project_namespace = Unicode(
+        None,
+        allow_none=True,
+        help="With a database_url: a prefix for the keys of this server's projects in the "
+        "shared database (a project's key is its folder's absolute path, or the project_key "
+        "of its .agi/config.json). Servers that see different projects at the same paths "
+        "(JupyterHub users' /home/jovyan) set one each. AGI_PROJECT_NAMESPACE works too.",
+    ).tag(config=True)
     stream_max_seconds = Float(
         0.0,
         help="Seconds after which an event stream ends (0: never). Clients resume with "
@@ -152,6 +167,7 @@ class AgiExtensionApp(ExtensionApp):
             self.executor,
             max_open=self.max_open_projects,
             idle_timeout=self.project_idle_timeout,
+            has_store=self.has_store,
         )
         self.webhook_limiter = RateLimiter(self.webhook_rate_limit)
         self.kernels = NotebookKernels(self.serverapp)
@@ -211,23 +227,45 @@ class AgiExtensionApp(ExtensionApp):
             persist_raw_response=self.persist_raw_responses,
         )
 
-    def make_agi(self, project: Path) -> Agi:
-        """The ``Agi`` of one project folder (called off the event loop)."""
-        from agi_jupyter.app import Agi
-
+    def traitlets_layer(self) -> dict[str, Any]:
+        """The settings of this server as a configuration layer (``config.load_config``)."""
         layer: dict[str, Any] = {}
         if self.persist_deltas is not None:
             layer["persist_deltas"] = bool(self.persist_deltas)
         if self.stale_after is not None:
             layer["stale_after"] = float(self.stale_after)
+        if self.database_url:
+            layer["database_url"] = self.database_url
+        if self.project_namespace:
+            layer["project_namespace"] = self.project_namespace
+        return layer
+
+    def has_store(self, project: Path) -> bool:
+        """Whether the runner should tick ``project`` before a request opens it."""
+        from agi_jupyter.config import load_config
+        from agi_jupyter.errors import AgiError
+        from agi_jupyter.store import store_exists
+
+        try:
+            config = load_config(project, traitlets=self.traitlets_layer())
+        except AgiError:
+            return False  # reported when the project is opened
+        return store_exists(project, database_url=config.database_url)
+
+    def make_agi(self, project: Path) -> Agi:
+        """The ``Agi`` of one project folder (called off the event loop)."""
+        from agi_jupyter.app import Agi
+
         agi = Agi(
             project,
-            traitlets=layer,
+            traitlets=self.traitlets_layer(),
             research=self.research_settings(),
             tools=[NotebookPython(self.kernels)],
             notebooks=self.notebooks,
         )
         agi.deps.session_features = self.kernels.session_features(agi.project)
+        # Another server queued a background run here: tick now, not at the next interval.
+        agi.store.listen(self.runner.wake_threadsafe)
         if self.freeze_gc:
             load_default_provider(agi)
             freeze_heap()

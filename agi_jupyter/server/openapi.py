@@ -54,8 +54,9 @@ PROJECT_PARAM = {
     "in": "query",
     "required": False,
     "description": "The project folder, relative to the server root (default: the configured "
-    "default project). It picks the store <project>/.agi/agi.sqlite. A value that names no "
-    "folder under the root is PROJECT_NOT_FOUND.",
+    "default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema "
+    "in a shared PostgreSQL database. A value that names no folder under the root is "
+    "PROJECT_NOT_FOUND.",
     "schema": {"type": "string"},
 }
 

@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING
 from agi_jupyter.config import PROJECT_DIRNAME, find_project
 from agi_jupyter.errors import NotFound
 from agi_jupyter.records import ACTIVE_RUN_STATUSES
+from agi_jupyter.store import store_exists
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
 
 log = logging.getLogger(__name__)
 
-DB_FILE = "agi.sqlite"
 MAX_REMEMBERED = 1000  # project parameters remembered (they are few: one per folder in use)
 
 
@@ -52,12 +52,14 @@ class Projects:
         *,
         max_open: int = 32,
         idle_timeout: float = 600.0,
+        has_store: Callable[[Path], bool] | None = None,
     ) -> None:
         self.root = root.resolve()
         self.default = default
         self.max_open = max_open
         self.idle_timeout = idle_timeout
         self._factory = factory
+        self._has_store = has_store or store_exists
         self._executor = executor
         self._agis: dict[Path, Agi] = {}  # least recently used first
         self._used: dict[Path, float] = {}
@@ -215,10 +217,11 @@ class Projects:
         return list(self._agis.values())
 
     def with_store(self) -> list[str | None]:
-        """Projects worth ticking: those open, and the default one (None) if it has a store."""
+        """Projects worth ticking: those open, and the default one (None) if it has a store
+        (with a shared database it always has: other servers may have queued runs there)."""
         names: list[str | None] = [self.relative(p) for p in self._agis]
         default = (self.root / self.default).resolve()
-        if (default / PROJECT_DIRNAME / DB_FILE).is_file() and default not in self._agis:
+        if default not in self._agis and self._has_store(default):
             names.append(None)
         return names
 

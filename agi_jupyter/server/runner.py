@@ -49,6 +49,7 @@ class BackgroundRunner:
         self.log = logger or log
         self.kernels = kernels
         self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._loops: list[asyncio.Task[None]] = []
         self._ticking: dict[int, asyncio.Task[None]] = {}
         self._stopped = False
@@ -56,7 +57,7 @@ class BackgroundRunner:
     def start(self) -> None:
         if self._loops or self._stopped:
             return
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self._loops.append(loop.create_task(self._tick_loop()))
         if self.heartbeat_interval > 0:
             self._loops.append(loop.create_task(self._every(self.heartbeat_interval, self.beat)))
@@ -68,6 +69,13 @@ class BackgroundRunner:
     def wake(self) -> None:
         """Tick soon (a webhook event arrived, a run was queued)."""
         self._wake.set()
+
+    def wake_threadsafe(self) -> None:
+        """``wake`` from another thread (the store's notification listener)."""
+        loop = self._loop
+        if loop is not None and not self._stopped:
+            with contextlib.suppress(RuntimeError):  # the loop has closed meanwhile
+                loop.call_soon_threadsafe(self.wake)
 
     async def stop(self) -> None:
         self._stopped = True
@@ -113,9 +121,14 @@ class BackgroundRunner:
 
     async def _tick(self, agi: Agi) -> None:
         try:
-            await agi.atick(max_runs=self.max_runs, max_webhook_events=self.max_webhook_events)
+            result = await agi.atick(
+                max_runs=self.max_runs, max_webhook_events=self.max_webhook_events
+            )
         except Exception:
             self.log.exception("agi: tick of %s failed", agi.project)
+            return
+        if result.executed + result.recovered + result.failed_stale >= self.max_runs:
+            self.wake()  # a full tick: more runs are likely queued, so tick again at once
 
     async def beat(self) -> None:
         """One heartbeat over every project in use."""

@@ -1,8 +1,9 @@
 """The ``Store`` protocol: everything above the store talks to it through this API only.
 
-``SqliteStore`` implements it over ``<project>/.agi/agi.sqlite``; a PostgreSQL store serving
-several server replicas can implement it later (the compare-and-set claim already works across
-processes and hosts). Conventions:
+``SqliteStore`` implements it over ``<project>/.agi/agi.sqlite`` (the embedded default);
+``PostgresStore`` over a PostgreSQL database shared by several servers (``store/postgres/``).
+Both pass the same conformance suite (``tests/store``). Nothing here names a backend's types:
+cursors are opaque strings, positions are not row ids. Conventions:
 
 - unknown ids raise a ``NotFound`` (``SessionNotFound``, ``RunNotFound``, ``ArtifactNotFound``,
   or ``NotFound`` with codes ``MESSAGE_NOT_FOUND``, ``TOOL_CALL_NOT_FOUND``, ``TASK_NOT_FOUND``,
@@ -22,13 +23,14 @@ processes and hosts). Conventions:
   ``RunLost``. ``fence=None`` writes unconditionally (callers that own no run);
 - listings with cursors are newest first and stable under inserts; the others are in creation
   order;
-- times are ISO-8601 UTC strings with milliseconds (``records.utc_now()``), compared as text.
+- times are ISO-8601 UTC strings with milliseconds (``records.utc_now()``), compared as text;
+- every method may block on I/O (a database round trip): call them off an event loop that
+  must stay responsive.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
@@ -42,6 +44,7 @@ from agi_jupyter.records import (
     MessageStatus,
     Page,
     Part,
+    QueryResult,
     QueueMode,
     Role,
     Run,
@@ -68,8 +71,14 @@ class ArtifactWriter(Protocol):
 @runtime_checkable
 class Store(Protocol):
     @property
-    def path(self) -> Path:
-        """Where the data lives (the SQLite file; it may not exist before the first write)."""
+    def location(self) -> str:
+        """Where the data lives, for people (a file path, or a database URL without its
+        password and the project's schema)."""
+        ...
+
+    @property
+    def dialect(self) -> str:
+        """The SQL dialect of ``query``: ``"sqlite"`` or ``"postgresql"``."""
         ...
 
     def close(self) -> None: ...
@@ -233,8 +242,18 @@ class Store(Protocol):
         self, run_id: str, *, after_seq: int = 0, limit: int | None = None
     ) -> list[RunEvent]: ...
     def list_session_run_events(
-        self, session_id: str, *, after_cursor: int = 0, limit: int = 500
-    ) -> list[tuple[int, RunEvent]]: ...
+        self, session_id: str, *, after_cursor: str | None = None, limit: int = 500
+    ) -> list[tuple[str, RunEvent]]:
+        """The events of all runs of a session in the order they became visible, as (cursor,
+        event) pairs, after ``after_cursor`` (from the start if None). A tailer that passes
+        the last cursor back never misses an event committed later: cursors follow commit
+        order, not the order numbers were handed out. Cursors are opaque; a malformed one, or
+        one of another backend, is a ``UsageError``."""
+        ...
+
+    def session_events_end(self, session_id: str) -> str:
+        """The cursor after the session's last stored run event (where "from now" starts)."""
+        ...
 
     # --- tool calls -----------------------------------------------------------------------
 
@@ -332,6 +351,21 @@ class Store(Protocol):
     def get_capability(self, name: str) -> Capability | None: ...
     def list_capabilities(self) -> list[Capability]: ...
     def delete_capability(self, name: str) -> bool: ...
+
+    # --- queries and notifications --------------------------------------------------------
+
+    def query(self, sql: str, params: Sequence[Any] = (), *, max_rows: int = 200) -> QueryResult:
+        """One read-only SQL statement on this project's data (in ``dialect``), with ``?``
+        placeholders on every backend; at most ``max_rows`` rows. A write, a second
+        statement, or any database error is a ``UsageError`` carrying the database's message."""
+        ...
+
+    def listen(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (from another thread) when new work may be claimable in this
+        project: a background run was queued, or a run ended whose session has queued runs.
+        Returns a function that stops it. A store without notifications (SQLite) never calls
+        it: a periodic tick finds the work anyway."""
+        ...
 
     # --- snapshots and changes (undo) ------------------------------------------------------
 

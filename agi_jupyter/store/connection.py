@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -35,6 +35,10 @@ Params = Sequence[Any]
 R = TypeVar("R")
 
 
+def _no_op() -> None:
+    pass
+
+
 class StoreCore:
     """Connection, transactions and paths; the resource mixins build on these."""
 
@@ -54,6 +58,18 @@ class StoreCore:
     def path(self) -> Path:
         """The database file (it may not exist yet: it is created on the first write)."""
         return self._path
+
+    @property
+    def location(self) -> str:
+        return str(self._path)
+
+    @property
+    def dialect(self) -> str:
+        return "sqlite"
+
+    def listen(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """SQLite has no notifications: the callback is never called (ticks poll)."""
+        return _no_op
 
     @property
     def project_dir(self) -> Path:

@@ -6,8 +6,9 @@ distinct, consecutive numbers (the unique index on ``(run_id, seq)`` is the back
 that numbers a run's live events itself passes ``seq``; the store then checks it increases.
 
 The rowid of ``run_events`` only grows, and rows become visible in rowid order (SQLite has one
-writer at a time), so it serves as a global cursor for tailing a session's events from another
-process. (``VACUUM`` may renumber rowids: tailers then restart from 0.)
+writer at a time), so its decimal text serves as the session-stream cursor for tailing a
+session's events from another process: the same numbers as before cursors became strings, so
+old cursors keep working. (``VACUUM`` may renumber rowids: tailers then restart from 0.)
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ class EventsMixin(StoreCore):
             (last,) = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?", [run_id]
             ).fetchone()
-            numbers = _numbering(last, len(events), seqs)
+            numbers = numbering(last, len(events), seqs)
             if numbers[0] <= last or any(a >= b for a, b in itertools.pairwise(numbers)):
                 raise Conflict(
                     f"run {run_id!r} already has events up to seq {last} (got {numbers})"
@@ -116,17 +117,25 @@ class EventsMixin(StoreCore):
         return [RUN_EVENTS.from_row(r) for r in rows]
 
     def list_session_run_events(
-        self, session_id: str, *, after_cursor: int = 0, limit: int = 500
-    ) -> list[tuple[int, RunEvent]]:
+        self, session_id: str, *, after_cursor: str | None = None, limit: int = 500
+    ) -> list[tuple[str, RunEvent]]:
         """Events of all runs of a session written after ``after_cursor``, as (cursor, event)
         pairs in write order; pass the last cursor back to continue tailing."""
         rows = self._all(
             f"SELECT e.rowid, {_EVENT_COLUMNS} FROM run_events e"
             " JOIN runs r ON r.id = e.run_id"
             " WHERE r.session_id = ? AND e.rowid > ? ORDER BY e.rowid LIMIT ?",
-            [session_id, after_cursor, check_limit(limit)],
+            [session_id, _rowid_cursor(after_cursor), check_limit(limit)],
         )
-        return [(r[0], RUN_EVENTS.from_row(r[1:])) for r in rows]
+        return [(str(r[0]), RUN_EVENTS.from_row(r[1:])) for r in rows]
+
+    def session_events_end(self, session_id: str) -> str:
+        row = self._one(
+            "SELECT MAX(e.rowid) FROM run_events e JOIN runs r ON r.id = e.run_id"
+            " WHERE r.session_id = ?",
+            [session_id],
+        )
+        return str(row[0] if row is not None and row[0] is not None else 0)
 
     # --- tool calls -----------------------------------------------------------------------
 
@@ -199,7 +208,18 @@ class EventsMixin(StoreCore):
         return [TOOL_CALLS.from_row(r) for r in rows]
 
 
-def _numbering(last: int, count: int, seqs: Sequence[int] | int | None) -> list[int]:
+def _rowid_cursor(cursor: str | None) -> int:
+    """The rowid of a session-stream cursor (its decimal text; None: from the start)."""
+    if cursor is None:
+        return 0
+    if not (isinstance(cursor, str) and cursor.isascii() and cursor.isdigit()):
+        raise UsageError(
+            f"invalid session event cursor {cursor!r} (this SQLite store's cursors are numbers)"
+        )
+    return int(cursor)
+
+
+def numbering(last: int, count: int, seqs: Sequence[int] | int | None) -> list[int]:
     """The seq of each new event: given, starting at a given one, or after ``last``."""
     if seqs is None:
         return list(range(last + 1, last + 1 + count))

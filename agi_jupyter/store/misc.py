@@ -200,7 +200,7 @@ class StatsMixin(StoreCore):
         """Counts and totals over the whole store (all zeros before the first write)."""
         with self._read() as conn:
             if conn is None:
-                return _stats({}, [], [], (0, 0, 0, 0.0))
+                return stats_dict({}, [], [], (0, 0, 0, 0.0))
             counts = {
                 table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
                 for table in ("messages", "artifacts", "tasks", "webhook_events")
@@ -213,10 +213,10 @@ class StatsMixin(StoreCore):
                 "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0),"
                 " COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cost_usd), 0.0) FROM sessions"
             ).fetchone()
-        return _stats(counts, runs, tools, usage)
+        return stats_dict(counts, runs, tools, usage)
 
 
-def _stats(
+def stats_dict(
     counts: dict[str, int],
     runs: list[tuple[str, int]],
     tools: list[tuple[str, int]],

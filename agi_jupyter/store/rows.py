@@ -14,7 +14,6 @@ import base64
 import binascii
 import dataclasses
 import json
-import sqlite3
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
@@ -279,9 +278,13 @@ def part_from_data(kind: str, data: dict[str, Any]) -> Part:
     return records.part_from_dict({**data, "type": kind})
 
 
-def messages_from_cursor(
-    cursor: sqlite3.Cursor, session_id: str
-) -> tuple[list[Message], list[int]]:
+class RowSource(typing.Protocol):
+    """An executed SELECT of either backend (``sqlite3`` or ``psycopg`` cursor)."""
+
+    def fetchmany(self, size: int = ..., /) -> list[Any]: ...
+
+
+def messages_from_cursor(cursor: RowSource, session_id: str) -> tuple[list[Message], list[int]]:
     """The rows of an executed ``SELECT {MESSAGE_SELECT}`` of one session's messages as
     records (the hot path of loading a history); and the positions of the messages whose
     ``parts`` column is NULL: their ``parts`` are left empty for the caller to read from

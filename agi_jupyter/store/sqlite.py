@@ -14,6 +14,7 @@ from agi_jupyter.store.changes import ChangesMixin
 from agi_jupyter.store.events import EventsMixin
 from agi_jupyter.store.messages import MessagesMixin
 from agi_jupyter.store.misc import CapabilitiesMixin, StatsMixin, TasksMixin, WebhooksMixin
+from agi_jupyter.store.readonly import QueryMixin
 from agi_jupyter.store.runs import RunsMixin
 from agi_jupyter.store.sessions import SessionsMixin
 
@@ -28,6 +29,7 @@ class SqliteStore(
     TasksMixin,
     CapabilitiesMixin,
     StatsMixin,
+    QueryMixin,
     ChangesMixin,
 ):
     """The SQLite store of one project. Nothing touches the disk until the first write.

@@ -58,9 +58,9 @@ class FakeHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False
-    # socketserver's default listen backlog is 5: a burst of new connections (8 tickers
-    # opening 10 each) overflowed it, and every dropped SYN cost its client a 1 s retry.
-    request_queue_size = 128
+    # socketserver's default listen backlog (5) drops the SYNs of a burst of connections (a
+    # tick starting many runs, several servers at once), and each dropped one waits ~1 s.
+    request_queue_size = 1024
 
     def __init__(self, address: tuple[str, int], state: FakeState) -> None:
         self.state = state

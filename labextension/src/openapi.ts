@@ -2550,7 +2550,7 @@ export interface operations {
     listSessions: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
@@ -2615,7 +2615,7 @@ export interface operations {
     createSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -2698,7 +2698,7 @@ export interface operations {
     getSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -2752,7 +2752,7 @@ export interface operations {
     deleteSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -2806,7 +2806,7 @@ export interface operations {
     updateSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -2891,7 +2891,7 @@ export interface operations {
     listMessages: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
@@ -2958,7 +2958,7 @@ export interface operations {
     postMessage: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3045,7 +3045,7 @@ export interface operations {
     getHistory: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description simple: user/assistant text; full: every part of every message. */
                 view?: "simple" | "full";
@@ -3110,7 +3110,7 @@ export interface operations {
     streamSession: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Resume after this position: the opaque `id` of an SSE event of this stream (as Last-Event-ID does). Default (and empty): from now. */
                 after_cursor?: string | null;
@@ -3175,7 +3175,7 @@ export interface operations {
     listRuns: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
@@ -3242,7 +3242,7 @@ export interface operations {
     createRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3327,7 +3327,7 @@ export interface operations {
     streamRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3414,7 +3414,7 @@ export interface operations {
     getRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3468,7 +3468,7 @@ export interface operations {
     cancelRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3531,7 +3531,7 @@ export interface operations {
     getRunEvents: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Replay events with a greater seq. */
                 after_seq?: number;
@@ -3600,7 +3600,7 @@ export interface operations {
     listRunArtifacts: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3654,7 +3654,7 @@ export interface operations {
     undoRun: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3739,7 +3739,7 @@ export interface operations {
     listRunChanges: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3793,7 +3793,7 @@ export interface operations {
     getArtifact: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3847,7 +3847,7 @@ export interface operations {
     getArtifactContent: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3901,7 +3901,7 @@ export interface operations {
     oneShot: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -3986,7 +3986,7 @@ export interface operations {
     listAgents: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -4038,7 +4038,7 @@ export interface operations {
     listTools: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Only the tools this agent is offered. */
                 agent?: string | null;
@@ -4101,7 +4101,7 @@ export interface operations {
     listProviders: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -4153,7 +4153,7 @@ export interface operations {
     listSdks: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -4205,7 +4205,7 @@ export interface operations {
     getStats: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;
@@ -4257,7 +4257,7 @@ export interface operations {
     listTasks: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
                 /** @description Items per page. */
                 page_size?: number;
@@ -4508,7 +4508,7 @@ export interface operations {
     openaiWebhook: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header: {
@@ -4591,7 +4591,7 @@ export interface operations {
     tick: {
         parameters: {
             query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store <project>/.agi/agi.sqlite. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
             };
             header?: never;

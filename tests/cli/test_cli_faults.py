@@ -1,6 +1,8 @@
 """Faults of real processes: a stalled owner (SIGSTOP) whose run a tick takes over, a server
 stopped with SIGTERM mid-run and started again, a CLI killed with SIGKILL. Each run ends once,
-with one ``run.final``, and is never executed twice."""
+with one ``run.final``, and is never executed twice. The stalled owner and the killed CLI run
+on both store backends (``backend_env``): on PostgreSQL the fence is checked by the database
+in each write's transaction, across real processes."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import pytest
 
 from agi_jupyter.cli.remote import ServerClient
 from agi_jupyter.records import Run, ToolResultPart
-from agi_jupyter.store import open_store
+from agi_jupyter.store import Store, create_store
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Fault, Turn
 from tests.cli.conftest import AGI, process_env
 from tests.cli.test_cli_serve import wait_for_banner
@@ -39,6 +41,25 @@ def _until(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
         time.sleep(0.05)
 
 
+def open_store(project: Path) -> Store:
+    """The project's store on the test's backend (the processes get ``AGI_DATABASE_URL``)."""
+    return create_store(project, database_url=os.environ.get("AGI_DATABASE_URL"))
+
+
+@pytest.fixture
+def on_backend(
+    backend_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, project: Path
+) -> Iterator[None]:
+    """This test's processes, and its own reads, use the test's store backend (on
+    PostgreSQL, no SQLite file appears)."""
+    monkeypatch.delenv("AGI_DATABASE_URL", raising=False)
+    for name, value in backend_env.items():
+        monkeypatch.setenv(name, value)
+    yield
+    if backend_env:
+        assert not (project / ".agi" / "agi.sqlite").exists()
+
+
 def _runs(project: Path) -> list[Run]:
     with open_store(project) as store:
         return store.list_runs(limit=20).items
@@ -56,6 +77,7 @@ def _stale(run: Run, seconds: float) -> bool:
     return beat < datetime.now(UTC) - timedelta(seconds=seconds)
 
 
+@pytest.mark.usefixtures("on_backend")
 def test_a_stalled_owner_loses_its_run_to_a_tick_and_writes_nothing_more(
     project: Path, fake_llm: FakeLLMServer
 ) -> None:
@@ -189,6 +211,7 @@ def test_a_server_run_survives_a_sigterm_and_finishes_after_a_restart(
     assert server.wait(timeout=60) == 0
 
 
+@pytest.mark.usefixtures("on_backend")
 def test_a_killed_cli_run_is_recovered_by_a_tick(project: Path, fake_llm: FakeLLMServer) -> None:
     fake_llm.enqueue(
         Turn(chunks=[f"word{i} " for i in range(400)], fault=Fault(stall_between_events=0.05)),

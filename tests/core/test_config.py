@@ -178,6 +178,68 @@ def test_unplaceable_default_model_in_a_file_names_the_file(project: Path, home:
         load_config(project, env=env_for(home))
 
 
+# --- the store's database ------------------------------------------------------------------
+
+URL = "postgresql://agi@db.example:5432/team"
+
+
+def test_no_database_url_means_the_sqlite_store(project: Path, home: Path) -> None:
+    cfg = load_config(project, env=env_for(home))
+    assert (cfg.database_url, cfg.database_password, cfg.project_key) == (None, None, None)
+    assert cfg.project_namespace is None
+    assert cfg.store_key == str(project.resolve())
+
+
+def test_database_url_and_project_namespace_from_each_layer(project: Path, home: Path) -> None:
+    env = env_for(home, AGI_DATABASE_URL=URL, AGI_PROJECT_NAMESPACE="user-alice")
+    cfg = load_config(project, env=env)
+    assert (cfg.database_url, cfg.store_key) == (URL, f"user-alice:{project.resolve()}")
+    traitlets = load_config(project, env=env_for(home), traitlets={"database_url": URL + "2"})
+    assert traitlets.database_url == URL + "2"
+    write_json(project / ".agi" / "config.json", {"database_url": URL + "3", "project_key": "p"})
+    cfg = load_config(project, env=env)
+    assert (cfg.database_url, cfg.project_key, cfg.store_key) == (URL + "3", "p", "p")
+
+
+def test_project_key_belongs_to_the_project_file(project: Path, home: Path) -> None:
+    with pytest.raises(ConfigError, match="project_key names one project"):
+        load_config(project, env=env_for(home), traitlets={"project_key": "k"})
+    write_json(home / ".config" / "agi" / "config.json", {"project_key": "k"})
+    with pytest.raises(ConfigError, match=r"config\.json: project_key"):
+        load_config(project, env=env_for(home))
+    (home / ".config" / "agi" / "config.json").unlink()
+    assert load_config(project, env=env_for(home), overrides={"project_key": "k"}).store_key == "k"
+
+
+def test_a_password_in_a_config_file_is_refused(project: Path, home: Path) -> None:
+    for path in (project / ".agi" / "config.json", home / ".config" / "agi" / "config.json"):
+        for url in ("postgresql://agi:hunter2@db/team", "postgresql://agi@db/team?password=x"):
+            write_json(path, {"database_url": url})
+            with pytest.raises(ConfigError, match="must not contain a password") as info:
+                load_config(project, env=env_for(home))
+            assert "hunter2" not in info.value.message
+            assert str(path) in info.value.message
+        path.unlink()
+    env = env_for(home, AGI_DATABASE_URL="postgresql://agi:hunter2@db/team")
+    cfg = load_config(project, env=env)  # the environment may carry one
+    assert cfg.database_url is not None
+    assert "hunter2" not in repr(cfg)
+
+
+def test_the_database_password_comes_from_the_credentials_file(project: Path, home: Path) -> None:
+    write_json(home / ".config" / "agi" / "credentials.json", {"database_password": "pw-123456"})
+    without = load_config(project, env=env_for(home))
+    assert without.database_password is None  # not read when no database is configured
+    cfg = load_config(project, env=env_for(home, AGI_DATABASE_URL=URL))
+    assert cfg.database_password == "pw-123456"
+    assert "pw-123456" not in repr(cfg)
+
+
+def test_a_database_url_must_be_postgresql(project: Path, home: Path) -> None:
+    with pytest.raises(ConfigError, match="database_url"):
+        load_config(project, env=env_for(home, AGI_DATABASE_URL="sqlite:///x.db"))
+
+
 def test_durability_settings_and_their_defaults(project: Path, home: Path) -> None:
     cfg = load_config(project, env=env_for(home))
     assert (cfg.stale_after, cfg.persist_deltas) == (30.0, True)

@@ -13,6 +13,7 @@ import pytest
 from agi_jupyter.records import ToolResultPart
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 from tests.mcp.conftest import MODEL, MakeAgi, stdio_entry, wait_until, write_mcp_json
+from tests.stored import stored_texts
 
 pytestmark = pytest.mark.slow  # MCP servers are real processes (~1 s to start each)
 
@@ -238,8 +239,9 @@ def test_a_streamable_http_server_gets_its_headers_and_secrets_stay_out_of_the_s
     shout, whoami = agi.store.list_tool_calls(run_id=run.id)
     assert shout.result["output"] == "HELLO"
     assert whoami.result["output"].startswith("authorization: [REDACTED:MCP_REMOTE")
-    database = (project / ".agi" / "agi.sqlite").read_bytes()
-    assert b"rt-0123456789abcdef" not in database
+    stored = stored_texts(project, agi.store)
+    assert stored  # the run was recorded somewhere: the SQLite file, or PostgreSQL rows
+    assert [where for where, text in stored if "rt-0123456789abcdef" in text] == []
     (remote,) = agi.mcp_servers()
     assert (remote["transport"], remote["target"]) == ("http", http_server)
 

@@ -22,9 +22,11 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def agi_env(tmp_path: Path, fake_llm: FakeLLMServer) -> dict[str, str]:
-    """Provider keys and base URLs that point every provider at the fake server."""
+def agi_env(tmp_path: Path, fake_llm: FakeLLMServer, backend_env: dict[str, str]) -> dict[str, str]:
+    """Provider keys and base URLs that point every provider at the fake server, and the
+    test's store backend (every runtime test runs on SQLite and on PostgreSQL)."""
     return {
+        **backend_env,
         "HOME": str(tmp_path / "home"),
         "OPENAI_API_KEY": "sk-test-openai-secret-0001",
         "OPENAI_BASE_URL": fake_llm.openai_base_url,

@@ -66,13 +66,14 @@ def test_eight_processes_ticking_200_runs_execute_each_once_in_session_order(
         assert len(finals) == 1
     assert len([r for r in fake_llm.requests if r.protocol == "chat"]) == 200
     for session_id in session_ids:  # one at a time, in the order they were queued
-        # The store's event cursor is the order writes were committed in (times are taken
-        # before a write waits for the lock, so they need not be). A run's events up to its
-        # ending all come before the next run's first event: it was claimed only once the
-        # run before it had ended.
+        # The session stream is in the order writes were committed in (times are taken
+        # before a write waits for the lock, so they need not be; cursors are opaque). A
+        # run's events up to its ending all come before the next run's first event: it was
+        # claimed only once the run before it had ended.
         positions: dict[str, list[int]] = {}
-        for cursor, event in agi.store.list_session_run_events(session_id, limit=1000):
-            positions.setdefault(event.run_id, []).append(cursor)
+        stream = agi.store.list_session_run_events(session_id, limit=1000)
+        for position, (_cursor, event) in enumerate(stream):
+            positions.setdefault(event.run_id, []).append(position)
         ordered = [r.id for r in runs if r.session_id == session_id]
         for earlier, later in itertools.pairwise(ordered):
             before_ending = positions[earlier][:-2]  # all but run.status and run.final

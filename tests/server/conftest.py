@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 from pytest_jupyter.jupyter_server import *  # noqa: F403
 from tornado.httpclient import HTTPClientError, HTTPResponse
 
+from agi_jupyter.store import Store, create_store
 from agi_jupyter.testing import FakeLLMServer
 
 Fetch = Callable[..., Awaitable["Reply"]]
@@ -61,8 +63,19 @@ def jp_server_config(agi_config: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(autouse=True)
-def agi_env(monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLMServer, tmp_path: Path) -> None:
-    """Every provider (and the default ``fake`` model) talks to the test's fake server."""
+def agi_env(
+    monkeypatch: pytest.MonkeyPatch,
+    fake_llm: FakeLLMServer,
+    tmp_path: Path,
+    backend_env: dict[str, str],
+) -> None:
+    """Every provider (and the default ``fake`` model) talks to the test's fake server; the
+    store is the test's backend (every server test runs on SQLite and on PostgreSQL)."""
+    for name, value in backend_env.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AGI_DATABASE_URL", "AGI_PROJECT_NAMESPACE"):
+        if name not in backend_env:
+            monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai-secret-0001")
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_base_url)
     monkeypatch.setenv("AGI_FAKE_LLM_URL", fake_llm.openai_base_url)
@@ -70,6 +83,11 @@ def agi_env(monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLMServer, tmp_path: 
     for name in ("AGI_MODEL", "AGI_AGENT", "AGI_PERSIST_DELTAS", "OPENAI_WEBHOOK_SECRET"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+def project_store(project: Path) -> Store:
+    """The store of ``project`` as the server opens it: on the test's backend."""
+    return create_store(project, database_url=os.environ.get("AGI_DATABASE_URL"))
 
 
 @pytest.fixture

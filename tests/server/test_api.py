@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agi_jupyter.server.routes import ROUTES, Route
-from tests.server.conftest import Fetch
+from tests.server.conftest import Fetch, project_store
 
 
 def example_path(route: Route) -> list[str]:
@@ -204,7 +204,8 @@ async def test_projects_are_folders_under_the_root(fetch: Fetch, server_root: Pa
         "sessions", method="POST", json={"title": "in alpha"}, params={"project": "alpha"}
     )
     assert made.status == 201
-    assert (server_root / "alpha" / ".agi" / "agi.sqlite").is_file()
+    with project_store(server_root / "alpha") as store:
+        assert [s.title for s in store.list_sessions().items] == ["in alpha"]
     in_alpha = await fetch("sessions", params={"project": "alpha"})
     in_root = await fetch("sessions")
     assert [s["title"] for s in in_alpha.data["sessions"]] == ["in alpha"]
@@ -296,9 +297,8 @@ async def test_changing_a_session_keeps_its_sdk_and_model_compatible(fetch: Fetc
 
 
 async def test_tasks_are_listed_and_paginated(fetch: Fetch, server_root: Path) -> None:
-    from agi_jupyter.store import open_store
 
-    with open_store(server_root) as store:
+    with project_store(server_root) as store:
         for n in range(3):
             store.create_task(f"task {n}")
         store.update_task(store.list_tasks()[0].id, status="done")

@@ -23,7 +23,8 @@ from click.testing import CliRunner
 
 from agi_jupyter.cli.main import cli
 from agi_jupyter.testing import FakeLLMServer
-from tests.server.conftest import Api, Fetch, sse_events
+from tests.server.conftest import Api, Fetch, project_store, sse_events
+from tests.stored import stored_texts as all_stored
 
 CANARIES = {
     "STRIPE_APIKEY": "rk_live_51CanaryStripeKey0000aaaa",
@@ -151,8 +152,19 @@ async def test_canary_secrets_appear_nowhere(
     for request in fake_llm.requests:
         headers = {k: v for k, v in request.headers.items() if k.lower() != "authorization"}
         found += leaks(f"provider {request.path}", json.dumps(request.body) + json.dumps(headers))
-    stored = [p for p in (server_root / ".agi").rglob("*") if p.is_file()]
-    assert any(p.parent.parent.name == "artifacts" for p in stored)
-    for path in stored:
-        found += leaks(str(path.relative_to(server_root)), path.read_bytes().decode("latin-1"))
+    for where, text in stored_texts(server_root):
+        found += leaks(where, text)
     assert found == []
+
+
+def stored_texts(server_root: Path) -> list[tuple[str, str]]:
+    """Everything the project's store holds (the files under .agi/, or on PostgreSQL also
+    every row of the project's schema), with at least one spilled artifact among it."""
+    with project_store(server_root) as store:
+        texts = all_stored(server_root, store)
+        if store.dialect == "sqlite":
+            assert any(where.startswith(".agi/artifacts/") for where, _ in texts)
+        else:
+            spilled = "SELECT COUNT(*) FROM artifacts WHERE content IS NOT NULL"
+            assert int(store.query(spilled).rows[0][0])
+    return texts

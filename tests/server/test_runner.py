@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from agi_jupyter.app import Agi
-from agi_jupyter.store import open_store
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
-from tests.server.conftest import Fetch, wait_for, wait_run
+from tests.server.conftest import Fetch, project_store, wait_for, wait_run
 
 
 @pytest.fixture
@@ -58,22 +57,26 @@ async def test_tick_executes_queued_runs(fetch: Fetch, other: Agi) -> None:
 
 @pytest.mark.slow
 async def test_concurrent_ticks_execute_each_run_exactly_once(
-    fetch: Fetch, other: Agi, fake_llm: FakeLLMServer, server_root: Path
+    fetch: Fetch, other: Agi, fake_llm: FakeLLMServer, server_root: Path, backend: str
 ) -> None:
     ids = queue_runs(other, 20, 10)
     executed = 0
-    for _ in range(20):
+    for _ in range(40):
         ticks = [fetch("runner", "tick", method="POST", json={"max_runs": 50}) for _ in range(8)]
         competitor = asyncio.to_thread(other.tick, max_runs=50)  # another runtime, same store
         *replies, theirs = await asyncio.gather(*ticks, competitor)
         assert all(r.status == 200 for r in replies), replies
         executed += sum(r.data["executed"] for r in replies) + theirs.executed
-        if not other.store.due_runs(limit=1):
+        active = other.store.list_runs(statuses=["queued", "running"], limit=1).items
+        if not active:
             break
-    assert executed == 200
+    if backend == "sqlite":
+        assert executed == 200
+    else:  # runs ending also wake the server's own runner (NOTIFY), which executes some too
+        assert 0 < executed <= 200
     model_requests = [r for r in fake_llm.requests if r.method == "POST"]
     assert len(model_requests) == 200
-    with open_store(server_root) as store:
+    with project_store(server_root) as store:
         for run_id in ids:
             run = store.get_run(run_id)
             assert (run.status, run.attempt) == ("succeeded", 1), run
@@ -97,7 +100,7 @@ class TestPeriodic:
 
 def due_task(server_root: Path, title: str, in_seconds: float = -1) -> str:
     due = datetime.now(UTC) + timedelta(seconds=in_seconds)
-    with open_store(server_root) as store:
+    with project_store(server_root) as store:
         task = store.create_task(
             title, details="water the plants", due_at=due.isoformat().replace("+00:00", "Z")
         )
@@ -121,7 +124,7 @@ class TestHeartbeat:
         )
 
         async def task_done() -> bool:
-            with open_store(server_root) as store:
+            with project_store(server_root) as store:
                 return store.get_task(task_id).status == "done"
 
         await wait_for(task_done)
@@ -134,7 +137,7 @@ class TestHeartbeat:
         prompt = json.dumps(fake_llm.requests[0].body)
         assert task_id in prompt
         assert "water the plants" in prompt
-        with open_store(server_root) as store:
+        with project_store(server_root) as store:
             assert store.get_task(later).status == "pending", "not due within the interval"
         await asyncio.sleep(0.5)  # more heartbeats: the task is not handed over twice
         assert len((await fetch("sessions")).data["sessions"]) == 1

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agi_jupyter.store import open_store
 from agi_jupyter.testing import FakeLLMServer, Fault, Turn
-from tests.server.conftest import Api, Fetch, ndjson, wait_run
+from tests.server.conftest import Api, Fetch, ndjson, project_store, wait_run
 
 
 async def new_session(fetch: Fetch) -> str:
@@ -105,7 +104,7 @@ async def test_artifacts(fetch: Fetch, server_root: Path) -> None:
     done = await fetch("sessions", session, "messages", method="POST", json={"content": "x"})
     run_id = done.data["run"]["id"]
     big = "line\n" * 40_000  # over the inline threshold: stored as a file
-    with open_store(server_root) as store:
+    with project_store(server_root) as store:
         small = store.create_artifact("note", run_id=run_id, text="hello", mime="text/plain")
         large = store.create_artifact("log", run_id=run_id, text=big, filename="out.txt")
         data_only = store.create_artifact("summary", run_id=run_id, data={"n": 1})

@@ -216,6 +216,46 @@ async def test_session_stream_announces_session_changes(api: Api, fetch: Fetch) 
         assert (await changed).status == 200
 
 
+async def test_session_stream_resumes_after_a_cursor(api: Api, fetch: Fetch, backend: str) -> None:
+    """Every stored event carries its cursor as the SSE id; reconnecting with it (Last-Event-ID
+    or after_cursor) continues right after that event. A malformed cursor, or another
+    backend's (a SQLite store's number on PostgreSQL, a PostgreSQL ``p`` position on SQLite),
+    is refused before the stream starts."""
+    session = await new_session(fetch)
+    done = await fetch("sessions", session, "messages", method="POST", json={"content": "one"})
+    assert done.status == 200, done
+    async with (
+        api.client() as client,
+        client.stream(
+            "GET",
+            f"/sessions/{session}/stream",
+            params={"after_cursor": "0" if backend == "sqlite" else "p0"},
+        ) as response,
+    ):
+        stored = []
+        async for event in sse_events(response):
+            stored.append(event)
+            if event["data"]["type"] == "run.final":
+                break
+    check_sequence([e["data"] for e in stored])
+    cut = stored[2]["id"]
+    for how in ({"headers": {"Last-Event-ID": cut}}, {"params": {"after_cursor": cut}}):
+        async with (
+            api.client() as client,
+            client.stream("GET", f"/sessions/{session}/stream", **how) as response,
+        ):
+            rest = []
+            async for event in sse_events(response):
+                rest.append(event)
+                if event["data"]["type"] == "run.final":
+                    break
+        assert [e["id"] for e in rest] == [e["id"] for e in stored[3:]]
+    bad = ["junk", "12"] if backend == "postgres" else ["junk", "p12"]
+    for cursor in bad:
+        refused = await fetch("sessions", session, "stream", params={"after_cursor": cursor})
+        assert (refused.status, refused.error["code"]) == (404, "CURSOR_NOT_FOUND"), cursor
+
+
 async def test_every_session_stream_event_of_a_run_carries_an_id_to_resume_from(
     api: Api, fetch: Fetch, fake_llm: FakeLLMServer
 ) -> None:

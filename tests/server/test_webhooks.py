@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from agi_jupyter.server.ratelimit import RateLimiter
-from agi_jupyter.store import open_store
 from agi_jupyter.testing import FakeLLMServer
-from tests.server.conftest import Fetch, wait_run
+from tests.server.conftest import Fetch, project_store, wait_run
 from tests.server.research_helpers import CITATIONS, REPORT, SECRET, event_for, report_turn, signed
 
 
@@ -103,7 +102,7 @@ async def test_deep_research_by_webhook_delivered_100_times(
     assert final["last_webhook_event_id"] == "evt_dr1"
     retrieves = [r for r in fake_llm.requests if r.method == "GET"]
     assert len(retrieves) == 1, "the event is processed once"
-    with open_store(server_root) as store:
+    with project_store(server_root) as store:
         assert store.stats()["webhook_events"] == 1
         assert store.list_unprocessed_webhook_events() == []
     await check_report(fetch, final)

@@ -1,11 +1,12 @@
 """A writer process for test_store_processes.py (run as a script, not collected by pytest).
 
-    python store_writer.py PROJECT SESSION_ID RUN_ID TAG EVENTS MESSAGES READY_FILE GO_FILE
+    python store_writer.py PROJECT SESSION_ID RUN_ID TAG EVENTS MESSAGES READY_FILE GO_FILE [URL]
 
 Opens the store, touches READY_FILE, waits for GO_FILE, then appends EVENTS run events to RUN_ID
 (one transaction each) and MESSAGES messages to SESSION_ID, interleaved; after its first event
 it waits until the other writer's first event is there too, so the two always overlap. Every
-failure is counted, not raised; a JSON summary goes to stdout.
+failure is counted, not raised; a JSON summary goes to stdout. With URL, the project's store is
+in that PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agi_jupyter.records import TextPart
-from agi_jupyter.store import open_store
+from agi_jupyter.store import create_store
 
 
 def wait_until(condition: Callable[[], bool]) -> None:
@@ -31,10 +32,11 @@ def main(argv: list[str]) -> int:
     project, session_id, run_id, tag = argv[:4]
     events, messages = int(argv[4]), int(argv[5])
     ready, go = Path(argv[6]), Path(argv[7])
+    url = argv[8] if len(argv) > 8 else None
     errors: list[str] = []
     written = {"events": 0, "messages": 0}
     every = max(1, events // max(1, messages))
-    with open_store(project) as store:
+    with create_store(project, database_url=url) as store:
         store.list_run_events(run_id, limit=1)  # connect before the start signal
         ready.touch()
         wait_until(go.exists)

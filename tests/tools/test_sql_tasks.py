@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agi_jupyter.store import SqliteStore
+from agi_jupyter.store import Store, create_store
 from tests.tools.conftest import Call, exists
 
 
 @pytest.fixture
-def stored(store: SqliteStore) -> SqliteStore:
+def store(project: Path, backend_env: dict[str, str]) -> Iterator[Store]:
+    """The project's store on each backend: ``database='store'`` reads either."""
+    url = backend_env.get("AGI_DATABASE_URL")
+    with create_store(project, artifact_threshold=4096, database_url=url) as opened:
+        yield opened
+
+
+@pytest.fixture
+def stored(store: Store) -> Store:
     store.create_session(title="first session")
     store.create_task("water the plants")
     return store
@@ -22,8 +31,7 @@ def stored(store: SqliteStore) -> SqliteStore:
 
 
 @pytest.mark.asyncio
-@pytest.mark.usefixtures("stored")
-async def test_store_is_readable(call: Call) -> None:
+async def test_store_is_readable(call: Call, stored: Store) -> None:
     outcome = await call(
         "sql.query",
         {
@@ -38,6 +46,7 @@ async def test_store_is_readable(call: Call) -> None:
         "columns": ["title"],
         "rows": [{"title": "first session"}],
         "truncated": False,
+        "dialect": stored.dialect,
     }
 
 
@@ -47,11 +56,11 @@ async def test_store_is_readable(call: Call) -> None:
     [
         "DELETE FROM sessions",
         "UPDATE tasks SET title = 'x'",
-        "CREATE TABLE evil (x)",
+        "CREATE TABLE evil (x integer)",
         "PRAGMA query_only = 0",
     ],
 )
-async def test_store_writes_are_refused(call: Call, stored: SqliteStore, sql: str) -> None:
+async def test_store_writes_are_refused(call: Call, stored: Store, sql: str) -> None:
     outcome = await call("sql.query", {"sql": sql, "database": "store"})
     if sql.startswith("PRAGMA"):  # switching query_only off still cannot write: mode=ro
         outcome = await call("sql.query", {"sql": "DELETE FROM tasks", "database": "store"})
@@ -128,7 +137,7 @@ async def test_read_only_agents_cannot_write_the_data_database(call: Call) -> No
 
 
 @pytest.mark.asyncio
-async def test_task_lifecycle(call: Call, store: SqliteStore) -> None:
+async def test_task_lifecycle(call: Call, store: Store) -> None:
     created = await call(
         "tasks",
         {
@@ -181,7 +190,7 @@ async def test_task_errors(call: Call, arguments: dict[str, str], message: str) 
 
 
 @pytest.mark.asyncio
-async def test_read_only_agents_may_only_list_and_get(call: Call, store: SqliteStore) -> None:
+async def test_read_only_agents_may_only_list_and_get(call: Call, store: Store) -> None:
     task = store.create_task("keep")
     listed = await call("tasks", {"action": "list"}, read_only=True)
     assert listed.ok

@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import asdict
 from typing import Any
 
-from agi_jupyter.server.cursors import parse_session_cursor, session_cursor
+from agi_jupyter.server.cursors import check_position, parse_session_cursor, session_cursor
 from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.models import (
     Deleted,
@@ -86,6 +86,8 @@ class SessionStreamHandler(AgiHandler):
         after = parse_session_cursor(text) if text else None
         agi = await self.agi()
         await self.call(agi.session, session_id)
+        if after is not None and text:  # refused before the stream starts, not inside it
+            await self.call(check_position, agi.store, session_id, after, text)
         ids: dict[int, str] = {}
 
         async def events() -> AsyncGenerator[dict[str, Any], None]:

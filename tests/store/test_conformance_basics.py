@@ -1,10 +1,8 @@
-"""Opening, first-write creation, connection settings, closing, threads, the protocol."""
+"""Every backend: the protocol, empty reads, several stores on one project, closing, threads."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -16,29 +14,34 @@ from agi_jupyter.errors import (
     SessionNotFound,
     UsageError,
 )
-from agi_jupyter.store import MIGRATIONS, SqliteStore, Store, migrate, open_store
-
-OpenStore = Callable[..., SqliteStore]
+from agi_jupyter.store import MIGRATIONS, Store, migrate
+from tests.store.conftest import OpenStore
 
 
 def test_package_exports() -> None:
     assert sorted(store_package.__all__) == sorted(
-        ["MIGRATIONS", "ArtifactWriter", "SqliteStore", "Store", "migrate", "open_store"]
+        [
+            "MIGRATIONS",
+            "ArtifactWriter",
+            "SqliteStore",
+            "Store",
+            "create_store",
+            "migrate",
+            "open_store",
+            "store_exists",
+        ]
     )
     assert MIGRATIONS
     assert callable(migrate)
 
 
-def test_sqlite_store_satisfies_the_protocol(store: SqliteStore) -> None:
+def test_store_satisfies_the_protocol(store: Store, backend: str) -> None:
     assert isinstance(store, Store)
+    assert store.dialect == {"sqlite": "sqlite", "postgres": "postgresql"}[backend]
+    assert store.location
 
 
-def test_path_is_under_dot_agi(store: SqliteStore, project: Path) -> None:
-    assert store.path == project.resolve() / ".agi" / "agi.sqlite"
-    assert store.project_dir == project.resolve()
-
-
-def test_reads_on_a_fresh_project_create_nothing(store: SqliteStore, project: Path) -> None:
+def test_reads_on_a_fresh_project_find_nothing(store: Store) -> None:
     assert store.list_sessions().items == []
     assert store.list_sessions().next_cursor is None
     assert store.list_runs().items == []
@@ -53,6 +56,7 @@ def test_reads_on_a_fresh_project_create_nothing(store: SqliteStore, project: Pa
     assert store.get_capability("x") is None
     assert store.list_unprocessed_webhook_events() == []
     assert store.due_runs() == []
+    assert store.claim_due_runs(owner="me", stale_before="2000-01-01T00:00:00.000Z") == []
     assert store.stale_runs(heartbeat_before="2999") == []
     assert store.get_run_by_response_id("resp") is None
     assert store.stats()["sessions"] == 0
@@ -68,47 +72,34 @@ def test_reads_on_a_fresh_project_create_nothing(store: SqliteStore, project: Pa
     ]:
         with pytest.raises(error):
             call()
-    assert not (project / ".agi").exists()
-    assert list(project.iterdir()) == []
 
 
-def test_first_write_creates_the_database(store: SqliteStore) -> None:
-    assert not store.path.exists()
-    store.create_session()
-    assert store.path.is_file()
-
-
-def test_connection_settings(store: SqliteStore) -> None:
-    store.create_session()
-    with store._read() as conn:
-        assert conn is not None
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 10_000
-
-
-def test_a_second_store_sees_the_file_created_later(make_store: OpenStore) -> None:
+def test_a_second_store_sees_what_the_first_writes(make_store: OpenStore) -> None:
     reader, writer = make_store(), make_store()
     assert reader.list_sessions().items == []
     created = writer.create_session(title="later")
     assert [s.id for s in reader.list_sessions().items] == [created.id]
 
 
-def test_close_and_context_manager(project: Path) -> None:
-    with open_store(project) as store:
+def test_close_and_context_manager(make_store: OpenStore) -> None:
+    with make_store() as store:
         store.create_session()
     with pytest.raises(UsageError, match="closed"):
         store.list_sessions()
+    with pytest.raises(UsageError, match="closed"):
+        store.create_session()
     store.close()  # twice is fine
-    never_used = open_store(project)
+    never_used = make_store()
     never_used.close()
+    assert make_store().list_sessions().items != [], "closing one store keeps the others open"
 
 
-def test_negative_artifact_threshold_is_refused(project: Path) -> None:
+def test_negative_artifact_threshold_is_refused(make_store: OpenStore) -> None:
     with pytest.raises(UsageError):
-        open_store(project, artifact_threshold=-1)
+        make_store(artifact_threshold=-1)
 
 
-def test_threads_share_one_store(store: SqliteStore) -> None:
+def test_threads_share_one_store(store: Store) -> None:
     session = store.create_session()
     run = store.create_run(session.id)
     errors: list[BaseException] = []

@@ -1,22 +1,22 @@
-"""Runs: create, pages, updates with versions, compare-and-set claims, heartbeats, queues."""
+"""Every backend: runs (create, pages, updates with versions, compare-and-set claims,
+heartbeats, queues)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from agi_jupyter.errors import Conflict, RunLost, RunNotFound, SessionNotFound, UsageError
 from agi_jupyter.records import Run, RunFence, Session, TextPart
-from agi_jupyter.store import SqliteStore
+from agi_jupyter.store import Store
+from tests.store.conftest import OpenStore
 
-OpenStore = Callable[..., SqliteStore]
 PAST, FUTURE = "2000-01-01T00:00:00.000Z", "2999-01-01T00:00:00.000Z"
 
 
-def test_create_run_defaults_and_fields(store: SqliteStore, session: Session) -> None:
+def test_create_run_defaults_and_fields(store: Store, session: Session) -> None:
     run = store.create_run(session.id)
     assert run.id.startswith("run_")
     assert (run.status, run.type, run.execution_mode, run.version) == (
@@ -46,24 +46,24 @@ def test_create_run_defaults_and_fields(store: SqliteStore, session: Session) ->
     [{"colour": 1}, {"version": 3}, {"id": "run_x"}, {"status": "sleeping"}, {"type": "x"}],
 )
 def test_create_run_rejects_bad_fields(
-    store: SqliteStore, session: Session, fields: dict[str, Any]
+    store: Store, session: Session, fields: dict[str, Any]
 ) -> None:
     with pytest.raises(UsageError):
         store.create_run(session.id, **fields)
 
 
-def test_create_run_of_unknown_session(store: SqliteStore) -> None:
+def test_create_run_of_unknown_session(store: Store) -> None:
     with pytest.raises(SessionNotFound):
         store.create_run("ses_nope")
 
 
-def test_get_unknown_run(store: SqliteStore, run: Run) -> None:
+def test_get_unknown_run(store: Store, run: Run) -> None:
     with pytest.raises(RunNotFound) as info:
         store.get_run("run_nope")
     assert info.value.code == "RUN_NOT_FOUND"
 
 
-def collect(store: SqliteStore, size: int, **kwargs: Any) -> list[str]:
+def collect(store: Store, size: int, **kwargs: Any) -> list[str]:
     ids: list[str] = []
     page = store.list_runs(limit=size, **kwargs)
     for _ in range(100):
@@ -74,7 +74,7 @@ def collect(store: SqliteStore, size: int, **kwargs: Any) -> list[str]:
     raise AssertionError("too many pages")
 
 
-def test_list_runs_pages_filters_newest_first(store: SqliteStore) -> None:
+def test_list_runs_pages_filters_newest_first(store: Store) -> None:
     a, b = store.create_session(), store.create_session()
     runs = [store.create_run(a.id if i % 3 else b.id) for i in range(17)]
     for r in runs[::4]:
@@ -94,7 +94,7 @@ def test_list_runs_pages_filters_newest_first(store: SqliteStore) -> None:
     ]
 
 
-def test_list_runs_pages_are_stable_under_inserts(store: SqliteStore, session: Session) -> None:
+def test_list_runs_pages_are_stable_under_inserts(store: Store, session: Session) -> None:
     original = {store.create_run(session.id).id for _ in range(9)}
     seen: list[str] = []
     page = store.list_runs(limit=2)
@@ -107,7 +107,7 @@ def test_list_runs_pages_are_stable_under_inserts(store: SqliteStore, session: S
     assert sorted(seen) == sorted(original)
 
 
-def test_a_cursor_of_another_listing_is_refused(store: SqliteStore, session: Session) -> None:
+def test_a_cursor_of_another_listing_is_refused(store: Store, session: Session) -> None:
     store.create_session()
     cursor = store.list_sessions(limit=1).next_cursor
     assert cursor is not None
@@ -115,7 +115,7 @@ def test_a_cursor_of_another_listing_is_refused(store: SqliteStore, session: Ses
         store.list_runs(cursor=cursor)
 
 
-def test_update_run_bumps_version_and_round_trips_json(store: SqliteStore, run: Run) -> None:
+def test_update_run_bumps_version_and_round_trips_json(store: Store, run: Run) -> None:
     updated = store.update_run(
         run.id,
         status="failed",
@@ -139,9 +139,7 @@ def test_update_run_bumps_version_and_round_trips_json(store: SqliteStore, run: 
 @pytest.mark.parametrize(
     "changes", [{"nope": 1}, {"version": 9}, {"session_id": "ses_x"}, {"status": "paused"}]
 )
-def test_update_run_rejects_bad_changes(
-    store: SqliteStore, run: Run, changes: dict[str, Any]
-) -> None:
+def test_update_run_rejects_bad_changes(store: Store, run: Run, changes: dict[str, Any]) -> None:
     with pytest.raises(UsageError):
         store.update_run(run.id, **changes)
     with pytest.raises(UsageError):
@@ -149,12 +147,12 @@ def test_update_run_rejects_bad_changes(
     assert store.get_run(run.id) == run
 
 
-def test_update_unknown_run(store: SqliteStore, run: Run) -> None:
+def test_update_unknown_run(store: Store, run: Run) -> None:
     with pytest.raises(RunNotFound):
         store.update_run("run_nope", status="failed")
 
 
-def test_update_run_if_is_compare_and_set(store: SqliteStore, run: Run) -> None:
+def test_update_run_if_is_compare_and_set(store: Store, run: Run) -> None:
     assert store.update_run_if(run.id, run.version, status="cancelled")
     assert not store.update_run_if(run.id, run.version, status="failed")
     after = store.get_run(run.id)
@@ -162,7 +160,7 @@ def test_update_run_if_is_compare_and_set(store: SqliteStore, run: Run) -> None:
     assert not store.update_run_if("run_nope", 0, status="failed")
 
 
-def test_claim_run_same_version_exactly_one_wins(store: SqliteStore, run: Run) -> None:
+def test_claim_run_same_version_exactly_one_wins(store: Store, run: Run) -> None:
     assert store.claim_run(run.id, run.version, owner="a")
     assert not store.claim_run(run.id, run.version, owner="b")
     claimed = store.get_run(run.id)
@@ -172,7 +170,7 @@ def test_claim_run_same_version_exactly_one_wins(store: SqliteStore, run: Run) -
     assert not store.claim_run("run_nope", 0, owner="a")
 
 
-def test_claim_keeps_the_first_started_at(store: SqliteStore, run: Run) -> None:
+def test_claim_keeps_the_first_started_at(store: Store, run: Run) -> None:
     store.claim_run(run.id, run.version, owner="a")
     first = store.get_run(run.id)
     requeued = store.update_run(run.id, status="queued", owner=None)
@@ -199,7 +197,7 @@ def test_claim_race_between_connections(make_store: OpenStore, run: Run) -> None
     assert stores[0].get_run(run.id).owner == wins[0]
 
 
-def test_heartbeat_only_for_the_running_owner(store: SqliteStore, run: Run) -> None:
+def test_heartbeat_only_for_the_running_owner(store: Store, run: Run) -> None:
     fence = store.claim_run(run.id, run.version, owner="a")
     assert fence is not None
     store.update_run(run.id, heartbeat_at=PAST)
@@ -217,7 +215,7 @@ def test_heartbeat_only_for_the_running_owner(store: SqliteStore, run: Run) -> N
     assert not store.heartbeat(fence)
 
 
-def test_epoch_counts_hand_overs(store: SqliteStore, run: Run) -> None:
+def test_epoch_counts_hand_overs(store: Store, run: Run) -> None:
     first = store.claim_run(run.id, run.version, owner="a")
     assert first == RunFence(run.id, "a", run.epoch + 1)
     assert store.get_run(run.id).fence == first
@@ -232,7 +230,7 @@ def test_epoch_counts_hand_overs(store: SqliteStore, run: Run) -> None:
 
 
 def test_fenced_writes_fail_once_the_run_changed_hands(
-    store: SqliteStore, session: Session, run: Run
+    store: Store, session: Session, run: Run
 ) -> None:
     fence = store.claim_run(run.id, run.version, owner="a")
     assert fence is not None
@@ -270,7 +268,7 @@ def test_fenced_writes_fail_once_the_run_changed_hands(
 
 
 def test_claim_due_runs_takes_each_sessions_head_once(
-    store: SqliteStore, make_store: OpenStore, session: Session
+    store: Store, make_store: OpenStore, session: Session
 ) -> None:
     other = store.create_session()
     busy = store.create_session()
@@ -319,7 +317,7 @@ def test_concurrent_claims_of_due_runs_are_disjoint(
     assert len(claimed) == len(set(claimed)) == 30
 
 
-def test_due_runs(store: SqliteStore, session: Session) -> None:
+def test_due_runs(store: Store, session: Session) -> None:
     now_due = store.create_run(session.id)
     past = store.create_run(session.id, next_attempt_at=PAST)
     store.create_run(session.id, next_attempt_at=FUTURE)
@@ -331,7 +329,7 @@ def test_due_runs(store: SqliteStore, session: Session) -> None:
     assert len(store.due_runs(now="3000-01-01T00:00:00.000Z")) == 3
 
 
-def test_stale_runs(store: SqliteStore, session: Session) -> None:
+def test_stale_runs(store: Store, session: Session) -> None:
     fresh, old, never = (store.create_run(session.id) for _ in range(3))
     for r in (fresh, old, never):
         store.claim_run(r.id, 0, owner="x")
@@ -344,7 +342,7 @@ def test_stale_runs(store: SqliteStore, session: Session) -> None:
     assert [r.id for r in store.stale_runs(heartbeat_before=cutoff)] == [never.id]
 
 
-def test_provider_response_id_lookup_and_uniqueness(store: SqliteStore, session: Session) -> None:
+def test_provider_response_id_lookup_and_uniqueness(store: Store, session: Session) -> None:
     run = store.create_run(session.id, provider_response_id="resp_1")
     assert store.get_run_by_response_id("resp_1") == run
     assert store.get_run_by_response_id("resp_2") is None
@@ -356,7 +354,7 @@ def test_provider_response_id_lookup_and_uniqueness(store: SqliteStore, session:
     assert store.get_run(other.id) == other
 
 
-def test_find_replayable_run_by_request_hash(store: SqliteStore, session: Session) -> None:
+def test_find_replayable_run_by_request_hash(store: Store, session: Session) -> None:
     def run(status: str, *, notebook: str = "a.ipynb", error: Any = None, hash_: str = "h1") -> str:
         made = store.create_run(session.id, request_hash=hash_, notebook_path=notebook)
         return store.update_run(made.id, status=status, error=error).id
@@ -375,10 +373,3 @@ def test_find_replayable_run_by_request_hash(store: SqliteStore, session: Sessio
     assert anywhere is not None
     assert anywhere.id == elsewhere
     assert store.find_replayable_run("h3", notebook_path=None) is None
-    with store._read() as conn:
-        assert conn is not None
-        plan = conn.execute(
-            "EXPLAIN QUERY PLAN SELECT id FROM runs WHERE request_hash = ? AND status = ?",
-            ["h1", "succeeded"],
-        ).fetchall()
-    assert "idx_runs_request_hash_status" in str(plan)

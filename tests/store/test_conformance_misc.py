@@ -1,4 +1,4 @@
-"""Webhook inbox, tasks, capabilities and statistics."""
+"""Every backend: webhook inbox, tasks, capabilities and statistics."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import pytest
 
 from agi_jupyter.errors import NotFound, UsageError
 from agi_jupyter.records import Session, TextPart
-from agi_jupyter.store import SqliteStore
+from agi_jupyter.store import Store
 
 # --- webhook events -----------------------------------------------------------------------------
 
 
-def test_insert_webhook_event_is_insert_if_absent(store: SqliteStore) -> None:
+def test_insert_webhook_event_is_insert_if_absent(store: Store) -> None:
     event, inserted = store.insert_webhook_event(
         provider="openai",
         event_id="evt_abc",
@@ -30,7 +30,7 @@ def test_insert_webhook_event_is_insert_if_absent(store: SqliteStore) -> None:
     assert store.list_unprocessed_webhook_events() == [event]
 
 
-def test_a_webhook_redelivery_is_known_by_its_delivery_id_too(store: SqliteStore) -> None:
+def test_a_webhook_redelivery_is_known_by_its_delivery_id_too(store: Store) -> None:
     first, inserted = store.insert_webhook_event(
         provider="openai", event_id="evt_a", type="t", payload={}, delivery_id="msg_a"
     )
@@ -49,7 +49,7 @@ def test_a_webhook_redelivery_is_known_by_its_delivery_id_too(store: SqliteStore
     assert [e.event_id for e in store.list_unprocessed_webhook_events()] == ["evt_a", "evt_c"]
 
 
-def test_mark_webhook_event_processed_once(store: SqliteStore) -> None:
+def test_mark_webhook_event_processed_once(store: Store) -> None:
     events = [
         store.insert_webhook_event(provider="openai", event_id=f"e{i}", type="t", payload={})[0]
         for i in range(3)
@@ -64,7 +64,7 @@ def test_mark_webhook_event_processed_once(store: SqliteStore) -> None:
     assert info.value.code == "WEBHOOK_EVENT_NOT_FOUND"
 
 
-def test_processing_error_is_kept(store: SqliteStore) -> None:
+def test_processing_error_is_kept(store: Store) -> None:
     event, _ = store.insert_webhook_event(provider="p", event_id="e", type="t", payload={})
     store.mark_webhook_event_processed(event.id, error="boom")
     stored, inserted = store.insert_webhook_event(provider="p", event_id="e", type="t", payload={})
@@ -76,7 +76,7 @@ def test_processing_error_is_kept(store: SqliteStore) -> None:
 # --- tasks --------------------------------------------------------------------------------------
 
 
-def test_task_lifecycle(store: SqliteStore) -> None:
+def test_task_lifecycle(store: Store) -> None:
     task = store.create_task("write report", details="by Friday", due_at="2026-12-01T00:00:00.000Z")
     assert task.id.startswith("tsk_")
     assert task.status == "pending"
@@ -88,7 +88,7 @@ def test_task_lifecycle(store: SqliteStore) -> None:
     assert store.list_tasks() == []
 
 
-def test_list_and_due_tasks(store: SqliteStore) -> None:
+def test_list_and_due_tasks(store: Store) -> None:
     early = store.create_task("a", due_at="2026-01-01T00:00:00.000Z")
     late = store.create_task("b", due_at="2026-06-01T00:00:00.000Z")
     undated = store.create_task("c")
@@ -102,7 +102,7 @@ def test_list_and_due_tasks(store: SqliteStore) -> None:
     assert store.due_tasks(before="2026-01-01T00:00:00.000Z") == [early]
 
 
-def test_task_errors(store: SqliteStore) -> None:
+def test_task_errors(store: Store) -> None:
     task = store.create_task("t")
     for call in (
         lambda: store.get_task("tsk_nope"),
@@ -124,7 +124,7 @@ def test_task_errors(store: SqliteStore) -> None:
 # --- capabilities -------------------------------------------------------------------------------
 
 
-def test_capabilities_upsert_get_list_delete(store: SqliteStore) -> None:
+def test_capabilities_upsert_get_list_delete(store: Store) -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
     first = store.upsert_capability(
         "primes",
@@ -153,7 +153,7 @@ def test_capabilities_upsert_get_list_delete(store: SqliteStore) -> None:
 # --- stats --------------------------------------------------------------------------------------
 
 
-def test_stats(store: SqliteStore, session: Session) -> None:
+def test_stats(store: Store, session: Session) -> None:
     empty = store.stats()
     assert empty["sessions"] == 1
     assert (empty["runs"], empty["runs_by_status"], empty["tool_calls_by_name"]) == (0, {}, {})

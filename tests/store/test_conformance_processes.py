@@ -1,4 +1,5 @@
-"""Two OS processes writing the same store at once: no lock errors, no lost or duplicate rows."""
+"""Every backend: two OS processes writing the same store at once: no lock errors, no lost or
+duplicate rows."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agi_jupyter.records import Run, Session
-from agi_jupyter.store import SqliteStore
+from agi_jupyter.store import Store
 
 WRITER = Path(__file__).with_name("store_writer.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -36,8 +37,15 @@ def wait_for(paths: list[Path], procs: list[subprocess.Popen[str]]) -> None:
 
 @pytest.mark.slow
 def test_two_processes_append_to_the_same_run(
-    store: SqliteStore, session: Session, run: Run, project: Path, tmp_path: Path
+    store: Store,
+    session: Session,
+    run: Run,
+    project: Path,
+    tmp_path: Path,
+    backend: str,
+    request: pytest.FixtureRequest,
 ) -> None:
+    url = [request.getfixturevalue("postgres_url")] if backend == "postgres" else []
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
@@ -57,6 +65,7 @@ def test_two_processes_append_to_the_same_run(
                 str(MESSAGES_PER_WRITER),
                 str(ready_file),
                 str(go),
+                *url,
             ],
             cwd=REPO,
             env=env,

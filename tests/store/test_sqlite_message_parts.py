@@ -53,6 +53,12 @@ ALL_PARTS: list[Part] = [
 BEFORE_M005 = [fn for fn in MIGRATIONS if fn.__name__ < "m005"]
 
 
+@pytest.fixture
+def store(sqlite_store: SqliteStore) -> SqliteStore:
+    """These tests are about SQLite's tables and triggers: the SQLite backend only."""
+    return sqlite_store
+
+
 # --- helpers --------------------------------------------------------------------------------
 
 
@@ -479,3 +485,33 @@ def test_values_only_json_reads_still_load(store: SqliteStore, session: Session)
     assert call.arguments["big"] == 2**70
     assert call.arguments["inf"] == float("inf")
     assert call.arguments["nan"] != call.arguments["nan"]  # NaN
+
+
+def test_list_messages_is_one_query_without_message_parts(
+    store: SqliteStore, session: Session
+) -> None:
+    for i in range(20):
+        store.add_message(session.id, "user", [TextPart(text=str(i)), TextPart(text="!")])
+    statements: list[str] = []
+    with store._read() as conn:
+        assert conn is not None
+        conn.set_trace_callback(statements.append)
+    try:
+        assert len(store.list_messages(session.id)) == 20
+    finally:
+        with store._read() as conn:
+            assert conn is not None
+            conn.set_trace_callback(None)
+    selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    assert len(selects) == 1
+    assert "message_parts" not in selects[0]
+
+
+def test_parts_written_by_another_version_still_load(store: SqliteStore, session: Session) -> None:
+    m = store.add_message(session.id, "user", [TextPart(text="x")])
+    with store._write() as conn:
+        conn.execute(
+            "UPDATE message_parts SET content = ? WHERE message_id = ?",
+            ['{"text": "x", "added_later": 1}', m.id],
+        )
+    assert store.get_message(m.id).parts == [TextPart(text="x")]
