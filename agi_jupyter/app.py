@@ -32,6 +32,7 @@ from agi_jupyter.config import (
 )
 from agi_jupyter.errors import (
     AgentNotFound,
+    NoPendingApproval,
     ProviderNotConfigured,
     RunTerminal,
     SdkModelMismatch,
@@ -49,6 +50,7 @@ from agi_jupyter.records import (
     Run,
     Session,
     TextPart,
+    ToolCall,
     is_blank,
     part_to_dict,
     utc_now,
@@ -68,6 +70,7 @@ from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
 from agi_jupyter.store import Store, create_store
 from agi_jupyter.tools import Redactor, ToolRegistry, builtin_tools
+from agi_jupyter.tools.policy import check_review_mode, with_approved
 from agi_jupyter.tools.redact import install_log_redaction
 
 if TYPE_CHECKING:
@@ -173,14 +176,20 @@ class Agi:
         tools: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
         sdk: str | None = None,
+        review_mode: str | None = None,
     ) -> Session:
         """A new session. ``sdk`` picks the agent SDK that runs it (``native``, ``claude``,
-        ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``)."""
+        ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``).
+        ``review_mode``: ``ask``, ``auto-edit`` or ``auto`` (default: the configured
+        ``review_mode``, see README "Tool policy and review modes")."""
         agent_name = agent or self.config.default_agent
         agent_def = self._check_agent(agent_name)
         provider, model_name = self.config.resolve_model(model or self._agent_model(agent_name))
         if queue_mode not in ("queue", "interrupt"):
             raise UsageError(f"queue_mode must be 'queue' or 'interrupt', not {queue_mode!r}")
+        tool_config: dict[str, Any] = {"extra_tools": list(tools)} if tools else {}
+        if review_mode is not None:
+            tool_config["review_mode"] = check_review_mode(review_mode)
         sdk_name = sdk or agent_def.sdk or self.config.default_sdk
         # An SDK that cannot run the model is refused now, not when the first run fails: a
         # 400 when both were asked for, a 409 when a default (the agent's, the project's) is
@@ -200,7 +209,7 @@ class Agi:
             system_prompt=system_prompt,
             thinking_level=thinking_level,
             queue_mode=queue_mode,
-            tool_config={"extra_tools": list(tools)} if tools else {},
+            tool_config=tool_config,
             metadata=dict(metadata or {}),
             notebook_path=notebook_path,
         )
@@ -215,10 +224,12 @@ class Agi:
         agent: str | None = None,
         model: str | None = None,
         tools: Sequence[str] | None = None,
+        review_mode: str | None = None,
         **fields: Any,
     ) -> Session:
         """Change a session (title, agent, sdk, model, system_prompt, thinking_level, queue_mode,
-        notebook_path, metadata, extra tools); session streams see ``session.updated``."""
+        notebook_path, metadata, extra tools, review mode); session streams see
+        ``session.updated``."""
         changes = dict(fields)
         if agent is not None:
             self._check_agent(agent)
@@ -227,8 +238,15 @@ class Agi:
             changes["provider"], changes["model"] = self.config.resolve_model(model)
         if changes.get("sdk") is not None or model is not None:
             self._check_sdk_change(session_id, changes)
-        if tools is not None:
-            changes["tool_config"] = {"extra_tools": list(tools)} if tools else {}
+        if tools is not None or review_mode is not None:
+            tool_config = dict(self.store.get_session(session_id).tool_config)
+            if tools is not None:
+                tool_config.pop("extra_tools", None)
+                if tools:
+                    tool_config["extra_tools"] = list(tools)
+            if review_mode is not None:
+                tool_config["review_mode"] = check_review_mode(review_mode)
+            changes["tool_config"] = tool_config
         if changes.get("queue_mode", "queue") not in ("queue", "interrupt"):
             raise UsageError("queue_mode must be 'queue' or 'interrupt'")
         ses = self.store.update_session(session_id, **changes)
@@ -458,6 +476,52 @@ class Agi:
             return self.loop.run(self.runs_manager.cancel(run_id), timeout=wait)
         except TimeoutError:
             return self.runs_manager.request_cancel(run_id)
+
+    def pending_approvals(self, run_id: str) -> list[ToolCall]:
+        """The run's tool calls waiting for a person's decision (none decided yet)."""
+        return [
+            c
+            for c in self.store.list_tool_calls(run_id=run_id)
+            if c.status == "waiting_approval" and c.approval is None
+        ]
+
+    def decide(
+        self,
+        run_id: str,
+        decision: str,
+        *,
+        tool_call_id: str | None = None,
+        message: str | None = None,
+        resume: bool = True,
+    ) -> list[ToolCall]:
+        """Decide the run's tool calls waiting for approval (all, or ``tool_call_id``):
+        ``approve``, ``deny`` (``message`` goes to the model with the denial) or
+        ``approve_always`` (also approves the tool for the rest of the session). Once no call
+        is left undecided the run is queued; ``resume``: and executed here (any other process
+        that ticks may take it instead). Returns the calls decided; ``NoPendingApproval`` when
+        nothing was waiting."""
+        if decision not in ("approve", "deny", "approve_always"):
+            raise UsageError(f"decision must be approve, deny or approve_always, not {decision!r}")
+        run = self.store.get_run(run_id)
+        waiting = [
+            c
+            for c in self.pending_approvals(run_id)
+            if tool_call_id is None or c.tool_call_id == tool_call_id
+        ]
+        if not waiting:
+            which = f"tool call {tool_call_id} of run" if tool_call_id else "run"
+            raise NoPendingApproval(f"{which} {run_id} has no tool call waiting for a decision")
+        if decision == "approve_always":
+            session = self.store.get_session(run.session_id)
+            tool_config = with_approved(session.tool_config, sorted({c.name for c in waiting}))
+            self.store.update_session(session.id, tool_config=tool_config)
+        verdict = {"decision": decision, "message": message, "decided_at": utc_now()}
+        decided = self.store.decide_tool_calls(run_id, verdict, tool_call_id=tool_call_id)
+        if not decided:
+            raise NoPendingApproval(f"run {run_id} was decided meanwhile")
+        if resume and self.store.get_run(run_id).status == "queued":
+            self.loop.submit(self._spawn(run_id))
+        return decided
 
     def undo(self, run_id: str, *, force: bool = False) -> notebook.UndoResult:
         """Restore the notebooks the run changed as they were before it (``notebook.undo``)."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from agi_jupyter.config import AcpCommand
+from agi_jupyter.tools.policy import BUILD_PERMISSIONS, Verdict
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,8 @@ class Agent:
     model: str | None = None
     sdk: str | None = None  # the agent SDK its sessions use; None: the configured default
     acp: AcpCommand | None = None  # the ACP agent its ``acp`` sessions start (else config's)
+    # Tool policy rules (name or glob -> allow | ask | deny): see tools/policy.py.
+    permissions: Mapping[str, Verdict] = field(default_factory=dict)
     source: str = "built-in"
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -79,6 +83,7 @@ BUILTIN_AGENTS: dict[str, Agent] = {
             + " You build: inspect before you change, prefer small patches (apply_patch), "
             "and check your work by running it.",
             tools=BUILD_TOOLS,
+            permissions=dict(BUILD_PERMISSIONS),
         ),
     )
 }

@@ -470,3 +470,11 @@ def m013_runs_agent(db: Database) -> None:
     """A run can have its own agent (``%%agi -a X`` changes the agent for one cell only)."""
     if "agent" not in db.table("runs").columns_dict:
         db.table("runs").add_column("agent", str)
+
+
+@migration
+def m014_tool_call_approvals(db: Database) -> None:
+    """``tool_calls.approval``: a person's decision on a call that waited for one (a run in
+    ``waiting_approval`` resumes once each of its waiting calls has one)."""
+    if "approval" not in db.table("tool_calls").columns_dict:
+        db.table("tool_calls").add_column("approval", str)

@@ -346,3 +346,10 @@ def m009_webhook_delivery_id(conn: Connection) -> None:
 def m013_runs_agent(conn: Connection) -> None:
     """A run can have its own agent (``%%agi -a X`` changes the agent for one cell only)."""
     conn.execute(f"ALTER TABLE runs ADD COLUMN agent {TEXT}")
+
+
+@migration
+def m014_tool_call_approvals(conn: Connection) -> None:
+    """``tool_calls.approval``: a person's decision on a call that waited for one (a run in
+    ``waiting_approval`` resumes once each of its waiting calls has one)."""
+    conn.execute(f"ALTER TABLE tool_calls ADD COLUMN approval {TEXT}")
