@@ -65,7 +65,8 @@ def test_session_rules_win_and_the_most_specific_pattern_decides(tmp_path: Path)
     assert policy.decide("notebook.edit") == "deny"  # deny is never relaxed, even in auto
     assert policy.decide("notebook.read") == "allow"
     assert policy.decide("shell.run") == "deny"
-    assert not policy.offers("notebook.run") and policy.offers("fs.read")
+    assert not policy.offers("notebook.run")
+    assert policy.offers("fs.read")
     approved = ToolPolicy.for_session(
         BUILTIN_AGENTS["build"], _session(review_mode="ask", approved_tools=["python"]), config
     )
@@ -93,7 +94,8 @@ def _park(make_agi: MakeAgi, fake_llm: FakeLLMServer, *calls: FakeToolCall) -> t
     agi = make_agi()
     session = agi.new_session(agent="build", review_mode="ask")
     events = list(agi.stream("count", session=session.id))
-    assert events[-1]["type"] == "run.status" and events[-1]["status"] == "waiting_approval"
+    assert events[-1]["type"] == "run.status"
+    assert events[-1]["status"] == "waiting_approval"
     asked = [e for e in events if e["type"] == "approval.requested"]
     assert [e["name"] for e in asked] == [c.name.replace("_", ".", 1) for c in calls]
     run = agi.run(events[-1]["run_id"])
@@ -112,7 +114,8 @@ def test_an_approved_call_runs_once_and_the_run_continues_without_repeating_the_
     agi = make_agi()  # another Agi: nothing of the first one is needed to go on
 
     (decided,) = agi.decide(run_id, "approve")
-    assert decided.approval is not None and decided.approval["decision"] == "approve"
+    assert decided.approval is not None
+    assert decided.approval["decision"] == "approve"
     events = list(agi.follow(run_id))
 
     assert events[-1]["type"] == "run.final"
@@ -140,7 +143,9 @@ def test_a_denied_call_returns_the_denial_and_the_message_to_the_model(
     assert not (project / "count.txt").exists()
     tool = [m for m in agi.store.list_messages(session_id) if m.role == "tool"]
     (part,) = tool[0].parts
-    assert isinstance(part, ToolResultPart) and part.is_error and part.status == "denied"
+    assert isinstance(part, ToolResultPart)
+    assert part.is_error
+    assert part.status == "denied"
     assert "use the staging database instead" in part.output
     assert "use the staging database instead" in str(fake_llm.requests[-1].body)
 
@@ -178,7 +183,8 @@ def test_each_call_is_decided_on_its_own_and_the_run_waits_for_all(
     agi.decide(run_id, "approve", tool_call_id=first.tool_call_id)
     list(agi.follow(run_id))
     assert agi.run(run_id).status == "succeeded"
-    assert (project / "count.txt").exists() and not (project / "a.txt").exists()
+    assert (project / "count.txt").exists()
+    assert not (project / "a.txt").exists()
     statuses = {c.name: c.status for c in agi.store.list_tool_calls(run_id=run_id)}
     assert statuses == {"shell.run": "completed", "fs.write": "denied"}
 
