@@ -237,6 +237,12 @@ InputPart = Annotated[Union[TextInput, ImageInput], Field(discriminator="type")]
 
 SdkName = Literal["native", "claude", "codex", "acp"]
 _SDK_HELP = "The agent SDK that runs the session: native (default), claude, codex or acp."
+ReviewMode = Literal["ask", "auto-edit", "auto"]
+_REVIEW_HELP = (
+    "Which tool calls wait for a person: ask (every call the tool policy marks ask), "
+    "auto-edit (file and notebook edits go through; commands and code ask) or auto "
+    "(nothing asks). Default: the configured review_mode (AGI_REVIEW_MODE), else ask."
+)
 
 
 class SessionCreate(Body):
@@ -252,6 +258,7 @@ class SessionCreate(Body):
     notebook_path: str | None = None
     tools: list[str] = Field(default_factory=list, description="Extra tools for this session.")
     metadata: JSONObject = Field(default_factory=dict)
+    review_mode: ReviewMode | None = Field(None, description=_REVIEW_HELP)
 
 
 class SessionUpdate(Body):
@@ -270,6 +277,7 @@ class SessionUpdate(Body):
     notebook_path: str | None = None
     tools: list[str] | None = None
     metadata: JSONObject | None = None
+    review_mode: ReviewMode | None = Field(None, description=_REVIEW_HELP)
 
 
 class RunOptions(Body):
@@ -429,6 +437,41 @@ class History(Out):
 
 class RunResponse(Out):
     run: Run
+
+
+class ApprovalDecision(Body):
+    """A person's decision on a run's tool calls waiting for approval."""
+
+    tool_call_id: str | None = Field(
+        None, description="The call to decide; without it, every call of the run that waits."
+    )
+    decision: Literal["approve", "deny", "approve_always"] = Field(
+        description="approve_always also approves the tool for the rest of the session."
+    )
+    message: str | None = Field(
+        None, max_length=10_000, description="Given to the model with a denial."
+    )
+
+
+class PendingApproval(Out):
+    tool_call_id: str
+    name: str
+    arguments: JSONObject
+    created_at: str
+
+
+class ApprovalList(Out):
+    """The run's tool calls waiting for a decision (empty when none waits)."""
+
+    run: Run
+    approvals: list[PendingApproval]
+
+
+class ApprovalResult(Out):
+    """The calls decided; ``run`` is ``queued`` once no call is left undecided."""
+
+    run: Run
+    decided: list[str]
 
 
 class RunPage(Out):

@@ -205,10 +205,14 @@ class PgEventsMixin(PgCore):
         now = utc_now()
         where = "run_id = %s AND status = 'waiting_approval' AND approval IS NULL"
         with self._write() as conn:
-            self._require_run(conn, run_id)
-            # Concurrent decisions on one run are serialised by its row lock: the last one
-            # sees no call left undecided and queues the run.
-            conn.execute("SELECT 1 FROM runs WHERE id = %s FOR UPDATE", [run_id])
+            # Concurrent decisions on one run are serialised by its row lock (taken first: a
+            # shared lock upgraded later deadlocks two deciders): the last one sees no call
+            # left undecided and queues the run.
+            if (
+                conn.execute("SELECT 1 FROM runs WHERE id = %s FOR UPDATE", [run_id]).fetchone()
+                is None
+            ):
+                raise RunNotFound(f"run {run_id!r} not found")
             sql = f"UPDATE tool_calls SET approval = %s, updated_at = %s WHERE {where}"
             params: list[Any] = [dumps(decision), now, run_id]
             if tool_call_id is not None:
