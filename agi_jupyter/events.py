@@ -130,7 +130,7 @@ class ApprovalDecided(BaseEvent):
 
     tool_call_id: str
     name: str
-    decision: Literal["approve", "deny", "approve_always"]
+    decision: str  # approve | deny | approve_always
     message: str | None = None
     type: Literal["approval.decided"] = "approval.decided"
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from agi_jupyter.cli.approve import follow_with_approvals
 from agi_jupyter.cli.common import (
     EXIT_CANCELLED,
     fail,
@@ -42,6 +43,7 @@ class AskOptions:
     tools: tuple[str, ...]
     title: str | None
     sdk: str | None = None
+    review_mode: str | None = None
 
     @property
     def session_title(self) -> str:
@@ -76,6 +78,12 @@ class AskOptions:
     type=click.Choice(["native", "claude", "codex", "acp"]),
     help="Agent SDK of a new session (default: the agent's, else native; see `agi sdks`).",
 )
+@click.option(
+    "--review-mode",
+    type=click.Choice(["ask", "auto-edit", "auto"]),
+    help="Which tool calls of a new session wait for you: ask (default: commands, code and "
+    "edits), auto-edit (edits go through) or auto (nothing asks).",
+)
 @project_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run's events as NDJSON.")
 @click.option(
@@ -97,6 +105,7 @@ def ask(
     tools: tuple[str, ...],
     title: str | None,
     sdk: str | None,
+    review_mode: str | None,
     project: Path | None,
     as_json: bool,
     server: str | None,
@@ -105,7 +114,9 @@ def ask(
     """Ask PROMPT and stream the answer (the default command).
 
     `agi "..."` is `agi ask "..."`. The answer streams to stdout; tool calls are shown on
-    stderr. PROMPT `-` reads the prompt from stdin. Ctrl-C cancels the run.
+    stderr. PROMPT `-` reads the prompt from stdin. Ctrl-C cancels the run. A tool call that
+    needs your approval is asked about on a terminal; without one, agi prints how to decide
+    and exits with code 5, leaving the run waiting.
     """
     if session and continue_:
         raise click.UsageError("give --session or --continue, not both")
@@ -113,6 +124,10 @@ def ask(
         raise click.UsageError("--tools applies to a new session, not to --session / --continue")
     if sdk and (session or continue_):
         raise click.UsageError("--sdk applies to a new session, not to --session / --continue")
+    if review_mode and (session or continue_):
+        raise click.UsageError(
+            "--review-mode applies to a new session, not to --session / --continue"
+        )
     options = AskOptions(
         prompt=_read_prompt(prompt),
         agent=agent,
@@ -122,6 +137,7 @@ def ask(
         tools=tuple(name.strip() for group in tools for name in group.split(",") if name.strip()),
         title=title,
         sdk=sdk,
+        review_mode=review_mode,
     )
     printer = StreamPrinter(
         as_json=as_json, progress=Progress(stdout_is_terminal() and not as_json)
@@ -132,7 +148,7 @@ def ask(
         interrupted = ask_remote(server, token, project, options, printer)
     else:
         interrupted = _ask_local(project, options, printer)
-    _exit_for(printer, interrupted)
+    exit_for(printer, interrupted)
 
 
 def _read_prompt(words: tuple[str, ...]) -> str:
@@ -148,7 +164,7 @@ def _ask_local(project: Path | None, options: AskOptions, printer: StreamPrinter
         with open_agi(project) as agi:
             run = _submit(agi, options)
             try:
-                printer.consume(agi.follow(run.id))
+                follow_with_approvals(agi, run.id, printer, 0)
             except KeyboardInterrupt:
                 _cancel(agi, run.id, printer)
                 return True
@@ -172,6 +188,7 @@ def _submit(agi: Agi, options: AskOptions) -> Run:
         title=options.session_title,
         tools=options.tools,
         sdk=options.sdk,
+        review_mode=options.review_mode,
     )
     try:
         return agi.submit(options.prompt, session=ses.id, model=options.model)
@@ -212,7 +229,7 @@ def _cancel(agi: Agi, run_id: str, printer: StreamPrinter) -> None:
         fail(f"interrupted while cancelling run {run_id}", EXIT_CANCELLED)
 
 
-def _exit_for(printer: StreamPrinter, interrupted: bool) -> None:
+def exit_for(printer: StreamPrinter, interrupted: bool) -> None:
     final: dict[str, Any] = printer.final or {}
     status = final.get("status")
     run_id = final.get("id") or printer.run_id

@@ -19,6 +19,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_CONFIG = 3
 EXIT_CONFLICT = 4  # agi undo: the cells changed after the run
+EXIT_WAITING = 5  # no terminal to ask on: the run was left waiting for an approval
 EXIT_CANCELLED = 130
 
 F = TypeVar("F", bound=Callable[..., object])

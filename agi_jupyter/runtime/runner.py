@@ -439,7 +439,7 @@ class AgentLoop:
             ev.ApprovalDecided(
                 tool_call_id=call.tool_call_id,
                 name=call.name,
-                decision="deny" if decision == "deny" else decision,  # type: ignore[arg-type]
+                decision=decision,
                 message=str(message) if message else None,
             )
         )
