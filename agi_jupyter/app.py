@@ -70,7 +70,7 @@ from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
 from agi_jupyter.store import Store, create_store
 from agi_jupyter.tools import Redactor, ToolRegistry, builtin_tools
-from agi_jupyter.tools.policy import check_review_mode, with_approved
+from agi_jupyter.tools.policy import check_review_mode, check_rules, with_approved
 from agi_jupyter.tools.redact import install_log_redaction
 
 if TYPE_CHECKING:
@@ -177,11 +177,13 @@ class Agi:
         metadata: Mapping[str, Any] | None = None,
         sdk: str | None = None,
         review_mode: str | None = None,
+        permissions: Mapping[str, str] | None = None,
     ) -> Session:
         """A new session. ``sdk`` picks the agent SDK that runs it (``native``, ``claude``,
         ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``).
         ``review_mode``: ``ask``, ``auto-edit`` or ``auto`` (default: the configured
-        ``review_mode``, see README "Tool policy and review modes")."""
+        ``review_mode``, see README "Tool policy and review modes"); ``permissions``: the
+        session's tool rules (name or glob -> allow | ask | deny), over the agent's."""
         agent_name = agent or self.config.default_agent
         agent_def = self._check_agent(agent_name)
         provider, model_name = self.config.resolve_model(model or self._agent_model(agent_name))
@@ -190,6 +192,8 @@ class Agi:
         tool_config: dict[str, Any] = {"extra_tools": list(tools)} if tools else {}
         if review_mode is not None:
             tool_config["review_mode"] = check_review_mode(review_mode)
+        if permissions:
+            tool_config["permissions"] = check_rules(permissions)
         sdk_name = sdk or agent_def.sdk or self.config.default_sdk
         # An SDK that cannot run the model is refused now, not when the first run fails: a
         # 400 when both were asked for, a 409 when a default (the agent's, the project's) is
@@ -225,11 +229,12 @@ class Agi:
         model: str | None = None,
         tools: Sequence[str] | None = None,
         review_mode: str | None = None,
+        permissions: Mapping[str, str] | None = None,
         **fields: Any,
     ) -> Session:
         """Change a session (title, agent, sdk, model, system_prompt, thinking_level, queue_mode,
-        notebook_path, metadata, extra tools, review mode); session streams see
-        ``session.updated``."""
+        notebook_path, metadata, extra tools, review mode, tool permissions: replaced whole);
+        session streams see ``session.updated``."""
         changes = dict(fields)
         if agent is not None:
             self._check_agent(agent)
@@ -238,7 +243,7 @@ class Agi:
             changes["provider"], changes["model"] = self.config.resolve_model(model)
         if changes.get("sdk") is not None or model is not None:
             self._check_sdk_change(session_id, changes)
-        if tools is not None or review_mode is not None:
+        if tools is not None or review_mode is not None or permissions is not None:
             tool_config = dict(self.store.get_session(session_id).tool_config)
             if tools is not None:
                 tool_config.pop("extra_tools", None)
@@ -246,6 +251,8 @@ class Agi:
                     tool_config["extra_tools"] = list(tools)
             if review_mode is not None:
                 tool_config["review_mode"] = check_review_mode(review_mode)
+            if permissions is not None:
+                tool_config["permissions"] = check_rules(permissions)
             changes["tool_config"] = tool_config
         if changes.get("queue_mode", "queue") not in ("queue", "interrupt"):
             raise UsageError("queue_mode must be 'queue' or 'interrupt'")

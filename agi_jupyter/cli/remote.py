@@ -40,6 +40,7 @@ _ERRORS: dict[str, type[errors.AgiError]] = {
     "AGENT_NOT_FOUND": errors.AgentNotFound,
     "RUN_TERMINAL": errors.RunTerminal,
     "NO_USER_MESSAGE": errors.NoUserMessage,
+    "NO_PENDING_APPROVAL": errors.NoPendingApproval,
     "UNDO_CONFLICT": errors.Conflict,
     "RUN_ACTIVE": errors.Conflict,
 }

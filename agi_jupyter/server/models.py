@@ -238,6 +238,11 @@ InputPart = Annotated[Union[TextInput, ImageInput], Field(discriminator="type")]
 SdkName = Literal["native", "claude", "codex", "acp"]
 _SDK_HELP = "The agent SDK that runs the session: native (default), claude, codex or acp."
 ReviewMode = Literal["ask", "auto-edit", "auto"]
+Verdict = Literal["allow", "ask", "deny"]
+_PERMISSIONS_HELP = (
+    "The session's tool rules, over the agent's: a tool name or glob (notebook.*, mcp.*) -> "
+    "allow, ask or deny."
+)
 _REVIEW_HELP = (
     "Which tool calls wait for a person: ask (every call the tool policy marks ask), "
     "auto-edit (file and notebook edits go through; commands and code ask) or auto "
@@ -259,6 +264,7 @@ class SessionCreate(Body):
     tools: list[str] = Field(default_factory=list, description="Extra tools for this session.")
     metadata: JSONObject = Field(default_factory=dict)
     review_mode: ReviewMode | None = Field(None, description=_REVIEW_HELP)
+    permissions: dict[str, Verdict] | None = Field(None, description=_PERMISSIONS_HELP)
 
 
 class SessionUpdate(Body):
@@ -278,6 +284,7 @@ class SessionUpdate(Body):
     tools: list[str] | None = None
     metadata: JSONObject | None = None
     review_mode: ReviewMode | None = Field(None, description=_REVIEW_HELP)
+    permissions: dict[str, Verdict] | None = Field(None, description=_PERMISSIONS_HELP)
 
 
 class RunOptions(Body):

@@ -1974,6 +1974,14 @@ export interface components {
              * @default null
              */
             review_mode?: ("ask" | "auto-edit" | "auto") | null;
+            /**
+             * Permissions
+             * @description The session's tool rules, over the agent's: a tool name or glob (notebook.*, mcp.*) -> allow, ask or deny.
+             * @default null
+             */
+            permissions?: {
+                [key: string]: "allow" | "ask" | "deny";
+            } | null;
         } & (unknown & unknown);
         /** SessionCreated */
         SessionCreated: {
@@ -2079,6 +2087,14 @@ export interface components {
              * @default null
              */
             review_mode?: ("ask" | "auto-edit" | "auto") | null;
+            /**
+             * Permissions
+             * @description The session's tool rules, over the agent's: a tool name or glob (notebook.*, mcp.*) -> allow, ask or deny.
+             * @default null
+             */
+            permissions?: {
+                [key: string]: "allow" | "ask" | "deny";
+            } | null;
         } & (unknown & unknown);
         /** SessionUpdated */
         SessionUpdated: {
@@ -3770,7 +3786,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApprovalResult"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, NO_PENDING_APPROVAL */
+            /** @description Error codes: VALIDATION_ERROR */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3801,6 +3817,15 @@ export interface operations {
             };
             /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: NO_PENDING_APPROVAL */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

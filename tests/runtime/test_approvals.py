@@ -204,3 +204,28 @@ def test_a_waiting_run_holds_the_later_runs_of_its_session_and_can_be_cancelled(
     fake_llm.enqueue(Turn(text="next"))
     assert agi.tick().executed == 1
     assert agi.run(later.id).status == "succeeded"
+
+
+def test_a_session_rule_that_denies_hides_the_tool_and_refuses_a_call_anyway(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer, project: Path
+) -> None:
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_write", {"path": "x.txt", "content": "x"})]),
+        Turn(text="I could not."),
+    )
+    agi = make_agi()
+    session = agi.new_session(agent="build", review_mode="auto", permissions={"fs.*": "deny"})
+    assert session.tool_config["permissions"] == {"fs.*": "deny"}
+
+    result = agi.ask("write x", session=session.id)
+
+    assert result.run.status == "succeeded"
+    assert not (project / "x.txt").exists()
+    offered = str(fake_llm.requests[0].body.get("tools"))
+    assert "fs_write" not in offered
+    assert "shell_run" in offered
+    (call,) = agi.store.list_tool_calls(run_id=result.run.id)
+    assert call.status == "denied"
+    assert "denied by this session's tool policy" in call.result["output"]
+    with pytest.raises(UsageError):
+        agi.update_session(session.id, permissions={"fs.read": "sometimes"})
