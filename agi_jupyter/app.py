@@ -415,8 +415,10 @@ class Agi:
         )
 
     def stream(self, prompt: str | Sequence[Part], **options: Any) -> Iterator[dict[str, Any]]:
-        """Start a run and yield its events until ``run.final``. Stopping early is safe: the run
-        goes on and persists."""
+        """Start a run and yield its events until ``run.final``, or until the run waits for an
+        approval (a ``run.status`` ``waiting_approval`` event is then the last one: see
+        ``pending_approvals`` and ``decide``). Stopping early is safe: the run goes on and
+        persists."""
         run, after_seq = self._submit(prompt, **options)
         return follow_run(self.store, self.bus, run.id, after_seq=after_seq)
 
