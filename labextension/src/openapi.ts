@@ -2981,7 +2981,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunResultResponse"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
@@ -3129,7 +3134,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR */
@@ -3350,7 +3360,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunResultResponse"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
@@ -3554,7 +3569,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunEvents"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR */
@@ -3922,7 +3942,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunResultResponse"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
@@ -4338,7 +4363,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["NotebookRequest"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR */
