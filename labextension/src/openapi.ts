@@ -3158,7 +3158,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunResultResponse"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
@@ -3306,7 +3311,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR */
@@ -3527,7 +3537,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunResultResponse"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
@@ -3870,7 +3885,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunEvents"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR */
@@ -4238,7 +4258,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunResultResponse"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
@@ -4654,7 +4679,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["NotebookRequest"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR */
