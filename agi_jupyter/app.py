@@ -560,8 +560,9 @@ class Agi:
         self.runs_manager.spawn(run_id)
 
     def _interrupt_active_runs(self, session_id: str, *, keep: str) -> None:
+        # A run waiting for an approval is interrupted too: the new message replaces the turn.
         active = self.store.list_runs(
-            session_id=session_id, statuses=["queued", "running"], limit=20
+            session_id=session_id, statuses=["queued", "running", "waiting_approval"], limit=20
         ).items
         for run in active:
             if run.id != keep:

@@ -229,3 +229,19 @@ def test_a_session_rule_that_denies_hides_the_tool_and_refuses_a_call_anyway(
     assert "denied by this session's tool policy" in call.result["output"]
     with pytest.raises(UsageError):
         agi.update_session(session.id, permissions={"fs.read": "sometimes"})
+
+
+def test_in_interrupt_mode_a_new_message_cancels_the_waiting_run(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Turn(tool_calls=[FakeToolCall("shell_run", {"command": COUNT})]))
+    agi = make_agi()
+    session = agi.new_session(agent="build", review_mode="ask", queue_mode="interrupt")
+    waiting = agi.ask("count", session=session.id).run
+    assert waiting.status == "waiting_approval"
+    fake_llm.enqueue(Turn(text="something else then"))
+
+    answer = agi.ask("never mind", session=session.id)
+
+    assert answer.text == "something else then"
+    assert agi.run(waiting.id).status == "cancelled"
