@@ -227,7 +227,8 @@ def assistant_message(message: ChatMessage) -> ChatCompletionAssistantMessagePar
     calls = [tool_call(p) for p in message.parts if isinstance(p, ToolCallPart)]
     if not text and not calls:
         return None
-    result: ChatCompletionAssistantMessageParam = {"role": "assistant", "content": text or None}
+    # ``""``, never ``null``, with tool calls: llama-cpp-python answers 500 to ``null``.
+    result: ChatCompletionAssistantMessageParam = {"role": "assistant", "content": text}
     if calls:
         result["tool_calls"] = calls
     return result

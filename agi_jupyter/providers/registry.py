@@ -78,16 +78,16 @@ def _check_configured(settings: ProviderSettings) -> None:
             f"provider {name!r} is disabled; set providers.{name}.enabled to true in "
             ".agi/config.json or ~/.config/agi/config.json"
         )
-    if not settings.configured:
-        raise ProviderNotConfigured(
-            f"provider {name!r} has no API key; set {key_hint(name)} in the environment "
-            "or run `agi setup`"
-        )
     if name == "compat" and not settings.base_url:
         variables = " or ".join(KNOWN_PROVIDERS["compat"].base_url_env)
         raise ProviderNotConfigured(
             f"provider 'compat' has no base URL; set {variables} (e.g. http://localhost:8080/v1) "
             "or providers.compat.base_url in .agi/config.json"
+        )
+    if not settings.configured:
+        raise ProviderNotConfigured(
+            f"provider {name!r} has no API key; set {key_hint(name)} in the environment "
+            "or run `agi setup`"
         )
 
 

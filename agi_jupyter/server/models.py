@@ -526,6 +526,10 @@ class ProviderInfo(Out):
     base_url: str | None
     default_model: str | None
     key_env: list[str]
+    # A local server's (ollama, lmstudio, vllm, compat) models from its /models; None for the
+    # hosted providers (see ``GET /agi/v1/models``-style catalog in the CLI).
+    served_models: list[str] | None = None
+    served_models_error: str | None = None
 
 
 class ProviderList(Out):

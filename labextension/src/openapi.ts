@@ -1144,6 +1144,16 @@ export interface components {
             default_model: string | null;
             /** Key Env */
             key_env: string[];
+            /**
+             * Served Models
+             * @default null
+             */
+            served_models: string[] | null;
+            /**
+             * Served Models Error
+             * @default null
+             */
+            served_models_error: string | null;
         };
         /** ProviderList */
         ProviderList: {
