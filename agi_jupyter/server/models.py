@@ -548,6 +548,8 @@ class Stats(Out):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    # Runs whose server sent no usage for a turn: not in the token and cost totals.
+    unknown_usage_runs: int = 0
 
 
 class TaskPage(Out):

@@ -2000,6 +2000,11 @@ export interface components {
              * @default 0
              */
             cost_usd: number;
+            /**
+             * Unknown Usage Runs
+             * @default 0
+             */
+            unknown_usage_runs: number;
         } & {
             [key: string]: unknown;
         };

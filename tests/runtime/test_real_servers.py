@@ -81,6 +81,7 @@ def test_a_stream_without_usage_records_unknown_usage(
     assert "usage" not in [e.type for e in events]  # no event claims 0 tokens
     ses = agi.session(session.id)
     assert (ses.input_tokens, ses.output_tokens) == (0, 0)  # nothing known was added
+    assert agi.stats()["unknown_usage_runs"] == 1
     view = RunView()
     for event in events:
         view.apply({"type": event.type, "run_id": event.run_id, **event.payload})
