@@ -38,6 +38,7 @@ from agi_jupyter.request_extras import (
 )
 
 Wire = Literal["openai-responses", "openai-chat", "anthropic"]
+WirePath = Literal["http", "sdk"]  # how a stream is read: our HTTP reader or the SDK
 
 PROJECT_DIRNAME = ".agi"
 CONFIG_FILENAME = "config.json"
@@ -253,6 +254,7 @@ class _Layer(BaseModel):
     default_sdk: Literal["native", "claude", "codex", "acp"] | None = None
     max_iterations: int | None = Field(default=None, ge=1, le=1000)
     persist_deltas: bool | None = None
+    wire: WirePath | None = None
     artifact_threshold: int | None = Field(default=None, ge=1024)
     tool_timeout: float | None = Field(default=None, gt=0)
     max_attempts: int | None = Field(default=None, ge=1, le=100)
@@ -317,6 +319,9 @@ class Config:
     # Streamed deltas are stored (coalesced, ~10 writes a second), so other processes (the
     # side panel, ``agi events --follow``) show a run live.
     persist_deltas: bool = True
+    # How a Chat Completions stream is read: "http" (httpx2 + orjson, no SDK import) or "sdk"
+    # (the openai SDK: the reference the differential tests compare "http" with).
+    wire: WirePath = "http"
     artifact_threshold: int = 64 * 1024
     tool_timeout: float = 120.0
     max_attempts: int = 4
@@ -442,6 +447,7 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
         ("AGI_MODEL", "default_model"),
         ("AGI_AGENT", "default_agent"),
         ("AGI_SDK", "default_sdk"),
+        ("AGI_WIRE", "wire"),
     ):
         if env.get(key):
             layer[name] = env[key]
@@ -614,6 +620,7 @@ def _build(
         persist_deltas=(
             defaults.persist_deltas if layer.persist_deltas is None else layer.persist_deltas
         ),
+        wire=layer.wire or defaults.wire,
         artifact_threshold=layer.artifact_threshold or defaults.artifact_threshold,
         tool_timeout=layer.tool_timeout or defaults.tool_timeout,
         max_attempts=layer.max_attempts or defaults.max_attempts,

@@ -12,7 +12,7 @@ import atexit
 import threading
 from typing import TYPE_CHECKING
 
-from agi_jupyter.config import KNOWN_PROVIDERS, ProviderSettings
+from agi_jupyter.config import KNOWN_PROVIDERS, ProviderSettings, WirePath
 from agi_jupyter.errors import ProviderNotConfigured
 from agi_jupyter.providers._common import AdapterConfig
 from agi_jupyter.providers.base import Provider
@@ -30,9 +30,15 @@ NO_KEY = "not-needed"  # sent to servers that take no key (the SDKs insist on on
 
 
 def create_provider(
-    settings: ProviderSettings, *, retry: RetryPolicy | None = None, timeout: float = 600
+    settings: ProviderSettings,
+    *,
+    retry: RetryPolicy | None = None,
+    timeout: float = 600,
+    wire: WirePath = "http",
 ) -> Provider:
-    """The adapter for ``settings`` (its wire API, base URL and key)."""
+    """The adapter for ``settings`` (its wire API, base URL and key). ``wire``: how a Chat
+    Completions stream is read, ``"http"`` (httpx2 + orjson, no SDK) or ``"sdk"`` (the openai
+    SDK, the reference); Responses and Anthropic Messages are read by their SDKs."""
     _check_configured(settings)
     if settings.name == "fake":
         settings = _fake_settings(settings)
@@ -45,12 +51,12 @@ def create_provider(
         key_hint=key_hint(settings.name),
     )
     try:
-        return _adapter(settings, config)
+        return _adapter(settings, config, wire)
     except ImportError as e:
         raise ProviderNotConfigured(str(e)) from None
 
 
-def _adapter(settings: ProviderSettings, config: AdapterConfig) -> Provider:
+def _adapter(settings: ProviderSettings, config: AdapterConfig, wire: WirePath) -> Provider:
     if settings.wire == "openai-responses":
         from agi_jupyter.providers.openai_responses import OpenAIResponsesProvider
 
@@ -59,9 +65,14 @@ def _adapter(settings: ProviderSettings, config: AdapterConfig) -> Provider:
         from agi_jupyter.providers.anthropic_messages import AnthropicProvider
 
         return AnthropicProvider(config)
+    native = settings.name == "openai-chat"
+    if wire == "http":
+        from agi_jupyter.providers.openai_chat_http import HttpChatProvider
+
+        return HttpChatProvider(config, openai_native=native)
     from agi_jupyter.providers.openai_chat import OpenAIChatProvider
 
-    return OpenAIChatProvider(config, openai_native=settings.name == "openai-chat")
+    return OpenAIChatProvider(config, openai_native=native)
 
 
 def key_hint(name: str) -> str:
