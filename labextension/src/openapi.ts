@@ -2996,7 +2996,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunResultResponse"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
@@ -3144,7 +3149,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR */
@@ -3365,7 +3375,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunResultResponse"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
@@ -3569,7 +3584,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunEvents"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR */
@@ -3937,7 +3957,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunResultResponse"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
@@ -4353,7 +4378,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["NotebookRequest"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR */
