@@ -319,8 +319,8 @@ class Config:
     # Streamed deltas are stored (coalesced, ~10 writes a second), so other processes (the
     # side panel, ``agi events --follow``) show a run live.
     persist_deltas: bool = True
-    # How a Chat Completions stream is read: "http" (httpx2 + orjson, no SDK import) or "sdk"
-    # (the openai SDK: the reference the differential tests compare "http" with).
+    # How an OpenAI stream (Chat Completions, Responses) is read: "http" (httpx2 + orjson, no
+    # SDK import) or "sdk" (the openai SDK: the reference the differential tests compare with).
     wire: WirePath = "http"
     artifact_threshold: int = 64 * 1024
     tool_timeout: float = 120.0

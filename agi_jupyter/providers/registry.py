@@ -36,9 +36,9 @@ def create_provider(
     timeout: float = 600,
     wire: WirePath = "http",
 ) -> Provider:
-    """The adapter for ``settings`` (its wire API, base URL and key). ``wire``: how a Chat
-    Completions stream is read, ``"http"`` (httpx2 + orjson, no SDK) or ``"sdk"`` (the openai
-    SDK, the reference); Responses and Anthropic Messages are read by their SDKs."""
+    """The adapter for ``settings`` (its wire API, base URL and key). ``wire``: how an OpenAI
+    stream (Chat Completions, Responses) is read, ``"http"`` (httpx2 + orjson, no SDK) or
+    ``"sdk"`` (the openai SDK, the reference); Anthropic Messages is read by its SDK."""
     _check_configured(settings)
     if settings.name == "fake":
         settings = _fake_settings(settings)
@@ -57,6 +57,10 @@ def create_provider(
 
 
 def _adapter(settings: ProviderSettings, config: AdapterConfig, wire: WirePath) -> Provider:
+    if settings.wire == "openai-responses" and wire == "http":
+        from agi_jupyter.providers.openai_responses_http import HttpResponsesProvider
+
+        return HttpResponsesProvider(config)
     if settings.wire == "openai-responses":
         from agi_jupyter.providers.openai_responses import OpenAIResponsesProvider
 

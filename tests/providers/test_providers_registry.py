@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+import httpx2
 import pytest
 
 from agi_jupyter.config import load_config
@@ -14,6 +15,7 @@ from agi_jupyter.providers.anthropic_messages import AnthropicProvider
 from agi_jupyter.providers.openai_chat import OpenAIChatProvider
 from agi_jupyter.providers.openai_chat_http import HttpChatProvider
 from agi_jupyter.providers.openai_responses import OpenAIResponsesProvider
+from agi_jupyter.providers.openai_responses_http import HttpResponsesProvider
 from agi_jupyter.records import ChatMessage, TextPart
 
 if TYPE_CHECKING:
@@ -67,13 +69,15 @@ async def test_adapter_and_base_url(tmp_path: Path, name: str, cls: type, base_u
             assert provider.openai_native == (name == "openai-chat")
     finally:
         await provider.aclose()
-    if cls is not OpenAIChatProvider:
-        return
+    if cls is AnthropicProvider:
+        return  # read by its SDK on both wires
     http = create_provider(settings(tmp_path, name, **ALL_KEYS))  # the default wire: http
     try:
-        assert isinstance(http, HttpChatProvider)
+        expected = HttpChatProvider if cls is OpenAIChatProvider else HttpResponsesProvider
+        assert type(http) is expected
         assert (http.name, http.base_url) == (name, base_url)
-        assert http.openai_native == (name == "openai-chat")
+        if isinstance(http, HttpChatProvider):
+            assert http.openai_native == (name == "openai-chat")
         assert http.config.retry.max_retries == 3
     finally:
         await http.aclose()
@@ -82,13 +86,20 @@ async def test_adapter_and_base_url(tmp_path: Path, name: str, cls: type, base_u
 @pytest.mark.asyncio
 async def test_base_url_from_the_environment(tmp_path: Path) -> None:
     env = {"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": "http://127.0.0.1:9999/v1"}
-    provider = create_provider(settings(tmp_path, "openai", **env), timeout=30)
+    provider = create_provider(settings(tmp_path, "openai", **env), timeout=30, wire="sdk")
     try:
         assert isinstance(provider, OpenAIResponsesProvider)
         assert provider.base_url == "http://127.0.0.1:9999/v1/"
         assert provider.client.timeout == 30
     finally:
         await provider.aclose()
+    http = create_provider(settings(tmp_path, "openai", **env), timeout=30)
+    try:
+        assert isinstance(http, HttpResponsesProvider)
+        assert http.base_url == "http://127.0.0.1:9999/v1/"
+        assert http.client.timeout == httpx2.Timeout(30)
+    finally:
+        await http.aclose()
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,9 @@
-"""The differential test of the two ways of reading Chat Completions: recorded streams (text,
+"""The differential test of the two ways of reading OpenAI's APIs: recorded streams (text,
 reasoning, parallel tool calls, usage, refusals, errors, dropped and truncated streams, what
 llama.cpp and llama-cpp-python send) are served byte for byte to the SDK path
-(``OpenAIChatProvider``, the reference) and to the HTTP path (``HttpChatProvider``), and what
-both yield (events, or the typed error) must be the same."""
+(``OpenAIChatProvider`` / ``OpenAIResponsesProvider``, the reference) and to the HTTP path
+(``HttpChatProvider`` / ``HttpResponsesProvider``), and what both yield (events, or the typed
+error), the requests they send and their retries must be the same."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ from agi_jupyter.providers import (
 )
 from agi_jupyter.providers.openai_chat import OpenAIChatProvider
 from agi_jupyter.providers.openai_chat_http import HttpChatProvider
+from agi_jupyter.providers.openai_responses import OpenAIResponsesProvider
+from agi_jupyter.providers.openai_responses_http import HttpResponsesProvider
 from agi_jupyter.records import ChatMessage, TextPart
 
 REQUEST = ProviderRequest(
@@ -247,13 +250,9 @@ def normalized(events: list[ProviderEvent]) -> list[ProviderEvent]:
     return out
 
 
-@pytest.mark.asyncio
-@pytest.mark.parametrize("case", sorted(STREAMS))
-async def test_both_wire_paths_yield_the_same(case: str) -> None:
-    sdk_seen: list[httpx2.Request] = []
-    http_seen: list[httpx2.Request] = []
-    sdk = OpenAIChatProvider(config(), http_client=client_for(STREAMS[case], sdk_seen))
-    http = HttpChatProvider(config(), http_client=client_for(STREAMS[case], http_seen))
+async def assert_same(
+    sdk: Provider, http: Provider, sdk_seen: list[httpx2.Request], http_seen: list[httpx2.Request]
+) -> None:
     sdk_events, sdk_error = await outcome(sdk)
     http_events, http_error = await outcome(http)
     assert normalized(http_events) == normalized(sdk_events)
@@ -274,25 +273,243 @@ async def test_both_wire_paths_yield_the_same(case: str) -> None:
             assert ours.headers.get(header) == theirs.headers.get(header), header
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize("case", sorted(STREAMS))
+async def test_both_chat_paths_yield_the_same(case: str) -> None:
+    sdk_seen: list[httpx2.Request] = []
+    http_seen: list[httpx2.Request] = []
+    sdk = OpenAIChatProvider(config(), http_client=client_for(STREAMS[case], sdk_seen))
+    http = HttpChatProvider(config(), http_client=client_for(STREAMS[case], http_seen))
+    await assert_same(sdk, http, sdk_seen, http_seen)
+
+
+# --- Responses -------------------------------------------------------------------------------
+
+
+def named(*events: dict[str, Any]) -> bytes:
+    """A Responses stream: ``event:`` lines and sequence numbers, as the API sends them."""
+    return "".join(
+        f"event: {e['type']}\ndata: {json.dumps({**e, 'sequence_number': n})}\n\n"
+        for n, e in enumerate(events)
+    ).encode()
+
+
+def response(status: str, **extra: Any) -> dict[str, Any]:
+    return {"id": "resp_9", "object": "response", "status": status, "output": [], **extra}
+
+
+R_USAGE = {
+    "input_tokens": 9,
+    "input_tokens_details": {"cached_tokens": 4},
+    "output_tokens": 3,
+    "output_tokens_details": {"reasoning_tokens": 1},
+    "total_tokens": 12,
+}
+MESSAGE = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+           "content": []}  # fmt: skip
+CREATED = ({"type": "response.created", "response": response("in_progress")},
+           {"type": "response.in_progress", "response": response("in_progress")})  # fmt: skip
+REASONING = {"type": "reasoning", "id": "rs_1", "encrypted_content": "enc",
+             "summary": [{"type": "summary_text", "text": "First."},
+                         {"type": "summary_text", "text": "Second."}]}  # fmt: skip
+
+
+def fcall(item_id: str, call_id: str, name: str, arguments: str = "") -> dict[str, Any]:
+    return {"type": "function_call", "id": item_id, "call_id": call_id, "name": name,
+            "arguments": arguments, "status": "completed"}  # fmt: skip
+
+
+def text_delta(delta: str) -> dict[str, Any]:
+    return {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+            "content_index": 0, "delta": delta}  # fmt: skip
+
+
+RESPONSES: dict[str, list[Answer]] = {
+    "text": [
+        sse_answer(
+            named(
+                *CREATED,
+                {"type": "response.output_item.added", "output_index": 0, "item": MESSAGE},
+                *(text_delta(w) for w in ["Hel", "lo", "."]),
+                {"type": "response.output_item.done", "output_index": 0, "item": MESSAGE},
+                {"type": "response.completed", "response": response("completed", usage=R_USAGE)},
+            )
+        )
+    ],
+    "reasoning_and_parallel_calls": [
+        sse_answer(
+            named(
+                *CREATED,
+                {
+                    "type": "response.output_item.added",
+                    "output_index": 0,
+                    "item": {**REASONING, "summary": []},
+                },
+                {
+                    "type": "response.reasoning_summary_part.added",
+                    "item_id": "rs_1",
+                    "summary_index": 0,
+                },
+                {
+                    "type": "response.reasoning_summary_text.delta",
+                    "item_id": "rs_1",
+                    "summary_index": 0,
+                    "delta": "First.",
+                },
+                {
+                    "type": "response.reasoning_summary_part.added",
+                    "item_id": "rs_1",
+                    "summary_index": 1,
+                },
+                {
+                    "type": "response.reasoning_summary_text.delta",
+                    "item_id": "rs_1",
+                    "summary_index": 1,
+                    "delta": "Second.",
+                },
+                {"type": "response.output_item.done", "output_index": 0, "item": REASONING},
+                {
+                    "type": "response.output_item.added",
+                    "output_index": 1,
+                    "item": fcall("fc_1", "call_1", "fs_read"),
+                },
+                {
+                    "type": "response.output_item.added",
+                    "output_index": 2,
+                    "item": fcall("fc_2", "call_2", "fs_list"),
+                },
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "item_id": "fc_1",
+                    "delta": '{"path":',
+                },
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "item_id": "fc_2",
+                    "delta": "{}",
+                },
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "item_id": "fc_1",
+                    "delta": ' "a"}',
+                },
+                {
+                    "type": "response.output_item.done",
+                    "output_index": 1,
+                    "item": fcall("fc_1", "call_1", "fs_read", '{"path": "a"}'),
+                },
+                {
+                    "type": "response.output_item.done",
+                    "output_index": 2,
+                    "item": fcall("fc_2", "call_2", "fs_list", "{}"),
+                },
+                {"type": "response.completed", "response": response("completed", usage=R_USAGE)},
+            )
+        )
+    ],
+    "refusal": [
+        sse_answer(
+            named(
+                *CREATED,
+                {"type": "response.refusal.delta", "item_id": "msg_1", "delta": "I can't."},
+                {"type": "response.completed", "response": response("completed")},
+            )
+        )
+    ],
+    "incomplete_max_output_tokens": [
+        sse_answer(
+            named(
+                *CREATED,
+                text_delta("cut"),
+                {
+                    "type": "response.incomplete",
+                    "response": response(
+                        "incomplete",
+                        incomplete_details={"reason": "max_output_tokens"},
+                        usage=R_USAGE,
+                    ),
+                },
+            )
+        )
+    ],
+    "failed_retryable": [
+        sse_answer(
+            named(
+                *CREATED,
+                {
+                    "type": "response.failed",
+                    "response": response(
+                        "failed", error={"code": "server_error", "message": "boom"}
+                    ),
+                },
+            )
+        )
+    ]
+    * 3,
+    "failed_final": [
+        sse_answer(
+            named(
+                *CREATED,
+                {
+                    "type": "response.failed",
+                    "response": response(
+                        "failed", error={"code": "invalid_prompt", "message": "no"}
+                    ),
+                },
+            )
+        )
+    ],
+    "error_event": [
+        sse_answer(named({"type": "error", "code": "invalid_request_error", "message": "bad"}))
+    ],
+    "no_completed": [sse_answer(named(*CREATED, text_delta("a")))],
+    "dropped": [dropping_answer(named(*CREATED, text_delta("par")))],
+    "http_400": [status_answer(400, {"error": {"message": "bad input", "type": "invalid"}})],
+    "http_503_then_ok": [
+        status_answer(503, {"error": {"message": "busy"}}),
+        sse_answer(
+            named(
+                *CREATED,
+                text_delta("ok"),
+                {"type": "response.completed", "response": response("completed")},
+            )
+        ),
+    ],
+}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("case", sorted(RESPONSES))
+async def test_both_responses_paths_yield_the_same(case: str) -> None:
+    sdk_seen: list[httpx2.Request] = []
+    http_seen: list[httpx2.Request] = []
+    sdk = OpenAIResponsesProvider(config(), http_client=client_for(RESPONSES[case], sdk_seen))
+    http = HttpResponsesProvider(config(), http_client=client_for(RESPONSES[case], http_seen))
+    await assert_same(sdk, http, sdk_seen, http_seen)
+
+
 def test_a_streamed_answer_on_the_http_path_imports_no_sdk(fake_llm: Any) -> None:
-    """``openai`` (and ``anthropic``) are not imported to stream a Chat Completions answer."""
+    """``openai`` (and ``anthropic``) are not imported to stream a Chat Completions or a
+    Responses answer."""
     script = f"""
 import asyncio, sys
 from agi_jupyter.config import ProviderSettings
 from agi_jupyter.providers import ProviderRequest, create_provider
 from agi_jupyter.records import ChatMessage, TextPart
 
-settings = ProviderSettings(
-    name="compat", wire="openai-chat", base_url={fake_llm.openai_base_url!r},
-    enabled=True, requires_key=False, default_model=None,
-)
+url = {fake_llm.openai_base_url!r}
+chat = ProviderSettings(name="compat", wire="openai-chat", base_url=url, enabled=True,
+    requires_key=False, default_model=None)
+responses = ProviderSettings(name="openai", wire="openai-responses", base_url=url, enabled=True,
+    requires_key=True, default_model=None, api_key="sk-test")
 hi = [ChatMessage(role="user", parts=[TextPart(text="hi")])]
 
 async def main():
-    provider = create_provider(settings)
-    events = [e async for e in provider.stream(ProviderRequest(model="m", messages=hi))]
-    await provider.aclose()
-    assert events[-1].kind == "finish", events
+    for settings in (chat, responses):
+        provider = create_provider(settings)
+        events = [e async for e in provider.stream(ProviderRequest(model="m", messages=hi))]
+        await provider.aclose()
+        assert events[-1].kind == "finish", events
 
 asyncio.run(main())
 print(sorted(m for m in sys.modules if m.split(".")[0] in ("openai", "anthropic")))
