@@ -19,6 +19,7 @@ from agi_jupyter.cli.common import (
     fail,
     open_agi,
     project_option,
+    stdout_is_file,
     stdout_is_terminal,
 )
 from agi_jupyter.cli.render import one_line
@@ -124,7 +125,9 @@ def ask(
         sdk=sdk,
     )
     printer = StreamPrinter(
-        as_json=as_json, progress=Progress(stdout_is_terminal() and not as_json)
+        as_json=as_json,
+        progress=Progress(stdout_is_terminal() and not as_json),
+        live_text=not stdout_is_file(),
     )
     if server:
         from agi_jupyter.cli.remote import ask_remote

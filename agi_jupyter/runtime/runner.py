@@ -53,15 +53,20 @@ class TurnResult:
     text: str = ""
     reasoning: list[ReasoningPart] = field(default_factory=list)
     tool_calls: list[pb.ToolCallEnd] = field(default_factory=list)
-    usage: pb.Usage = field(default_factory=pb.Usage)
+    usage: pb.Usage | None = None  # None: the server sent no usage (unknown, not zero)
     finish: pb.Finish | None = None
     response_id: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """The answer stopped at the output token limit, not because the model was done."""
+        return self.finish is not None and self.finish.reason == "length"
 
 
 @dataclass
 class AttemptResult:
     text: str
-    usage: dict[str, int]
+    usage: dict[str, Any]
     cost_usd: float
     iterations: int
     max_iterations_reached: bool = False
@@ -100,6 +105,7 @@ class AgentLoop:
         # Every registered name, so a call to a tool not offered is refused by its real name.
         names = ToolNames([t.name for t in deps.registry.all()])
         specs = [names.encode_spec(t.spec()) for t in tools]
+        extras = deps.config.request_extras.body_for(run.provider or "", run.model or "")
         text = ""
         for iteration in range(int(state.get("iteration", 0)) + 1, max_iterations + 1):
             emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
@@ -113,14 +119,16 @@ class AgentLoop:
                 tools=specs,
                 thinking_level=run.thinking_level,
                 idempotency_key=f"{run.id}-{run.attempt}-{iteration}",
+                extra_body=extras,
             )
             turn = await self._stream_turn(provider, request, emitter, names)
-            cost = cost_usd(run.provider or "", run.model or "", turn.usage)
+            usage = turn.usage
+            cost = None if usage is None else cost_usd(run.provider or "", run.model or "", usage)
             with emitter.together():
                 assistant = self._save_assistant(run, session, turn, cost, emitter)
-                self._record_usage(session, turn.usage, cost, emitter)
-            usage_total["input_tokens"] += turn.usage.input_tokens
-            usage_total["output_tokens"] += turn.usage.output_tokens
+                if usage is not None:
+                    self._record_usage(session, usage, cost, emitter)
+            add_turn_usage(usage_total, turn)
             cost_total += cost or 0.0
             text = turn.text
             # Saved before the tools run: a resumed attempt continues after this model turn.
@@ -231,7 +239,9 @@ class AgentLoop:
         meta: JSON = {
             "provider": run.provider,
             "model": run.model,
-            "usage": {
+            "usage": None
+            if turn.usage is None
+            else {
                 "input_tokens": turn.usage.input_tokens,
                 "output_tokens": turn.usage.output_tokens,
             },
@@ -239,6 +249,8 @@ class AgentLoop:
             "stop_reason": turn.finish.reason if turn.finish else None,
             "sdk": "native",
         }
+        if turn.truncated:
+            meta["truncated"] = True
         if turn.response_id:
             meta["response_id"] = turn.response_id
         message = self.deps.store.add_message(
@@ -392,6 +404,21 @@ class AgentLoop:
                     status="failed",
                 )
             )
+
+
+def add_turn_usage(total: dict[str, Any], turn: TurnResult) -> None:
+    """Add a model turn to a run's usage. A turn whose server sent no usage makes the totals
+    unknown (``None``), never zero: a sum missing a part would understate tokens and cost.
+    A turn cut at the output token limit marks the run ``truncated``."""
+    usage = turn.usage
+    if usage is None:
+        total["unknown_turns"] = int(total.get("unknown_turns") or 0) + 1
+        total["input_tokens"] = total["output_tokens"] = None
+    elif not total.get("unknown_turns"):
+        total["input_tokens"] = int(total.get("input_tokens") or 0) + usage.input_tokens
+        total["output_tokens"] = int(total.get("output_tokens") or 0) + usage.output_tokens
+    if turn.truncated:
+        total["truncated"] = True
 
 
 def allowed_tool_names(agent: Agent, session: Session | None, registry: ToolRegistry) -> list[str]:

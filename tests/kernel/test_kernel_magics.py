@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
@@ -359,3 +360,12 @@ def test_agi_tools_lists_mcp_tools_with_their_server_and_failed_servers(
     assert rows["mcp.tools.add"][-1] == "mcp:tools"
     assert "MCP server broken failed" in table.note
     assert "cannot open the database" in table.note
+
+
+def test_models_lists_a_local_servers_models(
+    cell: RunCell, project: Path, fake_llm: FakeLLMServer
+) -> None:
+    config = {"providers": {"compat": {"base_url": fake_llm.openai_base_url}}}
+    (project / ".agi" / "config.json").write_text(json.dumps(config))
+    table = cell("%agi models").value
+    assert ["compat:gpt-fake", "", "", "", "served"] in table.rows
