@@ -1,7 +1,7 @@
 """Settings and where they come from (DESIGN.md section 6).
 
 Precedence, highest first: explicit arguments > project ``.agi/config.json`` > global
-``~/.config/agi/config.json`` > traitlets (``c.AgiJupyter.*``, passed in as a dict) > environment
+``~/.config/agi/config.json`` > traitlets (``c.AgiExtensionApp.*``, a dict) > environment
 variables > built-in defaults. Layers are plain dicts merged key by key (``providers`` merges per
 provider), then validated once by pydantic, so an error names the layer it came from.
 
