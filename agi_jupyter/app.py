@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import notebook
 from agi_jupyter.agents import load_agents
+from agi_jupyter.budget import Budget
 from agi_jupyter.config import (
     Config,
     find_project,
@@ -173,9 +174,13 @@ class Agi:
         tools: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
         sdk: str | None = None,
+        budget: Mapping[str, Any] | None = None,
     ) -> Session:
         """A new session. ``sdk`` picks the agent SDK that runs it (``native``, ``claude``,
-        ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``)."""
+        ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``).
+        ``budget`` (``{"max_tokens": N, "max_usd": X}``) caps what its runs may spend
+        (default: ``budgets.session`` of the config; see ``agi_jupyter.budget``)."""
+        chosen = Budget.parse(budget) if budget is not None else self.config.budgets.session
         agent_name = agent or self.config.default_agent
         agent_def = self._check_agent(agent_name)
         provider, model_name = self.config.resolve_model(model or self._agent_model(agent_name))
@@ -203,6 +208,7 @@ class Agi:
             tool_config={"extra_tools": list(tools)} if tools else {},
             metadata=dict(metadata or {}),
             notebook_path=notebook_path,
+            budget=chosen.to_dict() if chosen else None,
         )
 
     def session(self, session_id: str) -> Session:
