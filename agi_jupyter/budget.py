@@ -148,14 +148,23 @@ class BudgetStatus:
         }
 
     def describe(self) -> str:
-        """``120/1000 tokens, $0.0012/$0.05`` — what the footers show."""
-        parts = []
-        if self.budget.max_tokens is not None:
-            parts.append(f"{self.spent_tokens}/{self.budget.max_tokens} tokens")
-        if self.budget.max_usd is not None:
-            parts.append(f"${self.spent_usd:.4f}/${self.budget.max_usd:g}")
-        where = f"notebook {self.notebook_path}" if self.scope == "notebook" else "session"
-        return f"{where} budget: {', '.join(parts)}"
+        return describe(self.to_dict())
+
+
+def describe(status: Mapping[str, Any]) -> str:
+    """``session budget: 60/100 tokens`` from a status or a ``budget`` event: what the magic
+    footer, the widget, ``agi`` and ``agi stats`` show."""
+    parts = []
+    if status.get("max_tokens") is not None:
+        parts.append(f"{status.get('spent_tokens') or 0}/{status['max_tokens']} tokens")
+    if status.get("max_usd") is not None:
+        parts.append(f"${float(status.get('spent_usd') or 0):.4f}/${float(status['max_usd']):g}")
+    where = (
+        f"notebook {status.get('notebook_path')}"
+        if status.get("scope") == "notebook"
+        else "session"
+    )
+    return f"{where} budget: {', '.join(parts)}"
 
 
 def session_budget(session: Session) -> Budget | None:

@@ -126,7 +126,7 @@ class BudgetEvent(BaseEvent):
     """A budget of the run's session or notebook: spent and remaining after a model call, or
     ``exceeded`` when the next call was refused (the run then fails ``BUDGET_EXCEEDED``)."""
 
-    scope: Literal["session", "notebook"]
+    scope: str  # session | notebook
     notebook_path: str | None = None
     max_tokens: int | None = None
     max_usd: float | None = None

@@ -446,7 +446,7 @@ def allowed_tool_names(agent: Agent, session: Session | None, registry: ToolRegi
 
 def budget_event(status: budgets.BudgetStatus, *, exceeded: bool = False) -> ev.BudgetEvent:
     return ev.BudgetEvent(
-        scope="notebook" if status.scope == "notebook" else "session",
+        scope=status.scope,
         notebook_path=status.notebook_path,
         max_tokens=status.budget.max_tokens,
         max_usd=status.budget.max_usd,

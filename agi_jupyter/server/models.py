@@ -239,6 +239,13 @@ SdkName = Literal["native", "claude", "codex", "acp"]
 _SDK_HELP = "The agent SDK that runs the session: native (default), claude, codex or acp."
 
 
+class BudgetBody(Body):
+    """A session's token/cost budget; either limit optional (see README, Budgets)."""
+
+    max_tokens: int | None = Field(None, ge=1, description="Input + output tokens.")
+    max_usd: float | None = Field(None, gt=0, description="List-price cost in USD.")
+
+
 class SessionCreate(Body):
     model_config = ConfigDict(json_schema_extra=SDK_MODEL_RULES)
 
@@ -252,6 +259,11 @@ class SessionCreate(Body):
     notebook_path: str | None = None
     tools: list[str] = Field(default_factory=list, description="Extra tools for this session.")
     metadata: JSONObject = Field(default_factory=dict)
+    budget: BudgetBody | None = Field(
+        None,
+        description="Stop its runs with BUDGET_EXCEEDED before a model call would go over it "
+        "(default: the config's budgets.session).",
+    )
 
 
 class SessionUpdate(Body):
