@@ -1,5 +1,6 @@
 """Every command exits as README says: 0 ok, 1 run failed, 2 bad usage (an unknown id, a run
-that already ended), 3 not configured, 6 budget exceeded, 130 cancelled; one line on stderr when it fails."""
+that already ended), 3 not configured, 6 budget exceeded, 130 cancelled; one line on stderr
+when it fails."""
 
 from __future__ import annotations
 
