@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import notebook
 from agi_jupyter.agents import load_agents
-from agi_jupyter.budget import Budget
+from agi_jupyter.budget import Budget, every_status
 from agi_jupyter.config import (
     Config,
     find_project,
@@ -531,6 +531,10 @@ class Agi:
 
     def stats(self) -> dict[str, Any]:
         return self.store.stats()
+
+    def budgets(self) -> list[dict[str, Any]]:
+        """Spent and remaining of every budget: sessions that have one, configured notebooks."""
+        return every_status(self.store, self.config.budgets)
 
     def load_default_model(self) -> None:
         """Create the default model's client now (importing its SDK) on the runtime's loop,

@@ -204,6 +204,27 @@ def notebook_spent(store: Store, path: str) -> tuple[int, float]:
     return tokens, usd
 
 
+def every_status(store: Store, settings: BudgetSettings) -> list[JSON]:
+    """Every budget of the project with its spend: each session that has one (with its id),
+    then each notebook of the config (``agi stats``)."""
+    found: list[JSON] = []
+    cursor: str | None = None
+    for _ in range(10_000):  # bounded: 100 sessions a page
+        page = store.list_sessions(limit=100, cursor=cursor)
+        for s in page.items:
+            own = session_budget(s)
+            if own is not None:
+                status = BudgetStatus("session", own, s.input_tokens + s.output_tokens, s.cost_usd)
+                found.append({**status.to_dict(), "session_id": s.id})
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    for path, budget in sorted(settings.notebooks.items()):
+        tokens, usd = notebook_spent(store, path)
+        found.append(BudgetStatus("notebook", budget, tokens, usd, path).to_dict())
+    return found
+
+
 @dataclass(frozen=True)
 class NextCall:
     """What is known of the model call about to be made."""

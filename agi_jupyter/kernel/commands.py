@@ -19,12 +19,15 @@ if TYPE_CHECKING:
     import argparse
 
     from agi_jupyter.kernel.context import KernelContext
+    from agi_jupyter.records import Session
 
 HELP = """\
 %agi sessions                      sessions of this project (* marks the notebook's)
 %agi use ID                        make session ID the notebook's session
-%agi new [--agent A] [--model M] [--sdk S]
-                                   start a new notebook session (S: native, claude, codex, acp)
+%agi new [--agent A] [--model M] [--sdk S] [--max-tokens N] [--max-usd X]
+                                   start a new notebook session (S: native, claude, codex, acp;
+                                   N, X: its token / cost budget)
+%agi budget                        spent and remaining of the session's and notebook's budgets
 %agi history [ID] [--full]         messages of a session (--full: tool calls, reasoning)
 %agi runs [ID]                     runs of a session
 %agi show RUN                      a run's answer and tool calls
@@ -55,6 +58,9 @@ def _parser() -> Any:
     new.add_argument("--agent", "-a")
     new.add_argument("--model", "-m")
     new.add_argument("--sdk", choices=("native", "claude", "codex", "acp"))
+    new.add_argument("--max-tokens", type=int)
+    new.add_argument("--max-usd", type=float)
+    sub.add_parser("budget", add_help=False)
     history = sub.add_parser("history", add_help=False)
     history.add_argument("id", nargs="?")
     history.add_argument("--full", action="store_true")
@@ -123,11 +129,36 @@ def cmd_use(ctx: KernelContext, args: argparse.Namespace) -> None:
 
 
 def cmd_new(ctx: KernelContext, args: argparse.Namespace) -> None:
-    session = ctx.new_session(agent=args.agent, model=args.model, sdk=args.sdk)
+    limits = (("max_tokens", args.max_tokens), ("max_usd", args.max_usd))
+    budget = {k: v for k, v in limits if v is not None}
+    session = ctx.new_session(
+        agent=args.agent, model=args.model, sdk=args.sdk, budget=budget or None
+    )
     sdk = "" if session.sdk == "native" else f", sdk {session.sdk}"
     print(
         f"agi: new session {session.id} ({session.agent}, {session.provider}:{session.model}{sdk})"
     )
+    if session.budget:
+        print(f"agi: {budget_lines(ctx, session)[0]}")
+
+
+def cmd_budget(ctx: KernelContext, args: argparse.Namespace) -> None:
+    lines = budget_lines(ctx, ctx.current_session())
+    for line in lines or ["no budget applies to this notebook's session"]:
+        print(f"agi: {line}")
+
+
+def budget_lines(ctx: KernelContext, session: Session) -> list[str]:
+    """One line per budget that applies to ``session``: spent, limit, what is left."""
+    from agi_jupyter.budget import statuses
+
+    lines = []
+    for status in statuses(ctx.agi.store, session, ctx.agi.config.budgets):
+        left = [f"{status.remaining_tokens} tokens"] if status.remaining_tokens is not None else []
+        if status.remaining_usd is not None:
+            left.append(f"${status.remaining_usd:.4f}")
+        lines.append(f"{status.describe()} ({', '.join(left)} left)")
+    return lines
 
 
 def _session_id(ctx: KernelContext, given: str | None) -> str:
@@ -336,6 +367,7 @@ COMMANDS: dict[str, Command] = {
     "sessions": cmd_sessions,
     "use": cmd_use,
     "new": cmd_new,
+    "budget": cmd_budget,
     "history": cmd_history,
     "runs": cmd_runs,
     "show": cmd_show,
