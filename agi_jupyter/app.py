@@ -465,10 +465,15 @@ class Agi:
         except TimeoutError:
             return self.runs_manager.request_cancel(run_id)
 
-    def undo(self, run_id: str, *, force: bool = False) -> notebook.UndoResult:
-        """Restore the notebooks the run changed as they were before it (``notebook.undo``)."""
+    def undo(
+        self, run_id: str, *, force: bool = False, turn: int | None = None
+    ) -> notebook.UndoResult:
+        """Restore the notebooks and files the run changed as they were before it — or before
+        its turn ``turn`` (that turn and the later ones are undone; ``notebook.undo``)."""
         return self.loop.run(
-            notebook.undo_run(self.store, self.notebooks, self.project, run_id, force=force)
+            notebook.undo_run(
+                self.store, self.notebooks, self.project, run_id, force=force, turn=turn
+            )
         )
 
     def tick(self, *, max_runs: int = 10, max_webhook_events: int = 50) -> TickResult:

@@ -32,7 +32,8 @@ HELP = """\
 %agi runs [ID]                     runs of a session
 %agi show RUN                      a run's answer and tool calls
 %agi cancel RUN                    cancel a run
-%agi undo RUN [--force]            restore the notebooks the run changed (as before the run)
+%agi undo RUN [--turn N] [--force] restore the notebooks and files the run changed (as
+                                   before the run, or before its turn N)
 %agi wait [RUN]                    wait for --background runs (or RUN); returns the result
 %agi agents                        agents and their tools
 %agi sdks                          agent SDKs, their capabilities, whether installed
@@ -70,6 +71,7 @@ def _parser() -> Any:
     undo = sub.add_parser("undo", add_help=False)
     undo.add_argument("run")
     undo.add_argument("--force", action="store_true")
+    undo.add_argument("--turn", type=int)
     sub.add_parser("wait", add_help=False).add_argument("run", nargs="?")
     sub.add_parser("tools", add_help=False).add_argument("agent", nargs="?")
     return parser
@@ -239,12 +241,14 @@ def cmd_cancel(ctx: KernelContext, args: argparse.Namespace) -> None:
 
 
 def cmd_undo(ctx: KernelContext, args: argparse.Namespace) -> None:
-    result = ctx.agi.undo(args.run, force=args.force)
-    if not result.notebooks:
-        print(f"agi: run {args.run} changed no notebook: nothing to undo")
+    result = ctx.agi.undo(args.run, force=args.force, turn=args.turn)
+    if not result.notebooks and not result.files:
+        print(f"agi: run {args.run} changed no notebook or file: nothing to undo")
     for item in result.notebooks:
         forced = " (forced)" if item.forced else ""
         print(f"agi: {item.status} {item.path} ({item.backend}){forced}")
+    for file in result.files:
+        print(f"agi: {file.status} {file.path} (file){' (forced)' if file.forced else ''}")
 
 
 def cmd_wait(ctx: KernelContext, args: argparse.Namespace) -> Any:

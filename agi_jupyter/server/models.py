@@ -586,6 +586,12 @@ class Deleted(Out):
 
 class UndoRequest(Body):
     force: bool = Field(False, description="Restore even if the cells changed after the run.")
+    turn: int | None = Field(
+        None,
+        ge=1,
+        description="Rewind to before this model turn of the run (it and the later turns are "
+        "undone); default: the whole run.",
+    )
 
 
 class UndoneNotebook(Out):
@@ -595,9 +601,19 @@ class UndoneNotebook(Out):
     forced: bool = False
 
 
+class UndoneFile(Out):
+    path: str
+    status: Literal["restored", "removed", "unchanged"] = Field(
+        description="removed: the run had created the file."
+    )
+    forced: bool = False
+
+
 class UndoResponse(Out):
     run_id: str
+    turn: int | None = None
     notebooks: list[UndoneNotebook]
+    files: list[UndoneFile] = Field(default_factory=list)
 
 
 class ChangeList(Out):
