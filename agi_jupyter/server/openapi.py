@@ -200,12 +200,33 @@ def _success(route: Route) -> dict[str, Any]:
         content[NDJSON] = {"schema": _ref(Event)}
         description = "Events: one JSON object per line (NDJSON), or SSE, or JSON (by Accept)"
     if "sse" in route.streams:
-        content[SSE] = {"schema": _ref(route.stream_item or Event)}
+        content[SSE] = {"schema": _sse_event(_ref(route.stream_item or Event))}
         if "ndjson" not in route.streams:
             description = "Server-sent events: `event:` the type, `data:` the event object"
         if route.stream_item is not None:
             description = f"Server-sent events, each a {route.stream_item.__name__}"
     return {"description": description, "content": content}
+
+
+def _sse_event(data: dict[str, Any]) -> dict[str, Any]:
+    """One server-sent event: before Open API 3.2 (no ``itemSchema``) a ``text/event-stream``
+    schema describes each event's fields, and ``data`` is JSON text holding the event object
+    (``contentSchema``); describing ``data``'s object as the event itself made every streamed
+    event a contract violation to a client that reads the document as written (schemathesis)."""
+    return {
+        "type": "object",
+        "required": ["data"],
+        "properties": {
+            "event": {"type": "string"},
+            "id": {"type": "string"},
+            "retry": {"type": "integer"},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": data,
+            },
+        },
+    }
 
 
 def error_codes(route: Route) -> tuple[str, ...]:

@@ -3109,7 +3109,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunResultResponse"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
@@ -3257,7 +3262,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR */
@@ -3478,7 +3488,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunResultResponse"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
@@ -3682,7 +3697,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunEvents"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR */
@@ -4050,7 +4070,12 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunResultResponse"];
                     "application/x-ndjson": components["schemas"]["Event"];
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
@@ -4466,7 +4491,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["NotebookRequest"];
+                    "text/event-stream": {
+                        event?: string;
+                        id?: string;
+                        retry?: number;
+                        data: string;
+                    };
                 };
             };
             /** @description Error codes: VALIDATION_ERROR */

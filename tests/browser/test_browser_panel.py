@@ -46,7 +46,9 @@ def test_chat_streams_shows_tools_and_survives_a_reload(
     shoot(page, "chat-01-new-session")
 
     chunks = ["Hello ", "from ", "the ", "**streamed** ", "answer."]
-    fake.enqueue(Turn(chunks=chunks, fault=Fault(stall_between_events=0.15)))
+    # Long enough that a loaded browser still sees the answer streaming (at 0.15 s a chunk it
+    # was sometimes complete before the first look).
+    fake.enqueue(Turn(chunks=chunks, fault=Fault(stall_between_events=0.5)))
     send(page, "Say hello")
     expect(page.locator(f'{ASSISTANT}[data-status="streaming"]')).to_be_visible()
     answer = page.locator(ASSISTANT).last

@@ -143,14 +143,15 @@ async def ndjson(response: httpx.Response) -> list[dict[str, Any]]:
     return [json.loads(line) async for line in response.aiter_lines() if line.strip()]
 
 
-async def sse_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """Parse a text/event-stream: yields {"event", "id", "data"} per event (comments skipped)."""
-    event: dict[str, Any] = {}
+async def sse_frames(response: httpx.Response) -> AsyncIterator[dict[str, str]]:
+    """Parse a text/event-stream as written: {"event", "id", "data"} per event, ``data`` the
+    text of its ``data:`` lines (comments skipped)."""
+    event: dict[str, str] = {}
     data: list[str] = []
     async for line in response.aiter_lines():
         if not line:
             if data:
-                yield {**event, "data": json.loads("\n".join(data))}
+                yield {**event, "data": "\n".join(data)}
             event, data = {}, []
             continue
         if line.startswith(":"):
@@ -161,6 +162,12 @@ async def sse_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
             data.append(value)
         elif field in ("event", "id"):
             event[field] = value
+
+
+async def sse_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """Parse a text/event-stream: yields {"event", "id", "data"} per event, ``data`` decoded."""
+    async for frame in sse_frames(response):
+        yield {**frame, "data": json.loads(frame["data"])}
 
 
 async def wait_for(

@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jsonschema import Draft202012Validator
+
 from agi_jupyter.app import Agi
 from agi_jupyter.testing import FakeLLMServer, Fault, Turn
-from tests.server.conftest import Api, Fetch, ndjson, sse_events, wait_run
+from tests.server.conftest import Api, Fetch, ndjson, sse_events, sse_frames, wait_run
 
 NDJSON = {"Accept": "application/x-ndjson"}
 SSE = {"Accept": "text/event-stream"}
@@ -75,6 +77,33 @@ async def test_post_message_streams_sse(api: Api, fetch: Fetch) -> None:
     check_sequence(events)
     assert [e["event"] for e in received] == [e["type"] for e in events]
     assert [int(e["id"]) for e in received] == [e["seq"] for e in events]
+
+
+async def test_sse_events_conform_to_the_documented_schema(api: Api, fetch: Fetch) -> None:
+    """Each event of an SSE stream, as the document describes it: the event's fields, and its
+    ``data`` JSON text holding an ``Event`` (``contentSchema``). Found by schemathesis: the
+    document once described ``data``'s object as the whole event."""
+    async with api.client() as client:
+        doc = (await client.get("../openapi.json")).json()
+    operation = doc["paths"]["/agi/v1/sessions/{session_id}/messages"]["post"]
+    described = operation["responses"]["200"]["content"]["text/event-stream"]["schema"]
+    components = {"components": doc["components"]}  # where their "#/components/..." point
+    frame = Draft202012Validator(described | components)
+    data = described["properties"]["data"]
+    assert data["contentMediaType"] == "application/json"
+    event_schema = Draft202012Validator(data["contentSchema"] | components)
+    session = await new_session(fetch)
+    async with (
+        api.client() as client,
+        client.stream(
+            "POST", f"/sessions/{session}/messages", json={"content": "yo"}, headers=SSE
+        ) as response,
+    ):
+        frames = [frame async for frame in sse_frames(response)]
+    assert len(frames) > 3
+    for each in frames:
+        frame.validate(each)
+        event_schema.validate(json.loads(each["data"]))
 
 
 async def test_runs_stream_defaults_to_ndjson(api: Api, fetch: Fetch) -> None:

@@ -134,10 +134,17 @@ def test_a_bad_database_url_is_a_config_error(project: Path) -> None:
         create_store(project, database_url="mysql://x@y/z")
 
 
-def test_text_postgresql_cannot_hold_is_a_usage_error(pg_store: Store) -> None:
-    with pytest.raises(UsageError, match="invalid write"):
-        pg_store.create_session(title="nul \x00 byte")
-    assert pg_store.list_sessions().items == []
+def test_nul_postgresql_text_cannot_hold_becomes_a_replacement_character(
+    pg_store: Store,
+) -> None:
+    """Found by schemathesis: a session whose model name held NUL was refused on PostgreSQL
+    only. Text columns get U+FFFD; JSON (metadata, parts) keeps NUL escaped."""
+    session = pg_store.create_session(
+        title="nul \x00 byte", model="m\x00", metadata={"k\x00": "v\x00"}
+    )
+    stored = pg_store.get_session(session.id)
+    assert (stored.title, stored.model) == ("nul \ufffd byte", "m\ufffd")
+    assert stored.metadata == {"k\x00": "v\x00"}
 
 
 def test_later_appends_wait_for_an_earlier_one_to_commit(

@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 import psycopg
+from psycopg.abc import Buffer
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.types.string import StrDumperUnknown
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from agi_jupyter.errors import ConfigError, StoreUnavailable
@@ -170,6 +172,20 @@ def release(project: Project) -> None:
     project.pool.close()
 
 
+class _NulFreeStr(StrDumperUnknown):
+    """A string parameter as text, NUL as U+FFFD: PostgreSQL's text cannot hold NUL, which
+    SQLite stores, so a title, a model name or a prompt's preview holding one would be an
+    error on one backend only (an API request valid on SQLite refused on PostgreSQL). JSON
+    documents keep NUL escaped (``\\u0000``), so message parts and metadata lose nothing."""
+
+    def dump(self, obj: str) -> Buffer | None:
+        return super().dump(obj.replace("\x00", "\ufffd") if "\x00" in obj else obj)
+
+
+def _configure(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    conn.adapters.register_dumper(str, _NulFreeStr)
+
+
 def _pool(info: str, schema: str) -> ConnectionPool[psycopg.Connection[tuple[object, ...]]]:
     pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]] = ConnectionPool(
         info,
@@ -179,6 +195,7 @@ def _pool(info: str, schema: str) -> ConnectionPool[psycopg.Connection[tuple[obj
         # One worker (it opens connections in the background; the default is 3): with its
         # scheduler, an open project costs two threads (a server bounds its open projects).
         num_workers=1,
+        configure=_configure,
         open=False,
         name=f"agi-{schema}",
         timeout=30.0,
