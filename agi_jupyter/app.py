@@ -224,8 +224,12 @@ class Agi:
         **fields: Any,
     ) -> Session:
         """Change a session (title, agent, sdk, model, system_prompt, thinking_level, queue_mode,
-        notebook_path, metadata, extra tools); session streams see ``session.updated``."""
+        notebook_path, metadata, extra tools, budget — None removes it); session streams see
+        ``session.updated``."""
         changes = dict(fields)
+        if "budget" in changes:
+            chosen = Budget.parse(changes["budget"])
+            changes["budget"] = chosen.to_dict() if chosen else None
         if agent is not None:
             self._check_agent(agent)
             changes["agent"] = agent

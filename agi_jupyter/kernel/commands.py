@@ -27,7 +27,9 @@ HELP = """\
 %agi new [--agent A] [--model M] [--sdk S] [--max-tokens N] [--max-usd X]
                                    start a new notebook session (S: native, claude, codex, acp;
                                    N, X: its token / cost budget)
-%agi budget                        spent and remaining of the session's and notebook's budgets
+%agi budget [--max-tokens N] [--max-usd X] [--none]
+                                   spent and remaining of the session's and notebook's budgets;
+                                   with options: set (or remove) the session's budget first
 %agi history [ID] [--full]         messages of a session (--full: tool calls, reasoning)
 %agi runs [ID]                     runs of a session
 %agi show RUN                      a run's answer and tool calls
@@ -61,7 +63,10 @@ def _parser() -> Any:
     new.add_argument("--sdk", choices=("native", "claude", "codex", "acp"))
     new.add_argument("--max-tokens", type=int)
     new.add_argument("--max-usd", type=float)
-    sub.add_parser("budget", add_help=False)
+    budget = sub.add_parser("budget", add_help=False)
+    budget.add_argument("--max-tokens", type=int)
+    budget.add_argument("--max-usd", type=float)
+    budget.add_argument("--none", action="store_true")
     history = sub.add_parser("history", add_help=False)
     history.add_argument("id", nargs="?")
     history.add_argument("--full", action="store_true")
@@ -145,7 +150,12 @@ def cmd_new(ctx: KernelContext, args: argparse.Namespace) -> None:
 
 
 def cmd_budget(ctx: KernelContext, args: argparse.Namespace) -> None:
-    lines = budget_lines(ctx, ctx.current_session())
+    session = ctx.current_session()
+    limits = (("max_tokens", args.max_tokens), ("max_usd", args.max_usd))
+    budget = {k: v for k, v in limits if v is not None}
+    if budget or args.none:
+        session = ctx.agi.update_session(session.id, budget=budget or None)
+    lines = budget_lines(ctx, session)
     for line in lines or ["no budget applies to this notebook's session"]:
         print(f"agi: {line}")
 

@@ -282,6 +282,7 @@ class SessionUpdate(Body):
     notebook_path: str | None = None
     tools: list[str] | None = None
     metadata: JSONObject | None = None
+    budget: BudgetBody | None = Field(None, description="The session's budget; null removes it.")
 
 
 class RunOptions(Body):

@@ -2017,6 +2017,11 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * @description The session's budget; null removes it.
+             * @default null
+             */
+            budget?: components["schemas"]["BudgetBody"] | null;
         } & (unknown & unknown);
         /** SessionUpdated */
         SessionUpdated: {

@@ -382,3 +382,7 @@ def test_a_session_budget_from_the_magic_stops_a_cell_and_shows_in_the_footer(
     shown = cell("%agi budget")
     assert "agi: session budget: 60/100 tokens (40 tokens left)" in shown.stdout
     assert "invalid budget" in cell("%agi new --max-tokens 0").stderr
+    raised = cell("%agi budget --max-tokens 500")
+    assert "agi: session budget: 60/500 tokens (440 tokens left)" in raised.stdout
+    assert "no budget applies" in cell("%agi budget --none").stdout
+    assert ctx.agi.session(ctx.session_id).budget is None

@@ -189,3 +189,9 @@ async def test_a_session_budget_stops_its_run_with_budget_exceeded(
     budget = [e for e in events.data["events"] if e["type"] == "budget"]
     assert budget[0]["remaining_tokens"] == 40
     assert budget[-1]["exceeded"] is True
+    raised = await fetch(
+        "sessions", session["id"], method="PATCH", json={"budget": {"max_tokens": 500}}
+    )
+    assert raised.data["session"]["budget"] == {"max_tokens": 500}
+    removed = await fetch("sessions", session["id"], method="PATCH", json={"budget": None})
+    assert removed.data["session"]["budget"] is None
