@@ -7,16 +7,18 @@ set when it is created: API, ``new_session(budget=)``, ``%agi new --max-tokens``
 only (``budgets.notebooks``, keyed by the notebook's path relative to the project) and counts
 what every session of that notebook spent.
 
-The rule (``check``), applied by the agent loop before each model call: the call is refused
-with ``BUDGET_EXCEEDED`` when what was spent already reaches a limit, or when spent plus a
-lower bound of the call's own size goes over it. The lower bound is the input tokens of the
-run's previous call (the next request resends that whole conversation, plus what was added
-since), priced at the model's cheapest input rate (cached); the first call of a run has no
-such bound. A single call can therefore still overshoot by its own output. Usage that is
-unknown is never counted as 0: a call that reported no usage stops the run's next call under
-a budget, and with ``max_usd`` set, a model without a catalog price is
-refused outright (its spend could not be measured). Spent tokens and cost are the session's
-counters (``sessions.input_tokens/output_tokens/cost_usd``), updated after every model call.
+The rule (``check``), applied by the native agent loop before each model call: the call is
+refused with ``BUDGET_EXCEEDED`` when what was spent already reaches a limit, or when spent
+plus a lower bound of the call's own size goes over it. The lower bound is the input tokens of
+the run's previous call (the next request resends that whole conversation, plus what was added
+since), priced at the model's cheapest input rate (cached); the first call of a run has no such
+bound, so a single call can still overshoot by its own size. Usage that is unknown is never
+counted as 0: a call that reported no usage stops the run's next call under a budget, and with
+``max_usd`` set a model without a catalog price is refused outright (its spend could not be
+measured). Runs of the other SDKs (claude, codex, acp) make their calls inside the SDK: they
+are only refused at the start once a budget is spent (``check_start``). Spent tokens and cost
+are the session's counters (``sessions.input_tokens/output_tokens/cost_usd``), updated after
+every model call.
 """
 
 from __future__ import annotations
@@ -259,6 +261,14 @@ def refusal(status: BudgetStatus, call: NextCall) -> str | None:
                 "over the budget"
             )
     return None
+
+
+def check_start(found: list[BudgetStatus]) -> None:
+    """For runs of other agent SDKs (claude, codex, acp), whose model calls happen inside the
+    SDK: refuse to start one once a budget is spent (they cannot be stopped between calls)."""
+    for status in found:
+        if status.exhausted:
+            raise BudgetExceeded(f"{status.describe()}: the budget is spent")
 
 
 def check(found: list[BudgetStatus], call: NextCall) -> None:
