@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 from agi_jupyter.errors import Conflict, UsageError
 from agi_jupyter.notebook.access import NotebookAccess
 from agi_jupyter.notebook.document import NotebookDocument, NotebookState
-from agi_jupyter.notebook.model import fingerprint, parse
+from agi_jupyter.notebook.model import fingerprint, normalized, parse
 from agi_jupyter.records import Change
 from agi_jupyter.store import Store
 from agi_jupyter.tools.filerecord import bytes_or_none
@@ -174,7 +175,17 @@ async def _plan(
 def _already_restored(plan: _Plan) -> bool:
     if plan.doc.kind == "file":
         return plan.state.content == plan.before
-    return fingerprint(plan.state.notebook) == fingerprint(parse(plan.before))
+    # Outputs too: a turn that only ran cells changed nothing but them.
+    return _with_outputs(plan.state.notebook) == _with_outputs(parse(plan.before))
+
+
+def _with_outputs(notebook: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The fingerprint, plus each cell's outputs and execution count."""
+    cells = normalized(notebook)["cells"]
+    return [
+        (*fp, json.dumps(c.get("outputs") or [], sort_keys=True), c.get("execution_count"))
+        for fp, c in zip(fingerprint(notebook), cells, strict=True)
+    ]
 
 
 def _conflict(plan: _Plan) -> str | None:

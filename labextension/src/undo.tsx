@@ -59,7 +59,7 @@ export function UndoButton(props: { runId: string; status: string; model: PanelM
   };
   return (
     <span className="jp-AgiUndo" data-undo-state={state.kind}>
-      {(state.kind === 'ready' || state.kind === 'working') && turns.length > 1 ? (
+      {(state.kind === 'ready' || state.kind === 'working' || state.kind === 'done') && turns.length > 1 ? (
         <select
           className="jp-AgiUndoTurn"
           aria-label="Undo from turn"
@@ -74,7 +74,7 @@ export function UndoButton(props: { runId: string; status: string; model: PanelM
           ))}
         </select>
       ) : null}
-      {state.kind === 'ready' || state.kind === 'working' ? (
+      {state.kind === 'ready' || state.kind === 'working' || state.kind === 'done' ? (
         <button
           className="jp-AgiButton jp-mod-small"
           disabled={state.kind === 'working'}
