@@ -57,15 +57,18 @@ def cli_env(
     project: Path,
     config_dir: Path,
     fake_llm: FakeLLMServer,
+    backend_env: dict[str, str],
 ) -> dict[str, str]:
-    """The environment of every CLI test (also what subprocesses get, see ``agi_process``)."""
-    for name in CLEARED:
+    """The environment of every CLI test (also what subprocesses get, see ``agi_process``):
+    each test runs twice, on SQLite and on PostgreSQL (``AGI_DATABASE_URL``)."""
+    for name in (*CLEARED, "AGI_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
     values = {
         "HOME": str(tmp_path / "home"),
         "AGI_CONFIG_DIR": str(config_dir),
         "AGI_FAKE_LLM_URL": fake_llm.openai_base_url,
         "COLUMNS": "200",
+        **backend_env,
     }
     for name, value in values.items():
         monkeypatch.setenv(name, value)

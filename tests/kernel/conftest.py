@@ -9,6 +9,7 @@ kernel's fresh notebook session) while keeping the user namespace.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from agi_jupyter.store import Store, create_store
 from agi_jupyter.testing import FakeLLMServer
 
 PROVIDER_KEYS = (
@@ -40,19 +42,30 @@ def project(tmp_path: Path) -> Path:
     return folder
 
 
+def open_store(folder: Path) -> Store:
+    """The store the test's kernels write to: the folder's SQLite file, or PostgreSQL when the
+    test runs on it (``kernel_env`` sets ``AGI_DATABASE_URL``)."""
+    return create_store(folder, database_url=os.environ.get("AGI_DATABASE_URL"))
+
+
 @pytest.fixture
 def kernel_env(
-    tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    fake_llm: FakeLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    backend_env: dict[str, str],
 ) -> dict[str, str]:
+    """Every kernel test runs twice: on SQLite and on PostgreSQL (``AGI_DATABASE_URL``)."""
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    for key in PROVIDER_KEYS:
+    for key in (*PROVIDER_KEYS, "AGI_DATABASE_URL"):
         monkeypatch.delenv(key, raising=False)
     env = {
         "HOME": str(home),
         "AGI_CONFIG_DIR": str(home / ".config" / "agi"),
         "IPYTHONDIR": str(home / ".ipython"),
         "AGI_FAKE_LLM_URL": fake_llm.url,
+        **backend_env,
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from agi_jupyter.store import open_store
 from agi_jupyter.testing import FakeLLMServer, Fault, Turn
+from tests.kernel.conftest import open_store
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,8 @@ import nbformat
 import pytest
 from kernel_nb import execute, execute_file, notebook, texts
 
-from agi_jupyter.store import open_store
 from agi_jupyter.testing import FakeLLMServer, Fault, Turn
+from tests.kernel.conftest import open_store
 
 pytestmark = pytest.mark.slow
 

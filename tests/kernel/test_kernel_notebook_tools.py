@@ -11,9 +11,8 @@ import nbformat
 import pytest
 
 from agi_jupyter.notebook import source_hash
-from agi_jupyter.store import open_store
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
-from tests.kernel.conftest import RunCell
+from tests.kernel.conftest import RunCell, open_store
 from tests.notebook.conftest import write_notebook
 
 
