@@ -27,12 +27,19 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agi_jupyter.budget import BudgetSettings, BudgetsLayer
 from agi_jupyter.errors import ConfigError, UsageError
+from agi_jupyter.request_extras import (
+    ModelLayer,
+    RequestExtras,
+    check_extra_body,
+    parse_request_extras,
+)
 
 Wire = Literal["openai-responses", "openai-chat", "anthropic"]
+WirePath = Literal["http", "sdk"]  # how a stream is read: our HTTP reader or the SDK
 
 PROJECT_DIRNAME = ".agi"
 CONFIG_FILENAME = "config.json"
@@ -225,6 +232,9 @@ class _ProviderLayer(BaseModel):
     enabled: bool | None = None
     base_url: str | None = None
     default_model: str | None = None
+    extra_body: dict[str, Any] | None = None  # see request_extras
+
+    _check_extra_body = field_validator("extra_body")(check_extra_body)
 
 
 class _AcpLayer(BaseModel):
@@ -245,12 +255,14 @@ class _Layer(BaseModel):
     default_sdk: Literal["native", "claude", "codex", "acp"] | None = None
     max_iterations: int | None = Field(default=None, ge=1, le=1000)
     persist_deltas: bool | None = None
+    wire: WirePath | None = None
     artifact_threshold: int | None = Field(default=None, ge=1024)
     tool_timeout: float | None = Field(default=None, gt=0)
     max_attempts: int | None = Field(default=None, ge=1, le=100)
     retry_backoff: list[float] | None = None
     stale_after: float | None = Field(default=None, ge=1, le=86400)
     providers: dict[str, _ProviderLayer] | None = None
+    models: dict[str, ModelLayer] | None = None
     redact_patterns: list[str] | None = None
     redact_allow: list[str] | None = None
     acp: _AcpLayer | None = None
@@ -277,8 +289,10 @@ class ProviderSettings:
 
     @property
     def configured(self) -> bool:
-        """Enabled, and has a key when it needs one."""
-        return self.enabled and (self.api_key is not None or not self.requires_key)
+        """Enabled, has a key when it needs one, and a base URL when it has no default
+        (``compat``: any OpenAI-compatible server, so only the user knows where)."""
+        has_key = self.api_key is not None or not self.requires_key
+        return self.enabled and has_key and (self.base_url is not None or self.name != "compat")
 
 
 @dataclass(frozen=True)
@@ -307,6 +321,9 @@ class Config:
     # Streamed deltas are stored (coalesced, ~10 writes a second), so other processes (the
     # side panel, ``agi events --follow``) show a run live.
     persist_deltas: bool = True
+    # How an OpenAI stream (Chat Completions, Responses) is read: "http" (httpx2 + orjson, no
+    # SDK import) or "sdk" (the openai SDK: the reference the differential tests compare with).
+    wire: WirePath = "http"
     artifact_threshold: int = 64 * 1024
     tool_timeout: float = 120.0
     max_attempts: int = 4
@@ -315,6 +332,7 @@ class Config:
     # process, and a tick takes it over (owners heartbeat every min(5, stale_after / 4) s).
     stale_after: float = 30.0
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
+    request_extras: RequestExtras = field(default_factory=RequestExtras)
     acp: AcpCommand | None = None  # the default ACP agent of ``sdk="acp"`` sessions
     sources: tuple[str, ...] = ()
     # The store: None is the project's SQLite file; a postgresql:// URL a shared database,
@@ -432,6 +450,7 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
         ("AGI_MODEL", "default_model"),
         ("AGI_AGENT", "default_agent"),
         ("AGI_SDK", "default_sdk"),
+        ("AGI_WIRE", "wire"),
     ):
         if env.get(key):
             layer[name] = env[key]
@@ -524,8 +543,8 @@ def _refuse_database_password(source: str, data: Mapping[str, Any]) -> None:
 
 def _merge_into(target: dict[str, Any], layer: Mapping[str, Any]) -> None:
     for key, value in layer.items():
-        if key == "providers" and isinstance(value, Mapping):
-            providers = target.setdefault("providers", {})
+        if key in ("providers", "models") and isinstance(value, Mapping):
+            providers = target.setdefault(key, {})
             for name, entry in value.items():
                 providers.setdefault(name, {}).update(
                     {k: v for k, v in dict(entry).items() if v is not None}
@@ -604,12 +623,14 @@ def _build(
         persist_deltas=(
             defaults.persist_deltas if layer.persist_deltas is None else layer.persist_deltas
         ),
+        wire=layer.wire or defaults.wire,
         artifact_threshold=layer.artifact_threshold or defaults.artifact_threshold,
         tool_timeout=layer.tool_timeout or defaults.tool_timeout,
         max_attempts=layer.max_attempts or defaults.max_attempts,
         retry_backoff=tuple(layer.retry_backoff or defaults.retry_backoff),
         stale_after=layer.stale_after or defaults.stale_after,
         providers=providers,
+        request_extras=parse_request_extras(merged),
         acp=AcpCommand.parse(merged["acp"]) if merged.get("acp") else None,
         sources=sources,
         database_url=layer.database_url,
@@ -626,7 +647,13 @@ def _build(
 def not_configured_message(provider: str) -> str:
     """Why a known provider cannot be used yet, and how to fix it."""
     known = KNOWN_PROVIDERS[provider]
-    if known.key_env:
+    if provider == "compat":
+        variables = " or ".join(known.base_url_env)
+        hint = (
+            f"it has no base URL; set {variables} (e.g. http://localhost:8080/v1) "
+            "or providers.compat.base_url in .agi/config.json"
+        )
+    elif known.key_env:
         hint = f"set {' or '.join(known.key_env)}, or run `agi setup`"
     else:
         hint = "enable it in .agi/config.json"

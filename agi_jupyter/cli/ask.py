@@ -21,6 +21,7 @@ from agi_jupyter.cli.common import (
     fail,
     open_agi,
     project_option,
+    stdout_is_file,
     stdout_is_terminal,
 )
 from agi_jupyter.cli.render import one_line
@@ -139,7 +140,9 @@ def ask(
         budget=budget or None,
     )
     printer = StreamPrinter(
-        as_json=as_json, progress=Progress(stdout_is_terminal() and not as_json)
+        as_json=as_json,
+        progress=Progress(stdout_is_terminal() and not as_json),
+        live_text=not stdout_is_file(),
     )
     if server:
         from agi_jupyter.cli.remote import ask_remote

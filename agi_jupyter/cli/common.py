@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -84,3 +86,11 @@ def open_agi(project: Path | None) -> Iterator[Agi]:
 
 def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
+
+
+def stdout_is_file() -> bool:
+    """Whether stdout is a regular file (``agi ... > answer.md``), not a terminal or a pipe."""
+    try:
+        return stat.S_ISREG(os.fstat(sys.stdout.fileno()).st_mode)
+    except (OSError, ValueError):  # no real descriptor (a test's captured stdout)
+        return False

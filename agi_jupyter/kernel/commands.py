@@ -203,7 +203,12 @@ def cmd_runs(ctx: KernelContext, args: argparse.Namespace) -> Table:
     session_id = _session_id(ctx, args.id)
     rows = []
     for r in ctx.agi.runs(session_id, limit=100).items:
-        tokens = int(r.usage.get("input_tokens", 0)) + int(r.usage.get("output_tokens", 0))
+        known = not r.usage.get("unknown_turns")  # the server sent no usage: unknown, not 0
+        tokens = (
+            int(r.usage.get("input_tokens") or 0) + int(r.usage.get("output_tokens") or 0)
+            if known
+            else "?"
+        )
         rows.append(
             [
                 r.id,
@@ -320,6 +325,7 @@ def cmd_tools(ctx: KernelContext, args: argparse.Namespace) -> Table:
 
 def cmd_models(ctx: KernelContext, args: argparse.Namespace) -> Table:
     from agi_jupyter.providers import catalog
+    from agi_jupyter.providers.local_models import list_local_models
 
     config = ctx.agi.config
     rows = []
@@ -335,7 +341,13 @@ def cmd_models(ctx: KernelContext, args: argparse.Namespace) -> Table:
                 "yes" if configured else "no key",
             ]
         )
-    note = f"default: {config.default_model}; fake:echo is the offline model (no key needed)"
+    notes = [f"default: {config.default_model}; fake:echo is the offline model (no key needed)"]
+    for name, served in list_local_models(config.providers).items():
+        for model in served.models:
+            rows.append([f"{name}:{model}", "", "", "", "served"])
+        if served.error:
+            notes.append(f"{name} ({served.base_url}): models not listed: {served.error}")
+    note = "; ".join(notes)
     columns = ["model", "context", "input $/M", "output $/M", "configured"]
     return Table(columns, rows, title="Models", note=note)
 

@@ -54,16 +54,20 @@ class TurnResult:
     text: str = ""
     reasoning: list[ReasoningPart] = field(default_factory=list)
     tool_calls: list[pb.ToolCallEnd] = field(default_factory=list)
-    usage: pb.Usage = field(default_factory=pb.Usage)
-    usage_reported: bool = False
+    usage: pb.Usage | None = None  # None: the server sent no usage (unknown, not zero)
     finish: pb.Finish | None = None
     response_id: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """The answer stopped at the output token limit, not because the model was done."""
+        return self.finish is not None and self.finish.reason == "length"
 
 
 @dataclass
 class AttemptResult:
     text: str
-    usage: dict[str, int]
+    usage: dict[str, Any]
     cost_usd: float
     iterations: int
     max_iterations_reached: bool = False
@@ -102,6 +106,7 @@ class AgentLoop:
         # Every registered name, so a call to a tool not offered is refused by its real name.
         names = ToolNames([t.name for t in deps.registry.all()])
         specs = [names.encode_spec(t.spec()) for t in tools]
+        extras = deps.config.request_extras.body_for(run.provider or "", run.model or "")
         text = ""
         for iteration in range(int(state.get("iteration", 0)) + 1, max_iterations + 1):
             emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
@@ -116,15 +121,17 @@ class AgentLoop:
                 tools=specs,
                 thinking_level=run.thinking_level,
                 idempotency_key=f"{run.id}-{run.attempt}-{iteration}",
+                extra_body=extras,
             )
             turn = await self._stream_turn(provider, request, emitter, names)
-            cost = cost_usd(run.provider or "", run.model or "", turn.usage)
+            usage = turn.usage
+            cost = None if usage is None else cost_usd(run.provider or "", run.model or "", usage)
             with emitter.together():
                 assistant = self._save_assistant(run, session, turn, cost, emitter)
-                self._record_usage(session, turn.usage, cost, emitter)
+                if usage is not None:
+                    self._record_usage(session, usage, cost, emitter)
                 self._report_budget(session, emitter)
-            usage_total["input_tokens"] += turn.usage.input_tokens
-            usage_total["output_tokens"] += turn.usage.output_tokens
+            add_turn_usage(usage_total, turn)
             cost_total += cost or 0.0
             text = turn.text
             # Saved before the tools run: a resumed attempt continues after this model turn.
@@ -134,9 +141,8 @@ class AgentLoop:
                 "usage": usage_total,
                 "cost_usd": cost_total,
                 # For the budget check of the next call (budget.py): its prompt resends at
-                # least this one's, and a call without usage leaves the spend unknown.
-                "last_input_tokens": turn.usage.input_tokens,
-                "usage_unknown": bool(state.get("usage_unknown")) or not turn.usage_reported,
+                # least this one's (a call without usage leaves the run's usage unknown).
+                "last_input_tokens": turn.usage.input_tokens if turn.usage else 0,
             }
             self._save_state(run, state, emitter)
             if turn.tool_calls:
@@ -171,7 +177,7 @@ class AgentLoop:
         call = budgets.NextCall(
             input_tokens_at_least=int(state.get("last_input_tokens") or 0),
             cheapest_usd_per_mtok=None if info is None else info.cached_input_per_mtok,
-            usage_unknown=bool(state.get("usage_unknown")),
+            usage_unknown=bool((state.get("usage") or {}).get("unknown_turns")),
         )
         for status in found:
             reason = budgets.refusal(status, call)
@@ -241,7 +247,6 @@ class AgentLoop:
                 )
             elif isinstance(event, pb.Usage):
                 turn.usage = event
-                turn.usage_reported = True
             elif isinstance(event, pb.ResponseId):
                 turn.response_id = event.id
             elif isinstance(event, pb.Finish):
@@ -269,7 +274,9 @@ class AgentLoop:
         meta: JSON = {
             "provider": run.provider,
             "model": run.model,
-            "usage": {
+            "usage": None
+            if turn.usage is None
+            else {
                 "input_tokens": turn.usage.input_tokens,
                 "output_tokens": turn.usage.output_tokens,
             },
@@ -277,6 +284,8 @@ class AgentLoop:
             "stop_reason": turn.finish.reason if turn.finish else None,
             "sdk": "native",
         }
+        if turn.truncated:
+            meta["truncated"] = True
         if turn.response_id:
             meta["response_id"] = turn.response_id
         message = self.deps.store.add_message(
@@ -430,6 +439,21 @@ class AgentLoop:
                     status="failed",
                 )
             )
+
+
+def add_turn_usage(total: dict[str, Any], turn: TurnResult) -> None:
+    """Add a model turn to a run's usage. A turn whose server sent no usage makes the totals
+    unknown (``None``), never zero: a sum missing a part would understate tokens and cost.
+    A turn cut at the output token limit marks the run ``truncated``."""
+    usage = turn.usage
+    if usage is None:
+        total["unknown_turns"] = int(total.get("unknown_turns") or 0) + 1
+        total["input_tokens"] = total["output_tokens"] = None
+    elif not total.get("unknown_turns"):
+        total["input_tokens"] = int(total.get("input_tokens") or 0) + usage.input_tokens
+        total["output_tokens"] = int(total.get("output_tokens") or 0) + usage.output_tokens
+    if turn.truncated:
+        total["truncated"] = True
 
 
 def allowed_tool_names(agent: Agent, session: Session | None, registry: ToolRegistry) -> list[str]:

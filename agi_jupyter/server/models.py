@@ -539,6 +539,10 @@ class ProviderInfo(Out):
     base_url: str | None
     default_model: str | None
     key_env: list[str]
+    # A local server's (ollama, lmstudio, vllm, compat) models from its /models; None for the
+    # hosted providers (see ``GET /agi/v1/models``-style catalog in the CLI).
+    served_models: list[str] | None = None
+    served_models_error: str | None = None
 
 
 class ProviderList(Out):
@@ -557,6 +561,8 @@ class Stats(Out):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    # Runs whose server sent no usage for a turn: not in the token and cost totals.
+    unknown_usage_runs: int = 0
 
 
 class TaskPage(Out):

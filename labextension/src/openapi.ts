@@ -1231,6 +1231,16 @@ export interface components {
             default_model: string | null;
             /** Key Env */
             key_env: string[];
+            /**
+             * Served Models
+             * @default null
+             */
+            served_models: string[] | null;
+            /**
+             * Served Models Error
+             * @default null
+             */
+            served_models_error: string | null;
         };
         /** ProviderList */
         ProviderList: {
@@ -2094,6 +2104,11 @@ export interface components {
              * @default 0
              */
             cost_usd: number;
+            /**
+             * Unknown Usage Runs
+             * @default 0
+             */
+            unknown_usage_runs: number;
         } & {
             [key: string]: unknown;
         };

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
@@ -386,3 +387,12 @@ def test_a_session_budget_from_the_magic_stops_a_cell_and_shows_in_the_footer(
     assert "agi: session budget: 60/500 tokens (440 tokens left)" in raised.stdout
     assert "no budget applies" in cell("%agi budget --none").stdout
     assert ctx.agi.session(ctx.session_id).budget is None
+
+
+def test_models_lists_a_local_servers_models(
+    cell: RunCell, project: Path, fake_llm: FakeLLMServer
+) -> None:
+    config = {"providers": {"compat": {"base_url": fake_llm.openai_base_url}}}
+    (project / ".agi" / "config.json").write_text(json.dumps(config))
+    table = cell("%agi models").value
+    assert ["compat:gpt-fake", "", "", "", "served"] in table.rows
