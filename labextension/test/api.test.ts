@@ -134,7 +134,7 @@ describe('helpers', () => {
   });
 
   it("offers each enabled provider's default model, saying which are configured", () => {
-    const provider = { wire: 'openai-chat', base_url: null, key_env: [] };
+    const provider = { wire: 'openai-chat', base_url: null, key_env: [], served_models: null, served_models_error: null };
     const choices = modelChoices({
       default_model: 'fake:echo',
       providers: [
