@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import notebook
 from agi_jupyter.agents import load_agents
+from agi_jupyter.budget import Budget, every_status
 from agi_jupyter.config import (
     Config,
     find_project,
@@ -173,9 +174,13 @@ class Agi:
         tools: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
         sdk: str | None = None,
+        budget: Mapping[str, Any] | None = None,
     ) -> Session:
         """A new session. ``sdk`` picks the agent SDK that runs it (``native``, ``claude``,
-        ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``)."""
+        ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``).
+        ``budget`` (``{"max_tokens": N, "max_usd": X}``) caps what its runs may spend
+        (default: ``budgets.session`` of the config; see ``agi_jupyter.budget``)."""
+        chosen = Budget.parse(budget) if budget is not None else self.config.budgets.session
         agent_name = agent or self.config.default_agent
         agent_def = self._check_agent(agent_name)
         provider, model_name = self.config.resolve_model(model or self._agent_model(agent_name))
@@ -203,6 +208,7 @@ class Agi:
             tool_config={"extra_tools": list(tools)} if tools else {},
             metadata=dict(metadata or {}),
             notebook_path=notebook_path,
+            budget=chosen.to_dict() if chosen else None,
         )
 
     def session(self, session_id: str) -> Session:
@@ -218,8 +224,12 @@ class Agi:
         **fields: Any,
     ) -> Session:
         """Change a session (title, agent, sdk, model, system_prompt, thinking_level, queue_mode,
-        notebook_path, metadata, extra tools); session streams see ``session.updated``."""
+        notebook_path, metadata, extra tools, budget — None removes it); session streams see
+        ``session.updated``."""
         changes = dict(fields)
+        if "budget" in changes:
+            chosen = Budget.parse(changes["budget"])
+            changes["budget"] = chosen.to_dict() if chosen else None
         if agent is not None:
             self._check_agent(agent)
             changes["agent"] = agent
@@ -459,10 +469,15 @@ class Agi:
         except TimeoutError:
             return self.runs_manager.request_cancel(run_id)
 
-    def undo(self, run_id: str, *, force: bool = False) -> notebook.UndoResult:
-        """Restore the notebooks the run changed as they were before it (``notebook.undo``)."""
+    def undo(
+        self, run_id: str, *, force: bool = False, turn: int | None = None
+    ) -> notebook.UndoResult:
+        """Restore the notebooks and files the run changed as they were before it — or before
+        its turn ``turn`` (that turn and the later ones are undone; ``notebook.undo``)."""
         return self.loop.run(
-            notebook.undo_run(self.store, self.notebooks, self.project, run_id, force=force)
+            notebook.undo_run(
+                self.store, self.notebooks, self.project, run_id, force=force, turn=turn
+            )
         )
 
     def tick(self, *, max_runs: int = 10, max_webhook_events: int = 50) -> TickResult:
@@ -525,6 +540,10 @@ class Agi:
 
     def stats(self) -> dict[str, Any]:
         return self.store.stats()
+
+    def budgets(self) -> list[dict[str, Any]]:
+        """Spent and remaining of every budget: sessions that have one, configured notebooks."""
+        return every_status(self.store, self.config.budgets)
 
     def load_default_model(self) -> None:
         """Create the default model's client now (importing its SDK) on the runtime's loop,

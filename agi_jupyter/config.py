@@ -29,6 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agi_jupyter.budget import BudgetSettings, BudgetsLayer
 from agi_jupyter.errors import ConfigError, UsageError
 from agi_jupyter.request_extras import (
     ModelLayer,
@@ -268,6 +269,7 @@ class _Layer(BaseModel):
     database_url: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
     project_key: str | None = Field(default=None, min_length=1, max_length=1000)
     project_namespace: str | None = Field(default=None, min_length=1, max_length=200)
+    budgets: BudgetsLayer | None = None  # budget.py; the highest layer that sets it wins
 
 
 # --- resolved settings -----------------------------------------------------------------------
@@ -345,6 +347,7 @@ class Config:
     # Every value of the credentials file, by key: all of them are redacted wherever they
     # appear. Never printed (repr=False).
     credentials: dict[str, str] = field(default_factory=dict, repr=False)
+    budgets: BudgetSettings = field(default_factory=BudgetSettings)
 
     @property
     def agi_dir(self) -> Path:
@@ -637,6 +640,7 @@ def _build(
         redact_patterns=tuple(layer.redact_patterns or ()),
         redact_allow=tuple(layer.redact_allow or ()),
         credentials=dict(credentials),
+        budgets=BudgetSettings.of(layer.budgets),
     )
 
 

@@ -18,6 +18,7 @@
     │   ├── NoUserMessage         NO_USER_MESSAGE (409): nothing for a run to answer
     │   └── RunLost               RUN_LOST (409): this process no longer owns the run
     ├── RunCancelled              RUN_CANCELLED: the run was cancelled
+    ├── BudgetExceeded            BUDGET_EXCEEDED (409): a token/cost budget is spent
     └── StoreUnavailable          STORE_UNAVAILABLE (503): the store's database cannot be reached
 
 Messages never contain secrets: callers pass only what is safe to show to a user.
@@ -160,6 +161,15 @@ class RunLost(Conflict):
 
 class RunCancelled(AgiError):
     code = "RUN_CANCELLED"
+    http_status = 409
+
+
+class BudgetExceeded(AgiError):
+    """The next model call of a run would go over its session's or notebook's token or cost
+    budget (``agi_jupyter.budget``): the run stops before making it. Not retryable: only a
+    larger budget helps."""
+
+    code = "BUDGET_EXCEEDED"
     http_status = 409
 
 

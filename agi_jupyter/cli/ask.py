@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agi_jupyter.cli.common import (
+    EXIT_BUDGET,
     EXIT_CANCELLED,
+    EXIT_FAILED,
     fail,
     open_agi,
     project_option,
@@ -43,6 +45,7 @@ class AskOptions:
     tools: tuple[str, ...]
     title: str | None
     sdk: str | None = None
+    budget: dict[str, Any] | None = None  # of a new session (--max-tokens / --max-usd)
 
     @property
     def session_title(self) -> str:
@@ -77,6 +80,12 @@ class AskOptions:
     type=click.Choice(["native", "claude", "codex", "acp"]),
     help="Agent SDK of a new session (default: the agent's, else native; see `agi sdks`).",
 )
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    help="Token budget of a new session: its runs stop before a model call would exceed it.",
+)
+@click.option("--max-usd", type=click.FloatRange(min=0, min_open=True), help="Cost budget (USD).")
 @project_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run's events as NDJSON.")
 @click.option(
@@ -98,6 +107,8 @@ def ask(
     tools: tuple[str, ...],
     title: str | None,
     sdk: str | None,
+    max_tokens: int | None,
+    max_usd: float | None,
     project: Path | None,
     as_json: bool,
     server: str | None,
@@ -114,6 +125,9 @@ def ask(
         raise click.UsageError("--tools applies to a new session, not to --session / --continue")
     if sdk and (session or continue_):
         raise click.UsageError("--sdk applies to a new session, not to --session / --continue")
+    if (max_tokens or max_usd) and (session or continue_):
+        raise click.UsageError("--max-tokens/--max-usd apply to a new session")
+    budget = {k: v for k, v in (("max_tokens", max_tokens), ("max_usd", max_usd)) if v}
     options = AskOptions(
         prompt=_read_prompt(prompt),
         agent=agent,
@@ -123,6 +137,7 @@ def ask(
         tools=tuple(name.strip() for group in tools for name in group.split(",") if name.strip()),
         title=title,
         sdk=sdk,
+        budget=budget or None,
     )
     printer = StreamPrinter(
         as_json=as_json,
@@ -175,6 +190,7 @@ def _submit(agi: Agi, options: AskOptions) -> Run:
         title=options.session_title,
         tools=options.tools,
         sdk=options.sdk,
+        budget=options.budget,
     )
     try:
         return agi.submit(options.prompt, session=ses.id, model=options.model)
@@ -229,4 +245,7 @@ def _exit_for(printer: StreamPrinter, interrupted: bool) -> None:
         fail(f"the events of run {run_id} ended before the run did")
     error = final.get("error") or {}
     reason = error.get("message") if isinstance(error, dict) else error
-    fail(f"run {run_id} {status}: {reason or 'no reason given'}")
+    over = isinstance(error, dict) and error.get("code") == "BUDGET_EXCEEDED"
+    prefix = "BUDGET_EXCEEDED: " if over else ""
+    reason = f"{prefix}{reason or 'no reason given'}"
+    fail(f"run {run_id} {status}: {reason}", EXIT_BUDGET if over else EXIT_FAILED)

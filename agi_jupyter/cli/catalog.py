@@ -103,13 +103,28 @@ def tasks(status: Any, project: Path | None, as_json: bool) -> None:
 @project_option
 @json_option
 def stats(project: Path | None, as_json: bool) -> None:
-    """Counts, tokens and cost of everything in the project's store."""
+    """Counts, tokens and cost of everything in the project's store, and every budget's
+    spent and remaining (sessions with a budget, notebooks with one in the config)."""
     with open_agi(project) as agi:
         data = agi.stats()
+        budgets = agi.budgets()
     if as_json:
-        render.print_json(data)
+        render.print_json({**data, "budgets": budgets})
         return
     render.fields((key, _stat(key, value)) for key, value in data.items())
+    for status in budgets:
+        click.echo(f"{status.get('session_id') or ''} {_budget_line(status)}".strip())
+
+
+def _budget_line(status: dict[str, Any]) -> str:
+    from agi_jupyter.budget import describe
+
+    left = []
+    if status.get("remaining_tokens") is not None:
+        left.append(f"{status['remaining_tokens']} tokens")
+    if status.get("remaining_usd") is not None:
+        left.append(render.usd(status["remaining_usd"]))
+    return f"{describe(status)} ({', '.join(left)} left)"
 
 
 def _stat(key: str, value: Any) -> object:

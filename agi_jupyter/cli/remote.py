@@ -162,6 +162,7 @@ def _session_id(client: ServerClient, options: AskOptions) -> str:
         "title": options.session_title,
         "tools": list(options.tools),
         "sdk": options.sdk,
+        "budget": options.budget,
     }
     created = client.call("POST", "sessions", {k: v for k, v in body.items() if v})
     return str(created["session"]["id"])

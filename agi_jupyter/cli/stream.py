@@ -22,6 +22,7 @@ from typing import Any
 import click
 from rich.status import Status
 
+from agi_jupyter.budget import describe
 from agi_jupyter.cli.render import compact_json, console, one_line, print_json_line
 
 FAKE_NOTE = (
@@ -64,6 +65,7 @@ class StreamPrinter:
         self.run_id: str | None = None
         self.last_seq = 0
         self._tool_names: dict[str, str] = {}
+        self.budgets: dict[str, Mapping[str, Any]] = {}  # the last ``budget`` event per scope
         self._mid_line = False  # stdout holds text not yet ended by a newline
 
     def consume(self, events: Iterable[Mapping[str, Any]]) -> None:
@@ -154,6 +156,9 @@ class StreamPrinter:
             if dropped or self.live_text:
                 self.note("note: the attempt was retried; its partial answer is not kept")
 
+    def _on_budget(self, e: Mapping[str, Any]) -> None:
+        self.budgets[str(e.get("scope"))] = e
+
     def _on_run_final(self, e: Mapping[str, Any]) -> None:
         self._write("".join(self._pending))  # the partial answer of a run that ended mid-turn
         self._pending.clear()
@@ -162,6 +167,8 @@ class StreamPrinter:
         run = e.get("run") or {}
         if run.get("id"):
             line = recorded_line(run)
+            for status in self.budgets.values():
+                line += f" · {describe(status)}"
             if self.progress.enabled:
                 console(stderr=True).print(f"[dim]{line}[/dim]", highlight=False)
             else:

@@ -201,7 +201,12 @@ class KernelContext:
         return self.new_session()
 
     def new_session(
-        self, *, agent: str | None = None, model: str | None = None, sdk: str | None = None
+        self,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        sdk: str | None = None,
+        budget: dict[str, Any] | None = None,
     ) -> Session:
         path = self.notebook_path()
         title = f"notebook {Path(path).name}" if path else "notebook session"
@@ -212,6 +217,7 @@ class KernelContext:
             notebook_path=path,
             metadata={"front_door": "kernel"},
             sdk=sdk,
+            budget=budget,
         )
         self.session_id = session.id
         return session

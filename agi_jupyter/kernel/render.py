@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from agi_jupyter.budget import describe
+
 MAX_BLOCK_CHARS = 4_000
 DIFF_KINDS = ("file_diff", "notebook_diff")  # as tools.diffs (not imported: %load_ext stays light)
 
@@ -63,6 +65,7 @@ class RunView:
     usage_unknown: bool = False  # a model turn's server sent no usage (unknown, not zero)
     truncated: bool = False  # a model turn stopped at the output token limit
     load_artifact: ArtifactLoader | None = None
+    budgets: dict[str, dict[str, Any]] = field(default_factory=dict)  # last event per scope
     _turn_text: TextSegment | None = None
 
     @property
@@ -177,6 +180,9 @@ class RunView:
         if cost is not None:
             self.cost_usd = (self.cost_usd or 0.0) + float(cost)
 
+    def _budget(self, e: dict[str, Any]) -> None:
+        self.budgets[str(e.get("scope"))] = e
+
     def _error(self, e: dict[str, Any]) -> None:
         if not e.get("retryable"):
             self.error = f"{e.get('code')}: {e.get('message')}"
@@ -200,6 +206,7 @@ class RunView:
         if self.usage_unknown:
             tokens, cost = "usage unknown (the server sent none)", "cost unknown"
         parts = [model or "model ?", self.agent or "agent ?", tokens, cost, self.recorded_run_id]
+        parts.extend(describe(status) for status in self.budgets.values())
         if not self.done:
             parts.append(_LIVE_STATUS.get(self.status, self.status + "…"))
         elif self.status != "succeeded":
@@ -254,6 +261,7 @@ _HANDLERS: dict[str, Callable[[RunView, dict[str, Any]], None]] = {
     "tool.call.delta": RunView._tool_delta,
     "tool.call.output": RunView._tool_output,
     "usage": RunView._usage,
+    "budget": RunView._budget,
     "message.completed": RunView._message,
     "error": RunView._error,
     "run.final": RunView._final,

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 from traitlets import Dict, List, Unicode
 
+from agi_jupyter.budget import describe
 from agi_jupyter.records import Message, TextPart, ToolCallPart, ToolResultPart
 from agi_jupyter.tools.diffs import DIFF_KINDS
 
@@ -239,6 +240,7 @@ class _Stream:
         self.buffer = ""
         self.last_flush = 0.0
         self.tokens = [0, 0]
+        self.budgets: dict[str, dict[str, Any]] = {}  # the last ``budget`` event per scope
         self.meta: dict[str, Any] = {}
         self.error = ""
 
@@ -264,6 +266,8 @@ class _Stream:
         elif kind == "usage":
             self.tokens[0] += int(event.get("input_tokens") or 0)
             self.tokens[1] += int(event.get("output_tokens") or 0)
+        elif kind == "budget":
+            self.budgets[str(event.get("scope"))] = event
         elif kind == "message.completed":
             self._message(event.get("message") or {})
         elif kind == "error" and not event.get("retryable"):
@@ -349,6 +353,8 @@ class _Stream:
         status = str(run.get("status", ""))
         model = f"{self.meta.get('provider', '')}:{self.meta.get('model', '')}"
         footer = f"{model} · {self.tokens[0]} in / {self.tokens[1]} out tokens · {self.run_id}"
+        for budget in self.budgets.values():
+            footer += f" · {describe(budget)}"
         if status != "succeeded":
             footer += f" · {status}"
         with w._lock:

@@ -17,11 +17,12 @@ import asyncio
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from agi_jupyter import budget as budgets
 from agi_jupyter import events as ev
 from agi_jupyter.agents import PROJECT_TOOLS, build_system_prompt
-from agi_jupyter.errors import UsageError
+from agi_jupyter.errors import BudgetExceeded, UsageError
 from agi_jupyter.providers import base as pb
-from agi_jupyter.providers.catalog import cost_usd
+from agi_jupyter.providers.catalog import cost_usd, lookup
 from agi_jupyter.records import (
     JSON,
     Message,
@@ -109,6 +110,7 @@ class AgentLoop:
         text = ""
         for iteration in range(int(state.get("iteration", 0)) + 1, max_iterations + 1):
             emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
+            self._check_budget(run, session, state, emitter)
             request = pb.ProviderRequest(
                 model=run.model or "",
                 messages=[
@@ -128,6 +130,7 @@ class AgentLoop:
                 assistant = self._save_assistant(run, session, turn, cost, emitter)
                 if usage is not None:
                     self._record_usage(session, usage, cost, emitter)
+                self._report_budget(session, emitter)
             add_turn_usage(usage_total, turn)
             cost_total += cost or 0.0
             text = turn.text
@@ -137,6 +140,9 @@ class AgentLoop:
                 "max_iterations": max_iterations,
                 "usage": usage_total,
                 "cost_usd": cost_total,
+                # For the budget check of the next call (budget.py): its prompt resends at
+                # least this one's (a call without usage leaves the run's usage unknown).
+                "last_input_tokens": turn.usage.input_tokens if turn.usage else 0,
             }
             self._save_state(run, state, emitter)
             if turn.tool_calls:
@@ -156,6 +162,35 @@ class AgentLoop:
             cost_usd=state["cost_usd"],
             fence=emitter.fence,
         )
+
+    # --- budgets -----------------------------------------------------------------------------
+
+    def _check_budget(self, run: Run, session: Session, state: JSON, emitter: RunEmitter) -> None:
+        """Refuse the next model call when it would go over a budget (``BUDGET_EXCEEDED``)."""
+        deps = self.deps
+        found = budgets.statuses(
+            deps.store, deps.store.get_session(session.id), deps.config.budgets
+        )
+        if not found:
+            return
+        info = lookup(run.provider or "", run.model or "")
+        call = budgets.NextCall(
+            input_tokens_at_least=int(state.get("last_input_tokens") or 0),
+            cheapest_usd_per_mtok=None if info is None else info.cached_input_per_mtok,
+            usage_unknown=bool((state.get("usage") or {}).get("unknown_turns")),
+        )
+        for status in found:
+            reason = budgets.refusal(status, call)
+            if reason is not None:
+                emitter.emit(budget_event(status, exceeded=True))
+                raise BudgetExceeded(reason)
+
+    def _report_budget(self, session: Session, emitter: RunEmitter) -> None:
+        """Spent and remaining of the budgets that apply, after a model call."""
+        deps = self.deps
+        current = deps.store.get_session(session.id)
+        for status in budgets.statuses(deps.store, current, deps.config.budgets):
+            emitter.emit(budget_event(status))
 
     # --- setup -------------------------------------------------------------------------------
 
@@ -431,6 +466,20 @@ def allowed_tool_names(agent: Agent, session: Session | None, registry: ToolRegi
         names.remove(PROJECT_TOOLS)
         names.extend(registry.project_tools)
     return names
+
+
+def budget_event(status: budgets.BudgetStatus, *, exceeded: bool = False) -> ev.BudgetEvent:
+    return ev.BudgetEvent(
+        scope=status.scope,
+        notebook_path=status.notebook_path,
+        max_tokens=status.budget.max_tokens,
+        max_usd=status.budget.max_usd,
+        spent_tokens=status.spent_tokens,
+        spent_usd=status.spent_usd,
+        remaining_tokens=status.remaining_tokens,
+        remaining_usd=status.remaining_usd,
+        exceeded=exceeded,
+    )
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:

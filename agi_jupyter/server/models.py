@@ -239,6 +239,13 @@ SdkName = Literal["native", "claude", "codex", "acp"]
 _SDK_HELP = "The agent SDK that runs the session: native (default), claude, codex or acp."
 
 
+class BudgetBody(Body):
+    """A session's token/cost budget; either limit optional (see README, Budgets)."""
+
+    max_tokens: int | None = Field(None, ge=1, description="Input + output tokens.")
+    max_usd: float | None = Field(None, gt=0, description="List-price cost in USD.")
+
+
 class SessionCreate(Body):
     model_config = ConfigDict(json_schema_extra=SDK_MODEL_RULES)
 
@@ -252,6 +259,11 @@ class SessionCreate(Body):
     notebook_path: str | None = None
     tools: list[str] = Field(default_factory=list, description="Extra tools for this session.")
     metadata: JSONObject = Field(default_factory=dict)
+    budget: BudgetBody | None = Field(
+        None,
+        description="Stop its runs with BUDGET_EXCEEDED before a model call would go over it "
+        "(default: the config's budgets.session).",
+    )
 
 
 class SessionUpdate(Body):
@@ -270,6 +282,7 @@ class SessionUpdate(Body):
     notebook_path: str | None = None
     tools: list[str] | None = None
     metadata: JSONObject | None = None
+    budget: BudgetBody | None = Field(None, description="The session's budget; null removes it.")
 
 
 class RunOptions(Body):
@@ -580,6 +593,12 @@ class Deleted(Out):
 
 class UndoRequest(Body):
     force: bool = Field(False, description="Restore even if the cells changed after the run.")
+    turn: int | None = Field(
+        None,
+        ge=1,
+        description="Rewind to before this model turn of the run (it and the later turns are "
+        "undone); default: the whole run.",
+    )
 
 
 class UndoneNotebook(Out):
@@ -589,9 +608,19 @@ class UndoneNotebook(Out):
     forced: bool = False
 
 
+class UndoneFile(Out):
+    path: str
+    status: Literal["restored", "removed", "unchanged"] = Field(
+        description="removed: the run had created the file."
+    )
+    forced: bool = False
+
+
 class UndoResponse(Out):
     run_id: str
+    turn: int | None = None
     notebooks: list[UndoneNotebook]
+    files: list[UndoneFile] = Field(default_factory=list)
 
 
 class ChangeList(Out):

@@ -470,3 +470,10 @@ def m013_runs_agent(db: Database) -> None:
     """A run can have its own agent (``%%agi -a X`` changes the agent for one cell only)."""
     if "agent" not in db.table("runs").columns_dict:
         db.table("runs").add_column("agent", str)
+
+
+@migration
+def m015_sessions_budget(db: Database) -> None:
+    """A session's token/cost budget (JSON ``{"max_tokens", "max_usd"}``, NULL: none)."""
+    if "budget" not in db.table("sessions").columns_dict:
+        db.table("sessions").add_column("budget", str)

@@ -148,7 +148,7 @@ class Mapping(Generic[R]):
 SESSIONS = Mapping(
     Session,
     "sessions",
-    json_columns=("tool_config", "metadata"),
+    json_columns=("tool_config", "metadata", "budget"),
     readonly=("message_count", "input_tokens", "output_tokens", "cost_usd"),
 )
 MESSAGES = Mapping(

@@ -190,6 +190,8 @@ describe('AgiClient notebook calls', () => {
     expect(undone.notebooks[0]?.forced).toBe(true);
     expect(calls[2]?.path).toBe('v1/runs/run_1/undo?project=p');
     expect(JSON.parse(String(calls[2]?.init.body))).toEqual({ force: true });
+    await client.undoRun('p', 'run_1', false, 3);
+    expect(JSON.parse(String(calls[3]?.init.body))).toEqual({ force: false, turn: 3 });
   });
 
   it('turns an undo refusal into an ApiError with its code', async () => {

@@ -190,3 +190,15 @@ def test_a_notebook_change_shows_its_cell_diff_in_the_tool_entry(
     assert tool["name"] == "notebook.edit"
     assert "--- a/w.ipynb [cell total code]" in tool["diff"]
     assert "-x + 1\n+x + 5" in tool["diff"]
+
+
+def test_the_footer_shows_the_session_budget(
+    widget: Any, ctx: Any, fake_llm: FakeLLMServer
+) -> None:
+    ctx.agi.store.update_session(widget.session_id, budget={"max_tokens": 100})
+    fake_llm.enqueue(Turn(text="fine", usage=(7, 3)))
+    widget.send_message("hi")
+    widget.wait(10)
+    info = widget.transcript[-1]
+    assert info["role"] == "info"
+    assert info["text"].endswith(" · session budget: 10/100 tokens")

@@ -217,3 +217,20 @@ def test_text_parts_and_tool_calls_are_the_canonical_shape(make_agi: MakeAgi, no
     call = full[1].parts[-1]
     assert isinstance(call, ToolCallPart)
     assert call.name == "read"
+
+
+def test_a_spent_budget_stops_the_next_run_of_an_acp_session_before_it_starts(
+    make_agi: MakeAgi, notes: Path
+) -> None:
+    agi = make_agi(config=acp_config())
+    session = agi.new_session(agent="build", sdk="acp", budget={"max_tokens": 15})
+    assert agi.ask("please work", session=session.id).run.status == "succeeded"
+    assert agi.session(session.id).input_tokens + agi.session(session.id).output_tokens == 15
+
+    second = agi.ask("again", session=session.id).run
+
+    assert second.status == "failed"
+    assert second.error is not None
+    assert second.error["code"] == "BUDGET_EXCEEDED"
+    assert "session budget: 15/15 tokens: the budget is spent" in second.error["message"]
+    assert [m.role for m in agi.history(session.id, view="full")][-1] == "user"

@@ -346,3 +346,9 @@ def m009_webhook_delivery_id(conn: Connection) -> None:
 def m013_runs_agent(conn: Connection) -> None:
     """A run can have its own agent (``%%agi -a X`` changes the agent for one cell only)."""
     conn.execute(f"ALTER TABLE runs ADD COLUMN agent {TEXT}")
+
+
+@migration
+def m015_sessions_budget(conn: Connection) -> None:
+    """A session's token/cost budget (JSON ``{"max_tokens", "max_usd"}``, NULL: none)."""
+    conn.execute(f"ALTER TABLE sessions ADD COLUMN budget {TEXT}")
