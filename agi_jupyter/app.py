@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import notebook
 from agi_jupyter.agents import load_agents
+from agi_jupyter.budget import Budget, every_status
 from agi_jupyter.config import (
     Config,
     find_project,
@@ -178,12 +179,16 @@ class Agi:
         sdk: str | None = None,
         review_mode: str | None = None,
         permissions: Mapping[str, str] | None = None,
+        budget: Mapping[str, Any] | None = None,
     ) -> Session:
         """A new session. ``sdk`` picks the agent SDK that runs it (``native``, ``claude``,
         ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``).
         ``review_mode``: ``ask``, ``auto-edit`` or ``auto`` (default: the configured
         ``review_mode``, see README "Tool policy and review modes"); ``permissions``: the
-        session's tool rules (name or glob -> allow | ask | deny), over the agent's."""
+        session's tool rules (name or glob -> allow | ask | deny), over the agent's.
+        ``budget`` (``{"max_tokens": N, "max_usd": X}``) caps what its runs may spend
+        (default: ``budgets.session`` of the config; see ``agi_jupyter.budget``)."""
+        chosen = Budget.parse(budget) if budget is not None else self.config.budgets.session
         agent_name = agent or self.config.default_agent
         agent_def = self._check_agent(agent_name)
         provider, model_name = self.config.resolve_model(model or self._agent_model(agent_name))
@@ -216,6 +221,7 @@ class Agi:
             tool_config=tool_config,
             metadata=dict(metadata or {}),
             notebook_path=notebook_path,
+            budget=chosen.to_dict() if chosen else None,
         )
 
     def session(self, session_id: str) -> Session:
@@ -233,9 +239,12 @@ class Agi:
         **fields: Any,
     ) -> Session:
         """Change a session (title, agent, sdk, model, system_prompt, thinking_level, queue_mode,
-        notebook_path, metadata, extra tools, review mode, tool permissions: replaced whole);
-        session streams see ``session.updated``."""
+        notebook_path, metadata, extra tools, review mode, tool permissions — replaced whole,
+        budget — None removes it); session streams see ``session.updated``."""
         changes = dict(fields)
+        if "budget" in changes:
+            chosen = Budget.parse(changes["budget"])
+            changes["budget"] = chosen.to_dict() if chosen else None
         if agent is not None:
             self._check_agent(agent)
             changes["agent"] = agent
@@ -532,10 +541,15 @@ class Agi:
             self.loop.submit(self._spawn(run_id))
         return decided
 
-    def undo(self, run_id: str, *, force: bool = False) -> notebook.UndoResult:
-        """Restore the notebooks the run changed as they were before it (``notebook.undo``)."""
+    def undo(
+        self, run_id: str, *, force: bool = False, turn: int | None = None
+    ) -> notebook.UndoResult:
+        """Restore the notebooks and files the run changed as they were before it — or before
+        its turn ``turn`` (that turn and the later ones are undone; ``notebook.undo``)."""
         return self.loop.run(
-            notebook.undo_run(self.store, self.notebooks, self.project, run_id, force=force)
+            notebook.undo_run(
+                self.store, self.notebooks, self.project, run_id, force=force, turn=turn
+            )
         )
 
     def tick(self, *, max_runs: int = 10, max_webhook_events: int = 50) -> TickResult:
@@ -599,6 +613,10 @@ class Agi:
 
     def stats(self) -> dict[str, Any]:
         return self.store.stats()
+
+    def budgets(self) -> list[dict[str, Any]]:
+        """Spent and remaining of every budget: sessions that have one, configured notebooks."""
+        return every_status(self.store, self.config.budgets)
 
     def load_default_model(self) -> None:
         """Create the default model's client now (importing its SDK) on the runtime's loop,

@@ -1,7 +1,7 @@
 """Settings and where they come from (DESIGN.md section 6).
 
 Precedence, highest first: explicit arguments > project ``.agi/config.json`` > global
-``~/.config/agi/config.json`` > traitlets (``c.AgiJupyter.*``, passed in as a dict) > environment
+``~/.config/agi/config.json`` > traitlets (``c.AgiExtensionApp.*``, a dict) > environment
 variables > built-in defaults. Layers are plain dicts merged key by key (``providers`` merges per
 provider), then validated once by pydantic, so an error names the layer it came from.
 
@@ -27,11 +27,19 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agi_jupyter.budget import BudgetSettings, BudgetsLayer
 from agi_jupyter.errors import ConfigError, UsageError
+from agi_jupyter.request_extras import (
+    ModelLayer,
+    RequestExtras,
+    check_extra_body,
+    parse_request_extras,
+)
 
 Wire = Literal["openai-responses", "openai-chat", "anthropic"]
+WirePath = Literal["http", "sdk"]  # how a stream is read: our HTTP reader or the SDK
 
 PROJECT_DIRNAME = ".agi"
 CONFIG_FILENAME = "config.json"
@@ -224,6 +232,9 @@ class _ProviderLayer(BaseModel):
     enabled: bool | None = None
     base_url: str | None = None
     default_model: str | None = None
+    extra_body: dict[str, Any] | None = None  # see request_extras
+
+    _check_extra_body = field_validator("extra_body")(check_extra_body)
 
 
 class _AcpLayer(BaseModel):
@@ -245,18 +256,21 @@ class _Layer(BaseModel):
     review_mode: Literal["ask", "auto-edit", "auto"] | None = None
     max_iterations: int | None = Field(default=None, ge=1, le=1000)
     persist_deltas: bool | None = None
+    wire: WirePath | None = None
     artifact_threshold: int | None = Field(default=None, ge=1024)
     tool_timeout: float | None = Field(default=None, gt=0)
     max_attempts: int | None = Field(default=None, ge=1, le=100)
     retry_backoff: list[float] | None = None
     stale_after: float | None = Field(default=None, ge=1, le=86400)
     providers: dict[str, _ProviderLayer] | None = None
+    models: dict[str, ModelLayer] | None = None
     redact_patterns: list[str] | None = None
     redact_allow: list[str] | None = None
     acp: _AcpLayer | None = None
     database_url: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
     project_key: str | None = Field(default=None, min_length=1, max_length=1000)
     project_namespace: str | None = Field(default=None, min_length=1, max_length=200)
+    budgets: BudgetsLayer | None = None  # budget.py; the highest layer that sets it wins
 
 
 # --- resolved settings -----------------------------------------------------------------------
@@ -276,8 +290,10 @@ class ProviderSettings:
 
     @property
     def configured(self) -> bool:
-        """Enabled, and has a key when it needs one."""
-        return self.enabled and (self.api_key is not None or not self.requires_key)
+        """Enabled, has a key when it needs one, and a base URL when it has no default
+        (``compat``: any OpenAI-compatible server, so only the user knows where)."""
+        has_key = self.api_key is not None or not self.requires_key
+        return self.enabled and has_key and (self.base_url is not None or self.name != "compat")
 
 
 @dataclass(frozen=True)
@@ -308,6 +324,9 @@ class Config:
     # Streamed deltas are stored (coalesced, ~10 writes a second), so other processes (the
     # side panel, ``agi events --follow``) show a run live.
     persist_deltas: bool = True
+    # How an OpenAI stream (Chat Completions, Responses) is read: "http" (httpx2 + orjson, no
+    # SDK import) or "sdk" (the openai SDK: the reference the differential tests compare with).
+    wire: WirePath = "http"
     artifact_threshold: int = 64 * 1024
     tool_timeout: float = 120.0
     max_attempts: int = 4
@@ -316,6 +335,7 @@ class Config:
     # process, and a tick takes it over (owners heartbeat every min(5, stale_after / 4) s).
     stale_after: float = 30.0
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
+    request_extras: RequestExtras = field(default_factory=RequestExtras)
     acp: AcpCommand | None = None  # the default ACP agent of ``sdk="acp"`` sessions
     sources: tuple[str, ...] = ()
     # The store: None is the project's SQLite file; a postgresql:// URL a shared database,
@@ -330,6 +350,7 @@ class Config:
     # Every value of the credentials file, by key: all of them are redacted wherever they
     # appear. Never printed (repr=False).
     credentials: dict[str, str] = field(default_factory=dict, repr=False)
+    budgets: BudgetSettings = field(default_factory=BudgetSettings)
 
     @property
     def agi_dir(self) -> Path:
@@ -433,6 +454,7 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
         ("AGI_AGENT", "default_agent"),
         ("AGI_SDK", "default_sdk"),
         ("AGI_REVIEW_MODE", "review_mode"),
+        ("AGI_WIRE", "wire"),
     ):
         if env.get(key):
             layer[name] = env[key]
@@ -525,8 +547,8 @@ def _refuse_database_password(source: str, data: Mapping[str, Any]) -> None:
 
 def _merge_into(target: dict[str, Any], layer: Mapping[str, Any]) -> None:
     for key, value in layer.items():
-        if key == "providers" and isinstance(value, Mapping):
-            providers = target.setdefault("providers", {})
+        if key in ("providers", "models") and isinstance(value, Mapping):
+            providers = target.setdefault(key, {})
             for name, entry in value.items():
                 providers.setdefault(name, {}).update(
                     {k: v for k, v in dict(entry).items() if v is not None}
@@ -606,12 +628,14 @@ def _build(
         persist_deltas=(
             defaults.persist_deltas if layer.persist_deltas is None else layer.persist_deltas
         ),
+        wire=layer.wire or defaults.wire,
         artifact_threshold=layer.artifact_threshold or defaults.artifact_threshold,
         tool_timeout=layer.tool_timeout or defaults.tool_timeout,
         max_attempts=layer.max_attempts or defaults.max_attempts,
         retry_backoff=tuple(layer.retry_backoff or defaults.retry_backoff),
         stale_after=layer.stale_after or defaults.stale_after,
         providers=providers,
+        request_extras=parse_request_extras(merged),
         acp=AcpCommand.parse(merged["acp"]) if merged.get("acp") else None,
         sources=sources,
         database_url=layer.database_url,
@@ -621,13 +645,20 @@ def _build(
         redact_patterns=tuple(layer.redact_patterns or ()),
         redact_allow=tuple(layer.redact_allow or ()),
         credentials=dict(credentials),
+        budgets=BudgetSettings.of(layer.budgets),
     )
 
 
 def not_configured_message(provider: str) -> str:
     """Why a known provider cannot be used yet, and how to fix it."""
     known = KNOWN_PROVIDERS[provider]
-    if known.key_env:
+    if provider == "compat":
+        variables = " or ".join(known.base_url_env)
+        hint = (
+            f"it has no base URL; set {variables} (e.g. http://localhost:8080/v1) "
+            "or providers.compat.base_url in .agi/config.json"
+        )
+    elif known.key_env:
         hint = f"set {' or '.join(known.key_env)}, or run `agi setup`"
     else:
         hint = "enable it in .agi/config.json"

@@ -19,6 +19,7 @@
     │   ├── RunLost               RUN_LOST (409): this process no longer owns the run
     │   └── NoPendingApproval     NO_PENDING_APPROVAL (409): no tool call of the run waits
     ├── RunCancelled              RUN_CANCELLED: the run was cancelled
+    ├── BudgetExceeded            BUDGET_EXCEEDED (409): a token/cost budget is spent
     └── StoreUnavailable          STORE_UNAVAILABLE (503): the store's database cannot be reached
 
 Messages never contain secrets: callers pass only what is safe to show to a user.
@@ -167,6 +168,15 @@ class NoPendingApproval(Conflict):
 
 class RunCancelled(AgiError):
     code = "RUN_CANCELLED"
+    http_status = 409
+
+
+class BudgetExceeded(AgiError):
+    """The next model call of a run would go over its session's or notebook's token or cost
+    budget (``agi_jupyter.budget``): the run stops before making it. Not retryable: only a
+    larger budget helps."""
+
+    code = "BUDGET_EXCEEDED"
     http_status = 409
 
 

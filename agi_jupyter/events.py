@@ -144,6 +144,23 @@ class UsageEvent(BaseEvent):
 
 
 @dataclass(kw_only=True)
+class BudgetEvent(BaseEvent):
+    """A budget of the run's session or notebook: spent and remaining after a model call, or
+    ``exceeded`` when the next call was refused (the run then fails ``BUDGET_EXCEEDED``)."""
+
+    scope: str  # session | notebook
+    notebook_path: str | None = None
+    max_tokens: int | None = None
+    max_usd: float | None = None
+    spent_tokens: int = 0
+    spent_usd: float = 0.0
+    remaining_tokens: int | None = None
+    remaining_usd: float | None = None
+    exceeded: bool = False
+    type: Literal["budget"] = "budget"
+
+
+@dataclass(kw_only=True)
 class MessageCompleted(BaseEvent):
     message: JSON
     type: Literal["message.completed"] = "message.completed"
@@ -202,6 +219,7 @@ Event = (
     | ApprovalRequested
     | ApprovalDecided
     | UsageEvent
+    | BudgetEvent
     | MessageCompleted
     | ErrorEvent
     | RunFinal

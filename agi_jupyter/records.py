@@ -206,6 +206,8 @@ class Session:
     tool_config: JSON = field(default_factory=dict)
     metadata: JSON = field(default_factory=dict)
     notebook_path: str | None = None
+    # The session's token/cost budget ({"max_tokens": N, "max_usd": X}; see budget.py).
+    budget: JSON | None = None
     message_count: int = 0
     input_tokens: int = 0
     output_tokens: int = 0

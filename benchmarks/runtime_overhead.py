@@ -4,18 +4,19 @@ Three measurements, against the fake LLM server running in its own process (its 
 counted):
 
 1. a 20,000-chunk answer through ``Agi.stream`` vs the raw ``openai`` Chat Completions stream
-   loop over the same stream (goal <= 1.05x; the verdict uses this process's CPU time, which a
-   busy machine disturbs least). The raw loop keeps one client and one event loop across
-   rounds, as ``Agi`` keeps its provider client; round 0 warms both up and the two sides
-   alternate which goes first; every ``Agi.stream`` answer starts a new session, so both sides
-   send one user message. ``--noise`` runs the raw loop on both sides (an A/A run: the
-   ratio it prints is the noise floor of the machine at that moment);
+   loop over the same stream (``--wire http``, the default, reads it without the SDK: goal
+   <= 0.3x, issue 20; ``--wire sdk`` through the SDK: goal <= 1.05x; the verdict uses this
+   process's CPU time, which a busy machine disturbs least). The raw loop keeps one client
+   and one event loop across rounds, as ``Agi`` keeps its provider client; round 0 warms both
+   up and the two sides alternate which goes first; every ``Agi.stream`` answer starts a new
+   session, so both sides send one user message. ``--noise`` runs the raw loop on both sides
+   (an A/A run: the ratio it prints is the noise floor of the machine at that moment);
 2. a 10-turn tool loop (each turn one ``fs.list`` call, then a final answer) through ``Agi.ask``
    vs the same 11 requests made with the raw SDK: the runtime's overhead per turn;
 3. ``Agi.history(view="full")`` of a 10,000-message session (goal <= 50 ms).
 
     .venv/bin/python benchmarks/runtime_overhead.py [--chunks 20000] [--repeat 5] [--noise]
-        [--persist-deltas on|off]
+        [--persist-deltas on|off] [--wire http|sdk]
         [--skip-history]
 """
 
@@ -114,11 +115,19 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="store streamed deltas or not (default: the configured default, on)",
     )
+    parser.add_argument(
+        "--wire",
+        choices=["http", "sdk"],
+        default=None,
+        help="how Agi reads the stream (AGI_WIRE; default: the configured default, http)",
+    )
     args = parser.parse_args(argv)
     process, url = start_server()
     fake = FakeLLMClient(url, timeout=60)
     base_url = url + "/v1"
     env = {"HOME": tempfile.mkdtemp(), "OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": base_url}
+    if args.wire is not None:
+        env["AGI_WIRE"] = args.wire
     if args.persist_deltas is not None:
         env["AGI_PERSIST_DELTAS"] = "1" if args.persist_deltas == "on" else "0"
     raw_client = RawClient(base_url)

@@ -16,10 +16,13 @@ import click
 
 from agi_jupyter.cli.approve import follow_with_approvals
 from agi_jupyter.cli.common import (
+    EXIT_BUDGET,
     EXIT_CANCELLED,
+    EXIT_FAILED,
     fail,
     open_agi,
     project_option,
+    stdout_is_file,
     stdout_is_terminal,
 )
 from agi_jupyter.cli.render import one_line
@@ -44,6 +47,7 @@ class AskOptions:
     title: str | None
     sdk: str | None = None
     review_mode: str | None = None
+    budget: dict[str, Any] | None = None  # of a new session (--max-tokens / --max-usd)
 
     @property
     def session_title(self) -> str:
@@ -84,6 +88,12 @@ class AskOptions:
     help="Which tool calls of a new session wait for you: ask (default: commands, code and "
     "edits), auto-edit (edits go through) or auto (nothing asks).",
 )
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    help="Token budget of a new session: its runs stop before a model call would exceed it.",
+)
+@click.option("--max-usd", type=click.FloatRange(min=0, min_open=True), help="Cost budget (USD).")
 @project_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run's events as NDJSON.")
 @click.option(
@@ -106,6 +116,8 @@ def ask(
     title: str | None,
     sdk: str | None,
     review_mode: str | None,
+    max_tokens: int | None,
+    max_usd: float | None,
     project: Path | None,
     as_json: bool,
     server: str | None,
@@ -128,6 +140,9 @@ def ask(
         raise click.UsageError(
             "--review-mode applies to a new session, not to --session / --continue"
         )
+    if (max_tokens or max_usd) and (session or continue_):
+        raise click.UsageError("--max-tokens/--max-usd apply to a new session")
+    budget = {k: v for k, v in (("max_tokens", max_tokens), ("max_usd", max_usd)) if v}
     options = AskOptions(
         prompt=_read_prompt(prompt),
         agent=agent,
@@ -138,9 +153,12 @@ def ask(
         title=title,
         sdk=sdk,
         review_mode=review_mode,
+        budget=budget or None,
     )
     printer = StreamPrinter(
-        as_json=as_json, progress=Progress(stdout_is_terminal() and not as_json)
+        as_json=as_json,
+        progress=Progress(stdout_is_terminal() and not as_json),
+        live_text=not stdout_is_file(),
     )
     if server:
         from agi_jupyter.cli.remote import ask_remote
@@ -189,6 +207,7 @@ def _submit(agi: Agi, options: AskOptions) -> Run:
         tools=options.tools,
         sdk=options.sdk,
         review_mode=options.review_mode,
+        budget=options.budget,
     )
     try:
         return agi.submit(options.prompt, session=ses.id, model=options.model)
@@ -243,4 +262,7 @@ def exit_for(printer: StreamPrinter, interrupted: bool) -> None:
         fail(f"the events of run {run_id} ended before the run did")
     error = final.get("error") or {}
     reason = error.get("message") if isinstance(error, dict) else error
-    fail(f"run {run_id} {status}: {reason or 'no reason given'}")
+    over = isinstance(error, dict) and error.get("code") == "BUDGET_EXCEEDED"
+    prefix = "BUDGET_EXCEEDED: " if over else ""
+    reason = f"{prefix}{reason or 'no reason given'}"
+    fail(f"run {run_id} {status}: {reason}", EXIT_BUDGET if over else EXIT_FAILED)

@@ -103,13 +103,28 @@ def tasks(status: Any, project: Path | None, as_json: bool) -> None:
 @project_option
 @json_option
 def stats(project: Path | None, as_json: bool) -> None:
-    """Counts, tokens and cost of everything in the project's store."""
+    """Counts, tokens and cost of everything in the project's store, and every budget's
+    spent and remaining (sessions with a budget, notebooks with one in the config)."""
     with open_agi(project) as agi:
         data = agi.stats()
+        budgets = agi.budgets()
     if as_json:
-        render.print_json(data)
+        render.print_json({**data, "budgets": budgets})
         return
     render.fields((key, _stat(key, value)) for key, value in data.items())
+    for status in budgets:
+        click.echo(f"{status.get('session_id') or ''} {_budget_line(status)}".strip())
+
+
+def _budget_line(status: dict[str, Any]) -> str:
+    from agi_jupyter.budget import describe
+
+    left = []
+    if status.get("remaining_tokens") is not None:
+        left.append(f"{status['remaining_tokens']} tokens")
+    if status.get("remaining_usd") is not None:
+        left.append(render.usd(status["remaining_usd"]))
+    return f"{describe(status)} ({', '.join(left)} left)"
 
 
 def _stat(key: str, value: Any) -> object:
@@ -220,17 +235,26 @@ def sdks(project: Path | None, as_json: bool) -> None:
 @project_option
 @json_option
 def models(provider: str | None, project: Path | None, as_json: bool) -> None:
-    """List providers and the known models with their prices."""
+    """List providers and the known models with their prices; a local server's (Ollama,
+    LM Studio, vLLM, compat) models are read from its /models."""
     from agi_jupyter.config import KNOWN_PROVIDERS, load_config
     from agi_jupyter.providers import catalog
+    from agi_jupyter.providers.local_models import list_local_models
 
     config = load_config(project_root(project))
+    wanted = {n: s for n, s in config.providers.items() if provider in (None, n)}
+    local = list_local_models(wanted)
     providers = [
         {
             "name": name,
             "label": known.label,
             "configured": config.provider(name).configured,
             "default_model": config.provider(name).default_model,
+            **(
+                {"served_models": local[name].models, "served_models_error": local[name].error}
+                if name in local
+                else {}
+            ),
         }
         for name, known in KNOWN_PROVIDERS.items()
     ]
@@ -243,11 +267,23 @@ def models(provider: str | None, project: Path | None, as_json: bool) -> None:
     _print_models(config.default_model, providers, known_models)
 
 
+def _served(p: dict[str, Any]) -> str:
+    """A local server's models, or why they could not be listed."""
+    if "served_models" not in p:
+        return ""
+    if p["served_models_error"]:
+        return f"(not listed: {p['served_models_error']})"
+    return ", ".join(p["served_models"]) or "(none loaded)"
+
+
 def _print_models(default: str, providers: list[dict[str, Any]], known: list[Any]) -> None:
     render.console().print(Text(f"default model: {default}", style="bold"))
     render.table(
-        ["provider", "configured", "default model", "what"],
-        ([p["name"], p["configured"], p["default_model"], p["label"]] for p in providers),
+        ["provider", "configured", "default model", "what", "served models"],
+        (
+            [p["name"], p["configured"], p["default_model"], p["label"], _served(p)]
+            for p in providers
+        ),
         empty="",
     )
     render.table(

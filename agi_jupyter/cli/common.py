@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,6 +22,7 @@ EXIT_USAGE = 2
 EXIT_CONFIG = 3
 EXIT_CONFLICT = 4  # agi undo: the cells changed after the run
 EXIT_WAITING = 5  # no terminal to ask on: the run was left waiting for an approval
+EXIT_BUDGET = 6  # the run stopped: its session's or notebook's budget is spent
 EXIT_CANCELLED = 130
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -84,3 +87,11 @@ def open_agi(project: Path | None) -> Iterator[Agi]:
 
 def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
+
+
+def stdout_is_file() -> bool:
+    """Whether stdout is a regular file (``agi ... > answer.md``), not a terminal or a pipe."""
+    try:
+        return stat.S_ISREG(os.fstat(sys.stdout.fileno()).st_mode)
+    except (OSError, ValueError):  # no real descriptor (a test's captured stdout)
+        return False

@@ -175,6 +175,7 @@ def _session_id(client: ServerClient, options: AskOptions) -> str:
         "tools": list(options.tools),
         "sdk": options.sdk,
         "review_mode": options.review_mode,
+        "budget": options.budget,
     }
     created = client.call("POST", "sessions", {k: v for k, v in body.items() if v})
     return str(created["session"]["id"])

@@ -113,7 +113,12 @@ def model_label(provider: str | None, model: str | None) -> str:
 
 
 def tokens(input_tokens: int | None, output_tokens: int | None) -> str:
-    return f"{input_tokens or 0}/{output_tokens or 0}"
+    """``in/out``; ``?`` for a count the server did not send (unknown, not zero)."""
+    return f"{_count(input_tokens)}/{_count(output_tokens)}"
+
+
+def _count(value: int | None) -> str:
+    return "?" if value is None else str(value)
 
 
 # --- events ----------------------------------------------------------------------------------

@@ -4,6 +4,13 @@ Human mode: the answer's text goes to stdout as it streams; tool calls and notes
 compactly (``[fs.read] {"path": "notes.txt"}`` then ``[fs.read] ok: ...``); a rich status line
 shows what the run waits for, only when stdout is a terminal. ``--json``: every event as one
 NDJSON line on stdout, nothing else there.
+
+When stdout is a regular file (``agi ... > file``), a model turn's text is written once the turn
+is complete (``output.text.done``): a turn cut short and retried (an ``error`` event with
+``retryable``) is dropped, so the file holds only the final attempt's answer. On a terminal or
+a pipe the text streams live and stderr says that an attempt was retried. A usage the server
+did not send prints as unknown, and an answer stopped at the output token limit is said so on
+stderr.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from typing import Any
 import click
 from rich.status import Status
 
+from agi_jupyter.budget import describe
 from agi_jupyter.cli.render import compact_json, console, one_line, print_json_line
 
 FAKE_NOTE = (
@@ -48,13 +56,16 @@ class Progress:
 class StreamPrinter:
     """Consumes a run's events; ``final`` is the ``run.final`` run object once it arrived."""
 
-    def __init__(self, *, as_json: bool, progress: Progress) -> None:
+    def __init__(self, *, as_json: bool, progress: Progress, live_text: bool = True) -> None:
         self.as_json = as_json
         self.progress = progress
+        self.live_text = live_text  # False: write each turn's text when the turn completed
+        self._pending: list[str] = []  # the current turn's text not written yet (live_text off)
         self.final: dict[str, Any] | None = None
         self.run_id: str | None = None
         self.last_seq = 0
         self._tool_names: dict[str, str] = {}
+        self.budgets: dict[str, Mapping[str, Any]] = {}  # the last ``budget`` event per scope
         self._mid_line = False  # stdout holds text not yet ended by a newline
 
     def consume(self, events: Iterable[Mapping[str, Any]]) -> None:
@@ -100,10 +111,28 @@ class StreamPrinter:
     def _on_output_text_delta(self, e: Mapping[str, Any]) -> None:
         self.progress.stop()
         delta = str(e.get("delta", ""))
-        if delta:
-            sys.stdout.write(delta)
+        if not delta:
+            return
+        if self.live_text:
+            self._write(delta)
+        else:
+            self._pending.append(delta)
+
+    def _on_output_text_done(self, e: Mapping[str, Any]) -> None:
+        if not self.live_text:
+            self._pending.clear()
+            self._write(str(e.get("text", "")))
+
+    def _write(self, text: str) -> None:
+        if text:
+            sys.stdout.write(text)
             sys.stdout.flush()
-            self._mid_line = not delta.endswith("\n")
+            self._mid_line = not text.endswith("\n")
+
+    def _on_message_completed(self, e: Mapping[str, Any]) -> None:
+        message = e.get("message") or {}
+        if message.get("role") == "assistant" and (message.get("meta") or {}).get("truncated"):
+            self.note("note: the answer was cut at the model's output token limit (truncated)")
 
     def _on_tool_call_started(self, e: Mapping[str, Any]) -> None:
         self._tool_names[str(e.get("tool_call_id"))] = str(e.get("name"))
@@ -121,14 +150,25 @@ class StreamPrinter:
 
     def _on_error(self, e: Mapping[str, Any]) -> None:
         if e.get("retryable"):
+            dropped = bool(self._pending)
+            self._pending.clear()  # the retried attempt streams this turn again
             self.note(one_line(f"[retrying] {e.get('code')}: {e.get('message')}", 160))
+            if dropped or self.live_text:
+                self.note("note: the attempt was retried; its partial answer is not kept")
+
+    def _on_budget(self, e: Mapping[str, Any]) -> None:
+        self.budgets[str(e.get("scope"))] = e
 
     def _on_run_final(self, e: Mapping[str, Any]) -> None:
+        self._write("".join(self._pending))  # the partial answer of a run that ended mid-turn
+        self._pending.clear()
         self.progress.stop()
         self.end_line()
         run = e.get("run") or {}
         if run.get("id"):
             line = recorded_line(run)
+            for status in self.budgets.values():
+                line += f" · {describe(status)}"
             if self.progress.enabled:
                 console(stderr=True).print(f"[dim]{line}[/dim]", highlight=False)
             else:
@@ -139,8 +179,12 @@ def recorded_line(run: Mapping[str, Any]) -> str:
     """Where a run is recorded and how to look at it again (one line, on stderr)."""
     usage = run.get("usage") or {}
     session = run.get("session_id")
+    if usage.get("unknown_turns"):
+        tokens = "usage unknown (the server sent none)"
+    else:
+        tokens = f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out"
+    truncated = " · truncated (output token limit)" if usage.get("truncated") else ""
     return (
-        f"{run.get('id')} · session {session} · {usage.get('input_tokens', 0)} in / "
-        f"{usage.get('output_tokens', 0)} out · recorded in .agi/agi.sqlite "
-        f"(`agi show {session} --full`)"
+        f"{run.get('id')} · session {session} · {tokens}{truncated} · recorded in "
+        f".agi/agi.sqlite (`agi show {session} --full`)"
     )

@@ -19,13 +19,19 @@ if TYPE_CHECKING:
     import argparse
 
     from agi_jupyter.kernel.context import KernelContext
+    from agi_jupyter.records import Session
 
 HELP = """\
 %agi sessions                      sessions of this project (* marks the notebook's)
 %agi use ID                        make session ID the notebook's session
 %agi new [--agent A] [--model M] [--sdk S] [--review-mode R]
+         [--max-tokens N] [--max-usd X]
                                    start a new notebook session (S: native, claude, codex, acp;
-                                   R: ask, auto-edit, auto — which tool calls wait for you)
+                                   R: ask, auto-edit, auto — which tool calls wait for you;
+                                   N, X: its token / cost budget)
+%agi budget [--max-tokens N] [--max-usd X] [--none]
+                                   spent and remaining of the session's and notebook's budgets;
+                                   with options: set (or remove) the session's budget first
 %agi history [ID] [--full]         messages of a session (--full: tool calls, reasoning)
 %agi runs [ID]                     runs of a session
 %agi show RUN                      a run's answer and tool calls
@@ -34,7 +40,8 @@ HELP = """\
                                    approve the tool calls RUN waits on; it resumes here
 %agi deny RUN [-m MESSAGE] [--tool-call ID]
                                    deny them (the model gets the denial and MESSAGE)
-%agi undo RUN [--force]            restore the notebooks the run changed (as before the run)
+%agi undo RUN [--turn N] [--force] restore the notebooks and files the run changed (as
+                                   before the run, or before its turn N)
 %agi wait [RUN]                    wait for --background runs (or RUN); returns the result
 %agi agents                        agents and their tools
 %agi sdks                          agent SDKs, their capabilities, whether installed
@@ -61,6 +68,12 @@ def _parser() -> Any:
     new.add_argument("--model", "-m")
     new.add_argument("--sdk", choices=("native", "claude", "codex", "acp"))
     new.add_argument("--review-mode", choices=("ask", "auto-edit", "auto"))
+    new.add_argument("--max-tokens", type=int)
+    new.add_argument("--max-usd", type=float)
+    budget = sub.add_parser("budget", add_help=False)
+    budget.add_argument("--max-tokens", type=int)
+    budget.add_argument("--max-usd", type=float)
+    budget.add_argument("--none", action="store_true")
     history = sub.add_parser("history", add_help=False)
     history.add_argument("id", nargs="?")
     history.add_argument("--full", action="store_true")
@@ -78,6 +91,7 @@ def _parser() -> Any:
     undo = sub.add_parser("undo", add_help=False)
     undo.add_argument("run")
     undo.add_argument("--force", action="store_true")
+    undo.add_argument("--turn", type=int)
     sub.add_parser("wait", add_help=False).add_argument("run", nargs="?")
     sub.add_parser("tools", add_help=False).add_argument("agent", nargs="?")
     return parser
@@ -137,13 +151,45 @@ def cmd_use(ctx: KernelContext, args: argparse.Namespace) -> None:
 
 
 def cmd_new(ctx: KernelContext, args: argparse.Namespace) -> None:
+    limits = (("max_tokens", args.max_tokens), ("max_usd", args.max_usd))
+    budget = {k: v for k, v in limits if v is not None}
     session = ctx.new_session(
-        agent=args.agent, model=args.model, sdk=args.sdk, review_mode=args.review_mode
+        agent=args.agent,
+        model=args.model,
+        sdk=args.sdk,
+        review_mode=args.review_mode,
+        budget=budget or None,
     )
     sdk = "" if session.sdk == "native" else f", sdk {session.sdk}"
     print(
         f"agi: new session {session.id} ({session.agent}, {session.provider}:{session.model}{sdk})"
     )
+    if session.budget:
+        print(f"agi: {budget_lines(ctx, session)[0]}")
+
+
+def cmd_budget(ctx: KernelContext, args: argparse.Namespace) -> None:
+    session = ctx.current_session()
+    limits = (("max_tokens", args.max_tokens), ("max_usd", args.max_usd))
+    budget = {k: v for k, v in limits if v is not None}
+    if budget or args.none:
+        session = ctx.agi.update_session(session.id, budget=budget or None)
+    lines = budget_lines(ctx, session)
+    for line in lines or ["no budget applies to this notebook's session"]:
+        print(f"agi: {line}")
+
+
+def budget_lines(ctx: KernelContext, session: Session) -> list[str]:
+    """One line per budget that applies to ``session``: spent, limit, what is left."""
+    from agi_jupyter.budget import statuses
+
+    lines = []
+    for status in statuses(ctx.agi.store, session, ctx.agi.config.budgets):
+        left = [f"{status.remaining_tokens} tokens"] if status.remaining_tokens is not None else []
+        if status.remaining_usd is not None:
+            left.append(f"${status.remaining_usd:.4f}")
+        lines.append(f"{status.describe()} ({', '.join(left)} left)")
+    return lines
 
 
 def _session_id(ctx: KernelContext, given: str | None) -> str:
@@ -176,7 +222,12 @@ def cmd_runs(ctx: KernelContext, args: argparse.Namespace) -> Table:
     session_id = _session_id(ctx, args.id)
     rows = []
     for r in ctx.agi.runs(session_id, limit=100).items:
-        tokens = int(r.usage.get("input_tokens", 0)) + int(r.usage.get("output_tokens", 0))
+        known = not r.usage.get("unknown_turns")  # the server sent no usage: unknown, not 0
+        tokens = (
+            int(r.usage.get("input_tokens") or 0) + int(r.usage.get("output_tokens") or 0)
+            if known
+            else "?"
+        )
         status: str = r.status
         if r.status == "waiting_approval":
             names = ", ".join(c.name for c in ctx.agi.pending_approvals(r.id))
@@ -244,12 +295,14 @@ def cmd_deny(ctx: KernelContext, args: argparse.Namespace) -> Any:
 
 
 def cmd_undo(ctx: KernelContext, args: argparse.Namespace) -> None:
-    result = ctx.agi.undo(args.run, force=args.force)
-    if not result.notebooks:
-        print(f"agi: run {args.run} changed no notebook: nothing to undo")
+    result = ctx.agi.undo(args.run, force=args.force, turn=args.turn)
+    if not result.notebooks and not result.files:
+        print(f"agi: run {args.run} changed no notebook or file: nothing to undo")
     for item in result.notebooks:
         forced = " (forced)" if item.forced else ""
         print(f"agi: {item.status} {item.path} ({item.backend}){forced}")
+    for file in result.files:
+        print(f"agi: {file.status} {file.path} (file){' (forced)' if file.forced else ''}")
 
 
 def cmd_wait(ctx: KernelContext, args: argparse.Namespace) -> Any:
@@ -311,6 +364,7 @@ def cmd_tools(ctx: KernelContext, args: argparse.Namespace) -> Table:
 
 def cmd_models(ctx: KernelContext, args: argparse.Namespace) -> Table:
     from agi_jupyter.providers import catalog
+    from agi_jupyter.providers.local_models import list_local_models
 
     config = ctx.agi.config
     rows = []
@@ -326,7 +380,13 @@ def cmd_models(ctx: KernelContext, args: argparse.Namespace) -> Table:
                 "yes" if configured else "no key",
             ]
         )
-    note = f"default: {config.default_model}; fake:echo is the offline model (no key needed)"
+    notes = [f"default: {config.default_model}; fake:echo is the offline model (no key needed)"]
+    for name, served in list_local_models(config.providers).items():
+        for model in served.models:
+            rows.append([f"{name}:{model}", "", "", "", "served"])
+        if served.error:
+            notes.append(f"{name} ({served.base_url}): models not listed: {served.error}")
+    note = "; ".join(notes)
     columns = ["model", "context", "input $/M", "output $/M", "configured"]
     return Table(columns, rows, title="Models", note=note)
 
@@ -372,6 +432,7 @@ COMMANDS: dict[str, Command] = {
     "sessions": cmd_sessions,
     "use": cmd_use,
     "new": cmd_new,
+    "budget": cmd_budget,
     "history": cmd_history,
     "runs": cmd_runs,
     "show": cmd_show,

@@ -207,6 +207,7 @@ class KernelContext:
         model: str | None = None,
         sdk: str | None = None,
         review_mode: str | None = None,
+        budget: dict[str, Any] | None = None,
     ) -> Session:
         path = self.notebook_path()
         title = f"notebook {Path(path).name}" if path else "notebook session"
@@ -218,6 +219,7 @@ class KernelContext:
             metadata={"front_door": "kernel"},
             sdk=sdk,
             review_mode=review_mode,
+            budget=budget,
         )
         self.session_id = session.id
         return session

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from agi_jupyter.budget import describe
+
 MAX_BLOCK_CHARS = 4_000
 DIFF_KINDS = ("file_diff", "notebook_diff")  # as tools.diffs (not imported: %load_ext stays light)
 
@@ -60,7 +62,10 @@ class RunView:
     error: str | None = None
     replayed_from: str | None = None
     partial: bool = False  # the answer was cut short (the run was cancelled or failed)
+    usage_unknown: bool = False  # a model turn's server sent no usage (unknown, not zero)
+    truncated: bool = False  # a model turn stopped at the output token limit
     load_artifact: ArtifactLoader | None = None
+    budgets: dict[str, dict[str, Any]] = field(default_factory=dict)  # last event per scope
     _turn_text: TextSegment | None = None
 
     @property
@@ -155,7 +160,13 @@ class RunView:
         """A partial answer stored when the run ended mid-answer: its text is what was shown
         (and all there is to show when deltas were not stored)."""
         message = e.get("message") or {}
-        if message.get("role") != "assistant" or not (message.get("meta") or {}).get("partial"):
+        meta = message.get("meta") or {}
+        if message.get("role") != "assistant":
+            return
+        if meta.get("sdk") == "native" and "usage" in meta and meta["usage"] is None:
+            self.usage_unknown = True
+        self.truncated = self.truncated or bool(meta.get("truncated"))
+        if not meta.get("partial"):
             return
         self.partial = True
         text = str(message.get("text") or "")
@@ -168,6 +179,9 @@ class RunView:
         cost = e.get("cost_usd")
         if cost is not None:
             self.cost_usd = (self.cost_usd or 0.0) + float(cost)
+
+    def _budget(self, e: dict[str, Any]) -> None:
+        self.budgets[str(e.get("scope"))] = e
 
     def _error(self, e: dict[str, Any]) -> None:
         if not e.get("retryable"):
@@ -208,19 +222,19 @@ class RunView:
             return STARTING
         model = f"{self.provider}:{self.model}" if self.provider else self.model
         cost = "cost n/a" if self.cost_usd is None else f"${self.cost_usd:.4f}"
-        parts = [
-            model or "model ?",
-            self.agent or "agent ?",
-            f"{self.input_tokens} in / {self.output_tokens} out tokens",
-            cost,
-            self.recorded_run_id,
-        ]
+        tokens = f"{self.input_tokens} in / {self.output_tokens} out tokens"
+        if self.usage_unknown:
+            tokens, cost = "usage unknown (the server sent none)", "cost unknown"
+        parts = [model or "model ?", self.agent or "agent ?", tokens, cost, self.recorded_run_id]
+        parts.extend(describe(status) for status in self.budgets.values())
         if not self.done:
             parts.append(_LIVE_STATUS.get(self.status, self.status + "…"))
         elif self.status != "succeeded":
             parts.append(self.status)
         if self.partial:
             parts.append("partial answer")
+        if self.truncated:
+            parts.append("truncated: output token limit")
         return " · ".join(parts)
 
     def to_markdown(self, *, status_only: bool = False) -> str:
@@ -273,6 +287,7 @@ _HANDLERS: dict[str, Callable[[RunView, dict[str, Any]], None]] = {
     "approval.requested": RunView._approval_requested,
     "approval.decided": RunView._approval_decided,
     "usage": RunView._usage,
+    "budget": RunView._budget,
     "message.completed": RunView._message,
     "error": RunView._error,
     "run.final": RunView._final,

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 from traitlets import Dict, List, Unicode
 
+from agi_jupyter.budget import describe
 from agi_jupyter.records import Message, TextPart, ToolCallPart, ToolResultPart
 from agi_jupyter.tools.diffs import DIFF_KINDS
 
@@ -276,22 +277,16 @@ class _Stream:
         self.buffer = ""
         self.last_flush = 0.0
         self.tokens = [0, 0]
+        self.budgets: dict[str, dict[str, Any]] = {}  # the last ``budget`` event per scope
         self.meta: dict[str, Any] = {}
         self.error = ""
 
     def apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
-        w = self.w
         if kind == "output.text.delta":
             self._delta(str(event.get("delta", "")))
         elif kind == "output.text.done":
-            self.flush()
-            with w._lock:
-                if self.entry is None:
-                    self._open_entry()
-                assert self.entry is not None
-                w._update(self.entry, text=str(event.get("text", "")), streaming=False)
-            self.entry = None
+            self._text_done(str(event.get("text", "")))
         elif kind == "iteration":
             self.close_entry()
         elif kind == "run.meta":
@@ -309,12 +304,23 @@ class _Stream:
         elif kind == "usage":
             self.tokens[0] += int(event.get("input_tokens") or 0)
             self.tokens[1] += int(event.get("output_tokens") or 0)
+        elif kind == "budget":
+            self.budgets[str(event.get("scope"))] = event
         elif kind == "message.completed":
             self._message(event.get("message") or {})
         elif kind == "error" and not event.get("retryable"):
             self.error = f"{event.get('code')}: {event.get('message')}"
         elif kind == "run.final":
             self._final(event)
+
+    def _text_done(self, text: str) -> None:
+        self.flush()
+        with self.w._lock:
+            if self.entry is None:
+                self._open_entry()
+            assert self.entry is not None
+            self.w._update(self.entry, text=text, streaming=False)
+        self.entry = None
 
     def _message(self, message: dict[str, Any]) -> None:
         """A partial answer (the run ended mid-answer): commit it to the entry streamed so far,
@@ -410,6 +416,8 @@ class _Stream:
         status = str(run.get("status", ""))
         model = f"{self.meta.get('provider', '')}:{self.meta.get('model', '')}"
         footer = f"{model} · {self.tokens[0]} in / {self.tokens[1]} out tokens · {self.run_id}"
+        for budget in self.budgets.values():
+            footer += f" · {describe(budget)}"
         if status != "succeeded":
             footer += f" · {status}"
         with w._lock:

@@ -130,9 +130,34 @@ def http_error(
         )
         return ProviderHTTPError(message, status=status, retryable=False)
     detail = config.redact(error_detail(body, fallback))
+    retryable = None if status < 500 else not is_request_error(body)
     return ProviderHTTPError(
-        f"{config.name}: HTTP {status}: {detail}", status=status, retry_after=retry_after
+        f"{config.name}: HTTP {status}: {detail}",
+        status=status,
+        retry_after=retry_after,
+        retryable=retryable,
     )
+
+
+_VALIDATION_MARKERS = ("validation error", "validationerror", "invalid_request_error")
+
+
+def is_request_error(body: object) -> bool:
+    """Whether a 5xx answer blames the request itself: sending it again cannot succeed.
+
+    llama-cpp-python's server answers a request its pydantic models reject with HTTP 500 and
+    ``{"error": {"message": "1 validation error for ...", "type": "internal_server_error"}}``;
+    FastAPI-based servers put a list of validation errors under ``detail``; some servers keep
+    OpenAI's ``invalid_request_error`` type with a 5xx status."""
+    if not isinstance(body, Mapping):
+        return isinstance(body, str) and any(m in body.lower() for m in _VALIDATION_MARKERS)
+    if isinstance(body.get("detail"), list):
+        return True
+    inner = body.get("error", body)
+    if not isinstance(inner, Mapping):
+        return isinstance(inner, str) and any(m in inner.lower() for m in _VALIDATION_MARKERS)
+    text = f"{inner.get('type') or ''} {inner.get('message') or ''}".lower()
+    return any(marker in text for marker in _VALIDATION_MARKERS)
 
 
 def stream_error(

@@ -6,28 +6,26 @@ openrouter, compat, fake) through its base URL. The history becomes ``system``/`
 ``role: tool`` message. Reasoning is read from ``delta.reasoning_content`` (vLLM, DeepSeek) or
 ``delta.reasoning`` (OpenRouter, Ollama); it is not sent back, as Chat Completions has no field
 for it. A stream that ends without a ``finish_reason`` is a ``ProviderDisconnected``.
+
+This is the SDK wire path (``wire = "sdk"``), the reference for the HTTP path
+(``openai_chat_http.py``); the request mapping both send is in ``chat_mapping.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.errors import ProviderDisconnected
 from agi_jupyter.providers._common import (
     AdapterConfig,
     SdkAdapter,
-    dump_arguments,
-    image_url,
     install_hint,
     new_tool_call_id,
     tool_call_end,
 )
 from agi_jupyter.providers._openai_common import make_client, map_error
 from agi_jupyter.providers.base import (
-    Finish,
-    FinishReason,
     ProviderEvent,
     ProviderRequest,
     ReasoningDelta,
@@ -37,31 +35,14 @@ from agi_jupyter.providers.base import (
     ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallStart,
-    ToolSpec,
     Usage,
 )
-from agi_jupyter.records import (
-    ChatMessage,
-    ImagePart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-)
+from agi_jupyter.providers.chat_mapping import chat_params, finish_events
 
 try:
     import httpx2
     import openai
-    from openai.types.chat import (
-        ChatCompletion,
-        ChatCompletionAssistantMessageParam,
-        ChatCompletionChunk,
-        ChatCompletionContentPartParam,
-        ChatCompletionMessageFunctionToolCallParam,
-        ChatCompletionMessageParam,
-        ChatCompletionToolMessageParam,
-        ChatCompletionToolUnionParam,
-        ChatCompletionUserMessageParam,
-    )
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
     from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
     from openai.types.completion_usage import CompletionUsage
 except ImportError as _import_error:
@@ -69,15 +50,6 @@ except ImportError as _import_error:
 
 if TYPE_CHECKING:
     from openai._types import RequestOptions  # a TypedDict: for the type checker only
-
-_FINISH_REASONS: dict[str, FinishReason] = {
-    "stop": "stop",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "length": "length",
-    "content_filter": "content_filter",
-}
-_REASONING_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh"})
 
 
 class OpenAIChatProvider(SdkAdapter):
@@ -99,27 +71,7 @@ class OpenAIChatProvider(SdkAdapter):
 
     def request_params(self, request: ProviderRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request``."""
-        params: dict[str, Any] = {
-            "model": request.model,
-            "messages": chat_messages(request.system, request.messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if request.tools:
-            params["tools"] = [chat_tool(tool) for tool in request.tools]
-        if request.max_output_tokens is not None:
-            key = "max_completion_tokens" if self.openai_native else "max_tokens"
-            params[key] = request.max_output_tokens
-        if request.temperature is not None:
-            params["temperature"] = request.temperature
-        level = (request.thinking_level or "off").lower()
-        if self.openai_native and level in _REASONING_EFFORTS:
-            params["reasoning_effort"] = level
-        if request.idempotency_key:
-            params["extra_headers"] = {"Idempotency-Key": request.idempotency_key}
-        if request.extra_body:
-            params["extra_body"] = dict(request.extra_body)
-        return params
+        return chat_params(request, openai_native=self.openai_native)
 
     async def _open(self, params: dict[str, Any]) -> openai.AsyncStream[ChatCompletionChunk]:
         """``chat.completions.create(**params)`` without the SDK's request ``transform``.
@@ -165,86 +117,6 @@ class OpenAIChatProvider(SdkAdapter):
             yield event
 
 
-# --- request mapping -------------------------------------------------------------------------
-
-
-def chat_tool(tool: ToolSpec) -> ChatCompletionToolUnionParam:
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.parameters,
-        },
-    }
-
-
-def chat_messages(
-    system: str | None, messages: Iterable[ChatMessage]
-) -> list[ChatCompletionMessageParam]:
-    result: list[ChatCompletionMessageParam] = []
-    if system:
-        result.append({"role": "system", "content": system})
-    for message in messages:
-        result.extend(chat_message(message))
-    return result
-
-
-def chat_message(message: ChatMessage) -> list[ChatCompletionMessageParam]:
-    """One history message as Chat Completions messages (tool results become their own)."""
-    results: list[ChatCompletionMessageParam] = [
-        tool_message(p) for p in message.parts if isinstance(p, ToolResultPart)
-    ]
-    if message.role == "assistant":
-        assistant = assistant_message(message)
-        return [assistant, *results] if assistant is not None else results
-    content = user_content(message)
-    if not content:
-        return results
-    text = "".join(p["text"] for p in content if p["type"] == "text")
-    if message.role == "system":
-        results.append({"role": "system", "content": text})
-    elif all(p["type"] == "text" for p in content):
-        results.append({"role": "user", "content": text})  # plain text: the widest support
-    else:
-        user: ChatCompletionUserMessageParam = {"role": "user", "content": content}
-        results.append(user)
-    return results
-
-
-def user_content(message: ChatMessage) -> list[ChatCompletionContentPartParam]:
-    content: list[ChatCompletionContentPartParam] = []
-    for part in message.parts:
-        if isinstance(part, TextPart) and part.text:
-            content.append({"type": "text", "text": part.text})
-        elif isinstance(part, ImagePart):
-            content.append({"type": "image_url", "image_url": {"url": image_url(part)}})
-    return content
-
-
-def assistant_message(message: ChatMessage) -> ChatCompletionAssistantMessageParam | None:
-    text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
-    calls = [tool_call(p) for p in message.parts if isinstance(p, ToolCallPart)]
-    if not text and not calls:
-        return None
-    result: ChatCompletionAssistantMessageParam = {"role": "assistant", "content": text or None}
-    if calls:
-        result["tool_calls"] = calls
-    return result
-
-
-def tool_call(part: ToolCallPart) -> ChatCompletionMessageFunctionToolCallParam:
-    return {
-        "id": part.tool_call_id,
-        "type": "function",
-        "function": {"name": part.name, "arguments": dump_arguments(part.arguments)},
-    }
-
-
-def tool_message(part: ToolResultPart) -> ChatCompletionToolMessageParam:
-    return {"role": "tool", "tool_call_id": part.tool_call_id, "content": part.output}
-
-
 # --- stream mapping --------------------------------------------------------------------------
 
 
@@ -283,7 +155,7 @@ class _ChatStream:
             if chunk.id:
                 events.append(ResponseId(id=chunk.id))
         if chunk.usage is not None:
-            self.usage = chat_usage(chunk.usage)
+            self.usage = sdk_usage(chunk.usage)
         if not chunk.choices:
             return events
         choice = chunk.choices[0]
@@ -337,19 +209,10 @@ class _ChatStream:
 
     def finish(self, provider: str) -> list[ProviderEvent]:
         """The closing events; a stream without a finish reason is a disconnect."""
-        if self.finish_reason is None:
-            raise ProviderDisconnected(f"{provider}: the stream ended without a finish reason")
-        events: list[ProviderEvent] = []
-        if self.usage is not None:
-            events.append(self.usage)
-        reason = _FINISH_REASONS.get(self.finish_reason, "other")
-        if reason == "stop" and self.ended_calls:
-            reason = "tool_calls"  # some compatible servers say "stop" after tool calls
-        events.append(Finish(reason=reason, raw_reason=self.finish_reason))
-        return events
+        return finish_events(provider, self.finish_reason, self.usage, self.ended_calls)
 
 
-def chat_usage(usage: CompletionUsage) -> Usage:
+def sdk_usage(usage: CompletionUsage) -> Usage:
     prompt = usage.prompt_tokens_details
     completion = usage.completion_tokens_details
     return Usage(

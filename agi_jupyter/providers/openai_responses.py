@@ -12,17 +12,15 @@ raise a ``ProviderError``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from agi_jupyter.errors import ProviderDisconnected
 from agi_jupyter.providers._common import (
     RETRYABLE_STREAM_CODES,
     AdapterConfig,
     SdkAdapter,
-    dump_arguments,
-    image_url,
     install_hint,
     stream_error,
     tool_call_end,
@@ -39,39 +37,24 @@ from agi_jupyter.providers.base import (
     TextDelta,
     ToolCallArgsDelta,
     ToolCallStart,
-    ToolSpec,
     Usage,
 )
-from agi_jupyter.records import (
-    ChatMessage,
-    ImagePart,
-    Part,
-    ReasoningPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-)
+from agi_jupyter.providers.responses_mapping import INCOMPLETE_REASONS, responses_params
 
 try:
     import httpx2
     import openai
     from openai.types.responses import (
-        EasyInputMessageParam,
-        FunctionToolParam,
         ResponseCompletedEvent,
         ResponseCreatedEvent,
         ResponseErrorEvent,
         ResponseFailedEvent,
         ResponseFunctionCallArgumentsDeltaEvent,
         ResponseFunctionToolCall,
-        ResponseFunctionToolCallParam,
         ResponseIncompleteEvent,
-        ResponseInputContentParam,
-        ResponseInputItemParam,
         ResponseOutputItemAddedEvent,
         ResponseOutputItemDoneEvent,
         ResponseReasoningItem,
-        ResponseReasoningItemParam,
         ResponseReasoningSummaryPartAddedEvent,
         ResponseReasoningSummaryTextDeltaEvent,
         ResponseReasoningTextDeltaEvent,
@@ -80,15 +63,9 @@ try:
         ResponseUsage,
     )
     from openai.types.responses.response import Response
-    from openai.types.responses.response_input_param import FunctionCallOutput
 except ImportError as _import_error:
     raise ImportError(install_hint("openai", "openai")) from _import_error
 
-_REASONING_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh"})
-_INCOMPLETE_REASONS: dict[str, FinishReason] = {
-    "max_output_tokens": "length",
-    "content_filter": "content_filter",
-}
 _NO_EVENTS: tuple[ProviderEvent, ...] = ()
 
 
@@ -105,28 +82,7 @@ class OpenAIResponsesProvider(SdkAdapter):
 
     def request_params(self, request: ProviderRequest) -> dict[str, Any]:
         """The keyword arguments of ``responses.create`` for ``request``."""
-        params: dict[str, Any] = {
-            "model": request.model,
-            "input": input_items(request.messages),
-            "stream": True,
-        }
-        if request.system:
-            params["instructions"] = request.system
-        if request.tools:
-            params["tools"] = [function_tool(tool) for tool in request.tools]
-        level = (request.thinking_level or "off").lower()
-        if level in _REASONING_EFFORTS:
-            params["reasoning"] = {"effort": level, "summary": "auto"}
-            params["include"] = ["reasoning.encrypted_content"]
-        if request.max_output_tokens is not None:
-            params["max_output_tokens"] = request.max_output_tokens
-        if request.temperature is not None:
-            params["temperature"] = request.temperature
-        if request.idempotency_key:
-            params["extra_headers"] = {"Idempotency-Key": request.idempotency_key}
-        if request.extra_body:
-            params["extra_body"] = dict(request.extra_body)
-        return params
+        return responses_params(request)
 
     async def _stream_once(self, params: dict[str, Any]) -> AsyncGenerator[ProviderEvent, None]:
         state = _ResponsesStream(self.config)
@@ -146,104 +102,6 @@ class OpenAIResponsesProvider(SdkAdapter):
             raise map_error(self.config, error) from error
         if not state.finished:
             raise ProviderDisconnected(f"{self.name}: the stream ended before response.completed")
-
-
-# --- request mapping -------------------------------------------------------------------------
-
-
-def function_tool(tool: ToolSpec) -> FunctionToolParam:
-    return {
-        "type": "function",
-        "name": tool.name,
-        "description": tool.description,
-        "parameters": tool.parameters,
-        "strict": False,
-    }
-
-
-def input_items(messages: Iterable[ChatMessage]) -> list[ResponseInputItemParam]:
-    items: list[ResponseInputItemParam] = []
-    for message in messages:
-        if message.role == "assistant":
-            items.extend(assistant_items(message.parts))
-        else:
-            items.extend(user_items(message))
-    return items
-
-
-def user_items(message: ChatMessage) -> list[ResponseInputItemParam]:
-    """A user/system/tool message: its tool results, then its text and images."""
-    items: list[ResponseInputItemParam] = [
-        function_call_output(p) for p in message.parts if isinstance(p, ToolResultPart)
-    ]
-    content: list[ResponseInputContentParam] = []
-    for part in message.parts:
-        if isinstance(part, TextPart) and part.text:
-            content.append({"type": "input_text", "text": part.text})
-        elif isinstance(part, ImagePart):
-            content.append({"type": "input_image", "image_url": image_url(part), "detail": "auto"})
-    if content:
-        role: Literal["system", "user"] = "system" if message.role == "system" else "user"
-        item: EasyInputMessageParam = {"type": "message", "role": role, "content": content}
-        items.append(item)
-    return items
-
-
-def assistant_items(parts: Sequence[Part]) -> list[ResponseInputItemParam]:
-    """An assistant message in output order: reasoning, text, function calls."""
-    items: list[ResponseInputItemParam] = []
-    text: list[str] = []
-    for part in parts:
-        if isinstance(part, TextPart):
-            text.append(part.text)
-            continue
-        _flush_text(text, items)
-        if isinstance(part, ReasoningPart):
-            reasoning = reasoning_item(part)
-            if reasoning is not None:
-                items.append(reasoning)
-        elif isinstance(part, ToolCallPart):
-            items.append(function_call(part))
-        elif isinstance(part, ToolResultPart):
-            items.append(function_call_output(part))
-    _flush_text(text, items)
-    return items
-
-
-def _flush_text(text: list[str], items: list[ResponseInputItemParam]) -> None:
-    joined = "".join(text)
-    text.clear()
-    if joined:
-        message: EasyInputMessageParam = {"type": "message", "role": "assistant", "content": joined}
-        items.append(message)
-
-
-def reasoning_item(part: ReasoningPart) -> ResponseReasoningItemParam | None:
-    """The reasoning item to echo back, or None when it did not come from this API."""
-    data = part.provider_data
-    if not data or data.get("type") != "reasoning" or not data.get("id"):
-        return None
-    item: ResponseReasoningItemParam = {
-        "type": "reasoning",
-        "id": str(data["id"]),
-        "summary": list(data.get("summary") or []),
-    }
-    if data.get("encrypted_content"):
-        item["encrypted_content"] = str(data["encrypted_content"])
-    return item
-
-
-def function_call(part: ToolCallPart) -> ResponseFunctionToolCallParam:
-    return {
-        "type": "function_call",
-        "call_id": part.tool_call_id,
-        "name": part.name,
-        "arguments": dump_arguments(part.arguments),
-    }
-
-
-def function_call_output(part: ToolResultPart) -> FunctionCallOutput:
-    return {"type": "function_call_output", "call_id": part.tool_call_id, "output": part.output}
 
 
 # --- stream mapping --------------------------------------------------------------------------
@@ -331,7 +189,7 @@ class _ResponsesStream:
     def on_incomplete(self, event: ResponseIncompleteEvent) -> Sequence[ProviderEvent]:
         details = event.response.incomplete_details
         raw = (details.reason if details else None) or "incomplete"
-        return self._finish(event.response, _INCOMPLETE_REASONS.get(raw, "other"), raw)
+        return self._finish(event.response, INCOMPLETE_REASONS.get(raw, "other"), raw)
 
     def _finish(
         self, response: Response, reason: FinishReason, raw: str

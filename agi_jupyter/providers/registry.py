@@ -12,7 +12,7 @@ import atexit
 import threading
 from typing import TYPE_CHECKING
 
-from agi_jupyter.config import KNOWN_PROVIDERS, ProviderSettings
+from agi_jupyter.config import KNOWN_PROVIDERS, ProviderSettings, WirePath
 from agi_jupyter.errors import ProviderNotConfigured
 from agi_jupyter.providers._common import AdapterConfig
 from agi_jupyter.providers.base import Provider
@@ -30,9 +30,15 @@ NO_KEY = "not-needed"  # sent to servers that take no key (the SDKs insist on on
 
 
 def create_provider(
-    settings: ProviderSettings, *, retry: RetryPolicy | None = None, timeout: float = 600
+    settings: ProviderSettings,
+    *,
+    retry: RetryPolicy | None = None,
+    timeout: float = 600,
+    wire: WirePath = "http",
 ) -> Provider:
-    """The adapter for ``settings`` (its wire API, base URL and key)."""
+    """The adapter for ``settings`` (its wire API, base URL and key). ``wire``: how an OpenAI
+    stream (Chat Completions, Responses) is read, ``"http"`` (httpx2 + orjson, no SDK) or
+    ``"sdk"`` (the openai SDK, the reference); Anthropic Messages is read by its SDK."""
     _check_configured(settings)
     if settings.name == "fake":
         settings = _fake_settings(settings)
@@ -45,12 +51,16 @@ def create_provider(
         key_hint=key_hint(settings.name),
     )
     try:
-        return _adapter(settings, config)
+        return _adapter(settings, config, wire)
     except ImportError as e:
         raise ProviderNotConfigured(str(e)) from None
 
 
-def _adapter(settings: ProviderSettings, config: AdapterConfig) -> Provider:
+def _adapter(settings: ProviderSettings, config: AdapterConfig, wire: WirePath) -> Provider:
+    if settings.wire == "openai-responses" and wire == "http":
+        from agi_jupyter.providers.openai_responses_http import HttpResponsesProvider
+
+        return HttpResponsesProvider(config)
     if settings.wire == "openai-responses":
         from agi_jupyter.providers.openai_responses import OpenAIResponsesProvider
 
@@ -59,9 +69,14 @@ def _adapter(settings: ProviderSettings, config: AdapterConfig) -> Provider:
         from agi_jupyter.providers.anthropic_messages import AnthropicProvider
 
         return AnthropicProvider(config)
+    native = settings.name == "openai-chat"
+    if wire == "http":
+        from agi_jupyter.providers.openai_chat_http import HttpChatProvider
+
+        return HttpChatProvider(config, openai_native=native)
     from agi_jupyter.providers.openai_chat import OpenAIChatProvider
 
-    return OpenAIChatProvider(config, openai_native=settings.name == "openai-chat")
+    return OpenAIChatProvider(config, openai_native=native)
 
 
 def key_hint(name: str) -> str:
@@ -78,16 +93,16 @@ def _check_configured(settings: ProviderSettings) -> None:
             f"provider {name!r} is disabled; set providers.{name}.enabled to true in "
             ".agi/config.json or ~/.config/agi/config.json"
         )
-    if not settings.configured:
-        raise ProviderNotConfigured(
-            f"provider {name!r} has no API key; set {key_hint(name)} in the environment "
-            "or run `agi setup`"
-        )
     if name == "compat" and not settings.base_url:
         variables = " or ".join(KNOWN_PROVIDERS["compat"].base_url_env)
         raise ProviderNotConfigured(
             f"provider 'compat' has no base URL; set {variables} (e.g. http://localhost:8080/v1) "
             "or providers.compat.base_url in .agi/config.json"
+        )
+    if not settings.configured:
+        raise ProviderNotConfigured(
+            f"provider {name!r} has no API key; set {key_hint(name)} in the environment "
+            "or run `agi setup`"
         )
 
 

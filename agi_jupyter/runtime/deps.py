@@ -34,7 +34,7 @@ class ProviderPool:
         if provider is None:
             from agi_jupyter.providers import create_provider
 
-            provider = create_provider(self.config.provider(name))
+            provider = create_provider(self.config.provider(name), wire=self.config.wire)
             self._providers[name] = provider
         return provider
 
@@ -56,7 +56,7 @@ class ProviderPool:
     def _create(self, name: str) -> Provider:
         from agi_jupyter.providers import create_provider
 
-        return create_provider(self.config.provider(name))
+        return create_provider(self.config.provider(name), wire=self.config.wire)
 
     async def aclose(self) -> None:
         providers, self._providers = list(self._providers.values()), {}

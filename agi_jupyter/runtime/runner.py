@@ -17,11 +17,12 @@ import asyncio
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from agi_jupyter import budget as budgets
 from agi_jupyter import events as ev
 from agi_jupyter.agents import PROJECT_TOOLS, build_system_prompt
-from agi_jupyter.errors import UsageError
+from agi_jupyter.errors import BudgetExceeded, UsageError
 from agi_jupyter.providers import base as pb
-from agi_jupyter.providers.catalog import cost_usd
+from agi_jupyter.providers.catalog import cost_usd, lookup
 from agi_jupyter.records import (
     JSON,
     Message,
@@ -58,15 +59,20 @@ class TurnResult:
     text: str = ""
     reasoning: list[ReasoningPart] = field(default_factory=list)
     tool_calls: list[pb.ToolCallEnd] = field(default_factory=list)
-    usage: pb.Usage = field(default_factory=pb.Usage)
+    usage: pb.Usage | None = None  # None: the server sent no usage (unknown, not zero)
     finish: pb.Finish | None = None
     response_id: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """The answer stopped at the output token limit, not because the model was done."""
+        return self.finish is not None and self.finish.reason == "length"
 
 
 @dataclass
 class AttemptResult:
     text: str
-    usage: dict[str, int]
+    usage: dict[str, Any]
     cost_usd: float
     iterations: int
     max_iterations_reached: bool = False
@@ -109,9 +115,11 @@ class AgentLoop:
         # Every registered name, so a call to a tool not offered is refused by its real name.
         names = ToolNames([t.name for t in deps.registry.all()])
         specs = [names.encode_spec(t.spec()) for t in tools]
+        extras = deps.config.request_extras.body_for(run.provider or "", run.model or "")
         text = ""
         for iteration in range(int(state.get("iteration", 0)) + 1, max_iterations + 1):
             emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
+            self._check_budget(run, session, state, emitter)
             request = pb.ProviderRequest(
                 model=run.model or "",
                 messages=[
@@ -122,14 +130,17 @@ class AgentLoop:
                 tools=specs,
                 thinking_level=run.thinking_level,
                 idempotency_key=f"{run.id}-{run.attempt}-{iteration}",
+                extra_body=extras,
             )
             turn = await self._stream_turn(provider, request, emitter, names)
-            cost = cost_usd(run.provider or "", run.model or "", turn.usage)
+            usage = turn.usage
+            cost = None if usage is None else cost_usd(run.provider or "", run.model or "", usage)
             with emitter.together():
                 assistant = self._save_assistant(run, session, turn, cost, emitter)
-                self._record_usage(session, turn.usage, cost, emitter)
-            usage_total["input_tokens"] += turn.usage.input_tokens
-            usage_total["output_tokens"] += turn.usage.output_tokens
+                if usage is not None:
+                    self._record_usage(session, usage, cost, emitter)
+                self._report_budget(session, emitter)
+            add_turn_usage(usage_total, turn)
             cost_total += cost or 0.0
             text = turn.text
             # Saved before the tools run: a resumed attempt continues after this model turn.
@@ -138,6 +149,9 @@ class AgentLoop:
                 "max_iterations": max_iterations,
                 "usage": usage_total,
                 "cost_usd": cost_total,
+                # For the budget check of the next call (budget.py): its prompt resends at
+                # least this one's (a call without usage leaves the run's usage unknown).
+                "last_input_tokens": turn.usage.input_tokens if turn.usage else 0,
             }
             self._save_state(run, state, emitter)
             if turn.tool_calls:
@@ -157,6 +171,35 @@ class AgentLoop:
             cost_usd=state["cost_usd"],
             fence=emitter.fence,
         )
+
+    # --- budgets -----------------------------------------------------------------------------
+
+    def _check_budget(self, run: Run, session: Session, state: JSON, emitter: RunEmitter) -> None:
+        """Refuse the next model call when it would go over a budget (``BUDGET_EXCEEDED``)."""
+        deps = self.deps
+        found = budgets.statuses(
+            deps.store, deps.store.get_session(session.id), deps.config.budgets
+        )
+        if not found:
+            return
+        info = lookup(run.provider or "", run.model or "")
+        call = budgets.NextCall(
+            input_tokens_at_least=int(state.get("last_input_tokens") or 0),
+            cheapest_usd_per_mtok=None if info is None else info.cached_input_per_mtok,
+            usage_unknown=bool((state.get("usage") or {}).get("unknown_turns")),
+        )
+        for status in found:
+            reason = budgets.refusal(status, call)
+            if reason is not None:
+                emitter.emit(budget_event(status, exceeded=True))
+                raise BudgetExceeded(reason)
+
+    def _report_budget(self, session: Session, emitter: RunEmitter) -> None:
+        """Spent and remaining of the budgets that apply, after a model call."""
+        deps = self.deps
+        current = deps.store.get_session(session.id)
+        for status in budgets.statuses(deps.store, current, deps.config.budgets):
+            emitter.emit(budget_event(status))
 
     # --- setup -------------------------------------------------------------------------------
 
@@ -240,7 +283,9 @@ class AgentLoop:
         meta: JSON = {
             "provider": run.provider,
             "model": run.model,
-            "usage": {
+            "usage": None
+            if turn.usage is None
+            else {
                 "input_tokens": turn.usage.input_tokens,
                 "output_tokens": turn.usage.output_tokens,
             },
@@ -248,6 +293,8 @@ class AgentLoop:
             "stop_reason": turn.finish.reason if turn.finish else None,
             "sdk": "native",
         }
+        if turn.truncated:
+            meta["truncated"] = True
         if turn.response_id:
             meta["response_id"] = turn.response_id
         message = self.deps.store.add_message(
@@ -550,6 +597,21 @@ class AgentLoop:
             )
 
 
+def add_turn_usage(total: dict[str, Any], turn: TurnResult) -> None:
+    """Add a model turn to a run's usage. A turn whose server sent no usage makes the totals
+    unknown (``None``), never zero: a sum missing a part would understate tokens and cost.
+    A turn cut at the output token limit marks the run ``truncated``."""
+    usage = turn.usage
+    if usage is None:
+        total["unknown_turns"] = int(total.get("unknown_turns") or 0) + 1
+        total["input_tokens"] = total["output_tokens"] = None
+    elif not total.get("unknown_turns"):
+        total["input_tokens"] = int(total.get("input_tokens") or 0) + usage.input_tokens
+        total["output_tokens"] = int(total.get("output_tokens") or 0) + usage.output_tokens
+    if turn.truncated:
+        total["truncated"] = True
+
+
 def allowed_tool_names(agent: Agent, session: Session | None, registry: ToolRegistry) -> list[str]:
     """The names/globs an agent may use in a session: its own list, ``@project`` expanded to
     the project tools, plus the session's extra tools."""
@@ -560,6 +622,20 @@ def allowed_tool_names(agent: Agent, session: Session | None, registry: ToolRegi
         names.remove(PROJECT_TOOLS)
         names.extend(registry.project_tools)
     return names
+
+
+def budget_event(status: budgets.BudgetStatus, *, exceeded: bool = False) -> ev.BudgetEvent:
+    return ev.BudgetEvent(
+        scope=status.scope,
+        notebook_path=status.notebook_path,
+        max_tokens=status.budget.max_tokens,
+        max_usd=status.budget.max_usd,
+        spent_tokens=status.spent_tokens,
+        spent_usd=status.spent_usd,
+        remaining_tokens=status.remaining_tokens,
+        remaining_usd=status.remaining_usd,
+        exceeded=exceeded,
+    )
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from agi_jupyter import budget
 from agi_jupyter.agents import build_system_prompt
 from agi_jupyter.errors import UsageError
 from agi_jupyter.records import JSON, Run, Session, TextPart, session_for_run
@@ -73,6 +74,9 @@ class SdkDispatch:
         session = session_for_run(self.deps.store.get_session(run.session_id), run)
         adapter = self.adapter(session.sdk)
         adapter.check_available()
+        if session.sdk != "native":  # the native loop checks before every model call
+            deps = self.deps
+            budget.check_start(budget.statuses(deps.store, session, deps.config.budgets))
         agent = self.deps.agents[session.agent]
         await self.deps.registry.prepare(allowed_tool_names(agent, session, self.deps.registry))
         history: list[CanonicalHistory] = []

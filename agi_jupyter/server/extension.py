@@ -48,6 +48,13 @@ class AgiExtensionApp(ExtensionApp):
         help="Persist streaming deltas as run events (coalesced to ~10 writes/s), so runs of "
         "other processes stream live. None: as the project's configuration says (on).",
     ).tag(config=True)
+    wire = Unicode(
+        None,
+        allow_none=True,
+        help='How OpenAI streams (Chat Completions, Responses) are read: "http" (httpx2 + '
+        'orjson, no SDK) or "sdk" (the openai SDK, the reference). None: as the project\'s '
+        "configuration says (http).",
+    ).tag(config=True)
     stale_after = Float(
         None,
         allow_none=True,
@@ -234,6 +241,8 @@ class AgiExtensionApp(ExtensionApp):
             layer["persist_deltas"] = bool(self.persist_deltas)
         if self.stale_after is not None:
             layer["stale_after"] = float(self.stale_after)
+        if self.wire is not None:
+            layer["wire"] = str(self.wire)
         if self.database_url:
             layer["database_url"] = self.database_url
         if self.project_namespace:

@@ -250,6 +250,13 @@ _REVIEW_HELP = (
 )
 
 
+class BudgetBody(Body):
+    """A session's token/cost budget; either limit optional (see README, Budgets)."""
+
+    max_tokens: int | None = Field(None, ge=1, description="Input + output tokens.")
+    max_usd: float | None = Field(None, gt=0, description="List-price cost in USD.")
+
+
 class SessionCreate(Body):
     model_config = ConfigDict(json_schema_extra=SDK_MODEL_RULES)
 
@@ -265,6 +272,11 @@ class SessionCreate(Body):
     metadata: JSONObject = Field(default_factory=dict)
     review_mode: ReviewMode | None = Field(None, description=_REVIEW_HELP)
     permissions: dict[str, Verdict] | None = Field(None, description=_PERMISSIONS_HELP)
+    budget: BudgetBody | None = Field(
+        None,
+        description="Stop its runs with BUDGET_EXCEEDED before a model call would go over it "
+        "(default: the config's budgets.session).",
+    )
 
 
 class SessionUpdate(Body):
@@ -285,6 +297,7 @@ class SessionUpdate(Body):
     metadata: JSONObject | None = None
     review_mode: ReviewMode | None = Field(None, description=_REVIEW_HELP)
     permissions: dict[str, Verdict] | None = Field(None, description=_PERMISSIONS_HELP)
+    budget: BudgetBody | None = Field(None, description="The session's budget; null removes it.")
 
 
 class RunOptions(Body):
@@ -576,6 +589,10 @@ class ProviderInfo(Out):
     base_url: str | None
     default_model: str | None
     key_env: list[str]
+    # A local server's (ollama, lmstudio, vllm, compat) models from its /models; None for the
+    # hosted providers (see ``GET /agi/v1/models``-style catalog in the CLI).
+    served_models: list[str] | None = None
+    served_models_error: str | None = None
 
 
 class ProviderList(Out):
@@ -594,6 +611,8 @@ class Stats(Out):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    # Runs whose server sent no usage for a turn: not in the token and cost totals.
+    unknown_usage_runs: int = 0
 
 
 class TaskPage(Out):
@@ -624,6 +643,12 @@ class Deleted(Out):
 
 class UndoRequest(Body):
     force: bool = Field(False, description="Restore even if the cells changed after the run.")
+    turn: int | None = Field(
+        None,
+        ge=1,
+        description="Rewind to before this model turn of the run (it and the later turns are "
+        "undone); default: the whole run.",
+    )
 
 
 class UndoneNotebook(Out):
@@ -633,9 +658,19 @@ class UndoneNotebook(Out):
     forced: bool = False
 
 
+class UndoneFile(Out):
+    path: str
+    status: Literal["restored", "removed", "unchanged"] = Field(
+        description="removed: the run had created the file."
+    )
+    forced: bool = False
+
+
 class UndoResponse(Out):
     run_id: str
+    turn: int | None = None
     notebooks: list[UndoneNotebook]
+    files: list[UndoneFile] = Field(default_factory=list)
 
 
 class ChangeList(Out):

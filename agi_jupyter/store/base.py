@@ -106,6 +106,7 @@ class Store(Protocol):
         tool_config: JSON | None = None,
         metadata: JSON | None = None,
         notebook_path: str | None = None,
+        budget: JSON | None = None,
     ) -> Session: ...
     def get_session(self, id: str) -> Session: ...
     def list_sessions(

@@ -25,7 +25,6 @@ from agi_jupyter.records import (
     Part,
     Role,
     RunFence,
-    TextPart,
     new_id,
     part_to_dict,
     parts_text,
@@ -35,8 +34,8 @@ from agi_jupyter.store.connection import StoreCore
 from agi_jupyter.store.rows import (
     MESSAGE_SELECT,
     MESSAGES,
-    TEXT_MESSAGE_SELECT,
     check_limit,
+    keep_texts,
     loads_many,
     messages_from_cursor,
     part_from_data,
@@ -170,13 +169,19 @@ class MessagesMixin(StoreCore):
                     raise _not_found(after_id)
                 where += " AND (created_at, rowid) > (?, ?)"
                 params.extend(anchor)
-            select = TEXT_MESSAGE_SELECT if text_only else MESSAGE_SELECT
+            # ``text_only`` reads the whole rows and drops the other parts in Python: a plain
+            # chat's parts are all text, and filtering them in SQL (json_each) costs more than
+            # decoding them (the tool messages, with the large outputs, are not read at all).
             cursor = conn.execute(
-                f"SELECT {select} FROM messages WHERE {where} ORDER BY created_at, rowid LIMIT ?",
+                f"SELECT {MESSAGE_SELECT} FROM messages WHERE {where}"
+                " ORDER BY created_at, rowid LIMIT ?",
                 [*params, size],
             )
             with _gc_paused():
-                return _with_parts(conn, cursor, session_id, text_only=text_only)
+                messages = _with_parts(conn, cursor, session_id)
+            if text_only:
+                keep_texts(messages)
+            return messages
 
     # --- helpers --------------------------------------------------------------------------
 
@@ -203,19 +208,14 @@ class MessagesMixin(StoreCore):
         return _with_parts(conn, cursor, found[0])[0]
 
 
-def _with_parts(
-    conn: sqlite3.Connection, cursor: sqlite3.Cursor, session_id: str, *, text_only: bool = False
-) -> list[Message]:
+def _with_parts(conn: sqlite3.Connection, cursor: sqlite3.Cursor, session_id: str) -> list[Message]:
     """``messages_from_cursor``, with the parts of messages whose ``parts`` column is NULL read
-    from ``message_parts`` (``text_only``: only their non-empty texts, as SQL filtered the rest)."""
+    from ``message_parts``."""
     messages, missing = messages_from_cursor(cursor, session_id)
     if missing:
         parts = _parts_from_rows(conn, [messages[i].id for i in missing])
         for i in missing:
-            found = parts.get(messages[i].id, [])
-            if text_only:
-                found = [p for p in found if isinstance(p, TextPart) and p.text]
-            messages[i].parts = found
+            messages[i].parts = parts.get(messages[i].id, [])
     return messages
 
 

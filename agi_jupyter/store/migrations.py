@@ -478,3 +478,10 @@ def m014_tool_call_approvals(db: Database) -> None:
     ``waiting_approval`` resumes once each of its waiting calls has one)."""
     if "approval" not in db.table("tool_calls").columns_dict:
         db.table("tool_calls").add_column("approval", str)
+
+
+@migration
+def m015_sessions_budget(db: Database) -> None:
+    """A session's token/cost budget (JSON ``{"max_tokens", "max_usd"}``, NULL: none)."""
+    if "budget" not in db.table("sessions").columns_dict:
+        db.table("sessions").add_column("budget", str)

@@ -206,6 +206,7 @@ class StatsMixin(StoreCore):
                 for table in ("messages", "artifacts", "tasks", "webhook_events")
             }
             runs = conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall()
+            unknown = conn.execute(UNKNOWN_USAGE_RUNS).fetchone()
             tools = conn.execute(
                 "SELECT name, COUNT(*) FROM tool_calls GROUP BY name ORDER BY name"
             ).fetchall()
@@ -213,7 +214,13 @@ class StatsMixin(StoreCore):
                 "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0),"
                 " COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cost_usd), 0.0) FROM sessions"
             ).fetchone()
-        return stats_dict(counts, runs, tools, usage)
+        return stats_dict(counts, runs, tools, usage, unknown[0] if unknown else 0)
+
+
+# Runs with a model turn whose server sent no usage (``runner.add_turn_usage``): their tokens
+# are not in the totals, so the totals are a lower bound. ``usage`` is JSON text on both
+# backends; the key only appears when such a turn happened.
+UNKNOWN_USAGE_RUNS = "SELECT COUNT(*) FROM runs WHERE usage LIKE '%\"unknown_turns\"%'"
 
 
 def stats_dict(
@@ -221,6 +228,7 @@ def stats_dict(
     runs: list[tuple[str, int]],
     tools: list[tuple[str, int]],
     usage: tuple[int, int, int, float],
+    unknown_usage_runs: int = 0,
 ) -> dict[str, Any]:
     sessions, input_tokens, output_tokens, cost = usage
     return {
@@ -237,4 +245,5 @@ def stats_dict(
         "output_tokens": output_tokens,
         "total_tokens": input_tokens + output_tokens,
         "cost_usd": float(cost),
+        "unknown_usage_runs": int(unknown_usage_runs),
     }

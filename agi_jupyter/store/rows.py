@@ -32,6 +32,7 @@ from agi_jupyter.records import (
     RunEvent,
     Session,
     Task,
+    TextPart,
     ToolCall,
     WebhookEvent,
 )
@@ -147,7 +148,7 @@ class Mapping(Generic[R]):
 SESSIONS = Mapping(
     Session,
     "sessions",
-    json_columns=("tool_config", "metadata"),
+    json_columns=("tool_config", "metadata", "budget"),
     readonly=("message_count", "input_tokens", "output_tokens", "cost_usd"),
 )
 MESSAGES = Mapping(
@@ -222,16 +223,6 @@ _DIRECT_MESSAGE = plain_dataclass(Message)
 MESSAGE_SELECT = (
     "id, role, run_id, status, text, created_at, nullif(updated_at, created_at),"
     " coalesce(meta, 'null') || ',' || coalesce(parts, 'null')"
-)
-# The same, with only the non-empty text parts of each message, filtered by SQLite in C so that
-# Python never decodes the rest (the simple history view). NULL ``parts`` stays NULL, so those
-# messages are still read from ``message_parts`` (and filtered by the caller).
-TEXT_MESSAGE_SELECT = (
-    "id, role, run_id, status, text, created_at, nullif(updated_at, created_at),"
-    " coalesce(meta, 'null') || ',' || CASE WHEN parts IS NULL THEN 'null' ELSE ("
-    "SELECT json_group_array(json(value)) FROM json_each(messages.parts)"
-    " WHERE json_extract(value, '$.type') = 'text' AND json_extract(value, '$.text') != ''"
-    ") END"
 )
 # Rows decoded at a time: the JSON texts, decoded values and records of a batch stay in the CPU
 # caches (measured ~10% faster than decoding 10,000 rows at once), and memory stays bounded.
@@ -338,6 +329,18 @@ def messages_from_cursor(cursor: RowSource, session_id: str) -> tuple[list[Messa
                 message = Message(**fields)
             messages.append(message)
     return messages, missing
+
+
+def keep_texts(messages: list[Message]) -> None:
+    """Leave each message only its non-empty text parts (the simple history view), in place.
+    Most messages of a chat hold nothing else and keep their list as it is."""
+    text_part = TextPart
+    for message in messages:
+        parts = message.parts
+        for part in parts:
+            if type(part) is not text_part or not part.text:
+                message.parts = [p for p in parts if type(p) is text_part and p.text]
+                break
 
 
 # --- opaque cursors ----------------------------------------------------------------------------

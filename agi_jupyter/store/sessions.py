@@ -57,6 +57,7 @@ class SessionsMixin(StoreCore):
         tool_config: JSON | None = None,
         metadata: JSON | None = None,
         notebook_path: str | None = None,
+        budget: JSON | None = None,
     ) -> Session:
         now = utc_now()
         values: dict[str, Any] = {
@@ -71,6 +72,7 @@ class SessionsMixin(StoreCore):
             "tool_config": tool_config or {},
             "metadata": metadata or {},
             "notebook_path": notebook_path,
+            "budget": budget or None,
         }
         session = Session(id=new_id("ses"), created_at=now, updated_at=now, **values)
         row = SESSIONS.to_row(session)

@@ -106,6 +106,8 @@ class Plan:
     tool_calls: list[PlannedToolCall]
     citations: list[tuple[str, str]]
     usage: Usage
+    hit_max_tokens: bool = False
+    send_usage: bool = True
 
     @property
     def has_message(self) -> bool:
@@ -135,6 +137,8 @@ def make_plan(turn: Turn, protocol: str, body: JSON, ids: IdFactory) -> Plan:
         tool_calls=calls,
         citations=list(turn.citations),
         usage=_usage(turn, protocol, body, calls),
+        hit_max_tokens=turn.hit_max_tokens,
+        send_usage=turn.send_usage,
     )
 
 

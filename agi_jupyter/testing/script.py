@@ -69,6 +69,10 @@ class Turn:
     ``citations`` are ``(url, title)`` pairs, sent as ``url_citation`` annotations.
     ``background_delay`` is how long a background Responses request stays pending before it
     completes by itself; ``response_id`` fixes the id of the response/completion/message.
+    ``hit_max_tokens``: the answer stops at the output token limit (``finish_reason: length``,
+    ``stop_reason: max_tokens``, a Responses ``incomplete`` with ``max_output_tokens``).
+    ``send_usage=False``: a Chat Completions stream sends no usage chunk even when asked for
+    one, as llama-cpp-python's server does.
     """
 
     text: str = ""
@@ -80,6 +84,8 @@ class Turn:
     citations: list[tuple[str, str]] = field(default_factory=list)
     background_delay: float = 0.0
     response_id: str | None = None
+    hit_max_tokens: bool = False
+    send_usage: bool = True
 
     def __post_init__(self) -> None:
         if self.chunks is None:

@@ -77,6 +77,8 @@ def _usage(plan: Plan) -> JSON:
 
 
 def _stop_reason(plan: Plan) -> str:
+    if plan.hit_max_tokens:
+        return "max_tokens"
     return "tool_use" if plan.tool_calls else "end_turn"
 
 

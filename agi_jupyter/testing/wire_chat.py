@@ -21,7 +21,8 @@ from agi_jupyter.testing.script import JSON
 
 
 def stream_events(plan: Plan) -> list[SSEEvent]:
-    include_usage = bool((plan.body.get("stream_options") or {}).get("include_usage"))
+    asked = bool((plan.body.get("stream_options") or {}).get("include_usage"))
+    include_usage = asked and plan.send_usage
     first = {"role": "assistant", "content": "" if plan.has_message else None, "refusal": None}
     deltas: list[JSON] = [first]
     deltas += [{"reasoning_content": chunk} for chunk in plan.reasoning_chunks]
@@ -85,6 +86,8 @@ def usage_json(plan: Plan) -> JSON:
 
 
 def _finish(plan: Plan) -> str:
+    if plan.hit_max_tokens:
+        return "length"
     return "tool_calls" if plan.tool_calls else "stop"
 
 

@@ -32,7 +32,14 @@ def stream_events(plan: Plan) -> list[SSEEvent]:
     ]
     for index, (kind, call) in enumerate(_item_kinds(plan)):
         payloads += _ITEM_EVENTS[kind](plan, index, call)
-    payloads.append({"type": "response.completed", "response": response_json(plan, "completed")})
+    if plan.hit_max_tokens:
+        payloads.append(
+            {"type": "response.incomplete", "response": final_body(plan, truncated=True)}
+        )
+    else:
+        payloads.append(
+            {"type": "response.completed", "response": response_json(plan, "completed")}
+        )
     last = len(payloads) - 1
     return [
         SSEEvent.of({**p, "sequence_number": n}, event=p["type"], final=n == last)

@@ -18,9 +18,11 @@ from pydantic import Field
 from agi_jupyter.errors import ToolError
 from agi_jupyter.tools.base import AnyTool, Tool, ToolArgs, ToolContext, ToolResult
 from agi_jupyter.tools.diffs import FileChange, describe, file_diff_draft
+from agi_jupyter.tools.filerecord import write_and_record
 from agi_jupyter.tools.paths import (
     DirEntry,
     MissingPath,
+    project_relpath,
     read_bytes_in_project,
     stat_in_project,
     walk_dir_in_project,
@@ -290,7 +292,12 @@ class FsWrite(Tool[FsWriteArgs]):
     parameters = FsWriteArgs
 
     async def execute(self, args: FsWriteArgs, ctx: ToolContext) -> ToolResult:
-        return await asyncio.to_thread(self._write, args, ctx.project.resolve())
+        root = ctx.project.resolve()
+        rel = project_relpath(root, args.path, for_write=True)
+        # Recorded for undo (before/after snapshots in the store, with the run's turn).
+        return await asyncio.to_thread(
+            write_and_record, ctx, root, [rel], lambda: self._write(args, root)
+        )
 
     def _write(self, args: FsWriteArgs, root: Path) -> ToolResult:
         old = read_text_if_exists(root, args.path)

@@ -21,6 +21,7 @@ from agi_jupyter.errors import ToolError
 from agi_jupyter.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from agi_jupyter.tools.builtin_fs import read_text_if_exists
 from agi_jupyter.tools.diffs import FileChange, describe, file_diff_draft, summarize
+from agi_jupyter.tools.filerecord import write_and_record
 from agi_jupyter.tools.patch_parse import FileOp, Hunk, ParsedPatch, PatchError, parse_patch
 from agi_jupyter.tools.paths import (
     MissingPath,
@@ -274,7 +275,10 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
         parsed = parse_patch(args.patch)
         root = ctx.project.resolve()
         state, changes = await asyncio.to_thread(plan_patch, root, parsed)
-        await asyncio.to_thread(write_plan, root, state)
+        # Recorded for undo (before/after snapshots in the store, with the run's turn).
+        await asyncio.to_thread(
+            write_and_record, ctx, root, list(state), lambda: write_plan(root, state)
+        )
         for change in changes:
             ctx.emit("patch", change.diff())
         summary = summarize(changes)

@@ -214,9 +214,11 @@ export class AgiClient {
       .changes;
   }
 
-  /** Restore the notebooks a run changed (`UNDO_CONFLICT` when their cells changed since). */
-  async undoRun(project: string, runId: string, force = false): Promise<UndoResult> {
-    const parts = { path: { run_id: runId }, query: { project }, body: { force } };
+  /** Restore the notebooks and files a run changed (`UNDO_CONFLICT` when they changed since);
+   * with `turn`, only what its turns from `turn` on changed (rewind to before that turn). */
+  async undoRun(project: string, runId: string, force = false, turn: number | null = null): Promise<UndoResult> {
+    const body = turn === null ? { force } : { force, turn };
+    const parts = { path: { run_id: runId }, query: { project }, body };
     return this.request('post', '/agi/v1/runs/{run_id}/undo', parts);
   }
 

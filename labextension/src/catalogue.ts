@@ -16,16 +16,24 @@ export interface CatalogueLoad {
   errors: unknown[];
 }
 
-/** A provider's default model as a `provider:model` choice, per enabled provider. */
+/**
+ * The `provider:model` choices of the enabled providers: each one's default model, then the
+ * models a local server says it serves (its `/v1/models`), without repeats.
+ */
 export function modelChoices(list: ProviderList): ModelChoice[] {
   return list.providers
-    .filter(p => p.enabled && p.default_model)
-    .map(p => ({
-      id: `${p.name}:${p.default_model}`,
-      provider: p.name,
-      label: p.label,
-      configured: p.configured
-    }));
+    .filter(p => p.enabled)
+    .flatMap(p => {
+      const models = [p.default_model, ...(p.served_models ?? [])].filter(
+        (model): model is string => !!model
+      );
+      return [...new Set(models)].map(model => ({
+        id: `${p.name}:${model}`,
+        provider: p.name,
+        label: p.label,
+        configured: p.configured
+      }));
+    });
 }
 
 export async function loadCatalogue(client: AgiClient, project: string): Promise<CatalogueLoad> {

@@ -314,10 +314,13 @@ function RunStatusLine(props: { chat: ChatState }): JSX.Element | null {
   const run = active[0] ?? latest;
   const step = run.iteration !== null && active.length ? trans.__('step %1', run.iteration) : '';
   const failure = run.error && run.status === 'failed' ? run.error : '';
+  const budgets = Object.values(run.budgets ?? {});
   return (
     <div className="jp-AgiRunLine" data-run-id={run.id} data-run-status={run.status}>
       <StatusBadge status={run.status} label={runStatusLabel(run.status, trans)} />
-      <span className="jp-AgiDim">{[trans.__('last run'), step, failure].filter(Boolean).join(' · ')}</span>
+      <span className="jp-AgiDim">
+        {[trans.__('last run'), step, failure, ...budgets].filter(Boolean).join(' · ')}
+      </span>
     </div>
   );
 }

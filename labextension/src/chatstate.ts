@@ -24,6 +24,8 @@ export interface RunView {
   outputTokens: number;
   costUsd: number;
   iteration: number | null;
+  /** Spent and limit of each budget that applies (by scope: session, notebook). */
+  budgets: Record<string, string>;
   createdAt: string | null;
   completedAt: string | null;
   /** The highest event `seq` applied; where a resumed stream starts (`after_seq`). */
@@ -68,6 +70,7 @@ export function emptyRun(id: string): RunView {
     outputTokens: 0,
     costUsd: 0,
     iteration: null,
+    budgets: {},
     createdAt: null,
     completedAt: null,
     lastSeq: 0,

@@ -23,6 +23,27 @@ export function formatCost(cost: number | null | undefined): string {
   return `$${cost.toFixed(2)}`;
 }
 
+/** What a `budget` event says: "session budget: 60/100 tokens, $0.0100/$0.5" (as the magic's
+ * footer and `agi` say it). */
+export function formatBudget(event: {
+  scope: string;
+  notebook_path?: string | null;
+  max_tokens?: number | null;
+  max_usd?: number | null;
+  spent_tokens?: number;
+  spent_usd?: number;
+}): string {
+  const parts: string[] = [];
+  if (event.max_tokens !== null && event.max_tokens !== undefined) {
+    parts.push(`${event.spent_tokens ?? 0}/${event.max_tokens} tokens`);
+  }
+  if (event.max_usd !== null && event.max_usd !== undefined) {
+    parts.push(`$${(event.spent_usd ?? 0).toFixed(4)}/$${event.max_usd}`);
+  }
+  const where = event.scope === 'notebook' ? `notebook ${event.notebook_path ?? ''}` : 'session';
+  return `${where} budget: ${parts.join(', ')}`;
+}
+
 /** "model · 12 in / 3 out · $0.0012", leaving out what is unknown; prefixed by the agent
  * SDK when it is not `native` ("claude · model · …"). */
 export function metaLine(

@@ -754,6 +754,93 @@ export interface components {
             open: string[];
         };
         /**
+         * BudgetBody
+         * @description A session's token/cost budget; either limit optional (see README, Budgets).
+         */
+        BudgetBody: {
+            /**
+             * Max Tokens
+             * @description Input + output tokens.
+             * @default null
+             */
+            max_tokens?: number | null;
+            /**
+             * Max Usd
+             * @description List-price cost in USD.
+             * @default null
+             */
+            max_usd?: number | null;
+        };
+        /**
+         * BudgetEvent
+         * @description A budget of the run's session or notebook: spent and remaining after a model call, or
+         *     ``exceeded`` when the next call was refused (the run then fails ``BUDGET_EXCEEDED``).
+         */
+        BudgetEvent: {
+            /**
+             * Run Id
+             * @default
+             */
+            run_id: string;
+            /**
+             * Seq
+             * @default 0
+             */
+            seq: number;
+            /**
+             * Ts
+             * @default
+             */
+            ts: string;
+            /** Scope */
+            scope: string;
+            /**
+             * Notebook Path
+             * @default null
+             */
+            notebook_path: string | null;
+            /**
+             * Max Tokens
+             * @default null
+             */
+            max_tokens: number | null;
+            /**
+             * Max Usd
+             * @default null
+             */
+            max_usd: number | null;
+            /**
+             * Spent Tokens
+             * @default 0
+             */
+            spent_tokens: number;
+            /**
+             * Spent Usd
+             * @default 0
+             */
+            spent_usd: number;
+            /**
+             * Remaining Tokens
+             * @default null
+             */
+            remaining_tokens: number | null;
+            /**
+             * Remaining Usd
+             * @default null
+             */
+            remaining_usd: number | null;
+            /**
+             * Exceeded
+             * @default false
+             */
+            exceeded: boolean;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "budget";
+        };
+        /**
          * Change
          * @description One change a run made to a notebook or a file, as content-addressed snapshots: the
          *     sha256 of the whole content before and after (``store.get_blob``); None where the content
@@ -898,7 +985,7 @@ export interface components {
          * @description One live event (DESIGN.md section 4): a line of NDJSON, or the data of an SSE event
          *     whose ``event:`` name is the ``type``.
          */
-        Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
+        Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
         /** History */
         History: {
             /**
@@ -1293,6 +1380,16 @@ export interface components {
             default_model: string | null;
             /** Key Env */
             key_env: string[];
+            /**
+             * Served Models
+             * @default null
+             */
+            served_models: string[] | null;
+            /**
+             * Served Models Error
+             * @default null
+             */
+            served_models_error: string | null;
         };
         /** ProviderList */
         ProviderList: {
@@ -1604,7 +1701,7 @@ export interface components {
         /** RunEvents */
         RunEvents: {
             /** Events */
-            events: (components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"])[];
+            events: (components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"])[];
         };
         /**
          * RunFinal
@@ -1884,6 +1981,13 @@ export interface components {
              */
             notebook_path: string | null;
             /**
+             * Budget
+             * @default null
+             */
+            budget: {
+                [key: string]: unknown;
+            } | null;
+            /**
              * Message Count
              * @default 0
              */
@@ -1982,6 +2086,11 @@ export interface components {
             permissions?: {
                 [key: string]: "allow" | "ask" | "deny";
             } | null;
+            /**
+             * @description Stop its runs with BUDGET_EXCEEDED before a model call would go over it (default: the config's budgets.session).
+             * @default null
+             */
+            budget?: components["schemas"]["BudgetBody"] | null;
         } & (unknown & unknown);
         /** SessionCreated */
         SessionCreated: {
@@ -2095,6 +2204,11 @@ export interface components {
             permissions?: {
                 [key: string]: "allow" | "ask" | "deny";
             } | null;
+            /**
+             * @description The session's budget; null removes it.
+             * @default null
+             */
+            budget?: components["schemas"]["BudgetBody"] | null;
         } & (unknown & unknown);
         /** SessionUpdated */
         SessionUpdated: {
@@ -2167,6 +2281,11 @@ export interface components {
              * @default 0
              */
             cost_usd: number;
+            /**
+             * Unknown Usage Runs
+             * @default 0
+             */
+            unknown_usage_runs: number;
         } & {
             [key: string]: unknown;
         };
@@ -2563,13 +2682,42 @@ export interface components {
              * @default false
              */
             force?: boolean;
+            /**
+             * Turn
+             * @description Rewind to before this model turn of the run (it and the later turns are undone); default: the whole run.
+             * @default null
+             */
+            turn?: number | null;
         };
         /** UndoResponse */
         UndoResponse: {
             /** Run Id */
             run_id: string;
+            /**
+             * Turn
+             * @default null
+             */
+            turn: number | null;
             /** Notebooks */
             notebooks: components["schemas"]["UndoneNotebook"][];
+            /** Files */
+            files: components["schemas"]["UndoneFile"][];
+        };
+        /** UndoneFile */
+        UndoneFile: {
+            /** Path */
+            path: string;
+            /**
+             * Status
+             * @description removed: the run had created the file.
+             * @enum {string}
+             */
+            status: "restored" | "removed" | "unchanged";
+            /**
+             * Forced
+             * @default false
+             */
+            forced: boolean;
         };
         /** UndoneNotebook */
         UndoneNotebook: {

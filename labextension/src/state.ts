@@ -8,6 +8,7 @@
 
 import { emptyRun, initialState, patchRun, upsertRun, type ChatState } from './chatstate';
 import { emptyItem, type ArtifactSummary } from './items';
+import { formatBudget } from './format';
 import {
   appendText,
   applyError,
@@ -133,6 +134,10 @@ function applyRunEvent(state: ChatState, runId: string, event: AgiEvent): ChatSt
       }));
     case 'usage':
       return applyUsage(state, runId, event.input_tokens, event.output_tokens, event.cost_usd);
+    case 'budget': {
+      const budgets = { ...(state.runs[runId]?.budgets ?? {}), [event.scope]: formatBudget(event) };
+      return patchRun(state, runId, { budgets });
+    }
     case 'message.completed':
     case 'message.created': {
       return upsertMessage(state, { ...event.message, run_id: event.message.run_id ?? runId });

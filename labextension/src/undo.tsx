@@ -1,8 +1,9 @@
 /**
- * The Undo button of a run in the runs list: shown for an ended run that changed notebooks,
- * it puts them back as they were before the run (`POST /runs/{id}/undo`). When the cells were
- * changed after the run, the server refuses (`UNDO_CONFLICT`) and says which; the button then
- * offers to undo anyway.
+ * The Undo button of a run in the runs list: shown for an ended run that changed notebooks or
+ * files, it puts them back as they were before the run (`POST /runs/{id}/undo`). A run whose
+ * changes span several model turns also gets a turn picker: "from turn N" rewinds to before
+ * that turn (`{"turn": N}`). When the cells or files were changed after the run, the server
+ * refuses (`UNDO_CONFLICT`) and says which; the button then offers to undo anyway.
  */
 
 import React, { useEffect, useState } from 'react';
@@ -19,6 +20,8 @@ type State =
 export function UndoButton(props: { runId: string; status: string; model: PanelModel }): JSX.Element | null {
   const { runId, status, model } = props;
   const [state, setState] = useState<State>({ kind: 'checking' });
+  const [turns, setTurns] = useState<number[]>([]);
+  const [turn, setTurn] = useState<number | null>(null);
   const terminal = isTerminal(status);
   useEffect(() => {
     if (!terminal) {
@@ -27,7 +30,13 @@ export function UndoButton(props: { runId: string; status: string; model: PanelM
     let live = true;
     model.client
       .runChanges(model.snapshot.project, runId)
-      .then(changes => live && setState({ kind: changes.some(c => c.kind === 'notebook') ? 'ready' : 'none' }))
+      .then(changes => {
+        if (!live) {
+          return;
+        }
+        setTurns(changeTurns(changes));
+        setState({ kind: changes.length ? 'ready' : 'none' });
+      })
       .catch(() => live && setState({ kind: 'none' }));
     return () => {
       live = false;
@@ -39,8 +48,9 @@ export function UndoButton(props: { runId: string; status: string; model: PanelM
   const undo = async (force: boolean): Promise<void> => {
     setState({ kind: 'working' });
     try {
-      const result = await model.client.undoRun(model.snapshot.project, runId, force);
-      const text = result.notebooks.map(n => `${n.status} ${n.path}`).join(', ') || 'nothing to undo';
+      const result = await model.client.undoRun(model.snapshot.project, runId, force, turn);
+      const undone = [...result.notebooks, ...(result.files ?? [])];
+      const text = undone.map(n => `${n.status} ${n.path}`).join(', ') || 'nothing to undo';
       setState({ kind: 'done', text });
     } catch (error) {
       const conflict = error instanceof ApiError && error.code === 'UNDO_CONFLICT';
@@ -49,11 +59,26 @@ export function UndoButton(props: { runId: string; status: string; model: PanelM
   };
   return (
     <span className="jp-AgiUndo" data-undo-state={state.kind}>
-      {state.kind === 'ready' || state.kind === 'working' ? (
+      {(state.kind === 'ready' || state.kind === 'working' || state.kind === 'done') && turns.length > 1 ? (
+        <select
+          className="jp-AgiUndoTurn"
+          aria-label="Undo from turn"
+          value={turn ?? ''}
+          onChange={event => setTurn(event.target.value ? Number(event.target.value) : null)}
+        >
+          <option value="">whole run</option>
+          {turns.map(n => (
+            <option key={n} value={n}>
+              from turn {n}
+            </option>
+          ))}
+        </select>
+      ) : null}
+      {state.kind === 'ready' || state.kind === 'working' || state.kind === 'done' ? (
         <button
           className="jp-AgiButton jp-mod-small"
           disabled={state.kind === 'working'}
-          title="Put the notebooks this run changed back as they were before it"
+          title="Put the notebooks and files this run changed back as they were before it (or before the chosen turn)"
           onClick={() => void undo(false)}
         >
           Undo
@@ -77,4 +102,13 @@ export function UndoButton(props: { runId: string; status: string; model: PanelM
       ) : null}
     </span>
   );
+}
+
+/** The model turns a run's changes were made in, ascending (none when any change has no turn:
+ * such a run can only be undone as a whole). */
+export function changeTurns(changes: { turn?: number | null }[]): number[] {
+  if (changes.some(c => c.turn === null || c.turn === undefined)) {
+    return [];
+  }
+  return [...new Set(changes.map(c => c.turn as number))].sort((a, b) => a - b);
 }

@@ -134,19 +134,36 @@ describe('helpers', () => {
   });
 
   it("offers each enabled provider's default model, saying which are configured", () => {
-    const provider = { wire: 'openai-chat', base_url: null, key_env: [] };
+    const provider = {
+      wire: 'openai-chat',
+      base_url: null,
+      key_env: [],
+      served_models: null,
+      served_models_error: null
+    };
     const choices = modelChoices({
       default_model: 'fake:echo',
       providers: [
         { ...provider, name: 'openai', label: 'OpenAI', enabled: true, configured: false, default_model: 'gpt-5-mini' },
         { ...provider, name: 'fake', label: 'Fake', enabled: true, configured: true, default_model: 'echo' },
         { ...provider, name: 'ollama', label: 'Ollama', enabled: false, configured: true, default_model: 'llama3' },
-        { ...provider, name: 'compat', label: 'Compat', enabled: true, configured: true, default_model: null }
+        { ...provider, name: 'compat', label: 'Compat', enabled: true, configured: true, default_model: null },
+        {
+          ...provider,
+          name: 'llamacpp',
+          label: 'llama.cpp',
+          enabled: true,
+          configured: true,
+          default_model: 'qwen3',
+          served_models: ['qwen3', 'gemma3']
+        }
       ]
     });
     expect(choices.map(c => [c.id, c.configured])).toEqual([
       ['openai:gpt-5-mini', false],
-      ['fake:echo', true]
+      ['fake:echo', true],
+      ['llamacpp:qwen3', true],
+      ['llamacpp:gemma3', true]
     ]);
   });
 });
@@ -173,6 +190,8 @@ describe('AgiClient notebook calls', () => {
     expect(undone.notebooks[0]?.forced).toBe(true);
     expect(calls[2]?.path).toBe('v1/runs/run_1/undo?project=p');
     expect(JSON.parse(String(calls[2]?.init.body))).toEqual({ force: true });
+    await client.undoRun('p', 'run_1', false, 3);
+    expect(JSON.parse(String(calls[3]?.init.body))).toEqual({ force: false, turn: 3 });
   });
 
   it('turns an undo refusal into an ApiError with its code', async () => {

@@ -19,6 +19,7 @@ export function session(fields: Partial<Session> & { id: string }): Session {
     tool_config: {},
     metadata: {},
     notebook_path: null,
+    budget: null,
     message_count: 0,
     input_tokens: 0,
     output_tokens: 0,

@@ -236,6 +236,25 @@ describe('stopping and failing', () => {
     expect(state.items[0]).toMatchObject({ role: 'assistant', status: 'error' });
   });
 
+  it('keeps what each budget spent, and the error of a run its budget stopped', () => {
+    const budget = { type: 'budget' as const, run_id: R, scope: 'session', max_tokens: 100, max_usd: null };
+    const state = run(
+      initialState(),
+      events([
+        ...RUN_EVENTS.slice(0, 5),
+        { ...budget, seq: 6, spent_tokens: 60, spent_usd: 0, remaining_tokens: 40 },
+        { ...budget, scope: 'notebook', notebook_path: 'a.ipynb', max_tokens: null, max_usd: 2, seq: 7, spent_usd: 0.5 },
+        { ...budget, seq: 8, spent_tokens: 60, spent_usd: 0, remaining_tokens: 40, exceeded: true },
+        { type: 'error', run_id: R, seq: 9, code: 'BUDGET_EXCEEDED', message: 'session budget: 60/100 tokens' }
+      ])
+    );
+    expect(state.runs[R]?.budgets).toEqual({
+      session: 'session budget: 60/100 tokens',
+      notebook: 'notebook a.ipynb budget: $0.5000/$2'
+    });
+    expect(state.items[1]?.blocks.find(b => b.kind === 'error')).toMatchObject({ code: 'BUDGET_EXCEEDED' });
+  });
+
   it('never moves a run back from an ended status', () => {
     let state = run(initialState(), events([{ type: 'run.status', run_id: R, seq: 1, status: 'cancelled' }]));
     state = reduce(state, { type: 'event', event: wire({ type: 'run.status', run_id: R, seq: 2, status: 'running' }) });

@@ -128,10 +128,22 @@ def work_through_the_panel(page: Any, fake: FakeLLMServer, notebook: str, shot: 
     shoot(page, f"{shot}-01-agent-edited")
 
 
-def undo_in_the_runs_tab(page: Any, shot: str) -> None:
+def undo_in_the_runs_tab(page: Any, shot: str, *, last_turn_first: bool = False) -> None:
     page.locator('.jp-AgiTab[data-tab="runs"]').click()
     undo = page.locator(".jp-AgiRun").first.locator(".jp-AgiUndo button")
     expect(undo).to_have_text("Undo", timeout=30_000)
+    if last_turn_first:  # turn 3 ran the cells: rewinding it takes their outputs away
+        picker = page.locator(".jp-AgiRun").first.locator(".jp-AgiUndoTurn")
+        picker.select_option("3")
+        undo.click()
+        expect(page.locator(".jp-AgiRun").first.locator(".jp-AgiUndo")).to_contain_text(
+            "restored", timeout=30_000
+        )
+        expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(4)
+        assert sources(page)[2:] == ["x + 2", "y = x * 3\ny"]
+        assert all(not c.get("outputs") for c in model_cells(page))
+        shoot(page, f"{shot}-02-turn-3-undone")
+        picker.select_option("")
     undo.click()
     expect(page.locator(".jp-AgiRun").first.locator(".jp-AgiUndo")).to_contain_text(
         "restored", timeout=30_000
@@ -153,7 +165,7 @@ def test_the_panel_agent_edits_and_runs_the_open_notebook(
     tools.first.locator("summary").click()
     expect(tools.first).to_contain_text("read from the open tab")
     expect(tools.first).to_contain_text("(unsaved edit)")
-    undo_in_the_runs_tab(page, "tab")
+    undo_in_the_runs_tab(page, "tab", last_turn_first=True)
 
 
 @pytest.fixture

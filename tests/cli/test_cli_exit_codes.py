@@ -1,11 +1,13 @@
 """Every command exits as README says: 0 ok, 1 run failed, 2 bad usage (an unknown id, a run
-that already ended), 3 not configured, 130 cancelled; one line on stderr when it fails."""
+that already ended), 3 not configured, 6 budget exceeded, 130 cancelled; one line on stderr
+when it fails."""
 
 from __future__ import annotations
 
 import pytest
 
 from agi_jupyter.app import Agi
+from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 from tests.cli.conftest import RunCli
 
 
@@ -38,3 +40,27 @@ def test_cancelling_a_run_that_ended_is_bad_usage(run_cli: RunCli, agi: Agi) -> 
     assert result.exit_code == 2
     assert result.stderr == f"agi: run {run.id} has already ended\n"
     assert agi.run(run.id).status == "succeeded"
+
+
+def test_a_run_stopped_by_its_budget_exits_6(
+    run_cli: RunCli, agi: Agi, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_list", {"path": "."})], usage=(50, 10)),
+        Turn(text="never asked for", usage=(70, 5)),
+    )
+    result = run_cli("--max-tokens", "100", "list the files")
+    assert result.exit_code == 6, (result.stdout, result.stderr)
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("agi: run ")
+    assert "failed: BUDGET_EXCEEDED: session budget: 60/100 tokens" in last
+    assert "session budget: 60/100 tokens" in result.stderr.splitlines()[-2]
+    assert len(fake_llm.requests) == 1
+    (session,) = agi.sessions().items
+    assert session.budget == {"max_tokens": 100}
+
+
+def test_budget_options_apply_to_a_new_session_only(run_cli: RunCli) -> None:
+    result = run_cli("--max-tokens", "100", "-c", "hi")
+    assert result.exit_code == 2
+    assert "apply to a new session" in result.stderr

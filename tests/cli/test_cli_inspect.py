@@ -180,6 +180,35 @@ def test_stats(run_cli: RunCli, finished: tuple[str, str]) -> None:
     assert isinstance(data, dict)
     assert (data["sessions"], data["runs"], data["tool_calls"]) == (1, 1, 1)
     assert "tool_calls_by_name  fs.list 1" in human
+    assert data["budgets"] == []
+
+
+def test_stats_show_what_every_budget_spent_and_has_left(
+    run_cli: RunCli, agi: Agi, project: Path
+) -> None:
+    (project / ".agi" / "config.json").write_text(
+        json.dumps({"budgets": {"notebooks": {"a.ipynb": {"max_tokens": 1000}}}})
+    )
+    session = agi.new_session(budget={"max_tokens": 500, "max_usd": 0.5})
+    agi.store.add_session_usage(session.id, input_tokens=100, output_tokens=20, cost_usd=0.01)
+    mine = agi.new_session(notebook_path="a.ipynb")
+    agi.store.add_session_usage(mine.id, input_tokens=7, output_tokens=3, cost_usd=0.0)
+
+    data = json_of(run_cli, "stats")
+    human = run_cli("stats").stdout
+
+    assert isinstance(data, dict)
+    own, notebook = data["budgets"]
+    assert (own["session_id"], own["spent_tokens"], own["remaining_tokens"]) == (
+        session.id,
+        120,
+        380,
+    )
+    assert own["remaining_usd"] == pytest.approx(0.49)
+    assert (notebook["notebook_path"], notebook["remaining_tokens"]) == ("a.ipynb", 990)
+    assert f"{session.id} session budget: 120/500 tokens, $0.0100/$0.5" in human
+    assert "(380 tokens, $0.4900 left)" in human
+    assert "notebook a.ipynb budget: 10/1000 tokens (990 tokens left)" in human
 
 
 def test_tools_and_agents(run_cli: RunCli) -> None:

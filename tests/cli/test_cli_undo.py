@@ -82,3 +82,67 @@ def test_undo_of_a_run_without_changes_and_of_an_unknown_run(
     unknown = run_cli("undo", "run_nope")
     assert unknown.exit_code == 2  # an id that names nothing is bad usage (README)
     assert "not found" in unknown.stderr
+
+
+def three_turns_of_files(agi: Agi, fake_llm: FakeLLMServer, project: Path) -> str:
+    """Turn 1 creates new.txt, turn 2 patches keep.txt, turn 3 rewrites new.txt."""
+    (project / "keep.txt").write_text("one\ntwo\n")
+    patch = "*** Begin Patch\n*** Update File: keep.txt\n@@\n-two\n+TWO\n*** End Patch"
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_write", {"path": "new.txt", "content": "v1\n"})]),
+        Turn(tool_calls=[FakeToolCall("apply_patch", {"patch": patch})]),
+        Turn(tool_calls=[FakeToolCall("fs_write", {"path": "new.txt", "content": "v3\n"})]),
+        Turn(text="done"),
+    )
+    run = agi.ask("change files", agent="build", model="fake:echo").run
+    assert run.status == "succeeded"
+    assert (project / "new.txt").read_text() == "v3\n"
+    assert (project / "keep.txt").read_text() == "one\nTWO\n"
+    return run.id
+
+
+def test_file_changes_are_recorded_per_turn(
+    agi: Agi, fake_llm: FakeLLMServer, project: Path
+) -> None:
+    run_id = three_turns_of_files(agi, fake_llm, project)
+    changes = agi.store.list_changes(run_id=run_id)
+    assert [(c.kind, c.path, c.turn) for c in changes] == [
+        ("file", "new.txt", 1),
+        ("file", "keep.txt", 2),
+        ("file", "new.txt", 3),
+    ]
+    assert changes[0].before_sha is None  # created: nothing before
+    assert changes[0].after_sha is not None
+    assert agi.store.get_blob(changes[0].after_sha) == b"v1\n"
+    assert agi.store.get_blob(changes[1].before_sha or "") == b"one\ntwo\n"
+    assert all(c.tool_call_id for c in changes)
+
+
+def test_undo_a_turn_rewinds_the_files_to_before_it(
+    run_cli: RunCli, agi: Agi, fake_llm: FakeLLMServer, project: Path
+) -> None:
+    run_id = three_turns_of_files(agi, fake_llm, project)
+
+    last = run_cli("undo", run_id, "--turn", "3")
+    assert last.exit_code == 0, last.stderr
+    assert last.stdout == "restored new.txt (file)\n"
+    assert (project / "new.txt").read_text() == "v1\n"
+    assert (project / "keep.txt").read_text() == "one\nTWO\n"
+
+    (project / "keep.txt").write_text("someone else\n")
+    refused = run_cli("undo", run_id, "--turn", "2")
+    assert refused.exit_code == 4
+    assert "keep.txt: changed since" in refused.stderr
+    assert (project / "new.txt").read_text() == "v1\n"  # nothing was restored
+    forced = json.loads(run_cli("undo", run_id, "--turn", "2", "--force", "--json").stdout)
+    assert forced["turn"] == 2
+    assert {(f["path"], f["status"], f["forced"]) for f in forced["files"]} == {
+        ("keep.txt", "restored", True),
+        ("new.txt", "unchanged", False),  # before turn 2 it held turn 1's v1, as now
+    }
+    assert (project / "keep.txt").read_text() == "one\ntwo\n"
+    assert (project / "new.txt").read_text() == "v1\n"
+    whole = run_cli("undo", run_id)  # the whole run: turn 1 created new.txt
+    assert whole.stdout == "removed new.txt (file)\nunchanged keep.txt (file)\n"
+    assert not (project / "new.txt").exists()
+    assert run_cli("undo", run_id, "--turn", "0").exit_code == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
@@ -359,3 +360,39 @@ def test_agi_tools_lists_mcp_tools_with_their_server_and_failed_servers(
     assert rows["mcp.tools.add"][-1] == "mcp:tools"
     assert "MCP server broken failed" in table.note
     assert "cannot open the database" in table.note
+
+
+def test_a_session_budget_from_the_magic_stops_a_cell_and_shows_in_the_footer(
+    cell: RunCell, ctx: Any, fake_llm: FakeLLMServer
+) -> None:
+    new = cell("%agi new --max-tokens 100")
+    assert "session budget: 0/100 tokens (100 tokens left)" in new.stdout
+    assert ctx.agi.session(ctx.session_id).budget == {"max_tokens": 100}
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_list", {"path": "."})], usage=(50, 10)),
+        Turn(text="never asked for", usage=(70, 5)),
+    )
+
+    run = cell("%%agi\nlist the files")
+
+    assert run.value.run.error["code"] == "BUDGET_EXCEEDED"
+    final = run.outputs[-1]["data"]
+    assert "**Error** — BUDGET\\_EXCEEDED: session budget: 60/100 tokens" in final["text/markdown"]
+    assert "· session budget: 60/100 tokens" in final["text/plain"]
+    assert len(fake_llm.requests) == 1
+    shown = cell("%agi budget")
+    assert "agi: session budget: 60/100 tokens (40 tokens left)" in shown.stdout
+    assert "invalid budget" in cell("%agi new --max-tokens 0").stderr
+    raised = cell("%agi budget --max-tokens 500")
+    assert "agi: session budget: 60/500 tokens (440 tokens left)" in raised.stdout
+    assert "no budget applies" in cell("%agi budget --none").stdout
+    assert ctx.agi.session(ctx.session_id).budget is None
+
+
+def test_models_lists_a_local_servers_models(
+    cell: RunCell, project: Path, fake_llm: FakeLLMServer
+) -> None:
+    config = {"providers": {"compat": {"base_url": fake_llm.openai_base_url}}}
+    (project / ".agi" / "config.json").write_text(json.dumps(config))
+    table = cell("%agi models").value
+    assert ["compat:gpt-fake", "", "", "", "served"] in table.rows

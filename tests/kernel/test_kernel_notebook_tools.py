@@ -218,3 +218,23 @@ def test_the_tab_link_waits_for_a_hello_once(tmp_path: Path) -> None:
         store.put_notebook_reply("hello:c2", {"ok": True, "path": "own.ipynb"})
         assert asyncio.run(link.attached(store)) is True
         assert link.silent is False
+
+
+def test_undo_magic_rewinds_a_turn_of_file_changes(
+    cell: RunCell, fake_llm: FakeLLMServer, own_notebook: Path
+) -> None:
+    project = own_notebook.parent
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_write", {"path": "out.txt", "content": "first\n"})]),
+        Turn(tool_calls=[FakeToolCall("fs_write", {"path": "out.txt", "content": "second\n"})]),
+        Turn(text="wrote it twice"),
+    )
+    run = cell("%%agi -a build\nwrite out.txt twice")
+    assert (project / "out.txt").read_text() == "second\n"
+    undone = cell(f"%agi undo {run.value.run_id} --turn 2")
+    assert "agi: restored out.txt (file)" in undone.stdout
+    assert (project / "out.txt").read_text() == "first\n"
+    (project / "out.txt").write_text("mine\n")
+    refused = cell(f"%agi undo {run.value.run_id}")
+    assert "out.txt: changed since" in refused.stderr
+    assert (project / "out.txt").read_text() == "mine\n"

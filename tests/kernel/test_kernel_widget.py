@@ -219,3 +219,15 @@ def test_a_waiting_call_is_approved_from_the_widget_and_the_answer_streams_on(
     assert (tool["status"], tool["ok"]) == ("completed", True)
     assert widget.status == "succeeded"
     assert [e["text"] for e in widget.transcript if e["role"] == "assistant"] == ["Decided."]
+
+
+def test_the_footer_shows_the_session_budget(
+    widget: Any, ctx: Any, fake_llm: FakeLLMServer
+) -> None:
+    ctx.agi.store.update_session(widget.session_id, budget={"max_tokens": 100})
+    fake_llm.enqueue(Turn(text="fine", usage=(7, 3)))
+    widget.send_message("hi")
+    widget.wait(10)
+    info = widget.transcript[-1]
+    assert info["role"] == "info"
+    assert info["text"].endswith(" · session budget: 10/100 tokens")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 import pytest_asyncio
 
-from agi_jupyter.config import KNOWN_PROVIDERS, ProviderSettings
+from agi_jupyter.config import KNOWN_PROVIDERS, ProviderSettings, WirePath
 from agi_jupyter.providers import (
     Provider,
     ProviderEvent,
@@ -49,13 +49,19 @@ def fake_base_url(server: FakeLLMServer, name: str) -> str:
 
 @pytest_asyncio.fixture
 async def make_provider(fake_llm: FakeLLMServer) -> AsyncIterator[MakeProvider]:
-    """``make_provider(name, retry=..., timeout=...)``: an adapter aimed at the fake server,
-    closed after the test."""
+    """``make_provider(name, retry=..., timeout=..., wire=...)``: an adapter aimed at the fake
+    server, closed after the test (Chat Completions: the HTTP path unless ``wire="sdk"``)."""
     created: list[Provider] = []
 
-    def make(name: str, *, retry: RetryPolicy = FAST_RETRY, timeout: float = 10.0) -> Provider:
+    def make(
+        name: str,
+        *,
+        retry: RetryPolicy = FAST_RETRY,
+        timeout: float = 10.0,
+        wire: WirePath = "http",
+    ) -> Provider:
         settings = settings_for(name, fake_base_url(fake_llm, name))
-        provider = create_provider(settings, retry=retry, timeout=timeout)
+        provider = create_provider(settings, retry=retry, timeout=timeout, wire=wire)
         created.append(provider)
         return provider
 

@@ -332,17 +332,20 @@ async def test_chat_sends_what_the_sdk_create_would_send(
         idempotency_key="run_1-1-1",
         extra_body={"seed": 7},
     )
-    provider = make_provider("openai-chat")
+    provider = make_provider("openai-chat", wire="sdk")
     params = provider.request_params(request)
-    fake_llm.enqueue(Turn(text="a"), Turn(text="b"))
+    fake_llm.enqueue(Turn(text="a"), Turn(text="b"), Turn(text="c"))
     async with await provider._open(params):
         pass
     async with await provider.client.chat.completions.create(**params):
         pass
-    ours, sdk = fake_llm.requests
-    assert ours.body == sdk.body
+    [_ async for _ in make_provider("openai-chat").stream(request)]  # the HTTP path
+    ours, sdk, http = fake_llm.requests
+    assert ours.body == sdk.body == http.body
     assert isinstance(ours.body, dict)
     assert ours.body["seed"] == 7
     for header in ("authorization", "idempotency-key", "content-type", "user-agent"):
         assert ours.headers.get(header) == sdk.headers.get(header), header
+    for header in ("authorization", "idempotency-key", "content-type", "accept"):
+        assert http.headers.get(header) == sdk.headers.get(header), header
     assert ours.headers["authorization"].startswith("Bearer ")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+import httpx2
 import pytest
 
 from agi_jupyter.config import load_config
@@ -12,7 +13,9 @@ from agi_jupyter.errors import ProviderNotConfigured
 from agi_jupyter.providers import ProviderRequest, TextDelta, create_provider
 from agi_jupyter.providers.anthropic_messages import AnthropicProvider
 from agi_jupyter.providers.openai_chat import OpenAIChatProvider
+from agi_jupyter.providers.openai_chat_http import HttpChatProvider
 from agi_jupyter.providers.openai_responses import OpenAIResponsesProvider
+from agi_jupyter.providers.openai_responses_http import HttpResponsesProvider
 from agi_jupyter.records import ChatMessage, TextPart
 
 if TYPE_CHECKING:
@@ -52,7 +55,7 @@ def settings(tmp_path: Path, name: str, **env: str) -> ProviderSettings:
     ],
 )
 async def test_adapter_and_base_url(tmp_path: Path, name: str, cls: type, base_url: str) -> None:
-    provider = create_provider(settings(tmp_path, name, **ALL_KEYS))
+    provider = create_provider(settings(tmp_path, name, **ALL_KEYS), wire="sdk")
     try:
         assert type(provider) is cls
         assert isinstance(
@@ -66,18 +69,37 @@ async def test_adapter_and_base_url(tmp_path: Path, name: str, cls: type, base_u
             assert provider.openai_native == (name == "openai-chat")
     finally:
         await provider.aclose()
+    if cls is AnthropicProvider:
+        return  # read by its SDK on both wires
+    http = create_provider(settings(tmp_path, name, **ALL_KEYS))  # the default wire: http
+    try:
+        expected = HttpChatProvider if cls is OpenAIChatProvider else HttpResponsesProvider
+        assert type(http) is expected
+        assert (http.name, http.base_url) == (name, base_url)
+        if isinstance(http, HttpChatProvider):
+            assert http.openai_native == (name == "openai-chat")
+        assert http.config.retry.max_retries == 3
+    finally:
+        await http.aclose()
 
 
 @pytest.mark.asyncio
 async def test_base_url_from_the_environment(tmp_path: Path) -> None:
     env = {"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": "http://127.0.0.1:9999/v1"}
-    provider = create_provider(settings(tmp_path, "openai", **env), timeout=30)
+    provider = create_provider(settings(tmp_path, "openai", **env), timeout=30, wire="sdk")
     try:
         assert isinstance(provider, OpenAIResponsesProvider)
         assert provider.base_url == "http://127.0.0.1:9999/v1/"
         assert provider.client.timeout == 30
     finally:
         await provider.aclose()
+    http = create_provider(settings(tmp_path, "openai", **env), timeout=30)
+    try:
+        assert isinstance(http, HttpResponsesProvider)
+        assert http.base_url == "http://127.0.0.1:9999/v1/"
+        assert http.client.timeout == httpx2.Timeout(30)
+    finally:
+        await http.aclose()
 
 
 @pytest.mark.parametrize(
@@ -120,7 +142,10 @@ def test_missing_sdk_gives_an_install_hint(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.delitem(sys.modules, "agi_jupyter.providers._openai_common")
     monkeypatch.setitem(sys.modules, "openai", None)  # "import openai" now fails
     with pytest.raises(ProviderNotConfigured, match="pip install openai"):
-        create_provider(settings(tmp_path, "openai-chat", OPENAI_API_KEY=SECRET))
+        create_provider(settings(tmp_path, "openai-chat", OPENAI_API_KEY=SECRET), wire="sdk")
+    # the HTTP path needs no SDK
+    provider = create_provider(settings(tmp_path, "openai-chat", OPENAI_API_KEY=SECRET))
+    assert type(provider).__name__ == "HttpChatProvider"  # (its module was imported again)
 
 
 def _ask(text: str) -> ProviderRequest:
@@ -136,7 +161,7 @@ async def test_fake_works_offline_without_a_key(tmp_path: Path) -> None:
     assert fake.base_url is None
     provider = create_provider(fake)
     try:
-        assert isinstance(provider, OpenAIChatProvider)
+        assert isinstance(provider, HttpChatProvider)
         assert provider.base_url.startswith("http://127.0.0.1:")
         events = [e async for e in provider.stream(_ask("hello"))]
         text = "".join(e.text for e in events if isinstance(e, TextDelta))
@@ -145,7 +170,7 @@ async def test_fake_works_offline_without_a_key(tmp_path: Path) -> None:
         await provider.aclose()
     again = create_provider(fake)  # the in-process server is shared
     try:
-        assert isinstance(again, OpenAIChatProvider)
+        assert isinstance(again, HttpChatProvider)
         assert again.base_url == provider.base_url
     finally:
         await again.aclose()
@@ -155,7 +180,7 @@ async def test_fake_works_offline_without_a_key(tmp_path: Path) -> None:
 async def test_fake_uses_agi_fake_llm_url(tmp_path: Path, fake_llm: Any) -> None:
     provider = create_provider(settings(tmp_path, "fake", AGI_FAKE_LLM_URL=fake_llm.url))
     try:
-        assert isinstance(provider, OpenAIChatProvider)
+        assert isinstance(provider, HttpChatProvider)
         assert provider.base_url == fake_llm.openai_base_url.rstrip("/") + "/"
         events = [e async for e in provider.stream(_ask("via env"))]
         assert events[-1].kind == "finish"

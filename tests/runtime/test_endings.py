@@ -198,7 +198,7 @@ def test_results_stored_out_of_order_are_sent_after_their_calls(
     assert stored == ["waited quick", "waited slow"]  # stored as they ended
     messages = (fake_llm.requests[-1].body or {})["messages"]
     sent = [(m["role"], m.get("content")) for m in messages[-3:]]
-    assert sent == [("assistant", None), ("tool", "waited slow"), ("tool", "waited quick")]
+    assert sent == [("assistant", ""), ("tool", "waited slow"), ("tool", "waited quick")]
 
 
 # --- release and resume --------------------------------------------------------------------------

@@ -248,3 +248,20 @@ def test_the_tool_policy_decides_permission_requests(
     calls = {c.name: c for c in agi.store.list_tool_calls(run_id=denied.run.id)}
     assert (calls["edit"].status, calls["edit"].result) == ("failed", "permission denied")
     assert "[exit code 0]" in calls["execute"].result  # shell.run no longer asks
+
+
+def test_a_spent_budget_stops_the_next_run_of_an_acp_session_before_it_starts(
+    make_agi: MakeAgi, notes: Path
+) -> None:
+    agi = make_agi(config=acp_config())
+    session = agi.new_session(agent="build", sdk="acp", budget={"max_tokens": 15})
+    assert agi.ask("please work", session=session.id).run.status == "succeeded"
+    assert agi.session(session.id).input_tokens + agi.session(session.id).output_tokens == 15
+
+    second = agi.ask("again", session=session.id).run
+
+    assert second.status == "failed"
+    assert second.error is not None
+    assert second.error["code"] == "BUDGET_EXCEEDED"
+    assert "session budget: 15/15 tokens: the budget is spent" in second.error["message"]
+    assert [m.role for m in agi.history(session.id, view="full")][-1] == "user"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agi_jupyter.server.routes import ROUTES, Route
+from agi_jupyter.testing import FakeLLMServer
 from tests.server.conftest import Fetch, project_store
 
 
@@ -352,3 +354,21 @@ async def test_tools_lists_mcp_tools_with_their_server_and_the_servers(
     assert "mcp.tools.add" in servers["tools"]["tools"]
     assert servers["broken"]["state"] == "failed"
     assert "cannot open the database" in servers["broken"]["error"]
+
+
+async def test_providers_list_a_local_servers_models(
+    fetch: Fetch, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    monkeypatch.setenv("AGI_COMPAT_BASE_URL", fake_llm.openai_base_url)
+    monkeypatch.setenv("VLLM_BASE_URL", f"http://127.0.0.1:{closed}/v1")
+    listed = await fetch("providers")
+    assert listed.status == 200
+    providers = {p["name"]: p for p in listed.data["providers"]}
+    assert providers["compat"]["served_models"] == ["claude-fake", "fake", "gpt-fake"]
+    assert providers["compat"]["served_models_error"] is None
+    assert providers["vllm"]["served_models"] == []
+    assert providers["vllm"]["served_models_error"].startswith("unreachable")
+    assert providers["openai"]["served_models"] is None

@@ -86,9 +86,11 @@ async def test_a_rest_run_reads_inserts_edits_runs_and_undo_restores_the_file(
     assert undone.status == 200, undone
     assert undone.data == {
         "run_id": run_id,
+        "turn": None,
         "notebooks": [
             {"path": "analysis.ipynb", "status": "restored", "backend": "file", "forced": False}
         ],
+        "files": [],
     }
     assert path.read_bytes() == original, "byte for byte"
 
@@ -124,6 +126,36 @@ async def test_undo_over_rest_refuses_after_a_user_edit_unless_forced(
     assert path.read_bytes() == original
     missing = await fetch("runs", "run_nope", "undo", method="POST", json={})
     assert missing.status == 404
+
+
+async def test_undo_over_rest_rewinds_to_before_a_turn(
+    fetch: Fetch, fake_llm: FakeLLMServer, server_root: Path
+) -> None:
+    path = server_root / "analysis.ipynb"
+    original = write_notebook(path)
+    first = {"cell_id": "total", "expected_hash": source_hash("x + 1"), "source": "x + 2"}
+    second = {"cell_id": "total", "expected_hash": source_hash("x + 2"), "source": "x + 3"}
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("notebook.edit", first)]),
+        Turn(tool_calls=[FakeToolCall("notebook.edit", second)]),
+        Turn(text="edited twice"),
+    )
+    session = await bound_session(fetch)
+    reply = await fetch("sessions", session, "messages", method="POST", json={"content": "go"})
+    run_id = reply.data["run"]["id"]
+    changes = (await fetch("runs", run_id, "changes")).data["changes"]
+    assert [c["turn"] for c in changes] == [1, 2]
+
+    bad = await fetch("runs", run_id, "undo", method="POST", json={"turn": 0})
+    assert bad.status == 400
+    rewound = await fetch("runs", run_id, "undo", method="POST", json={"turn": 2})
+    assert rewound.status == 200, rewound
+    assert rewound.data["turn"] == 2
+    assert rewound.data["notebooks"][0]["status"] == "restored"
+    assert nbformat.read(path, as_version=4).cells[2].source == "x + 2"
+    whole = await fetch("runs", run_id, "undo", method="POST", json={})
+    assert whole.status == 200, whole  # what the turn's undo left is the run's, no conflict
+    assert path.read_bytes() == original
 
 
 async def test_cancelling_a_run_during_notebook_run_interrupts_the_kernel(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agi_jupyter.testing import FakeLLMServer, Fault, Turn
+from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Fault, Turn
 from tests.server.conftest import Api, Fetch, ndjson, project_store, wait_run
 
 
@@ -159,3 +159,39 @@ async def test_one_shot(api: Api, fetch: Fetch, fake_llm: FakeLLMServer) -> None
     for bad in ({}, {"prompt": "a", "messages": conversation}, {"messages": conversation[:2]}):
         reply = await fetch("one-shot", method="POST", json=bad)
         assert (reply.status, reply.error["code"]) == (400, "VALIDATION_ERROR"), bad
+
+
+async def test_a_session_budget_stops_its_run_with_budget_exceeded(
+    fetch: Fetch, fake_llm: FakeLLMServer
+) -> None:
+    bad = await fetch("sessions", method="POST", json={"budget": {"max_tokens": 0}})
+    assert (bad.status, bad.error["code"]) == (400, "VALIDATION_ERROR")
+    created = await fetch(
+        "sessions",
+        method="POST",
+        json={"model": "openai-chat:gpt-4o-mini", "budget": {"max_tokens": 100}},
+    )
+    assert created.status == 201, created
+    session = created.data["session"]
+    assert session["budget"] == {"max_tokens": 100}
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_list", {"path": "."})], usage=(50, 10)),
+        Turn(text="never asked for", usage=(70, 5)),
+    )
+    answered = await fetch(
+        "sessions", session["id"], "messages", method="POST", json={"content": "list"}
+    )
+    run = answered.data["run"]
+    assert run["status"] == "failed"
+    assert run["error"]["code"] == "BUDGET_EXCEEDED"
+    assert len(fake_llm.requests) == 1
+    events = await fetch("runs", run["id"], "events", headers={"Accept": "application/json"})
+    budget = [e for e in events.data["events"] if e["type"] == "budget"]
+    assert budget[0]["remaining_tokens"] == 40
+    assert budget[-1]["exceeded"] is True
+    raised = await fetch(
+        "sessions", session["id"], method="PATCH", json={"budget": {"max_tokens": 500}}
+    )
+    assert raised.data["session"]["budget"] == {"max_tokens": 500}
+    removed = await fetch("sessions", session["id"], method="PATCH", json={"budget": None})
+    assert removed.data["session"]["budget"] is None

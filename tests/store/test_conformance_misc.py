@@ -162,6 +162,10 @@ def test_stats(store: Store, session: Session) -> None:
     runs = [store.create_run(session.id) for _ in range(3)]
     store.update_run(runs[0].id, status="succeeded")
     store.update_run(runs[1].id, status="failed")
+    # a run whose server sent no usage (runner.add_turn_usage) is counted apart
+    unknown = {"input_tokens": None, "output_tokens": None, "unknown_turns": 1}
+    store.update_run(runs[1].id, usage=unknown)
+    store.update_run(runs[0].id, usage={"input_tokens": 100, "output_tokens": 20})
     for i, name in enumerate(["fs.read", "fs.read", "shell.run"]):
         store.create_tool_call(runs[0].id, str(i), name, {})
     store.add_session_usage(session.id, input_tokens=100, output_tokens=20, cost_usd=0.5)
@@ -183,4 +187,5 @@ def test_stats(store: Store, session: Session) -> None:
         "output_tokens": 22,
         "total_tokens": 123,
         "cost_usd": 0.75,
+        "unknown_usage_runs": 1,
     }

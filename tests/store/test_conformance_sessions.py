@@ -17,6 +17,7 @@ def test_create_session_defaults(store: Store) -> None:
     assert s.id.startswith("ses_")
     assert (s.agent, s.sdk, s.queue_mode) == ("general", "native", "queue")
     assert (s.tool_config, s.metadata, s.message_count, s.cost_usd) == ({}, {}, 0, 0.0)
+    assert s.budget is None
     assert s.created_at == s.updated_at
     assert s.created_at.endswith("Z")
     assert store.get_session(s.id) == s
@@ -35,8 +36,10 @@ def test_create_session_with_everything_round_trips(store: Store) -> None:
         tool_config={"allow": ["fs.read"], "nested": {"a": [1, 2]}},
         metadata={"unicode": "ünï ✓"},
         notebook_path="nb/analysis.ipynb",
+        budget={"max_tokens": 1000, "max_usd": 0.25},
     )
     assert store.get_session(s.id) == s
+    assert s.budget == {"max_tokens": 1000, "max_usd": 0.25}
     assert s.tool_config["nested"] == {"a": [1, 2]}
 
 
@@ -106,6 +109,13 @@ def test_bad_cursor_is_a_usage_error(store: Store, session: Session, cursor: str
 def test_bad_limit_is_a_usage_error(store: Store, limit: int) -> None:
     with pytest.raises(UsageError, match="limit"):
         store.list_sessions(limit=limit)
+
+
+def test_a_session_budget_can_be_changed_and_removed(store: Store, session: Session) -> None:
+    assert store.update_session(session.id, budget={"max_tokens": 5}).budget == {"max_tokens": 5}
+    assert store.get_session(session.id).budget == {"max_tokens": 5}
+    assert store.update_session(session.id, budget=None).budget is None
+    assert store.get_session(session.id).budget is None
 
 
 def test_update_session(store: Store, session: Session) -> None:

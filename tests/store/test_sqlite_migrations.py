@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from sqlite_utils import Database
 
-from agi_jupyter.records import Run
+from agi_jupyter.records import Run, Session
 from agi_jupyter.store import MIGRATIONS, migrate
 from agi_jupyter.store.migrations import applied_names, pending
 from agi_jupyter.store.rows import (
@@ -28,7 +28,7 @@ BY_NAME: dict[str, Callable[[Database], None]] = {fn.__name__: fn for fn in MIGR
 # What each migration adds: table -> columns (every table backs a record, column for field).
 EXPECTED: dict[str, dict[str, set[str]]] = {
     "m001_initial": {
-        "sessions": set(SESSIONS.columns),
+        "sessions": set(SESSIONS.columns) - {"budget"},  # added by m015
         "messages": set(MESSAGES.columns),
         "message_parts": {"id", "message_id", "idx", "type", "content"},
     },
@@ -89,6 +89,7 @@ def test_migrations_are_numbered_in_order() -> None:
         "m009_webhook_delivery_id",
         "m013_runs_agent",
         "m014_tool_call_approvals",
+        "m015_sessions_budget",
     ]
     assert len(set(names)) == len(names)
 
@@ -222,3 +223,13 @@ def test_m013_gives_runs_their_own_agent(db: Database) -> None:
     BY_NAME["m013_runs_agent"](db)
     assert columns(db, "runs") == set(RUNS.columns)
     assert db.table("runs").get("run_1")["agent"] is None
+
+
+def test_m015_gives_sessions_a_budget_column(db: Database) -> None:
+    for fn in MIGRATIONS[: [f.__name__ for f in MIGRATIONS].index("m015_sessions_budget")]:
+        fn(db)
+    row = SESSIONS.to_row(Session(id="ses_1"))
+    db.table("sessions").insert({k: v for k, v in row.items() if k != "budget"})
+    BY_NAME["m015_sessions_budget"](db)
+    assert columns(db, "sessions") == set(SESSIONS.columns)
+    assert db.table("sessions").get("ses_1")["budget"] is None

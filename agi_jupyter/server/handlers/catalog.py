@@ -6,6 +6,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from agi_jupyter.config import KNOWN_PROVIDERS
 from agi_jupyter.mcp.tools import server_of
+from agi_jupyter.providers.local_models import list_local_models
 from agi_jupyter.server.handlers.base import AgiHandler, cursor_not_found, protected
 from agi_jupyter.server.models import (
     AgentInfo,
@@ -78,9 +79,11 @@ class ProvidersHandler(AgiHandler):
     @protected
     async def get(self) -> None:
         agi = await self.agi()
+        local = await self.call(list_local_models, agi.config.providers)
         providers = []
         for name, settings in agi.config.providers.items():
             known = KNOWN_PROVIDERS[name]
+            served = local.get(name)
             providers.append(
                 ProviderInfo(
                     name=name,
@@ -91,6 +94,8 @@ class ProvidersHandler(AgiHandler):
                     base_url=_public_url(settings.base_url),
                     default_model=settings.default_model,
                     key_env=list(known.key_env),
+                    served_models=served.models if served else None,
+                    served_models_error=served.error if served else None,
                 )
             )
         self.reply(ProviderList(default_model=agi.config.default_model, providers=providers))

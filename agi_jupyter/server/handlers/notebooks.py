@@ -25,7 +25,7 @@ class RunUndoHandler(AgiHandler):
     async def post(self, run_id: str) -> None:
         body = self.body(UndoRequest)
         agi = await self.agi()
-        result = await self.call(agi.undo, run_id, force=body.force)
+        result = await self.call(agi.undo, run_id, force=body.force, turn=body.turn)
         self.reply(UndoResponse.model_validate(result.to_dict()))
 
 

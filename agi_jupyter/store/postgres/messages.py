@@ -20,7 +20,6 @@ from agi_jupyter.records import (
     Part,
     Role,
     RunFence,
-    TextPart,
     new_id,
     part_to_dict,
     parts_text,
@@ -30,6 +29,7 @@ from agi_jupyter.store.postgres.core import Connection, PgCore, limit_value
 from agi_jupyter.store.rows import (
     MESSAGE_SELECT,
     MESSAGES,
+    keep_texts,
     messages_from_cursor,
     part_row,
     parts_json,
@@ -164,8 +164,7 @@ class PgMessagesMixin(PgCore):
             )
             messages, _ = messages_from_cursor(cursor, session_id)
         if text_only:
-            for m in messages:
-                m.parts = [p for p in m.parts if isinstance(p, TextPart) and p.text]
+            keep_texts(messages)
         return messages
 
     # --- helpers --------------------------------------------------------------------------

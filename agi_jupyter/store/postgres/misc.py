@@ -14,7 +14,7 @@ from agi_jupyter.records import (
     new_id,
     utc_now,
 )
-from agi_jupyter.store.misc import stats_dict
+from agi_jupyter.store.misc import UNKNOWN_USAGE_RUNS, stats_dict
 from agi_jupyter.store.postgres.core import PgCore
 from agi_jupyter.store.rows import CAPABILITIES, TASKS, WEBHOOK_EVENTS, check_limit
 
@@ -198,6 +198,7 @@ class PgStatsMixin(PgCore):
                 for table in ("messages", "artifacts", "tasks", "webhook_events")
             }
             runs = conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall()
+            unknown = conn.execute(UNKNOWN_USAGE_RUNS).fetchone()
             tools = conn.execute(
                 "SELECT name, COUNT(*) FROM tool_calls GROUP BY name ORDER BY name"
             ).fetchall()
@@ -207,4 +208,4 @@ class PgStatsMixin(PgCore):
                 " FROM sessions"
             ).fetchone()
         assert usage is not None
-        return stats_dict(counts, runs, tools, usage)
+        return stats_dict(counts, runs, tools, usage, unknown[0] if unknown else 0)

@@ -50,6 +50,7 @@ class PgSessionsMixin(PgCore):
         tool_config: JSON | None = None,
         metadata: JSON | None = None,
         notebook_path: str | None = None,
+        budget: JSON | None = None,
     ) -> Session:
         now = utc_now()
         session = Session(
@@ -65,6 +66,7 @@ class PgSessionsMixin(PgCore):
             tool_config=tool_config or {},
             metadata=metadata or {},
             notebook_path=notebook_path,
+            budget=budget or None,
             created_at=now,
             updated_at=now,
         )

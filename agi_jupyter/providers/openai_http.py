@@ -1,0 +1,142 @@
+"""What both OpenAI wire APIs read off the wire share (``wire = "http"``, the default).
+
+The request the SDK path would send (its body, ``extra_body`` merged in as the SDK's
+``extra_json`` does, ``Authorization: Bearer``, ``Idempotency-Key``) is POSTed with httpx2 (the
+SDK's own HTTP client, without the SDK); the SSE stream is cut into events from the raw bytes
+(``sse.py``) and each event decoded by orjson into a dict, which a subclass maps onto
+``ProviderEvent``s. No ``openai`` import: the per-event model validation that costs the SDK
+most of its CPU is what this path leaves out. Errors map to the same typed errors as
+``_openai_common.map_error``: an HTTP error status through ``http_error`` (with the body shape
+the SDK passes: the inner ``error`` object), a transport failure or timeout to
+``ProviderDisconnected``, an ``error`` object at the top of an event to ``stream_error``; the
+retries are the same ``stream_with_retry``. ``tests/providers/test_providers_wire.py`` runs
+recorded streams through both paths and compares what they yield.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from typing import Any
+
+import httpx2
+import orjson
+
+from agi_jupyter import __version__
+from agi_jupyter.errors import ProviderDisconnected, ProviderError
+from agi_jupyter.providers._common import (
+    RETRYABLE_STREAM_CODES,
+    AdapterConfig,
+    http_error,
+    stream_error,
+)
+from agi_jupyter.providers.base import ProviderEvent, ProviderRequest
+from agi_jupyter.providers.retry import stream_with_retry
+from agi_jupyter.providers.sse import SseEvent, sse_events
+
+STREAM_ERROR = "An error occurred during streaming"  # the SDK's message for an error without one
+
+
+class OpenAIHttpAdapter(ABC):
+    """An OpenAI wire API read with httpx2 and orjson. Subclasses name the endpoint, build the
+    request (``request_params``, as the SDK path's) and map decoded events (``_events``).
+    ``http_client``: an ``httpx2.AsyncClient`` to send through (a proxy, a transport, tests)."""
+
+    path: str  # the endpoint under the base URL, e.g. "chat/completions"
+
+    def __init__(self, config: AdapterConfig, *, http_client: httpx2.AsyncClient | None = None):
+        self.name = config.name
+        self.config = config
+        self.client = http_client or httpx2.AsyncClient(
+            timeout=httpx2.Timeout(config.timeout), follow_redirects=True
+        )
+        self._url = self.base_url + self.path
+        self._headers = {
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+            "User-Agent": f"agi-jupyter/{__version__}",
+            "Authorization": f"Bearer {config.api_key}",
+        }
+
+    @property
+    def base_url(self) -> str:
+        """The base URL with one trailing slash (as the SDK client keeps it)."""
+        return self.config.base_url.rstrip("/") + "/"
+
+    @abstractmethod
+    def request_params(self, request: ProviderRequest) -> dict[str, Any]:
+        """What the SDK path would pass to its ``create`` (extra headers and body apart)."""
+
+    @abstractmethod
+    def _events(self, sses: AsyncIterator[SseEvent]) -> AsyncGenerator[ProviderEvent, None]:
+        """Map one response's events (``data`` JSON, ``[DONE]`` excluded) onto ours."""
+
+    def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        params = self.request_params(request)
+        headers = {**self._headers, **params.pop("extra_headers", {})}
+        extra = params.pop("extra_body", {})
+        body = {**params, **extra}  # as the SDK's extra_json merges it
+        content = orjson.dumps(body)  # encoded once: a retry sends the same bytes
+        return stream_with_retry(lambda: self._stream_once(content, headers), self.config.retry)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def _stream_once(
+        self, content: bytes, headers: Mapping[str, str]
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        try:
+            async with self.client.stream(
+                "POST", self._url, content=content, headers=headers
+            ) as response:
+                if response.status_code >= 400:
+                    raise self._status_error(response, await response.aread())
+                async for event in self._events(_until_done(sse_events(response.aiter_bytes()))):
+                    yield event
+        except httpx2.TransportError as error:
+            raise self._disconnected(error) from error
+        except orjson.JSONDecodeError as error:
+            raise ProviderError(
+                f"{self.name}: the stream sent an event that is not JSON"
+            ) from error
+
+    # --- errors, as _openai_common.map_error maps the SDK's ------------------------------------
+
+    def in_stream_error(self, error: object) -> ProviderError:
+        """The typed error of an ``error`` object at the top of a streamed event."""
+        message = error.get("message") if isinstance(error, Mapping) else None
+        if not message or not isinstance(message, str):
+            message = STREAM_ERROR
+        raw_code = error.get("code") if isinstance(error, Mapping) else None
+        code = str(raw_code) if raw_code is not None else None
+        retryable = code in RETRYABLE_STREAM_CODES or (code or "").startswith(("429", "5"))
+        return stream_error(self.config, code, message, retryable=retryable)
+
+    def _status_error(self, response: httpx2.Response, raw: bytes) -> ProviderError:
+        body: object = raw.decode("utf-8", "replace").strip()
+        with contextlib.suppress(orjson.JSONDecodeError):
+            body = orjson.loads(raw)
+        fallback = f"Error code: {response.status_code} - {body}"
+        inner = body.get("error", body) if isinstance(body, Mapping) else body
+        return http_error(self.config, response.status_code, response.headers, inner, fallback)
+
+    def _disconnected(self, error: httpx2.TransportError) -> ProviderDisconnected:
+        detail = self.config.redact(str(error) or "Connection error.")
+        return ProviderDisconnected(
+            f"{self.name}: the connection to {self.base_url} failed or dropped "
+            f"({type(error).__name__}: {detail})"
+        )
+
+
+async def _until_done(events: AsyncIterator[SseEvent]) -> AsyncIterator[SseEvent]:
+    """The events before ``[DONE]``; the rest of the body is still read, so the connection
+    goes back to the pool (the SDK drains it too)."""
+    done = False
+    async for event in events:
+        if done:
+            continue
+        if event.data.startswith(b"[DONE]"):
+            done = True
+            continue
+        yield event

@@ -1,0 +1,95 @@
+"""How close ``Agi.history`` comes to the bare SELECT of the same rows (issue 20, item 3).
+
+Builds a throwaway SQLite project with one session of N plain-text messages (default 10,000,
+user and assistant alternating, one text part each: a plain chat), then times, interleaved in
+each round so that the machine's drift hits every path alike:
+
+- ``bare``: the SELECT ``list_messages`` makes for these rows (the same columns, the same
+  order), rows fetched and dropped, nothing decoded: the floor;
+- ``bare'``: the same SELECT again, so ``bare'/bare`` is the A/A noise of this run;
+- ``history(view="full")`` and ``history(view="simple")``: the records a caller gets.
+
+Each timed call includes freeing its result. The medians over the rounds (round 0 warms up and
+is dropped) and the ratios to ``bare`` are printed; the goal is <= 1.5x for both views.
+
+    .venv/bin/python benchmarks/history_floor.py [--messages 10000] [--repeat 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+from agi_jupyter.app import Agi
+from agi_jupyter.records import TextPart
+from agi_jupyter.store import SqliteStore
+from agi_jupyter.store.rows import MESSAGE_SELECT
+
+
+def build(store: SqliteStore, count: int) -> str:
+    session = store.create_session(title="plain chat")
+    for i in range(count):
+        role = "user" if i % 2 == 0 else "assistant"
+        text = f"Message {i}: " + ("a plain sentence of a chat, " * 4)
+        meta = {"provider": "fake", "model": "echo"} if role == "assistant" else None
+        store.add_message(session.id, role, [TextPart(text=text)], meta=meta)
+    return session.id
+
+
+def bare_fetch(store: SqliteStore, session_id: str) -> None:
+    """The one SELECT of ``list_messages``, rows fetched and dropped."""
+    with store._read() as conn:
+        assert conn is not None
+        conn.execute(
+            f"SELECT {MESSAGE_SELECT} FROM messages WHERE session_id = ?"
+            " ORDER BY created_at, rowid LIMIT -1",
+            [session_id],
+        ).fetchall()
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.process_time()
+    fn()  # the result is dropped inside the timing
+    return time.process_time() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args(argv)
+    with (
+        tempfile.TemporaryDirectory() as home,
+        tempfile.TemporaryDirectory() as project,
+        Agi(project, env={"HOME": home}) as agi,
+    ):
+        store = agi.store
+        assert isinstance(store, SqliteStore)
+        session_id = build(store, args.messages)
+        assert len(agi.history(session_id, view="simple")) == args.messages
+        paths: dict[str, Callable[[], object]] = {
+            "bare": lambda: bare_fetch(store, session_id),
+            "bare'": lambda: bare_fetch(store, session_id),
+            "full": lambda: agi.history(session_id, view="full"),
+            "simple": lambda: agi.history(session_id, view="simple"),
+        }
+        cpu: dict[str, list[float]] = {name: [] for name in paths}
+        for round_ in range(args.repeat + 1):
+            for name, fn in paths.items():
+                spent = timed(fn)
+                if round_:
+                    cpu[name].append(spent)
+        floor = statistics.median(cpu["bare"])
+        print(f"{args.messages:,} plain-text messages, {args.repeat} rounds, CPU medians:")
+        for name, values in cpu.items():
+            median = statistics.median(values)
+            print(f"  {name:<7} {median * 1000:7.1f} ms  {median / floor:5.2f}x bare")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
