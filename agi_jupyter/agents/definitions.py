@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from agi_jupyter.config import AcpCommand
-from agi_jupyter.tools.policy import BUILD_PERMISSIONS, Verdict
+
+# (tools/policy.py's ``Verdict``; not imported from there: importing the tools package loads
+# pydantic and the tool modules, and ``%load_ext`` must stay light.)
+Verdict = Literal["allow", "ask", "deny"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,18 @@ BUILD_TOOLS: tuple[str, ...] = (
     PROJECT_TOOLS,
     MCP_TOOLS,
 )
+
+# The built-in ``build`` agent's tool policy: commands, code and edits ask (tools/policy.py).
+BUILD_PERMISSIONS: Mapping[str, Verdict] = {
+    "shell.run": "ask",
+    "python": "ask",
+    "apply_patch": "ask",
+    "fs.write": "ask",
+    "notebook.edit": "ask",
+    "notebook.insert": "ask",
+    "notebook.delete": "ask",
+    "notebook.run": "ask",
+}
 
 BUILTIN_AGENTS: dict[str, Agent] = {
     agent.name: agent

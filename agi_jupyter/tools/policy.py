@@ -39,17 +39,6 @@ DEFAULT_REVIEW_MODE: ReviewMode = "ask"
 EDIT_TOOLS: frozenset[str] = frozenset(
     {"fs.write", "apply_patch", "notebook.edit", "notebook.insert", "notebook.delete"}
 )
-# The built-in ``build`` agent's rules: commands, code and edits ask.
-BUILD_PERMISSIONS: Mapping[str, Verdict] = {
-    "shell.run": "ask",
-    "python": "ask",
-    "apply_patch": "ask",
-    "fs.write": "ask",
-    "notebook.edit": "ask",
-    "notebook.insert": "ask",
-    "notebook.delete": "ask",
-    "notebook.run": "ask",
-}
 
 
 def check_verdict(value: object, *, where: str) -> Verdict:
