@@ -33,6 +33,7 @@ from agi_jupyter.config import (
 )
 from agi_jupyter.errors import (
     AgentNotFound,
+    NoPendingApproval,
     ProviderNotConfigured,
     RunTerminal,
     SdkModelMismatch,
@@ -50,6 +51,7 @@ from agi_jupyter.records import (
     Run,
     Session,
     TextPart,
+    ToolCall,
     is_blank,
     part_to_dict,
     utc_now,
@@ -69,6 +71,7 @@ from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
 from agi_jupyter.store import Store, create_store
 from agi_jupyter.tools import Redactor, ToolRegistry, builtin_tools
+from agi_jupyter.tools.policy import check_review_mode, check_rules, with_approved
 from agi_jupyter.tools.redact import install_log_redaction
 
 if TYPE_CHECKING:
@@ -174,10 +177,15 @@ class Agi:
         tools: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
         sdk: str | None = None,
+        review_mode: str | None = None,
+        permissions: Mapping[str, str] | None = None,
         budget: Mapping[str, Any] | None = None,
     ) -> Session:
         """A new session. ``sdk`` picks the agent SDK that runs it (``native``, ``claude``,
         ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``).
+        ``review_mode``: ``ask``, ``auto-edit`` or ``auto`` (default: the configured
+        ``review_mode``, see README "Tool policy and review modes"); ``permissions``: the
+        session's tool rules (name or glob -> allow | ask | deny), over the agent's.
         ``budget`` (``{"max_tokens": N, "max_usd": X}``) caps what its runs may spend
         (default: ``budgets.session`` of the config; see ``agi_jupyter.budget``)."""
         chosen = Budget.parse(budget) if budget is not None else self.config.budgets.session
@@ -186,6 +194,11 @@ class Agi:
         provider, model_name = self.config.resolve_model(model or self._agent_model(agent_name))
         if queue_mode not in ("queue", "interrupt"):
             raise UsageError(f"queue_mode must be 'queue' or 'interrupt', not {queue_mode!r}")
+        tool_config: dict[str, Any] = {"extra_tools": list(tools)} if tools else {}
+        if review_mode is not None:
+            tool_config["review_mode"] = check_review_mode(review_mode)
+        if permissions:
+            tool_config["permissions"] = check_rules(permissions)
         sdk_name = sdk or agent_def.sdk or self.config.default_sdk
         # An SDK that cannot run the model is refused now, not when the first run fails: a
         # 400 when both were asked for, a 409 when a default (the agent's, the project's) is
@@ -205,7 +218,7 @@ class Agi:
             system_prompt=system_prompt,
             thinking_level=thinking_level,
             queue_mode=queue_mode,
-            tool_config={"extra_tools": list(tools)} if tools else {},
+            tool_config=tool_config,
             metadata=dict(metadata or {}),
             notebook_path=notebook_path,
             budget=chosen.to_dict() if chosen else None,
@@ -221,11 +234,13 @@ class Agi:
         agent: str | None = None,
         model: str | None = None,
         tools: Sequence[str] | None = None,
+        review_mode: str | None = None,
+        permissions: Mapping[str, str] | None = None,
         **fields: Any,
     ) -> Session:
         """Change a session (title, agent, sdk, model, system_prompt, thinking_level, queue_mode,
-        notebook_path, metadata, extra tools, budget — None removes it); session streams see
-        ``session.updated``."""
+        notebook_path, metadata, extra tools, review mode, tool permissions — replaced whole,
+        budget — None removes it); session streams see ``session.updated``."""
         changes = dict(fields)
         if "budget" in changes:
             chosen = Budget.parse(changes["budget"])
@@ -237,8 +252,17 @@ class Agi:
             changes["provider"], changes["model"] = self.config.resolve_model(model)
         if changes.get("sdk") is not None or model is not None:
             self._check_sdk_change(session_id, changes)
-        if tools is not None:
-            changes["tool_config"] = {"extra_tools": list(tools)} if tools else {}
+        if tools is not None or review_mode is not None or permissions is not None:
+            tool_config = dict(self.store.get_session(session_id).tool_config)
+            if tools is not None:
+                tool_config.pop("extra_tools", None)
+                if tools:
+                    tool_config["extra_tools"] = list(tools)
+            if review_mode is not None:
+                tool_config["review_mode"] = check_review_mode(review_mode)
+            if permissions is not None:
+                tool_config["permissions"] = check_rules(permissions)
+            changes["tool_config"] = tool_config
         if changes.get("queue_mode", "queue") not in ("queue", "interrupt"):
             raise UsageError("queue_mode must be 'queue' or 'interrupt'")
         ses = self.store.update_session(session_id, **changes)
@@ -400,8 +424,10 @@ class Agi:
         )
 
     def stream(self, prompt: str | Sequence[Part], **options: Any) -> Iterator[dict[str, Any]]:
-        """Start a run and yield its events until ``run.final``. Stopping early is safe: the run
-        goes on and persists."""
+        """Start a run and yield its events until ``run.final``, or until the run waits for an
+        approval (a ``run.status`` ``waiting_approval`` event is then the last one: see
+        ``pending_approvals`` and ``decide``). Stopping early is safe: the run goes on and
+        persists."""
         run, after_seq = self._submit(prompt, **options)
         return follow_run(self.store, self.bus, run.id, after_seq=after_seq)
 
@@ -469,6 +495,52 @@ class Agi:
         except TimeoutError:
             return self.runs_manager.request_cancel(run_id)
 
+    def pending_approvals(self, run_id: str) -> list[ToolCall]:
+        """The run's tool calls waiting for a person's decision (none decided yet)."""
+        return [
+            c
+            for c in self.store.list_tool_calls(run_id=run_id)
+            if c.status == "waiting_approval" and c.approval is None
+        ]
+
+    def decide(
+        self,
+        run_id: str,
+        decision: str,
+        *,
+        tool_call_id: str | None = None,
+        message: str | None = None,
+        resume: bool = True,
+    ) -> list[ToolCall]:
+        """Decide the run's tool calls waiting for approval (all, or ``tool_call_id``):
+        ``approve``, ``deny`` (``message`` goes to the model with the denial) or
+        ``approve_always`` (also approves the tool for the rest of the session). Once no call
+        is left undecided the run is queued; ``resume``: and executed here (any other process
+        that ticks may take it instead). Returns the calls decided; ``NoPendingApproval`` when
+        nothing was waiting."""
+        if decision not in ("approve", "deny", "approve_always"):
+            raise UsageError(f"decision must be approve, deny or approve_always, not {decision!r}")
+        run = self.store.get_run(run_id)
+        waiting = [
+            c
+            for c in self.pending_approvals(run_id)
+            if tool_call_id is None or c.tool_call_id == tool_call_id
+        ]
+        if not waiting:
+            which = f"tool call {tool_call_id} of run" if tool_call_id else "run"
+            raise NoPendingApproval(f"{which} {run_id} has no tool call waiting for a decision")
+        if decision == "approve_always":
+            session = self.store.get_session(run.session_id)
+            tool_config = with_approved(session.tool_config, sorted({c.name for c in waiting}))
+            self.store.update_session(session.id, tool_config=tool_config)
+        verdict = {"decision": decision, "message": message, "decided_at": utc_now()}
+        decided = self.store.decide_tool_calls(run_id, verdict, tool_call_id=tool_call_id)
+        if not decided:
+            raise NoPendingApproval(f"run {run_id} was decided meanwhile")
+        if resume and self.store.get_run(run_id).status == "queued":
+            self.loop.submit(self._spawn(run_id))
+        return decided
+
     def undo(
         self, run_id: str, *, force: bool = False, turn: int | None = None
     ) -> notebook.UndoResult:
@@ -502,8 +574,9 @@ class Agi:
         self.runs_manager.spawn(run_id)
 
     def _interrupt_active_runs(self, session_id: str, *, keep: str) -> None:
+        # A run waiting for an approval is interrupted too: the new message replaces the turn.
         active = self.store.list_runs(
-            session_id=session_id, statuses=["queued", "running"], limit=20
+            session_id=session_id, statuses=["queued", "running", "waiting_approval"], limit=20
         ).items
         for run in active:
             if run.id != keep:

@@ -253,6 +253,7 @@ class _Layer(BaseModel):
     default_agent: str | None = None
     default_model: str | None = None
     default_sdk: Literal["native", "claude", "codex", "acp"] | None = None
+    review_mode: Literal["ask", "auto-edit", "auto"] | None = None
     max_iterations: int | None = Field(default=None, ge=1, le=1000)
     persist_deltas: bool | None = None
     wire: WirePath | None = None
@@ -315,6 +316,8 @@ class Config:
     project: Path
     default_agent: str = "general"
     default_sdk: str = "native"  # the agent SDK of new sessions (DESIGN.md section 10)
+    # Which ``ask`` tool calls wait for a person (tools/policy.py): ask, auto-edit or auto.
+    review_mode: str = "ask"
     default_model: str = "fake:echo"
     default_model_is_fallback: bool = True
     max_iterations: int = 10
@@ -450,6 +453,7 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
         ("AGI_MODEL", "default_model"),
         ("AGI_AGENT", "default_agent"),
         ("AGI_SDK", "default_sdk"),
+        ("AGI_REVIEW_MODE", "review_mode"),
         ("AGI_WIRE", "wire"),
     ):
         if env.get(key):
@@ -617,6 +621,7 @@ def _build(
         project=project,
         default_agent=layer.default_agent or defaults.default_agent,
         default_sdk=layer.default_sdk or defaults.default_sdk,
+        review_mode=layer.review_mode or defaults.review_mode,
         default_model=default_model,
         default_model_is_fallback=layer.default_model is None,
         max_iterations=layer.max_iterations or defaults.max_iterations,

@@ -16,7 +16,8 @@
     ├── Conflict                  CONFLICT (409)
     │   ├── RunTerminal           RUN_TERMINAL (409): the run already ended
     │   ├── NoUserMessage         NO_USER_MESSAGE (409): nothing for a run to answer
-    │   └── RunLost               RUN_LOST (409): this process no longer owns the run
+    │   ├── RunLost               RUN_LOST (409): this process no longer owns the run
+    │   └── NoPendingApproval     NO_PENDING_APPROVAL (409): no tool call of the run waits
     ├── RunCancelled              RUN_CANCELLED: the run was cancelled
     ├── BudgetExceeded            BUDGET_EXCEEDED (409): a token/cost budget is spent
     └── StoreUnavailable          STORE_UNAVAILABLE (503): the store's database cannot be reached
@@ -157,6 +158,12 @@ class RunLost(Conflict):
     write nothing more. Raised by the ``Store`` methods called with ``fence=``."""
 
     code = "RUN_LOST"
+
+
+class NoPendingApproval(Conflict):
+    """A decision was given for a run (or one of its tool calls) that waits for none."""
+
+    code = "NO_PENDING_APPROVAL"
 
 
 class RunCancelled(AgiError):

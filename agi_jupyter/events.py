@@ -114,6 +114,28 @@ class ToolCallOutput(BaseEvent):
 
 
 @dataclass(kw_only=True)
+class ApprovalRequested(BaseEvent):
+    """A tool call waits for a person's decision (the run goes to ``waiting_approval``)."""
+
+    tool_call_id: str
+    name: str
+    arguments: JSON
+    review_mode: str = "ask"
+    type: Literal["approval.requested"] = "approval.requested"
+
+
+@dataclass(kw_only=True)
+class ApprovalDecided(BaseEvent):
+    """The decision on a waiting call, taken up by the attempt that resumes its run."""
+
+    tool_call_id: str
+    name: str
+    decision: str  # approve | deny | approve_always
+    message: str | None = None
+    type: Literal["approval.decided"] = "approval.decided"
+
+
+@dataclass(kw_only=True)
 class UsageEvent(BaseEvent):
     input_tokens: int
     output_tokens: int
@@ -194,6 +216,8 @@ Event = (
     | ToolCallArgumentsDone
     | ToolCallDelta
     | ToolCallOutput
+    | ApprovalRequested
+    | ApprovalDecided
     | UsageEvent
     | BudgetEvent
     | MessageCompleted

@@ -24,16 +24,24 @@ RunStatus = Literal[
     "running",
     "waiting_webhook",
     "processing_webhook",
+    "waiting_approval",
     "succeeded",
     "failed",
     "cancelled",
 ]
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 ACTIVE_RUN_STATUSES: frozenset[str] = frozenset(
-    {"queued", "running", "waiting_webhook", "processing_webhook"}
+    {"queued", "running", "waiting_webhook", "processing_webhook", "waiting_approval"}
 )
 ToolCallStatus = Literal[
-    "pending", "running", "completed", "failed", "skipped", "denied", "cancelled"
+    "pending",
+    "waiting_approval",
+    "running",
+    "completed",
+    "failed",
+    "skipped",
+    "denied",
+    "cancelled",
 ]
 QueueMode = Literal["queue", "interrupt"]
 TaskStatus = Literal["pending", "in_progress", "done", "cancelled"]
@@ -311,6 +319,9 @@ class ToolCall:
     is_error: bool = False
     started_at: str | None = None
     finished_at: str | None = None
+    # A person's decision on a call that waited for one: {decision: approve | deny |
+    # approve_always, message, decided_at}; None while undecided or never asked.
+    approval: JSON | None = None
     created_at: str = ""
     updated_at: str = ""
 

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from agi_jupyter.config import AcpCommand
+
+# (tools/policy.py's ``Verdict``; not imported from there: importing the tools package loads
+# pydantic and the tool modules, and ``%load_ext`` must stay light.)
+Verdict = Literal["allow", "ask", "deny"]
 
 
 @dataclass(frozen=True)
@@ -19,6 +25,8 @@ class Agent:
     model: str | None = None
     sdk: str | None = None  # the agent SDK its sessions use; None: the configured default
     acp: AcpCommand | None = None  # the ACP agent its ``acp`` sessions start (else config's)
+    # Tool policy rules (name or glob -> allow | ask | deny): see tools/policy.py.
+    permissions: Mapping[str, Verdict] = field(default_factory=dict)
     source: str = "built-in"
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -54,6 +62,18 @@ BUILD_TOOLS: tuple[str, ...] = (
     MCP_TOOLS,
 )
 
+# The built-in ``build`` agent's tool policy: commands, code and edits ask (tools/policy.py).
+BUILD_PERMISSIONS: Mapping[str, Verdict] = {
+    "shell.run": "ask",
+    "python": "ask",
+    "apply_patch": "ask",
+    "fs.write": "ask",
+    "notebook.edit": "ask",
+    "notebook.insert": "ask",
+    "notebook.delete": "ask",
+    "notebook.run": "ask",
+}
+
 BUILTIN_AGENTS: dict[str, Agent] = {
     agent.name: agent
     for agent in (
@@ -79,6 +99,7 @@ BUILTIN_AGENTS: dict[str, Agent] = {
             + " You build: inspect before you change, prefer small patches (apply_patch), "
             "and check your work by running it.",
             tools=BUILD_TOOLS,
+            permissions=dict(BUILD_PERMISSIONS),
         ),
     )
 }

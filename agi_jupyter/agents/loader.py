@@ -32,6 +32,8 @@ class _AgentEntry(BaseModel):
     model: str | None = None
     sdk: Literal["native", "claude", "codex", "acp"] | None = None
     acp: dict[str, Any] | None = None  # {command, args, env}: see config.AcpCommand
+    # Tool policy rules, merged over the base agent's (tools/policy.py).
+    permissions: dict[str, Literal["allow", "ask", "deny"]] | None = None
 
 
 def load_agents(project: Path) -> dict[str, Agent]:
@@ -49,6 +51,7 @@ def load_agents(project: Path) -> dict[str, Agent]:
             model=entry.model or base.model,
             sdk=entry.sdk or base.sdk,
             acp=_acp_command(entry, path) or base.acp,
+            permissions={**base.permissions, **(entry.permissions or {})},
             source=str(path),
         )
     for name, agent in list(agents.items()):

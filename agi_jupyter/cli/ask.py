@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from agi_jupyter.cli.approve import follow_with_approvals
 from agi_jupyter.cli.common import (
     EXIT_BUDGET,
     EXIT_CANCELLED,
@@ -45,6 +46,7 @@ class AskOptions:
     tools: tuple[str, ...]
     title: str | None
     sdk: str | None = None
+    review_mode: str | None = None
     budget: dict[str, Any] | None = None  # of a new session (--max-tokens / --max-usd)
 
     @property
@@ -81,6 +83,12 @@ class AskOptions:
     help="Agent SDK of a new session (default: the agent's, else native; see `agi sdks`).",
 )
 @click.option(
+    "--review-mode",
+    type=click.Choice(["ask", "auto-edit", "auto"]),
+    help="Which tool calls of a new session wait for you: ask (default: commands, code and "
+    "edits), auto-edit (edits go through) or auto (nothing asks).",
+)
+@click.option(
     "--max-tokens",
     type=click.IntRange(min=1),
     help="Token budget of a new session: its runs stop before a model call would exceed it.",
@@ -107,6 +115,7 @@ def ask(
     tools: tuple[str, ...],
     title: str | None,
     sdk: str | None,
+    review_mode: str | None,
     max_tokens: int | None,
     max_usd: float | None,
     project: Path | None,
@@ -117,7 +126,9 @@ def ask(
     """Ask PROMPT and stream the answer (the default command).
 
     `agi "..."` is `agi ask "..."`. The answer streams to stdout; tool calls are shown on
-    stderr. PROMPT `-` reads the prompt from stdin. Ctrl-C cancels the run.
+    stderr. PROMPT `-` reads the prompt from stdin. Ctrl-C cancels the run. A tool call that
+    needs your approval is asked about on a terminal; without one, agi prints how to decide
+    and exits with code 5, leaving the run waiting.
     """
     if session and continue_:
         raise click.UsageError("give --session or --continue, not both")
@@ -125,6 +136,10 @@ def ask(
         raise click.UsageError("--tools applies to a new session, not to --session / --continue")
     if sdk and (session or continue_):
         raise click.UsageError("--sdk applies to a new session, not to --session / --continue")
+    if review_mode and (session or continue_):
+        raise click.UsageError(
+            "--review-mode applies to a new session, not to --session / --continue"
+        )
     if (max_tokens or max_usd) and (session or continue_):
         raise click.UsageError("--max-tokens/--max-usd apply to a new session")
     budget = {k: v for k, v in (("max_tokens", max_tokens), ("max_usd", max_usd)) if v}
@@ -137,6 +152,7 @@ def ask(
         tools=tuple(name.strip() for group in tools for name in group.split(",") if name.strip()),
         title=title,
         sdk=sdk,
+        review_mode=review_mode,
         budget=budget or None,
     )
     printer = StreamPrinter(
@@ -150,7 +166,7 @@ def ask(
         interrupted = ask_remote(server, token, project, options, printer)
     else:
         interrupted = _ask_local(project, options, printer)
-    _exit_for(printer, interrupted)
+    exit_for(printer, interrupted)
 
 
 def _read_prompt(words: tuple[str, ...]) -> str:
@@ -166,7 +182,7 @@ def _ask_local(project: Path | None, options: AskOptions, printer: StreamPrinter
         with open_agi(project) as agi:
             run = _submit(agi, options)
             try:
-                printer.consume(agi.follow(run.id))
+                follow_with_approvals(agi, run.id, printer, 0)
             except KeyboardInterrupt:
                 _cancel(agi, run.id, printer)
                 return True
@@ -190,6 +206,7 @@ def _submit(agi: Agi, options: AskOptions) -> Run:
         title=options.session_title,
         tools=options.tools,
         sdk=options.sdk,
+        review_mode=options.review_mode,
         budget=options.budget,
     )
     try:
@@ -231,7 +248,7 @@ def _cancel(agi: Agi, run_id: str, printer: StreamPrinter) -> None:
         fail(f"interrupted while cancelling run {run_id}", EXIT_CANCELLED)
 
 
-def _exit_for(printer: StreamPrinter, interrupted: bool) -> None:
+def exit_for(printer: StreamPrinter, interrupted: bool) -> None:
     final: dict[str, Any] = printer.final or {}
     status = final.get("status")
     run_id = final.get("id") or printer.run_id

@@ -130,21 +130,31 @@ def runs(session_id: str | None, limit: int, project: Path | None, as_json: bool
         if session_id:
             agi.session(session_id)
         items = agi.runs(session_id, limit=limit).items
+        waiting = {
+            r.id: [c.name for c in agi.pending_approvals(r.id)]
+            for r in items
+            if r.status == "waiting_approval"
+        }
     if as_json:
         render.print_json(items)
         return
     render.table(
         ["id", "session", "status", "model", "attempt", "tokens in/out", "cost", "created"],
-        (_run_row(r) for r in items),
+        (_run_row(r, waiting.get(r.id)) for r in items),
         empty="no runs",
     )
+    if waiting:
+        click.echo(
+            "runs waiting for approval: decide with `agi approve RUN` or `agi deny RUN`", err=True
+        )
 
 
-def _run_row(r: Run) -> list[object]:
+def _run_row(r: Run, waiting: list[str] | None = None) -> list[object]:
+    status = f"{r.status}: {', '.join(waiting)}" if waiting else r.status
     return [
         r.id,
         r.session_id,
-        r.status,
+        status,
         render.model_label(r.provider, r.model),
         f"{r.attempt}/{r.max_attempts}",
         render.tokens(r.usage.get("input_tokens"), r.usage.get("output_tokens")),

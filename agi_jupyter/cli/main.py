@@ -8,7 +8,8 @@ command.
 Exit codes: 0 success, 1 the run failed (or another error), 2 bad usage (also an id that names
 nothing, a run that already ended), 3 configuration (a provider not configured, a malformed
 config file, a token the server refuses), 4 ``agi undo`` refused (the cells changed after the
-run), 130 cancelled (Ctrl-C).
+run), 5 the run waits for an approval and there is no terminal to ask on, 6 the run's budget is
+spent, 130 cancelled (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import click
 
 from agi_jupyter import __version__
-from agi_jupyter.cli import ask, catalog, export, inspect, mcp, serve, setup, undo
+from agi_jupyter.cli import approve, ask, catalog, export, inspect, mcp, serve, setup, undo
 from agi_jupyter.cli.common import exit_code_for, fail
 from agi_jupyter.errors import AgiError
 
@@ -65,7 +66,7 @@ def cli() -> None:
     ancestor with .agi/), or in a shared PostgreSQL database when AGI_DATABASE_URL is set.
     Exit codes: 0 ok, 1 run failed, 2 bad usage (also an unknown id, a run that already
     ended), 3 not configured (also a refused --token), 4 undo refused,
-    130 cancelled.
+    5 left waiting for your approval (no terminal to ask on), 6 budget spent, 130 cancelled.
     """
 
 
@@ -78,6 +79,7 @@ for _command in (
     *catalog.COMMANDS,
     export.export,
     undo.undo,
+    *approve.COMMANDS,
 ):
     cli.add_command(_command)
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 from agi_jupyter import errors
+from agi_jupyter.cli.common import EXIT_WAITING, fail
 
 if TYPE_CHECKING:
     from http.client import HTTPResponse
@@ -39,6 +40,7 @@ _ERRORS: dict[str, type[errors.AgiError]] = {
     "AGENT_NOT_FOUND": errors.AgentNotFound,
     "RUN_TERMINAL": errors.RunTerminal,
     "NO_USER_MESSAGE": errors.NoUserMessage,
+    "NO_PENDING_APPROVAL": errors.NoPendingApproval,
     "UNDO_CONFLICT": errors.Conflict,
     "RUN_ACTIVE": errors.Conflict,
 }
@@ -144,6 +146,16 @@ def ask_remote(
                 cancelled = client.call("POST", f"runs/{quote(printer.run_id, safe='')}/cancel")
                 printer.final = cancelled["run"]
         return True
+    if printer.final is None and printer.run_id:
+        run_path = f"runs/{quote(printer.run_id, safe='')}"
+        if client.call("GET", run_path)["run"]["status"] == "waiting_approval":
+            waiting = client.call("GET", f"{run_path}/approvals")["approvals"]
+            names = ", ".join(str(a["name"]) for a in waiting)
+            fail(
+                f"run {printer.run_id} is waiting for approval of {names}; decide with "
+                f"POST {client.url(run_path + '/approvals')} (or the side panel)",
+                EXIT_WAITING,
+            )
     return False
 
 
@@ -162,6 +174,7 @@ def _session_id(client: ServerClient, options: AskOptions) -> str:
         "title": options.session_title,
         "tools": list(options.tools),
         "sdk": options.sdk,
+        "review_mode": options.review_mode,
         "budget": options.budget,
     }
     created = client.call("POST", "sessions", {k: v for k, v in body.items() if v})

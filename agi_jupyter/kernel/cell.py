@@ -314,6 +314,10 @@ class CellRunner:
     def finish(self, view: RunView) -> CellResult:
         terminal = is_terminal(self.shell)
         value = self.value_of(view) if terminal else self.display_final(view)
+        if view.status == "waiting_approval" and not terminal:
+            from agi_jupyter.kernel.approvals import show_buttons
+
+            show_buttons(self.ctx, view.run_id)
         result = self.result(view, value)
         if self.fmt == "code" and isinstance(value, str) and value:
             self.shell.set_next_input(value, replace=False)

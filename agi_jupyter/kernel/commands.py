@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 HELP = """\
 %agi sessions                      sessions of this project (* marks the notebook's)
 %agi use ID                        make session ID the notebook's session
-%agi new [--agent A] [--model M] [--sdk S] [--max-tokens N] [--max-usd X]
+%agi new [--agent A] [--model M] [--sdk S] [--review-mode R]
+         [--max-tokens N] [--max-usd X]
                                    start a new notebook session (S: native, claude, codex, acp;
+                                   R: ask, auto-edit, auto — which tool calls wait for you;
                                    N, X: its token / cost budget)
 %agi budget [--max-tokens N] [--max-usd X] [--none]
                                    spent and remaining of the session's and notebook's budgets;
@@ -34,6 +36,10 @@ HELP = """\
 %agi runs [ID]                     runs of a session
 %agi show RUN                      a run's answer and tool calls
 %agi cancel RUN                    cancel a run
+%agi approve RUN [--always] [--tool-call ID]
+                                   approve the tool calls RUN waits on; it resumes here
+%agi deny RUN [-m MESSAGE] [--tool-call ID]
+                                   deny them (the model gets the denial and MESSAGE)
 %agi undo RUN [--turn N] [--force] restore the notebooks and files the run changed (as
                                    before the run, or before its turn N)
 %agi wait [RUN]                    wait for --background runs (or RUN); returns the result
@@ -61,6 +67,7 @@ def _parser() -> Any:
     new.add_argument("--agent", "-a")
     new.add_argument("--model", "-m")
     new.add_argument("--sdk", choices=("native", "claude", "codex", "acp"))
+    new.add_argument("--review-mode", choices=("ask", "auto-edit", "auto"))
     new.add_argument("--max-tokens", type=int)
     new.add_argument("--max-usd", type=float)
     budget = sub.add_parser("budget", add_help=False)
@@ -73,6 +80,14 @@ def _parser() -> Any:
     sub.add_parser("runs", add_help=False).add_argument("id", nargs="?")
     sub.add_parser("show", add_help=False).add_argument("run")
     sub.add_parser("cancel", add_help=False).add_argument("run")
+    approve = sub.add_parser("approve", add_help=False)
+    approve.add_argument("run")
+    approve.add_argument("--always", action="store_true")
+    approve.add_argument("--tool-call")
+    deny = sub.add_parser("deny", add_help=False)
+    deny.add_argument("run")
+    deny.add_argument("--message", "-m")
+    deny.add_argument("--tool-call")
     undo = sub.add_parser("undo", add_help=False)
     undo.add_argument("run")
     undo.add_argument("--force", action="store_true")
@@ -139,7 +154,11 @@ def cmd_new(ctx: KernelContext, args: argparse.Namespace) -> None:
     limits = (("max_tokens", args.max_tokens), ("max_usd", args.max_usd))
     budget = {k: v for k, v in limits if v is not None}
     session = ctx.new_session(
-        agent=args.agent, model=args.model, sdk=args.sdk, budget=budget or None
+        agent=args.agent,
+        model=args.model,
+        sdk=args.sdk,
+        review_mode=args.review_mode,
+        budget=budget or None,
     )
     sdk = "" if session.sdk == "native" else f", sdk {session.sdk}"
     print(
@@ -209,10 +228,14 @@ def cmd_runs(ctx: KernelContext, args: argparse.Namespace) -> Table:
             if known
             else "?"
         )
+        status: str = r.status
+        if r.status == "waiting_approval":
+            names = ", ".join(c.name for c in ctx.agi.pending_approvals(r.id))
+            status = f"{status}: {names} (%agi approve|deny {r.id})"
         rows.append(
             [
                 r.id,
-                r.status,
+                status,
                 f"{r.provider}:{r.model}",
                 tokens,
                 f"{r.cost_usd:.4f}",
@@ -253,6 +276,22 @@ def _patch_of(ctx: KernelContext, artifact_id: str) -> str | None:
 def cmd_cancel(ctx: KernelContext, args: argparse.Namespace) -> None:
     run = ctx.agi.cancel(args.run)
     print(f"agi: run {run.id} is {run.status}")
+
+
+def cmd_approve(ctx: KernelContext, args: argparse.Namespace) -> Any:
+    from agi_jupyter.kernel.approvals import decide_and_follow, show
+
+    decision = "approve_always" if args.always else "approve"
+    return show(ctx, decide_and_follow(ctx, args.run, decision, tool_call_id=args.tool_call))
+
+
+def cmd_deny(ctx: KernelContext, args: argparse.Namespace) -> Any:
+    from agi_jupyter.kernel.approvals import decide_and_follow, show
+
+    view = decide_and_follow(
+        ctx, args.run, "deny", tool_call_id=args.tool_call, message=args.message
+    )
+    return show(ctx, view)
 
 
 def cmd_undo(ctx: KernelContext, args: argparse.Namespace) -> None:
@@ -398,6 +437,8 @@ COMMANDS: dict[str, Command] = {
     "runs": cmd_runs,
     "show": cmd_show,
     "cancel": cmd_cancel,
+    "approve": cmd_approve,
+    "deny": cmd_deny,
     "undo": cmd_undo,
     "wait": cmd_wait,
     "agents": cmd_agents,

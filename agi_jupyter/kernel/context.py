@@ -206,6 +206,7 @@ class KernelContext:
         agent: str | None = None,
         model: str | None = None,
         sdk: str | None = None,
+        review_mode: str | None = None,
         budget: dict[str, Any] | None = None,
     ) -> Session:
         path = self.notebook_path()
@@ -217,6 +218,7 @@ class KernelContext:
             notebook_path=path,
             metadata={"front_door": "kernel"},
             sdk=sdk,
+            review_mode=review_mode,
             budget=budget,
         )
         self.session_id = session.id

@@ -187,6 +187,26 @@ class RunView:
         if not e.get("retryable"):
             self.error = f"{e.get('code')}: {e.get('message')}"
 
+    def _approval_requested(self, e: dict[str, Any]) -> None:
+        block = self._tool(e.get("tool_call_id"))
+        if block is None:
+            block = ToolBlock(str(e.get("tool_call_id")), str(e.get("name")))
+            self.segments.append(block)
+        block.arguments = e.get("arguments") or block.arguments
+        block.status = "waiting_approval"
+
+    def _approval_decided(self, e: dict[str, Any]) -> None:
+        block = self._tool(e.get("tool_call_id"))
+        if block is not None and e.get("decision") != "deny":
+            block.status = "running"  # its output follows; a denial comes as its output
+
+    @property
+    def waiting(self) -> list[ToolBlock]:
+        """The tool calls waiting for a person's decision."""
+        return [
+            s for s in self.segments if isinstance(s, ToolBlock) and s.status == "waiting_approval"
+        ]
+
     def _final(self, e: dict[str, Any]) -> None:
         run = e.get("run") or {}
         self.status = str(run.get("status", self.status))
@@ -231,6 +251,8 @@ class RunView:
                 chunks.append(_tool_markdown(segment))
         if self.error:
             chunks.append(f"**Error** — {_escape_md(self.error)}")
+        if self.status == "waiting_approval":
+            chunks.append(approval_hint(self, markdown=True))
         chunks.append(f"<sub>{_escape_html(self.footer())}</sub>")
         return "\n\n".join(chunks)
 
@@ -244,6 +266,8 @@ class RunView:
                 chunks.append(_tool_text(segment))
         if self.error:
             chunks.append(f"Error — {self.error}")
+        if self.status == "waiting_approval":
+            chunks.append(approval_hint(self))
         chunks.append(f"[{self.footer()}]")
         return "\n\n".join(chunks)
 
@@ -260,6 +284,8 @@ _HANDLERS: dict[str, Callable[[RunView, dict[str, Any]], None]] = {
     "tool.call.arguments.done": RunView._tool_args,
     "tool.call.delta": RunView._tool_delta,
     "tool.call.output": RunView._tool_output,
+    "approval.requested": RunView._approval_requested,
+    "approval.decided": RunView._approval_decided,
     "usage": RunView._usage,
     "budget": RunView._budget,
     "message.completed": RunView._message,
@@ -275,9 +301,28 @@ _ICONS = {
     "denied": "⊘",
     "skipped": "↷",
     "cancelled": "■",
+    "waiting_approval": "?",
 }
 STARTING = "agi · starting…"
-_LIVE_STATUS = {"queued": "starting…", "running": "running…"}
+_LIVE_STATUS = {
+    "queued": "starting…",
+    "running": "running…",
+    "waiting_approval": "waiting for your approval",
+}
+
+
+def approval_hint(view: RunView, *, markdown: bool = False) -> str:
+    """How to decide the calls the run waits on (the buttons do the same)."""
+    names = ", ".join(b.name for b in view.waiting) or "a tool call"
+    tick = "`" if markdown else ""
+    approve = f"{tick}%agi approve {view.run_id}{tick}"
+    deny = f"{tick}%agi deny {view.run_id} -m 'why'{tick}"
+    if markdown:
+        names = _escape_md(names)
+    return (
+        f"Waiting for your approval of {names}: {approve} (--always: for the rest of the "
+        f"session) or {deny}. The run waits, also across kernel restarts, until you decide."
+    )
 
 
 def _clip(text: str, limit: int = MAX_BLOCK_CHARS) -> str:
@@ -449,6 +494,8 @@ class TerminalPrinter:
         elif kind == "run.final":
             error = f"\nError — {self.view.error}" if self.view.error else ""
             self._write(f"\n{error}\n[{self.view.footer()}]\n")
+        elif kind == "run.status" and event.get("status") == "waiting_approval":
+            self._write(f"\n{approval_hint(self.view)}\n[{self.view.footer()}]\n")
 
     def _write(self, text: str) -> None:
         self.stream.write(text)

@@ -134,6 +134,13 @@ class ChatWidget(anywidget.AnyWidget):
                 self.new_session()
             elif kind == "refresh":
                 self.refresh_pickers(self.model)
+            elif kind == "approval":
+                self.decide(
+                    str(content.get("decision", "")),
+                    tool_call_id=content.get("tool_call_id") or None,
+                    message=content.get("message") or None,
+                    run_id=content.get("run_id") or None,
+                )
         except Exception as e:  # a widget handler must never raise into the kernel
             self.status = f"error: {getattr(e, 'message', None) or e}"
 
@@ -175,6 +182,36 @@ class ChatWidget(anywidget.AnyWidget):
         follower.start()
         return run.id
 
+    def decide(
+        self,
+        decision: str,
+        *,
+        tool_call_id: str | None = None,
+        message: str | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        """Decide a waiting tool call (what the Approve / Deny / Always buttons do; default:
+        every call the newest run waits on); once nothing is left undecided the run resumes
+        in this kernel and streams on here."""
+        run_id = run_id or self._last_run_id
+        if not run_id:
+            return
+        agi = self._ctx.agi
+        stored = agi.store.list_run_events(run_id)
+        after = stored[-1].seq if stored else 0
+        self._ctx.dispatcher.capture_loop()
+        agi.decide(run_id, decision, tool_call_id=tool_call_id, message=message)
+        if agi.run(run_id).status == "waiting_approval":
+            return  # other calls of the run still wait
+        self.running = run_id
+        self._last_run_id = run_id
+        self.status = "running"
+        follower = threading.Thread(
+            target=self._follow, args=(run_id, after), name=f"agi-chat-{run_id}", daemon=True
+        )
+        self._followers[run_id] = follower
+        follower.start()
+
     def stop(self) -> None:
         """Cancel the running answer (what the Stop button does), without blocking the kernel."""
         run_id = self.running
@@ -202,10 +239,10 @@ class ChatWidget(anywidget.AnyWidget):
 
     # --- following a run (daemon thread) ---------------------------------------------------------
 
-    def _follow(self, run_id: str) -> None:
+    def _follow(self, run_id: str, after_seq: int = 0) -> None:
         stream = _Stream(self, run_id)
         try:
-            for event in self._ctx.agi.follow(run_id):
+            for event in self._ctx.agi.follow(run_id, after_seq=after_seq):
                 stream.apply(event)
         except Exception as e:
             with self._lock:
@@ -246,23 +283,24 @@ class _Stream:
 
     def apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
-        w = self.w
         if kind == "output.text.delta":
             self._delta(str(event.get("delta", "")))
         elif kind == "output.text.done":
-            self.flush()
-            with w._lock:
-                if self.entry is None:
-                    self._open_entry()
-                assert self.entry is not None
-                w._update(self.entry, text=str(event.get("text", "")), streaming=False)
-            self.entry = None
+            self._text_done(str(event.get("text", "")))
         elif kind == "iteration":
             self.close_entry()
         elif kind == "run.meta":
             self.meta = event
-        elif kind in ("tool.call.started", "tool.call.arguments.done", "tool.call.output"):
+        elif kind in (
+            "tool.call.started",
+            "tool.call.arguments.done",
+            "tool.call.output",
+            "approval.requested",
+            "approval.decided",
+        ):
             self._tool(event)
+        elif kind == "run.status" and event.get("status") == "waiting_approval":
+            self._waiting()
         elif kind == "usage":
             self.tokens[0] += int(event.get("input_tokens") or 0)
             self.tokens[1] += int(event.get("output_tokens") or 0)
@@ -274,6 +312,15 @@ class _Stream:
             self.error = f"{event.get('code')}: {event.get('message')}"
         elif kind == "run.final":
             self._final(event)
+
+    def _text_done(self, text: str) -> None:
+        self.flush()
+        with self.w._lock:
+            if self.entry is None:
+                self._open_entry()
+            assert self.entry is not None
+            self.w._update(self.entry, text=text, streaming=False)
+        self.entry = None
 
     def _message(self, message: dict[str, Any]) -> None:
         """A partial answer (the run ended mid-answer): commit it to the entry streamed so far,
@@ -336,6 +383,10 @@ class _Stream:
                 w._append(_tool_entry(call_id, str(event.get("name", "")), None))
             if kind == "tool.call.arguments.done":
                 w._update(call_id, arguments=_dump(event.get("arguments")))
+            elif kind == "approval.requested":
+                w._update(call_id, status="waiting_approval", run_id=self.run_id)
+            elif kind == "approval.decided" and event.get("decision") != "deny":
+                w._update(call_id, status="running")
             elif kind == "tool.call.output":
                 status = str(event.get("status") or ("completed" if event.get("ok") else "failed"))
                 w._update(
@@ -345,6 +396,18 @@ class _Stream:
                     ok=bool(event.get("ok")),
                     diff=w._diff_of(event.get("artifact")),
                 )
+
+    def _waiting(self) -> None:
+        """The run stopped to wait for a decision (the buttons are on its tool entries)."""
+        self.close_entry()
+        w = self.w
+        with w._lock:
+            w.transcript = [
+                {**e, "streaming": False} if e.get("streaming") else e for e in w.transcript
+            ]
+            text = f"waiting for your approval · {self.run_id}"
+            w._append({"id": w._new_id("i"), "role": "info", "text": text})
+        w.status = "waiting_approval"
 
     def _final(self, event: dict[str, Any]) -> None:
         self.close_entry()  # a stopped answer keeps what it said

@@ -29,7 +29,9 @@ Listener = Callable[[dict[str, Any]], None]
 _Table = dict[str, tuple[Listener, ...]]
 
 KEEP = 60.0  # seconds a run's published events stay replayable after its attempt here ended
-_ENDINGS = frozenset({"queued", "waiting_webhook"})  # run.status values that end an attempt
+_ENDINGS = frozenset(
+    {"queued", "waiting_webhook", "waiting_approval"}
+)  # run.status values that end an attempt
 
 
 class EventBus:

@@ -10,6 +10,12 @@ changes nothing. What each ending leaves behind:
   then the ``error`` event, the status, and ``run.final`` last.
 - **queued again** (a retryable error with attempts left): ``run.status: queued`` with the
   backoff in ``next_attempt_at``; ``loop_state`` is kept, so the next attempt resumes.
+- **waiting for approval** (a tool call the policy says a person must decide): the calls
+  wait in ``tool_calls`` (status ``waiting_approval``, arguments in the assistant message),
+  and the run goes to ``waiting_approval`` with no owner: no tick claims it until every
+  waiting call has a decision, which queues it (``store.decide_tool_calls``); the attempt
+  that resumes it executes or refuses the calls before calling the model again. The park
+  does not count as an attempt (``max_attempts`` grows by one).
 - **released** (a graceful stop of this process): the tool calls in flight are answered as
   interrupted, and the run goes back to ``queued`` with no owner and ``next_attempt_at`` now, so
   the next process or any tick resumes it from ``loop_state`` at once.
@@ -45,6 +51,10 @@ INTERRUPTED = (
 )
 CANCELLED = "The tool call was cancelled with its run. Its effects are unknown."
 SKIPPED = "The tool call was not run: its run ended first."
+
+
+class AwaitingApproval(Exception):
+    """Raised by an attempt that left tool calls waiting for a person's decision."""
 
 
 def run_to_dict(run: Run) -> dict[str, Any]:
@@ -95,9 +105,35 @@ def requeue(deps: RuntimeDeps, run_id: str, emitter: RunEmitter, delay_at: str, 
     )
 
 
+def await_approval(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> Run:
+    """Park the run in ``waiting_approval`` (no owner) until its waiting calls are decided;
+    queued at once if they all were decided meanwhile (a decision that came before the park
+    found the run still running and could not queue it)."""
+    emitter.emit(ev.RunStatusEvent(status="waiting_approval"))
+    run = deps.store.get_run(run_id)
+    run = deps.store.update_run(
+        run_id,
+        status="waiting_approval",
+        owner=None,
+        next_attempt_at=None,
+        max_attempts=run.max_attempts + 1,
+        fence=emitter.fence,
+    )
+    undecided = [
+        c
+        for c in deps.store.list_tool_calls(run_id=run_id)
+        if c.status == "waiting_approval" and c.approval is None
+    ]
+    if not undecided and deps.store.update_run_if(
+        run_id, run.version, status="queued", next_attempt_at=utc_now()
+    ):
+        return deps.store.get_run(run_id)
+    return run
+
+
 def release(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> Run:
     """Give the run back to the queue (this process is stopping): due now, ``loop_state`` kept."""
-    settle_tool_calls(deps, run_id, emitter, "cancelled", output=INTERRUPTED)
+    settle_tool_calls(deps, run_id, emitter, "cancelled", output=INTERRUPTED, keep_waiting=True)
     emitter.emit(ev.RunStatusEvent(status="queued"))
     return deps.store.update_run(
         run_id, status="queued", owner=None, next_attempt_at=utc_now(), fence=emitter.fence
@@ -138,17 +174,21 @@ def settle_tool_calls(
     status: ToolCallStatus,
     *,
     output: str | None = None,
+    keep_waiting: bool = False,
 ) -> None:
     """No tool call of an ending attempt stays pending or running: each ends ``status``
     (pending ones ``skipped`` unless cancelled) with an error result in the session, so the
-    stored conversation answers every call (and the views stop showing it as running)."""
+    stored conversation answers every call (and the views stop showing it as running).
+    ``keep_waiting``: calls waiting for a decision keep waiting (a release: the attempt that
+    resumes the run parks it again, or executes what was decided)."""
+    settled = ("pending", "running") if keep_waiting else ("pending", "running", "waiting_approval")
     store = deps.store
     run = store.get_run(run_id)
     for call in store.list_tool_calls(run_id=run_id):
-        if call.status not in ("pending", "running"):
+        if call.status not in settled:
             continue
         final: ToolCallStatus = status
-        if call.status == "pending" and status != "cancelled":
+        if call.status in ("pending", "waiting_approval") and status != "cancelled":
             final = "skipped"
         text = output or (CANCELLED if final == "cancelled" else SKIPPED)
         if final == "failed":

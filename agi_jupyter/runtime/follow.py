@@ -3,7 +3,9 @@
 One follower serves every case: a run executing in this process (bus events arrive at once), a
 run executing in another process (the store is polled while the bus is quiet), and a replay
 after a refresh (``after_seq``). Events are de-duplicated by ``seq``; following ends after
-``run.final``. A follower that is dropped never affects the run.
+``run.final``, or when the run waits for a person's decision (``waiting_approval``: the
+caller shows the question; following again after the decision continues). A follower that is
+dropped never affects the run.
 
 Bus events are published on the runtime's thread and consumed on another (a caller's thread,
 tornado's loop). Waking the consumer for every token costs more than the token itself: each
@@ -62,8 +64,16 @@ class _Cursor:
         if self.done or int(event.get("seq", 0)) <= self.last:
             return False
         self.last = int(event["seq"])
-        self.done = event.get("type") == "run.final"
+        self.done = event.get("type") == "run.final" or self._waits(event)
         return True
+
+    def _waits(self, event: dict[str, Any]) -> bool:
+        """Whether ``event`` parked the run where it still waits (not an earlier wait)."""
+        if event.get("type") != "run.status" or event.get("status") != "waiting_approval":
+            return False
+        if self.store.get_run(self.run_id).status != "waiting_approval":
+            return False
+        return not self.store.list_run_events(self.run_id, after_seq=self.last)
 
     def catch_up(self, live: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``from_store``, merged by ``seq`` with ``live`` events (those the bus kept of the
@@ -85,7 +95,10 @@ class _Cursor:
         accepted = [e for e in events if self.accept(e)]
         if not self.done and not events:
             run = self.store.get_run(self.run_id)
-            if run.is_terminal and not self.store.list_run_events(self.run_id, after_seq=self.last):
+            ended = run.is_terminal
+            if run.status == "waiting_approval":  # (its event came before the run was parked)
+                self.done = True
+            elif ended and not self.store.list_run_events(self.run_id, after_seq=self.last):
                 from agi_jupyter.runtime.runs import run_to_dict
 
                 final = ev.RunFinal(run=run_to_dict(run), run_id=run.id, ts=utc_now())

@@ -140,6 +140,11 @@ class RedactedStore:
     ) -> ToolCall:
         return self.inner.update_tool_call(id, fence=fence, **self._json(changes))
 
+    def decide_tool_calls(
+        self, run_id: str, decision: JSON, *, tool_call_id: str | None = None
+    ) -> list[ToolCall]:
+        return self.inner.decide_tool_calls(run_id, self._json(decision), tool_call_id=tool_call_id)
+
     def create_artifact(
         self, kind: str, *, content: bytes | None = None, **fields: Any
     ) -> Artifact:

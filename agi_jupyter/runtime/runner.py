@@ -31,22 +31,27 @@ from agi_jupyter.records import (
     Run,
     Session,
     TextPart,
+    ToolCall,
     ToolCallPart,
     ToolResultPart,
     part_to_dict,
     session_for_run,
+    utc_now,
 )
-from agi_jupyter.runtime.endings import INTERRUPTED
+from agi_jupyter.runtime.endings import INTERRUPTED, AwaitingApproval
 from agi_jupyter.runtime.history import conversation, unanswered_tool_calls
 from agi_jupyter.runtime.toolcalls import run_tool
 from agi_jupyter.runtime.toolnames import ToolNames
 from agi_jupyter.tools.diffs import DIFF_KINDS
+from agi_jupyter.tools.executor import ToolOutcome
+from agi_jupyter.tools.policy import ToolPolicy
+from agi_jupyter.tools.registry import is_allowed
 
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
     from agi_jupyter.runtime.deps import RuntimeDeps
     from agi_jupyter.runtime.emitter import RunEmitter
-    from agi_jupyter.tools import ToolOutcome, ToolRegistry
+    from agi_jupyter.tools import ToolRegistry
 
 
 @dataclass
@@ -85,7 +90,8 @@ class AgentLoop:
         agent = self._agent(session)
         allowed = self._allowed(agent, session)
         await deps.registry.prepare(allowed)  # starts the MCP servers the agent can reach
-        tools = deps.registry.offered(allowed, deps.features_for(session))
+        policy = ToolPolicy.for_session(agent, session, deps.config)
+        tools = deps.registry.offered(allowed, deps.features_for(session), policy)
         system = run.system_prompt or build_system_prompt(
             agent,
             deps.config.project,
@@ -100,6 +106,9 @@ class AgentLoop:
         state: JSON = dict(run.loop_state or {})
         usage_total = dict(state.get("usage") or {"input_tokens": 0, "output_tokens": 0})
         cost_total = float(state.get("cost_usd") or 0.0)
+        # Calls that waited for a person: executed or refused now, as decided (the model
+        # turn that made them is not repeated); still undecided: the run waits again.
+        await self._settle_approvals(run, session, allowed, emitter, state.get("iteration"))
         messages = deps.store.list_messages(session.id)
         await self._answer_dangling_tool_calls(run, messages, emitter)
         max_iterations = int(state.get("max_iterations") or deps.config.max_iterations)
@@ -322,7 +331,18 @@ class AgentLoop:
         emitter: RunEmitter,
         iteration: int | None = None,
     ) -> None:
+        """Run the turn's calls concurrently; those the tool policy says a person must decide
+        wait instead (``approval.requested``), and the run then waits for the decisions."""
         allowed = self._allowed(agent, session)
+        policy = ToolPolicy.for_session(agent, session, self.deps.config)
+        asks = {
+            c.tool_call_id
+            for c in calls
+            if c.parse_error is None
+            and c.name in self.deps.registry
+            and is_allowed(c.name, allowed)
+            and policy.decide(c.name) == "ask"
+        }
         rows = [
             self.deps.store.create_tool_call(
                 run.id,
@@ -330,27 +350,56 @@ class AgentLoop:
                 c.name,
                 self.deps.redactor.redact_json(c.arguments),
                 message_id=assistant.id,
-                status="running",
+                status="waiting_approval" if c.tool_call_id in asks else "running",
                 fence=emitter.fence,
             )
             for c in calls
         ]
+        for call in calls:
+            if call.tool_call_id in asks:
+                emitter.emit(
+                    ev.ApprovalRequested(
+                        tool_call_id=call.tool_call_id,
+                        name=call.name,
+                        arguments=self.deps.redactor.redact_json(call.arguments),
+                        review_mode=policy.review_mode,
+                    )
+                )
         await asyncio.gather(
             *(
-                self._run_one_tool(run, session, call, row.id, allowed, emitter, iteration)
+                self._run_one_tool(
+                    run,
+                    session,
+                    call.tool_call_id,
+                    call.name,
+                    call.arguments,
+                    row.id,
+                    allowed,
+                    emitter,
+                    iteration,
+                    parse_error=call.parse_error,
+                )
                 for call, row in zip(calls, rows, strict=True)
+                if call.tool_call_id not in asks
             )
         )
+        if asks:
+            raise AwaitingApproval(run.id)
 
     async def _run_one_tool(
         self,
         run: Run,
         session: Session,
-        call: pb.ToolCallEnd,
+        tool_call_id: str,
+        name: str,
+        arguments: JSON,
         row_id: str,
         allowed: list[str],
         emitter: RunEmitter,
         iteration: int | None = None,
+        *,
+        parse_error: str | None = None,
+        approved: bool = False,
     ) -> None:
         """Run one call and store its result at once (not when its siblings end): a call
         that completed keeps its result whatever happens to the others."""
@@ -359,12 +408,13 @@ class AgentLoop:
             run,
             session,
             emitter,
-            tool_call_id=call.tool_call_id,
-            name=call.name,
-            arguments=call.arguments,
+            tool_call_id=tool_call_id,
+            name=name,
+            arguments=arguments,
             allowed=allowed,
-            parse_error=call.parse_error,
+            parse_error=parse_error,
             turn=iteration,
+            approved=approved,
         )
         self.deps.store.update_tool_call(
             row_id,
@@ -373,6 +423,112 @@ class AgentLoop:
             is_error=not outcome.ok,
             started_at=outcome.started_at,
             finished_at=outcome.finished_at,
+            fence=emitter.fence,
+        )
+        self._save_tool_result(run, session, outcome, emitter)
+
+    async def _settle_approvals(
+        self,
+        run: Run,
+        session: Session,
+        allowed: list[str],
+        emitter: RunEmitter,
+        iteration: int | None,
+    ) -> None:
+        """Execute the approved calls that waited (once: each is marked ``running`` before it
+        starts, so an attempt that dies meanwhile leaves it to be answered as interrupted) and
+        answer the denied ones with the denial; any call still undecided parks the run."""
+        store = self.deps.store
+        waiting = [
+            c for c in store.list_tool_calls(run_id=run.id) if c.status == "waiting_approval"
+        ]
+        if not waiting:
+            return
+        if any(c.approval is None for c in waiting):
+            raise AwaitingApproval(run.id)
+        # The arguments as the model sent them (the rows hold their redacted copy).
+        sent = {
+            part.tool_call_id: part.arguments
+            for message in store.list_messages(session.id)
+            if message.run_id == run.id and message.role == "assistant"
+            for part in message.parts
+            if isinstance(part, ToolCallPart)
+        }
+        await asyncio.gather(
+            *(
+                self._settle_one(
+                    run,
+                    session,
+                    call,
+                    sent.get(call.tool_call_id, call.args),
+                    allowed,
+                    emitter,
+                    iteration,
+                )
+                for call in waiting
+            )
+        )
+
+    async def _settle_one(
+        self,
+        run: Run,
+        session: Session,
+        call: ToolCall,
+        arguments: JSON,
+        allowed: list[str],
+        emitter: RunEmitter,
+        iteration: int | None,
+    ) -> None:
+        approval = call.approval or {}
+        decision = str(approval.get("decision"))
+        message = approval.get("message")
+        emitter.emit(
+            ev.ApprovalDecided(
+                tool_call_id=call.tool_call_id,
+                name=call.name,
+                decision=decision,
+                message=str(message) if message else None,
+            )
+        )
+        store = self.deps.store
+        if decision != "deny":
+            store.update_tool_call(call.id, status="running", fence=emitter.fence)
+            await self._run_one_tool(
+                run,
+                session,
+                call.tool_call_id,
+                call.name,
+                arguments,
+                call.id,
+                allowed,
+                emitter,
+                iteration,
+                approved=True,
+            )
+            return
+        text = "A person denied this tool call; it was not run."
+        if message:
+            text += f" Their message: {message}"
+        error: JSON = {"code": "TOOL_DENIED", "message": text}
+        now = utc_now()
+        outcome = ToolOutcome(
+            tool_call_id=call.tool_call_id,
+            name=call.name,
+            status="denied",
+            ok=False,
+            output=text,
+            result={"ok": False, "output": text, "error": error},
+            arguments=call.args,
+            error=error,
+            started_at=now,
+            finished_at=now,
+        )
+        store.update_tool_call(
+            call.id,
+            status="denied",
+            result=outcome.result,
+            is_error=True,
+            finished_at=now,
             fence=emitter.fence,
         )
         self._save_tool_result(run, session, outcome, emitter)

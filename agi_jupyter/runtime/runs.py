@@ -4,6 +4,8 @@
     running --(retryable provider error, attempts left)--> queued (next_attempt_at = backoff)
     running --(this process stops gracefully: release)--> queued (next_attempt_at = now)
     running --(owner silent for stale_after: a tick takes it over)--> queued
+    running --(a tool call waits for a person: no owner)--> waiting_approval
+    waiting_approval --(every waiting call decided: store.decide_tool_calls)--> queued
 
 A run is executed by whoever wins its claim (``store.claim_run`` with the version it read, or a
 tick's ``store.claim_due_runs``), which makes that process the run's owner and gives it a fence
@@ -172,14 +174,19 @@ class RunManager:
                 return run
 
     async def _session_free_elsewhere(self, run: Run, wait: bool) -> bool:
-        """Whether no other process is running a run of this session (waits if ``wait``)."""
+        """Whether no other process is running a run of this session, and no earlier run of
+        it waits for an approval (waits if ``wait``)."""
         while True:
             busy = [
                 r
                 for r in self.deps.store.list_runs(
-                    session_id=run.session_id, statuses=["running"], limit=5
+                    session_id=run.session_id, statuses=["running", "waiting_approval"], limit=5
                 ).items
-                if r.id != run.id and r.owner != self.deps.owner and not self._is_stale(r)
+                if r.id != run.id
+                and (
+                    (r.status == "running" and r.owner != self.deps.owner and not self._is_stale(r))
+                    or (r.status == "waiting_approval" and r.created_at < run.created_at)
+                )
             ]
             if not busy:
                 return True
@@ -265,6 +272,8 @@ class RunManager:
             if stop == "release":
                 return endings.release(self.deps, run.id, emitter)
             return self._finish(run.id, emitter, "cancelled", _cancel_error())
+        except endings.AwaitingApproval:
+            return endings.await_approval(self.deps, run.id, emitter)
         except RunLost:
             raise
         except AgiError as e:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from agi_jupyter import events as ev
 from agi_jupyter.records import JSON, Run, Session
 from agi_jupyter.tools import ToolContext, execute_tool_call
+from agi_jupyter.tools.policy import ToolPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -32,14 +33,17 @@ async def run_tool(
     allowed: Collection[str],
     parse_error: str | None = None,
     turn: int | None = None,
+    approved: bool = False,
 ) -> ToolOutcome:
     """Execute one tool call; live chunks go out as ``tool.call.delta``. Never raises for the
-    tool's own problems (they come back as an error outcome the model sees)."""
+    tool's own problems (they come back as an error outcome the model sees). The session's
+    tool policy applies: a call that needs a person's decision runs only ``approved``."""
 
     def emit_delta(channel: str, chunk: str) -> None:
         event = ev.ToolCallDelta(tool_call_id=tool_call_id, channel=channel, chunk=chunk)
         deps.call_in_loop(emitter.emit, event)
 
+    agent = deps.agents[session.agent]
     ctx = ToolContext(
         project=deps.config.project,
         store=deps.store,
@@ -51,7 +55,7 @@ async def run_tool(
         registry=deps.registry,
         features=deps.features_for(session),
         agent=session.agent,
-        read_only=deps.agents[session.agent].read_only,
+        read_only=agent.read_only,
         turn=turn,
     )
     return await execute_tool_call(
@@ -63,4 +67,6 @@ async def run_tool(
         ctx=ctx,
         timeout=deps.config.tool_timeout,
         redactor=deps.redactor,
+        policy=ToolPolicy.for_session(agent, session, deps.config),
+        approved=approved,
     )

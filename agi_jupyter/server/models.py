@@ -237,6 +237,17 @@ InputPart = Annotated[Union[TextInput, ImageInput], Field(discriminator="type")]
 
 SdkName = Literal["native", "claude", "codex", "acp"]
 _SDK_HELP = "The agent SDK that runs the session: native (default), claude, codex or acp."
+ReviewMode = Literal["ask", "auto-edit", "auto"]
+Verdict = Literal["allow", "ask", "deny"]
+_PERMISSIONS_HELP = (
+    "The session's tool rules, over the agent's: a tool name or glob (notebook.*, mcp.*) -> "
+    "allow, ask or deny."
+)
+_REVIEW_HELP = (
+    "Which tool calls wait for a person: ask (every call the tool policy marks ask), "
+    "auto-edit (file and notebook edits go through; commands and code ask) or auto "
+    "(nothing asks). Default: the configured review_mode (AGI_REVIEW_MODE), else ask."
+)
 
 
 class BudgetBody(Body):
@@ -259,6 +270,8 @@ class SessionCreate(Body):
     notebook_path: str | None = None
     tools: list[str] = Field(default_factory=list, description="Extra tools for this session.")
     metadata: JSONObject = Field(default_factory=dict)
+    review_mode: ReviewMode | None = Field(None, description=_REVIEW_HELP)
+    permissions: dict[str, Verdict] | None = Field(None, description=_PERMISSIONS_HELP)
     budget: BudgetBody | None = Field(
         None,
         description="Stop its runs with BUDGET_EXCEEDED before a model call would go over it "
@@ -282,6 +295,8 @@ class SessionUpdate(Body):
     notebook_path: str | None = None
     tools: list[str] | None = None
     metadata: JSONObject | None = None
+    review_mode: ReviewMode | None = Field(None, description=_REVIEW_HELP)
+    permissions: dict[str, Verdict] | None = Field(None, description=_PERMISSIONS_HELP)
     budget: BudgetBody | None = Field(None, description="The session's budget; null removes it.")
 
 
@@ -442,6 +457,41 @@ class History(Out):
 
 class RunResponse(Out):
     run: Run
+
+
+class ApprovalDecision(Body):
+    """A person's decision on a run's tool calls waiting for approval."""
+
+    tool_call_id: str | None = Field(
+        None, description="The call to decide; without it, every call of the run that waits."
+    )
+    decision: Literal["approve", "deny", "approve_always"] = Field(
+        description="approve_always also approves the tool for the rest of the session."
+    )
+    message: str | None = Field(
+        None, max_length=10_000, description="Given to the model with a denial."
+    )
+
+
+class PendingApproval(Out):
+    tool_call_id: str
+    name: str
+    arguments: JSONObject
+    created_at: str
+
+
+class ApprovalList(Out):
+    """The run's tool calls waiting for a decision (empty when none waits)."""
+
+    run: Run
+    approvals: list[PendingApproval]
+
+
+class ApprovalResult(Out):
+    """The calls decided; ``run`` is ``queued`` once no call is left undecided."""
+
+    run: Run
+    decided: list[str]
 
 
 class RunPage(Out):

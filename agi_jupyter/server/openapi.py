@@ -42,6 +42,7 @@ STATUS_OF_CODE: dict[str, tuple[int, ...]] = {
     "UNDO_CONFLICT": (409,),
     "RUN_ACTIVE": (409,),
     "NO_USER_MESSAGE": (409,),
+    "NO_PENDING_APPROVAL": (409,),
     "PAYLOAD_TOO_LARGE": (413,),
     "RATE_LIMITED": (429,),
 }

@@ -34,6 +34,7 @@ from agi_jupyter.server.handlers.notebooks import (
 from agi_jupyter.server.handlers.oneshot import OneShotHandler
 from agi_jupyter.server.handlers.runner import TickHandler
 from agi_jupyter.server.handlers.runs import (
+    RunApprovalsHandler,
     RunArtifactsHandler,
     RunCancelHandler,
     RunEventsHandler,
@@ -52,6 +53,9 @@ from agi_jupyter.server.mcp_http import MCP_PATH, McpHandler
 from agi_jupyter.server.models import (
     Ack,
     AgentList,
+    ApprovalDecision,
+    ApprovalList,
+    ApprovalResult,
     ArtifactList,
     ArtifactResponse,
     BridgeAnnounce,
@@ -181,6 +185,14 @@ ROUTES: tuple[Route, ...] = (
           response=RunResponse, errors=RUN),
     Route("POST", f"{V1}/runs/{{run_id}}/cancel", RunCancelHandler, "cancelRun", "Cancel a run",
           "runs", response=RunResponse, errors=(*RUN, "RUN_TERMINAL")),
+    Route("GET", f"{V1}/runs/{{run_id}}/approvals", RunApprovalsHandler, "listApprovals",
+          "The run's tool calls waiting for a person's decision", "runs",
+          response=ApprovalList, errors=RUN),
+    Route("POST", f"{V1}/runs/{{run_id}}/approvals", RunApprovalsHandler, "decideApprovals",
+          "Approve or deny the run's waiting tool calls (one, or all without tool_call_id); "
+          "once none is undecided the run is queued and resumes", "runs",
+          body=ApprovalDecision, response=ApprovalResult,
+          errors=(*RUN, "NO_PENDING_APPROVAL", "VALIDATION_ERROR")),
     Route("GET", f"{V1}/runs/{{run_id}}/events", RunEventsHandler, "getRunEvents",
           "Replay a run's persisted events after after_seq; with follow, continue live until "
           "run.final", "runs", query=RunEventsQuery, response=RunEvents,

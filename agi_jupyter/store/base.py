@@ -272,6 +272,15 @@ class Store(Protocol):
     def update_tool_call(
         self, id: str, /, *, fence: RunFence | None = None, **changes: Any
     ) -> ToolCall: ...
+    def decide_tool_calls(
+        self, run_id: str, decision: JSON, *, tool_call_id: str | None = None
+    ) -> list[ToolCall]:
+        """Record a person's decision on the run's calls in ``waiting_approval`` that have none
+        (all, or the one with ``tool_call_id``); when none is left undecided, a run in
+        ``waiting_approval`` is queued, due now, in the same transaction. Returns the calls
+        decided (empty: nothing was waiting)."""
+        ...
+
     def get_tool_call(self, id: str) -> ToolCall: ...
     def list_tool_calls(
         self, *, run_id: str | None = None, session_id: str | None = None

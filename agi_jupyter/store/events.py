@@ -185,6 +185,33 @@ class EventsMixin(StoreCore):
             row = conn.execute(f"{_TOOL_SELECT} WHERE t.id = ?", [id]).fetchone()
         return TOOL_CALLS.from_row(row)
 
+    def decide_tool_calls(
+        self, run_id: str, decision: JSON, *, tool_call_id: str | None = None
+    ) -> list[ToolCall]:
+        """Record a person's ``decision`` on the run's calls waiting for one that have none yet
+        (all of them, or the one with ``tool_call_id``). Once none is left undecided, a run in
+        ``waiting_approval`` is queued, due now, in the same transaction (any tick may claim
+        it). Returns the calls decided; empty when nothing was waiting."""
+        now = utc_now()
+        where = "run_id = ? AND status = 'waiting_approval' AND approval IS NULL"
+        with self._write() as conn:
+            self._require_run(conn, run_id)
+            sql = f"UPDATE tool_calls SET approval = ?, updated_at = ? WHERE {where}"
+            params: list[Any] = [dumps(decision), now, run_id]
+            if tool_call_id is not None:
+                sql += " AND tool_call_id = ?"
+                params.append(tool_call_id)
+            rows = conn.execute(f"{sql} RETURNING {TOOL_CALLS.select()}", params).fetchall()
+            left = conn.execute(f"SELECT COUNT(*) FROM tool_calls WHERE {where}", [run_id])
+            if rows and not (left.fetchone() or (0,))[0]:
+                conn.execute(
+                    "UPDATE runs SET status = 'queued', next_attempt_at = ?,"
+                    " version = version + 1, updated_at = ?"
+                    " WHERE id = ? AND status = 'waiting_approval'",
+                    [now, now, run_id],
+                )
+        return [TOOL_CALLS.from_row(row) for row in rows]
+
     def get_tool_call(self, id: str) -> ToolCall:
         row = self._one(f"{_TOOL_SELECT} WHERE t.id = ?", [id])
         if row is None:

@@ -473,6 +473,14 @@ def m013_runs_agent(db: Database) -> None:
 
 
 @migration
+def m014_tool_call_approvals(db: Database) -> None:
+    """``tool_calls.approval``: a person's decision on a call that waited for one (a run in
+    ``waiting_approval`` resumes once each of its waiting calls has one)."""
+    if "approval" not in db.table("tool_calls").columns_dict:
+        db.table("tool_calls").add_column("approval", str)
+
+
+@migration
 def m015_sessions_budget(db: Database) -> None:
     """A session's token/cost budget (JSON ``{"max_tokens", "max_usd"}``, NULL: none)."""
     if "budget" not in db.table("sessions").columns_dict:

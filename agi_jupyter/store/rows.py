@@ -168,7 +168,7 @@ RUN_EVENTS = Mapping(RunEvent, "run_events", json_columns=("payload",))
 TOOL_CALLS = Mapping(
     ToolCall,
     "tool_calls",
-    json_columns=("args", "result"),
+    json_columns=("args", "result", "approval"),
     bool_columns=("is_error",),
     readonly=("run_id", "tool_call_id"),
 )

@@ -24,7 +24,8 @@ from agi_jupyter.store.rows import RUNS, check_limit, dumps
 
 _SELECT = f"SELECT {RUNS.select()} FROM runs"
 _FIXED = ("id", "session_id", "version", "epoch", "created_at", "updated_at")
-# The due heads of idle sessions' queues (parameters: now, excluded ids as JSON, the oldest
+# The due heads of idle sessions' queues (a run waiting for an approval holds the runs queued
+# after it in its session) (parameters: now, excluded ids as JSON, the oldest
 # heartbeat still alive, limit).
 _CLAIMABLE = (
     "SELECT r.id FROM runs r WHERE r.status = 'queued'"
@@ -34,6 +35,8 @@ _CLAIMABLE = (
     "  AND p.status = 'queued' AND p.rowid < r.rowid)"
     " AND NOT EXISTS (SELECT 1 FROM runs b WHERE b.session_id = r.session_id"
     "  AND b.status = 'running' AND b.heartbeat_at >= ?)"
+    " AND NOT EXISTS (SELECT 1 FROM runs w WHERE w.session_id = r.session_id"
+    "  AND w.status = 'waiting_approval' AND w.rowid < r.rowid)"
     " ORDER BY r.rowid LIMIT ?"
 )
 # A claim's assignments (parameters: owner, heartbeat_at, started_at, updated_at).

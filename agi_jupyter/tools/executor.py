@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from agi_jupyter.errors import ToolError
 from agi_jupyter.records import JSON, Artifact, utc_now
 from agi_jupyter.tools.base import AnyTool, ArtifactDraft, Emit, ToolContext, ToolResult
+from agi_jupyter.tools.policy import ToolPolicy
 from agi_jupyter.tools.redact import Redactor, StreamRedactor
 from agi_jupyter.tools.registry import ToolRegistry, is_allowed
 
@@ -70,13 +71,17 @@ async def execute_tool_call(
     ctx: ToolContext,
     timeout: float,  # noqa: ASYNC109 - a per-call deadline, applied with asyncio.timeout
     redactor: Redactor | None = None,
+    policy: ToolPolicy | None = None,
+    approved: bool = False,
 ) -> ToolOutcome:
-    """Validate, run and record one call (see the module docstring)."""
+    """Validate, run and record one call (see the module docstring). ``policy``: the
+    session's tool policy (a denied tool is refused; a tool that asks is refused unless a
+    person ``approved`` this call: callers that can wait for a decision ask before)."""
     redactor = redactor or Redactor()
     started_at = utc_now()
     tool = registry.get(name)
     outcome: ToolResult | _Failure
-    refusal = _refusal(registry, tool, name, allowed, ctx)
+    refusal = _refusal(registry, tool, name, allowed, ctx, policy, approved)
     if refusal is not None:
         outcome = _Failure("denied", "TOOL_DENIED", refusal)
     elif raw_arguments_error is not None:
@@ -139,10 +144,13 @@ def _refusal(
     name: str,
     allowed: Collection[str],
     ctx: ToolContext,
+    policy: ToolPolicy | None = None,
+    approved: bool = False,
 ) -> str | None:
     agent = f"agent {ctx.agent!r}" if ctx.agent else "this agent"
     if tool is None or not is_allowed(name, allowed):
-        offered = ", ".join(t.name for t in registry.offered(allowed, ctx.features)) or "none"
+        tools = registry.offered(allowed, ctx.features, policy)
+        offered = ", ".join(t.name for t in tools) or "none"
         reason = "does not exist" if tool is None else f"is not available to {agent}"
         return f"tool {name!r} {reason}; the tools you can call are: {offered}"
     missing = sorted(tool.requires - ctx.features)
@@ -153,6 +161,12 @@ def _refusal(
         )
     if ctx.read_only and not tool.read_only:
         return f"tool {name!r} can change things, and {agent} may only read"
+    if policy is not None:
+        verdict = policy.decide(name)
+        if verdict == "deny":
+            return policy.denied_reason(name)
+        if verdict == "ask" and not approved:
+            return policy.ask_reason(name)
     return None
 
 

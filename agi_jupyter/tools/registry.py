@@ -21,6 +21,7 @@ from agi_jupyter.tools.loader import (
 
 if TYPE_CHECKING:
     from agi_jupyter.store import Store
+    from agi_jupyter.tools.policy import ToolPolicy
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +99,21 @@ class ToolRegistry:
         return sorted(self._tools)
 
     def offered(
-        self, allowed: Collection[str], features: Collection[str] = frozenset()
+        self,
+        allowed: Collection[str],
+        features: Collection[str] = frozenset(),
+        policy: ToolPolicy | None = None,
     ) -> list[AnyTool]:
-        """The tools an agent with ``allowed`` names/globs gets, given the context's features."""
+        """The tools an agent with ``allowed`` names/globs gets, given the context's features;
+        with a ``policy``, not those it denies."""
         have = frozenset(features)
-        return [t for t in self.all() if is_allowed(t.name, allowed) and t.requires <= have]
+        return [
+            t
+            for t in self.all()
+            if is_allowed(t.name, allowed)
+            and t.requires <= have
+            and (policy is None or policy.offers(t.name))
+        ]
 
     def prompts(self, tools: Iterable[AnyTool]) -> str:
         """The extra system-prompt context of ``tools`` (their ``prompt``), one section each."""

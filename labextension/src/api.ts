@@ -15,6 +15,7 @@ import { formatOf, readEvents } from './stream';
 import type {
   AgentInfo,
   AgiEvent,
+  ApprovalDecision,
   Artifact,
   Change,
   HistoryView,
@@ -193,6 +194,12 @@ export class AgiClient {
 
   async cancelRun(project: string, runId: string): Promise<Run> {
     return (await this.request('post', '/agi/v1/runs/{run_id}/cancel', { path: { run_id: runId }, query: { project } })).run;
+  }
+
+  /** Decide a run's tool calls waiting for approval (one, or all without `toolCallId`). */
+  async decideApproval(project: string, runId: string, body: ApprovalDecision): Promise<Run> {
+    const parts = { path: { run_id: runId }, query: { project }, body };
+    return (await this.request('post', '/agi/v1/runs/{run_id}/approvals', parts)).run;
   }
 
   /** A run's persisted events after `afterSeq`, then (with `follow`) its live events. */

@@ -1,7 +1,7 @@
 /** The transcript: one header per turn (a person's message, or a whole answer with its tool
  * calls), Markdown text, tool calls as collapsible blocks, the answer's model and usage. */
 
-import { userIcon, type LabIcon } from '@jupyterlab/ui-components';
+import { Button, userIcon, type LabIcon } from '@jupyterlab/ui-components';
 import React, { useEffect, useRef, useState } from 'react';
 
 import { errorText } from './api';
@@ -81,7 +81,7 @@ function TurnView(props: { turn: Turn; model: PanelModel }): JSX.Element {
           data-run-id={item.runId ?? ''}
         >
           {blocks.map((block, index) => (
-            <BlockView key={index} block={block} model={props.model} />
+            <BlockView key={index} block={block} model={props.model} runId={item.runId ?? null} />
           ))}
         </div>
       ))}
@@ -117,7 +117,7 @@ export function StatusBadge(props: { status: string; label?: string; iconOnly?: 
   );
 }
 
-function BlockView(props: { block: Block; model: PanelModel }): JSX.Element | null {
+function BlockView(props: { block: Block; model: PanelModel; runId: string | null }): JSX.Element | null {
   const trans = useTrans();
   const { block } = props;
   switch (block.kind) {
@@ -131,7 +131,7 @@ function BlockView(props: { block: Block; model: PanelModel }): JSX.Element | nu
         </details>
       );
     case 'tool':
-      return <ToolView block={block} model={props.model} />;
+      return <ToolView block={block} model={props.model} runId={props.runId} />;
     case 'error':
       return (
         <div className="jp-AgiBlockError" role="alert">
@@ -156,18 +156,20 @@ function toolStatusLabel(status: string, trans: Trans): string {
     completed: trans.__('completed'),
     failed: trans.__('failed'),
     denied: trans.__('denied'),
-    skipped: trans.__('skipped')
+    skipped: trans.__('skipped'),
+    waiting_approval: trans.__('waiting for your approval')
   };
   return labels[status] ?? status;
 }
 
-export function ToolView(props: { block: ToolBlock; model: PanelModel }): JSX.Element {
+export function ToolView(props: { block: ToolBlock; model: PanelModel; runId?: string | null }): JSX.Element {
   const trans = useTrans();
   const { block } = props;
   const failed = block.ok === false;
   const label = toolStatusLabel(block.status, trans);
+  const waiting = block.status === 'waiting_approval' && props.runId;
   return (
-    <details className="jp-AgiTool" data-tool={block.name} data-status={block.status}>
+    <details className="jp-AgiTool" data-tool={block.name} data-status={block.status} open={waiting ? true : undefined}>
       <summary>
         <StatusBadge status={block.status} label={label} iconOnly />
         <span className="jp-AgiTool-name">{block.name || trans.__('tool')}</span>
@@ -190,8 +192,45 @@ export function ToolView(props: { block: ToolBlock; model: PanelModel }): JSX.El
           </>
         ) : null}
         {block.artifact ? <ToolArtifact id={block.artifact.id} model={props.model} /> : null}
+        {waiting ? <ApprovalBar runId={props.runId as string} toolCallId={block.toolCallId} model={props.model} /> : null}
       </div>
     </details>
+  );
+}
+
+/** Approve / Deny / Always for a call waiting on a person (or every call of a run without
+ * `toolCallId`); a denial's message goes to the model. */
+export function ApprovalBar(props: { runId: string; toolCallId?: string; model: PanelModel }): JSX.Element {
+  const trans = useTrans();
+  const [message, setMessage] = useState('');
+  const [busy, setBusy] = useState(false);
+  const decide = (decision: 'approve' | 'deny' | 'approve_always'): void => {
+    setBusy(true);
+    void props.model
+      .decideApproval(props.runId, decision, props.toolCallId, decision === 'deny' ? message.trim() : undefined)
+      .finally(() => setBusy(false));
+  };
+  return (
+    <div className="jp-AgiApproval" data-run-id={props.runId}>
+      <Button small className="jp-AgiApproval-approve" disabled={busy} onClick={() => decide('approve')}>
+        {trans.__('Approve')}
+      </Button>
+      <Button small className="jp-AgiApproval-deny" disabled={busy} onClick={() => decide('deny')}>
+        {trans.__('Deny')}
+      </Button>
+      <Button small minimal className="jp-AgiApproval-always" disabled={busy} onClick={() => decide('approve_always')}>
+        {trans.__('Always (this session)')}
+      </Button>
+      <input
+        className="jp-mod-styled jp-AgiApproval-message"
+        type="text"
+        value={message}
+        disabled={busy}
+        placeholder={trans.__('message with a denial (optional)')}
+        aria-label={trans.__('Message with a denial')}
+        onChange={event => setMessage(event.target.value)}
+      />
+    </div>
   );
 }
 
@@ -256,6 +295,7 @@ export function runStatusLabel(status: string, trans: Trans): string {
     running: trans.__('running'),
     waiting_webhook: trans.__('waiting for the provider'),
     processing_webhook: trans.__('finishing'),
+    waiting_approval: trans.__('waiting for your approval'),
     succeeded: trans.__('succeeded'),
     failed: trans.__('failed'),
     cancelled: trans.__('cancelled')

@@ -47,6 +47,7 @@ export function statusKind(status: string): string {
     case 'pending':
       return 'running';
     case 'waiting_webhook':
+    case 'waiting_approval':
       return 'waiting';
     case 'cancelled':
     case 'denied':

@@ -390,6 +390,28 @@ export class PanelModel extends PanelStore {
     }
   }
 
+  /** Approve or deny what a run waits on (one call, or all of them): the server's runner
+   * resumes the run once nothing is left undecided, and the session stream shows it. */
+  async decideApproval(
+    runId: string,
+    decision: 'approve' | 'deny' | 'approve_always',
+    toolCallId?: string,
+    message?: string
+  ): Promise<void> {
+    try {
+      const body = { decision, tool_call_id: toolCallId ?? null, message: message || null };
+      const run = await this.client.decideApproval(this.state.project, runId, body);
+      if (run && typeof run.id === 'string') {
+        this.dispatch({ type: 'run', run });
+      }
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'NO_PENDING_APPROVAL') {
+        return; // decided meanwhile (another window, the CLI, a notebook)
+      }
+      this.reportError(error);
+    }
+  }
+
   /** A run ended: totals of the session and the artifact list may have changed. */
   async afterRun(): Promise<void> {
     await this.refreshSessions(true);

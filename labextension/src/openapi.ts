@@ -180,6 +180,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agi/v1/runs/{run_id}/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The run's tool calls waiting for a person's decision */
+        get: operations["listApprovals"];
+        put?: never;
+        /** Approve or deny the run's waiting tool calls (one, or all without tool_call_id); once none is undecided the run is queued and resumes */
+        post: operations["decideApprovals"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agi/v1/runs/{run_id}/events": {
         parameters: {
             query?: never;
@@ -506,6 +524,124 @@ export interface components {
         AgentList: {
             /** Agents */
             agents: components["schemas"]["AgentInfo"][];
+        };
+        /**
+         * ApprovalDecided
+         * @description The decision on a waiting call, taken up by the attempt that resumes its run.
+         */
+        ApprovalDecided: {
+            /**
+             * Run Id
+             * @default
+             */
+            run_id: string;
+            /**
+             * Seq
+             * @default 0
+             */
+            seq: number;
+            /**
+             * Ts
+             * @default
+             */
+            ts: string;
+            /** Tool Call Id */
+            tool_call_id: string;
+            /** Name */
+            name: string;
+            /** Decision */
+            decision: string;
+            /**
+             * Message
+             * @default null
+             */
+            message: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "approval.decided";
+        };
+        /**
+         * ApprovalDecision
+         * @description A person's decision on a run's tool calls waiting for approval.
+         */
+        ApprovalDecision: {
+            /**
+             * Tool Call Id
+             * @description The call to decide; without it, every call of the run that waits.
+             * @default null
+             */
+            tool_call_id?: string | null;
+            /**
+             * Decision
+             * @description approve_always also approves the tool for the rest of the session.
+             * @enum {string}
+             */
+            decision: "approve" | "deny" | "approve_always";
+            /**
+             * Message
+             * @description Given to the model with a denial.
+             * @default null
+             */
+            message?: string | null;
+        };
+        /**
+         * ApprovalList
+         * @description The run's tool calls waiting for a decision (empty when none waits).
+         */
+        ApprovalList: {
+            run: components["schemas"]["Run"];
+            /** Approvals */
+            approvals: components["schemas"]["PendingApproval"][];
+        };
+        /**
+         * ApprovalRequested
+         * @description A tool call waits for a person's decision (the run goes to ``waiting_approval``).
+         */
+        ApprovalRequested: {
+            /**
+             * Run Id
+             * @default
+             */
+            run_id: string;
+            /**
+             * Seq
+             * @default 0
+             */
+            seq: number;
+            /**
+             * Ts
+             * @default
+             */
+            ts: string;
+            /** Tool Call Id */
+            tool_call_id: string;
+            /** Name */
+            name: string;
+            /** Arguments */
+            arguments: {
+                [key: string]: unknown;
+            };
+            /**
+             * Review Mode
+             * @default ask
+             */
+            review_mode: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "approval.requested";
+        };
+        /**
+         * ApprovalResult
+         * @description The calls decided; ``run`` is ``queued`` once no call is left undecided.
+         */
+        ApprovalResult: {
+            run: components["schemas"]["Run"];
+            /** Decided */
+            decided: string[];
         };
         /**
          * Artifact
@@ -849,7 +985,7 @@ export interface components {
          * @description One live event (DESIGN.md section 4): a line of NDJSON, or the data of an SSE event
          *     whose ``event:`` name is the ``type``.
          */
-        Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
+        Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
         /** History */
         History: {
             /**
@@ -1213,6 +1349,19 @@ export interface components {
         } | {
             messages: unknown[];
         }) & unknown & unknown);
+        /** PendingApproval */
+        PendingApproval: {
+            /** Tool Call Id */
+            tool_call_id: string;
+            /** Name */
+            name: string;
+            /** Arguments */
+            arguments: {
+                [key: string]: unknown;
+            };
+            /** Created At */
+            created_at: string;
+        };
         /** ProviderInfo */
         ProviderInfo: {
             /** Name */
@@ -1348,7 +1497,7 @@ export interface components {
              * @default queued
              * @enum {string}
              */
-            status: "queued" | "running" | "waiting_webhook" | "processing_webhook" | "succeeded" | "failed" | "cancelled";
+            status: "queued" | "running" | "waiting_webhook" | "processing_webhook" | "waiting_approval" | "succeeded" | "failed" | "cancelled";
             /**
              * Provider
              * @default null
@@ -1552,7 +1701,7 @@ export interface components {
         /** RunEvents */
         RunEvents: {
             /** Events */
-            events: (components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"])[];
+            events: (components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"])[];
         };
         /**
          * RunFinal
@@ -1924,6 +2073,20 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
+             * Review Mode
+             * @description Which tool calls wait for a person: ask (every call the tool policy marks ask), auto-edit (file and notebook edits go through; commands and code ask) or auto (nothing asks). Default: the configured review_mode (AGI_REVIEW_MODE), else ask.
+             * @default null
+             */
+            review_mode?: ("ask" | "auto-edit" | "auto") | null;
+            /**
+             * Permissions
+             * @description The session's tool rules, over the agent's: a tool name or glob (notebook.*, mcp.*) -> allow, ask or deny.
+             * @default null
+             */
+            permissions?: {
+                [key: string]: "allow" | "ask" | "deny";
+            } | null;
+            /**
              * @description Stop its runs with BUDGET_EXCEEDED before a model call would go over it (default: the config's budgets.session).
              * @default null
              */
@@ -2026,6 +2189,20 @@ export interface components {
              */
             metadata?: {
                 [key: string]: unknown;
+            } | null;
+            /**
+             * Review Mode
+             * @description Which tool calls wait for a person: ask (every call the tool policy marks ask), auto-edit (file and notebook edits go through; commands and code ask) or auto (nothing asks). Default: the configured review_mode (AGI_REVIEW_MODE), else ask.
+             * @default null
+             */
+            review_mode?: ("ask" | "auto-edit" | "auto") | null;
+            /**
+             * Permissions
+             * @description The session's tool rules, over the agent's: a tool name or glob (notebook.*, mcp.*) -> allow, ask or deny.
+             * @default null
+             */
+            permissions?: {
+                [key: string]: "allow" | "ask" | "deny";
             } | null;
             /**
              * @description The session's budget; null removes it.
@@ -2490,7 +2667,7 @@ export interface components {
              * Status
              * @default null
              */
-            status: ("pending" | "running" | "completed" | "failed" | "skipped" | "denied" | "cancelled") | null;
+            status: ("pending" | "waiting_approval" | "running" | "completed" | "failed" | "skipped" | "denied" | "cancelled") | null;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -3682,6 +3859,145 @@ export interface operations {
             };
             /** @description Error codes: RUN_TERMINAL */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listApprovals: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalList"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    decideApprovals: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApprovalDecision"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalResult"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: NO_PENDING_APPROVAL */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -4,7 +4,7 @@ import { Button } from '@jupyterlab/ui-components';
 import React, { useState } from 'react';
 
 import { errorText } from './api';
-import { DiffView, diffText, runStatusLabel, StatusBadge } from './chat';
+import { ApprovalBar, DiffView, diffText, runStatusLabel, StatusBadge } from './chat';
 import { formatCost, formatTokens, shortTime } from './format';
 import { useTrans } from './i18n';
 import { Markdown } from './markdown';
@@ -68,6 +68,12 @@ function RunRow(props: { run: RunView; chat: ChatState; model: PanelModel }): JS
         </code>
         {meta.length ? ` · ${meta.join(' · ')}` : ''}
       </div>
+      {run.status === 'waiting_approval' ? (
+        <div className="jp-AgiRun-waiting">
+          <span className="jp-AgiDim">{trans.__('Waiting for your approval')}</span>
+          <ApprovalBar runId={run.id} model={props.model} />
+        </div>
+      ) : null}
       {run.error && run.status !== 'succeeded' ? <div className="jp-AgiBlockError">{run.error}</div> : null}
     </li>
   );

@@ -121,6 +121,10 @@ function applyRunEvent(state: ChatState, runId: string, event: AgiEvent): ChatSt
       return updateTool(state, runId, event.tool_call_id, () => ({ arguments: event.arguments, status: 'running' }));
     case 'tool.call.delta':
       return updateTool(state, runId, event.tool_call_id, b => ({ live: b.live + event.chunk }));
+    case 'approval.requested':
+      return updateTool(state, runId, event.tool_call_id, () => ({ arguments: event.arguments, status: 'waiting_approval' }));
+    case 'approval.decided':
+      return event.decision === 'deny' ? state : updateTool(state, runId, event.tool_call_id, () => ({ status: 'running' }));
     case 'tool.call.output':
       return updateTool(state, runId, event.tool_call_id, () => ({
         ok: event.ok,

@@ -22,6 +22,7 @@ export type SdkInfo = Schemas['SdkInfo'];
 export type SdkList = Schemas['SdkList'];
 export type ProviderList = Schemas['ProviderList'];
 export type NewSession = Schemas['SessionCreate'];
+export type ApprovalDecision = Schemas['ApprovalDecision'];
 /** A change a run made to a notebook (or a file), with the sha256 of its snapshots. */
 export type Change = Schemas['Change'];
 /** What `POST /runs/{id}/undo` did, per notebook. */

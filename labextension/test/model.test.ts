@@ -145,6 +145,37 @@ describe('PanelModel', () => {
     model.dispose();
   });
 
+  it('decides what a run waits on over the approvals route and shows the queued run', async () => {
+    const posted: { path: string; body: unknown }[] = [];
+    const transport: Transport = async (path, init) => {
+      if (path.startsWith('v1/sessions?')) {
+        return json({ sessions: [SESSION], next_cursor: null });
+      }
+      if (path.startsWith('v1/sessions/ses_1/stream')) {
+        return hanging(init.signal);
+      }
+      if (path.startsWith(`v1/runs/${RUN}/approvals`) && init.method === 'POST') {
+        posted.push({ path: path.split('?')[0] as string, body: JSON.parse(String(init.body)) });
+        if (posted.length > 1) {
+          return json({ error: { code: 'NO_PENDING_APPROVAL', message: 'decided meanwhile' } }, 409);
+        }
+        return json({ run: run({ id: RUN, session_id: 'ses_1', status: 'queued' }), decided: ['call_1'] });
+      }
+      return json(EMPTY);
+    };
+    const model = new PanelModel(new AgiClient(transport), null);
+    model.pickProject('');
+    await until(() => model.snapshot.sessionId === 'ses_1', 'the session');
+    await model.decideApproval(RUN, 'deny', 'call_1', 'not now');
+    expect(posted).toEqual([
+      { path: `v1/runs/${RUN}/approvals`, body: { decision: 'deny', tool_call_id: 'call_1', message: 'not now' } }
+    ]);
+    expect(model.snapshot.chat.runs[RUN]?.status).toBe('queued');
+    await model.decideApproval(RUN, 'approve');
+    expect(model.snapshot.errors).toEqual([]); // a decision taken elsewhere meanwhile is no error
+    model.dispose();
+  });
+
   it('follows the active notebook folder unless a folder is picked', () => {
     const model = new PanelModel(new AgiClient(async () => json(EMPTY)), null);
     model.setActivePath('projects/demo/analysis.ipynb');

@@ -462,3 +462,36 @@ describe('runs', () => {
     expect(state.runs[R]?.agent).toBe('build');
   });
 });
+
+describe('approvals', () => {
+  it('marks a call waiting for a person, then running once approved and denied with its output', () => {
+    const asked: WireEvent[] = [
+      ...RUN_EVENTS.slice(0, 12),
+      {
+        type: 'approval.requested',
+        run_id: R,
+        seq: 13,
+        tool_call_id: 'call_1',
+        name: 'fs.list',
+        arguments: { path: '.' },
+        review_mode: 'ask'
+      },
+      { type: 'run.status', run_id: R, seq: 14, status: 'waiting_approval' }
+    ];
+    const waiting = run(initialState(), events(asked));
+    expect(tools(waiting)[0]).toMatchObject({ status: 'waiting_approval', arguments: { path: '.' } });
+    expect(waiting.runs[R]?.status).toBe('waiting_approval');
+
+    const approved = run(waiting, events([{ type: 'approval.decided', run_id: R, seq: 1015, tool_call_id: 'call_1', name: 'fs.list', decision: 'approve', message: null }]));
+    expect(tools(approved)[0]?.status).toBe('running');
+
+    const denied = run(
+      waiting,
+      events([
+        { type: 'approval.decided', run_id: R, seq: 1015, tool_call_id: 'call_1', name: 'fs.list', decision: 'deny', message: 'no' },
+        { type: 'tool.call.output', run_id: R, seq: 1016, tool_call_id: 'call_1', name: 'fs.list', ok: false, output: 'A person denied this tool call', status: 'denied' }
+      ])
+    );
+    expect(tools(denied)[0]).toMatchObject({ status: 'denied', ok: false });
+  });
+});

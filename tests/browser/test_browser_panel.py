@@ -280,3 +280,36 @@ def test_the_folder_picker_pins_the_project(page: Any, lab: LabServer, fake: Fak
     expect(page.locator(".jp-AgiProject-path")).to_have_text("picked-project/")
     expect(page.locator(".jp-AgiProject-follow")).to_have_text("following work.ipynb")
     expect(page.locator(SESSION_SELECT)).to_contain_text("in the picked folder")
+
+
+def test_a_waiting_tool_call_is_approved_in_the_panel(
+    page: Any, lab: LabServer, fake: FakeLLMServer
+) -> None:
+    """A build session in *ask* mode: the shell call waits with Approve / Deny / Always on its
+    tool block and in the run list; Approve lets the server's runner finish the run."""
+    from agi_jupyter.cli.remote import ServerClient
+    from agi_jupyter.testing import FakeToolCall
+
+    open_lab(page, lab)
+    open_panel(page)
+    session_id = new_session(page, agent="build", title="approve in the panel")
+    ServerClient(lab.url, lab.token).call("PATCH", f"sessions/{session_id}", {"review_mode": "ask"})
+    target = lab.root / "approved-in-panel.txt"
+    fake.enqueue(
+        Turn(tool_calls=[FakeToolCall("shell_run", {"command": f"echo ran >> {target.name}"})]),
+        Turn(text="Approved and ran."),
+    )
+    send(page, "run it once")
+    tool = page.locator('.jp-AgiTool[data-status="waiting_approval"]')
+    expect(tool).to_be_visible(timeout=30_000)
+    expect(tool.locator(".jp-AgiApproval-approve")).to_be_visible()
+    shoot(page, "approval-01-waiting")
+    assert not target.exists()
+
+    tool.locator(".jp-AgiApproval-approve").click()
+
+    answer = page.locator(ASSISTANT).last
+    expect(answer).to_contain_text("Approved and ran.", timeout=60_000)
+    expect(page.locator(".jp-AgiTool").last).to_have_attribute("data-status", "completed")
+    assert target.read_text() == "ran\n"
+    shoot(page, "approval-02-approved")

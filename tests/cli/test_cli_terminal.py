@@ -52,3 +52,31 @@ def test_no_status_line_in_json_mode(fake_llm: FakeLLMServer, project: Path) -> 
     assert child.exitstatus == 0
     assert "waiting for" not in transcript.getvalue()
     assert '"type": "run.final"' in transcript.getvalue()
+
+
+def test_on_a_terminal_agi_asks_about_a_call_that_needs_approval(
+    fake_llm: FakeLLMServer, project: Path
+) -> None:
+    from agi_jupyter.testing import FakeToolCall
+
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("shell_run", {"command": "echo ran >> count.txt"})]),
+        Turn(tool_calls=[FakeToolCall("shell_run", {"command": "echo again >> count.txt"})]),
+        Turn(text="All counted."),
+    )
+    child, transcript = spawn(project, "-a", "build", "--review-mode", "ask", "count")
+
+    child.expect("shell.run wants to run")
+    child.expect("approve\\?")
+    child.sendline("y")
+    child.expect("shell.run wants to run")  # the next call asks again
+    child.sendline("n")
+    child.expect("message to the model")
+    child.sendline("that is enough")
+    child.expect("All counted.")
+    child.expect(pexpect.EOF)
+    child.close()
+
+    assert child.exitstatus == 0, transcript.getvalue()
+    assert (project / "count.txt").read_text() == "ran\n"
+    assert "that is enough" in str(fake_llm.requests[-1].body)

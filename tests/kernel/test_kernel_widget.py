@@ -192,6 +192,35 @@ def test_a_notebook_change_shows_its_cell_diff_in_the_tool_entry(
     assert "-x + 1\n+x + 5" in tool["diff"]
 
 
+def test_a_waiting_call_is_approved_from_the_widget_and_the_answer_streams_on(
+    widget: Any, shell: Any, ctx: Any, fake_llm: FakeLLMServer
+) -> None:
+    session = ctx.new_session(agent="build", review_mode="ask")
+    widget.session_id = session.id
+    widget.agent = "build"
+    fake_llm.enqueue(Turn(tool_calls=[FakeToolCall("python", {"code": "decided = 'yes'"})]))
+    run_id = widget.send_message("decide")
+    widget.wait(10)
+    tool = next(e for e in widget.transcript if e["role"] == "tool")
+    assert (tool["status"], tool["run_id"]) == ("waiting_approval", run_id)
+    assert widget.status == "waiting_approval"
+    assert widget.transcript[-1]["text"] == f"waiting for your approval · {run_id}"
+    assert "decided" not in shell.user_ns
+    fake_llm.enqueue(Turn(text="Decided."))
+
+    _from_front_end(
+        widget,
+        {"type": "approval", "run_id": run_id, "tool_call_id": tool["id"], "decision": "approve"},
+    )
+    widget.wait(10)
+
+    assert shell.user_ns["decided"] == "yes"
+    tool = next(e for e in widget.transcript if e["role"] == "tool")
+    assert (tool["status"], tool["ok"]) == ("completed", True)
+    assert widget.status == "succeeded"
+    assert [e["text"] for e in widget.transcript if e["role"] == "assistant"] == ["Decided."]
+
+
 def test_the_footer_shows_the_session_budget(
     widget: Any, ctx: Any, fake_llm: FakeLLMServer
 ) -> None:

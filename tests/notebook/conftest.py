@@ -55,6 +55,7 @@ def make_agi(project: Path, tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator
         "OPENAI_API_KEY": "sk-test-openai-secret-0001",
         "OPENAI_BASE_URL": fake_llm.openai_base_url,
         "AGI_FAKE_LLM_URL": fake_llm.openai_base_url,
+        "AGI_REVIEW_MODE": "auto",  # (see tests/conftest.py)
     }
     made: list[Agi] = []
 

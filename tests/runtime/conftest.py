@@ -33,6 +33,7 @@ def agi_env(tmp_path: Path, fake_llm: FakeLLMServer, backend_env: dict[str, str]
         "ANTHROPIC_API_KEY": "sk-test-anthropic-secret-0002",
         "ANTHROPIC_BASE_URL": fake_llm.anthropic_base_url,
         "AGI_FAKE_LLM_URL": fake_llm.openai_base_url,
+        "AGI_REVIEW_MODE": "auto",  # (see tests/conftest.py)
     }
 
 

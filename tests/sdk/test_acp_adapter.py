@@ -219,6 +219,37 @@ def test_text_parts_and_tool_calls_are_the_canonical_shape(make_agi: MakeAgi, no
     assert call.name == "read"
 
 
+def test_the_tool_policy_decides_permission_requests(
+    make_agi: MakeAgi, project: Path, notes: Path
+) -> None:
+    """A build session in *ask* mode: the ACP turn cannot be parked to wait for a person, so
+    what would ask is rejected with the reason; a session rule that denies is rejected too."""
+    agi = make_agi(config=acp_config())
+    session = agi.new_session(agent="build", sdk="acp", review_mode="ask")
+
+    result = agi.ask("please work", session=session.id)
+
+    assert result.run.status == "succeeded", result.run.error
+    assert not (project / "answer.txt").exists()
+    text = " ".join(m.text for m in agi.history(session.id) if m.role == "assistant")
+    assert "needs a person's approval" in text
+    calls = {c.name: c for c in agi.store.list_tool_calls(run_id=result.run.id)}
+    assert calls["read"].status == "completed"
+    assert (calls["edit"].status, calls["edit"].result) == ("failed", "permission denied")
+
+    agi.update_session(session.id, review_mode="auto")
+    agi.store.update_session(
+        session.id,
+        tool_config={**agi.session(session.id).tool_config, "permissions": {"fs.write": "deny"}},
+    )
+    denied = agi.ask("please work", session=session.id)
+    assert denied.run.status == "succeeded"
+    assert not (project / "answer.txt").exists()  # fs.write denied, even in auto
+    calls = {c.name: c for c in agi.store.list_tool_calls(run_id=denied.run.id)}
+    assert (calls["edit"].status, calls["edit"].result) == ("failed", "permission denied")
+    assert "[exit code 0]" in calls["execute"].result  # shell.run no longer asks
+
+
 def test_a_spent_budget_stops_the_next_run_of_an_acp_session_before_it_starts(
     make_agi: MakeAgi, notes: Path
 ) -> None:

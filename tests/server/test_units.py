@@ -222,6 +222,7 @@ def make_agi(project: Path, fake_llm: FakeLLMServer, **kwargs: Any) -> Agi:
         "OPENAI_API_KEY": "sk-test-openai-secret-0001",
         "OPENAI_BASE_URL": fake_llm.openai_base_url,
         "AGI_FAKE_LLM_URL": fake_llm.openai_base_url,
+        "AGI_REVIEW_MODE": "auto",  # (see tests/conftest.py)
     }
     return Agi(project, env=env, **kwargs)
 

@@ -35,7 +35,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "m002_runs": {
         "runs": set(RUNS.columns) - {"epoch", "agent"},  # added by m007 and m013
         "run_events": set(RUN_EVENTS.columns),
-        "tool_calls": set(TOOL_CALLS.columns),
+        "tool_calls": set(TOOL_CALLS.columns) - {"approval"},  # m014 adds it
     },
     "m003_artifacts_webhooks_tasks_capabilities": {
         "artifacts": {*ARTIFACTS.columns, "content"},
@@ -88,6 +88,7 @@ def test_migrations_are_numbered_in_order() -> None:
         "m008_snapshots_and_changes",
         "m009_webhook_delivery_id",
         "m013_runs_agent",
+        "m014_tool_call_approvals",
         "m015_sessions_budget",
     ]
     assert len(set(names)) == len(names)

@@ -31,6 +31,7 @@ const ICON_PATHS = {
   denied: '<circle cx="8" cy="8" r="5.5"/><path d="M4.2 11.8l7.6-7.6"/>',
   skipped: '<path d="M3 4l5 4-5 4zM9 4l5 4-5 4z"/>',
   cancelled: '<rect x="4" y="4" width="8" height="8" rx="1"/>',
+  waiting_approval: '<circle cx="8" cy="8" r="5.5"/><path d="M6.4 6.3a1.7 1.7 0 1 1 2.2 1.6c-.4.2-.6.5-.6.9v.4M8 11.3v.1"/>',
   copy: '<rect x="5" y="5" width="8" height="9" rx="1"/><path d="M3 11V3a1 1 0 0 1 1-1h6"/>',
 };
 
@@ -187,7 +188,33 @@ function copyText(text) {
 
 // --- entries ----------------------------------------------------------------------------
 
-function toolNode(entry) {
+function approvalButtons(entry, send) {
+  // A call waiting for a person: decided here, durably (the run resumes in this kernel).
+  const message = el("input", {
+    class: "jp-mod-styled agi-approval-message",
+    type: "text",
+    placeholder: "message to the model with a denial (optional)",
+    "aria-label": "Message with a denial",
+  });
+  const button = (label, decision, cls) => {
+    const node = el("button", { class: `jp-mod-styled ${cls} agi-approval-${decision.replace("_", "-")}`, type: "button" }, label);
+    node.addEventListener("click", () => {
+      for (const b of node.parentElement.querySelectorAll("button, input")) b.disabled = true;
+      send({ type: "approval", run_id: entry.run_id, tool_call_id: entry.id, decision, message: message.value.trim() });
+    });
+    return node;
+  };
+  return el(
+    "div",
+    { class: "agi-approval" },
+    button("Approve", "approve", "jp-mod-accept"),
+    button("Deny", "deny", "jp-mod-reject"),
+    button("Always (this session)", "approve_always", ""),
+    message,
+  );
+}
+
+function toolNode(entry, send) {
   const status = entry.status || "running";
   const summary = el(
     "summary",
@@ -212,12 +239,18 @@ function toolNode(entry) {
     body.append(el("div", { class: "agi-label" }, entry.ok ? "output" : "error"));
     body.append(el("pre", { class: "agi-code" }, entry.output));
   }
-  return el(
+  const waiting = status === "waiting_approval" && entry.run_id && send;
+  const node = el(
     "details",
     { class: `agi-entry agi-tool agi-${status}`, "data-role": "tool", "data-status": status, "data-entry-id": entry.id },
     summary,
     body,
   );
+  if (waiting) {
+    node.open = true; // the question shows without a click
+    body.append(approvalButtons(entry, send));
+  }
+  return node;
 }
 
 export default {
@@ -250,7 +283,7 @@ export default {
     );
 
     function entryNode(entry) {
-      if (entry.role === "tool") return toolNode(entry);
+      if (entry.role === "tool") return toolNode(entry, (content) => model.send(content));
       const streaming = Boolean(entry.streaming);
       const node = el("div", {
         class: `agi-entry agi-${entry.role}${streaming ? " agi-streaming" : ""}${entry.partial ? " agi-partial" : ""}`,

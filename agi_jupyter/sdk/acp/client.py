@@ -45,6 +45,7 @@ from agi_jupyter.sdk.acp.permissions import PermissionDecider, PermissionRequest
 from agi_jupyter.sdk.acp.terminals import Terminals
 from agi_jupyter.sdk.base import SdkRunParams
 from agi_jupyter.tools.builtin_fs import read_text_file
+from agi_jupyter.tools.policy import ToolPolicy
 from agi_jupyter.tools.registry import is_allowed
 
 log = logging.getLogger(__name__)
@@ -55,17 +56,22 @@ REJECT = ("reject_once", "reject_always")
 
 def refusal(params: SdkRunParams, name: str) -> str | None:
     """Why the run's agent may not use ``name`` (None: it may), by the same gating as its own
-    tool calls: offered to it, and no writing tool for a read-only agent. ``acp.*`` names (no
-    tools of ours) are matched against the agent's tool list."""
+    tool calls: the session's tool policy (denied; or asking, which an ACP turn cannot wait
+    for), offered to it, and no writing tool for a read-only agent. ``acp.*`` names (no tools
+    of ours) are matched against the agent's tool list."""
     agent = params.agent
+    policy = ToolPolicy.for_session(agent, params.session, params.config)
+    verdict = policy.decide(name)
+    if verdict == "deny":
+        return policy.denied_reason(name)
     tool = next((t for t in params.tools if t.name == name), None)
     if tool is not None:
         if agent.read_only and not tool.read_only:
             return f"{name} can change things, and agent {agent.name!r} may only read"
-        return None
+        return policy.ask_reason(name) if verdict == "ask" else None
     extra = [str(t) for t in params.session.tool_config.get("extra_tools") or []]
     if name.startswith("acp.") and is_allowed(name, [*agent.tools, *extra]) and not agent.read_only:
-        return None
+        return policy.ask_reason(name) if verdict == "ask" else None
     return f"{name} is not available to agent {agent.name!r}"
 
 

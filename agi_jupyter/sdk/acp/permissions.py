@@ -13,10 +13,12 @@ that decides which of our tools it is offered: the ACP tool kind names one of ou
 | other (or none)          | acp.other    |
 | think, switch_mode       | (always allowed: no effect outside the agent) |
 
-and a tool the agent may use (offered to it, and not a writing tool for a read-only agent;
-``acp.*`` names by the agent's tool list, e.g. ``"acp.*"``) is allowed *once*; anything else is
-rejected once. ``PermissionDecider`` is the seam where an approval flow plugs in: ask, wait
-(durably), answer.
+and a tool the agent may use (offered to it, not a writing tool for a read-only agent, and
+``allow`` by the session's tool policy, ``tools/policy.py``, after its review mode; ``acp.*``
+names by the agent's tool list, e.g. ``"acp.*"``) is allowed *once*; anything else, a denied
+tool or one the policy says a person must approve, is rejected once (an ACP turn cannot be
+parked durably mid-prompt). ``PermissionDecider`` is the seam where a live approval flow would
+plug in.
 """
 
 from __future__ import annotations

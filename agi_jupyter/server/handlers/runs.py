@@ -12,8 +12,12 @@ from agi_jupyter.runtime.follow import stored_event_to_dict
 from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.handlers.replies import events_of, reply_to_run, seq_of
 from agi_jupyter.server.models import (
+    ApprovalDecision,
+    ApprovalList,
+    ApprovalResult,
     ArtifactList,
     PageQuery,
+    PendingApproval,
     RunCreate,
     RunEventsQuery,
     RunPage,
@@ -112,6 +116,42 @@ class RunCancelHandler(AgiHandler):
     async def post(self, run_id: str) -> None:
         agi = await self.agi()
         self.reply(RunResponse(run=await self.call(agi.cancel, run_id)))
+
+
+class RunApprovalsHandler(AgiHandler):
+    """The run's tool calls waiting for a person, and the decisions on them. A decision that
+    leaves none undecided queues the run and wakes this server's runner, whose tick resumes
+    it (or any other process that ticks first)."""
+
+    @protected
+    async def get(self, run_id: str) -> None:
+        agi = await self.agi()
+        run = await self.call(agi.run, run_id)
+        calls = await self.call(agi.pending_approvals, run_id)
+        approvals = [
+            PendingApproval(
+                tool_call_id=c.tool_call_id, name=c.name, arguments=c.args, created_at=c.created_at
+            )
+            for c in calls
+        ]
+        self.reply(ApprovalList(run=run, approvals=approvals))
+
+    @protected
+    async def post(self, run_id: str) -> None:
+        body = self.body(ApprovalDecision)
+        agi = await self.agi()
+        decided = await self.call(
+            agi.decide,
+            run_id,
+            body.decision,
+            tool_call_id=body.tool_call_id,
+            message=body.message,
+            resume=False,
+        )
+        run = await self.call(agi.run, run_id)
+        if run.status == "queued":
+            self.agi_app.runner.wake()
+        self.reply(ApprovalResult(run=run, decided=[c.tool_call_id for c in decided]))
 
 
 class RunEventsHandler(AgiHandler):

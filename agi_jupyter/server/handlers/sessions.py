@@ -21,7 +21,16 @@ from agi_jupyter.server.models import (
     SessionUpdate,
 )
 
-KEPT_WHEN_NULL = ("agent", "sdk", "model", "queue_mode", "tools", "metadata")
+KEPT_WHEN_NULL = (
+    "agent",
+    "sdk",
+    "model",
+    "queue_mode",
+    "tools",
+    "metadata",
+    "review_mode",
+    "permissions",
+)
 
 
 class SessionsHandler(AgiHandler):

@@ -349,6 +349,13 @@ def m013_runs_agent(conn: Connection) -> None:
 
 
 @migration
+def m014_tool_call_approvals(conn: Connection) -> None:
+    """``tool_calls.approval``: a person's decision on a call that waited for one (a run in
+    ``waiting_approval`` resumes once each of its waiting calls has one)."""
+    conn.execute(f"ALTER TABLE tool_calls ADD COLUMN approval {TEXT}")
+
+
+@migration
 def m015_sessions_budget(conn: Connection) -> None:
     """A session's token/cost budget (JSON ``{"max_tokens", "max_usd"}``, NULL: none)."""
     conn.execute(f"ALTER TABLE sessions ADD COLUMN budget {TEXT}")

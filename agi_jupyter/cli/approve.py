@@ -1,0 +1,142 @@
+"""``agi approve RUN`` / ``agi deny RUN``: decide the tool calls a run waits on, and the
+question ``agi`` asks on a terminal when a run it follows starts waiting.
+
+A run waits for approval durably (``waiting_approval``, no owner): the process that ran it may
+have exited. A decision that leaves no call undecided queues the run; by default the command
+then resumes it here and streams the rest (``--detach``: only decide, and whichever process
+ticks next, ``agi tick`` or a server, resumes it).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from agi_jupyter.cli.common import EXIT_WAITING, fail, open_agi, project_option
+from agi_jupyter.cli.render import compact_json, one_line
+
+if TYPE_CHECKING:
+    from agi_jupyter.app import Agi
+    from agi_jupyter.cli.stream import StreamPrinter
+    from agi_jupyter.records import ToolCall
+
+
+def waiting_message(agi: Agi, run_id: str) -> str:
+    """What a run waits for and how to decide it (printed before exiting with code 5)."""
+    calls = agi.pending_approvals(run_id)
+    lines = [f"run {run_id} is waiting for approval of {len(calls)} tool call(s):"]
+    lines += [f"  {c.tool_call_id}  {c.name} {one_line(compact_json(c.args), 100)}" for c in calls]
+    lines.append(
+        f"decide with `agi approve {run_id}` or `agi deny {run_id} --message '...'` "
+        "(or the side panel, or POST /agi/v1/runs/{id}/approvals); it waits until then"
+    )
+    return "\n".join(lines)
+
+
+def can_ask() -> bool:
+    """Whether a person is at this terminal to answer (stdin and stdout are terminals)."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def ask_on_terminal(agi: Agi, run_id: str) -> None:
+    """Ask about each waiting call: [y]es, [n]o (with an optional message), [a]lways."""
+    for call in agi.pending_approvals(run_id):
+        click.echo(
+            f"\n{call.name} wants to run: {one_line(compact_json(call.args), 300)}", err=True
+        )
+        answer = click.prompt(
+            "approve? [y]es / [n]o / [a]lways for this session",
+            type=click.Choice(["y", "n", "a"]),
+            show_choices=False,
+            err=True,
+        )
+        if answer == "n":
+            message = click.prompt(
+                "message to the model (empty: none)", default="", show_default=False, err=True
+            )
+            agi.decide(run_id, "deny", tool_call_id=call.tool_call_id, message=message or None)
+        else:
+            decision = "approve_always" if answer == "a" else "approve"
+            agi.decide(run_id, decision, tool_call_id=call.tool_call_id)
+
+
+def follow_with_approvals(agi: Agi, run_id: str, printer: StreamPrinter, after_seq: int) -> None:
+    """Stream the run; each time it stops to wait for approval, ask here on a terminal (then
+    go on), else print how to decide and exit with code 5, leaving the run waiting."""
+    printer.consume(agi.follow(run_id, after_seq=after_seq))
+    while agi.run(run_id).status == "waiting_approval":
+        if not can_ask():
+            fail(waiting_message(agi, run_id), EXIT_WAITING)
+        ask_on_terminal(agi, run_id)
+        printer.consume(agi.follow(run_id, after_seq=printer.last_seq))
+
+
+def _decide(
+    run_id: str,
+    decision: str,
+    tool_call: str | None,
+    message: str | None,
+    detach: bool,
+    project: Path | None,
+) -> None:
+    from agi_jupyter.cli.ask import exit_for
+    from agi_jupyter.cli.stream import Progress, StreamPrinter
+
+    with open_agi(project) as agi:
+        after = agi.store.list_run_events(run_id)
+        last = after[-1].seq if after else 0
+        decided: list[ToolCall] = agi.decide(
+            run_id, decision, tool_call_id=tool_call, message=message, resume=not detach
+        )
+        names = ", ".join(f"{c.name} ({c.tool_call_id})" for c in decided)
+        click.echo(f"{decision}: {names}", err=True)
+        run = agi.run(run_id)
+        if detach or run.status == "waiting_approval":
+            if run.status == "waiting_approval":
+                click.echo(waiting_message(agi, run_id), err=True)
+            else:
+                click.echo(f"run {run_id} is queued: the next tick resumes it", err=True)
+            return
+        printer = StreamPrinter(as_json=False, progress=Progress(False))
+        follow_with_approvals(agi, run_id, printer, last)
+    exit_for(printer, interrupted=False)
+
+
+_TOOL_CALL = click.option(
+    "--tool-call", metavar="ID", help="Decide this call only (default: every call that waits)."
+)
+_DETACH = click.option(
+    "--detach", is_flag=True, help="Only record the decision; the next tick resumes the run."
+)
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@_TOOL_CALL
+@click.option("--always", is_flag=True, help="Also approve the tool for the rest of the session.")
+@_DETACH
+@project_option
+def approve(
+    run_id: str, tool_call: str | None, always: bool, detach: bool, project: Path | None
+) -> None:
+    """Approve the tool calls RUN waits on, then resume it here (exit codes as `agi ask`)."""
+    _decide(run_id, "approve_always" if always else "approve", tool_call, None, detach, project)
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@_TOOL_CALL
+@click.option("--message", "-m", metavar="TEXT", help="Told to the model with the denial.")
+@_DETACH
+@project_option
+def deny(
+    run_id: str, tool_call: str | None, message: str | None, detach: bool, project: Path | None
+) -> None:
+    """Deny the tool calls RUN waits on (the model is told), then resume it here."""
+    _decide(run_id, "deny", tool_call, message, detach, project)
+
+
+COMMANDS = (approve, deny)

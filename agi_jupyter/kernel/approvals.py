@@ -1,0 +1,105 @@
+"""Deciding a run's waiting tool calls from a notebook: ``%agi approve|deny RUN`` and the
+Approve / Deny / Always buttons under a ``%%agi`` cell whose run waits.
+
+Either way the decision is recorded in the store (``Agi.decide``), so it holds across kernel
+restarts; the run then resumes in this kernel, and its continuation is shown where the
+decision was given (the magic's output, or the buttons' output area).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from agi_jupyter.kernel._ipython import is_terminal
+from agi_jupyter.kernel.render import MarkdownView, RunView
+
+if TYPE_CHECKING:
+    from agi_jupyter.kernel.context import KernelContext
+
+
+# Stored events replayed into the view before the continuation (who runs it, which calls).
+_CONTEXT = ("run.meta", "tool.call.started", "tool.call.arguments.done", "approval.requested")
+
+
+def decide_and_follow(
+    ctx: KernelContext,
+    run_id: str,
+    decision: str,
+    *,
+    tool_call_id: str | None = None,
+    message: str | None = None,
+) -> RunView:
+    """Record the decision, resume the run here once nothing is left undecided, and return
+    the view of what the run did after it (its continuation)."""
+    from agi_jupyter.kernel.dispatch import follow_with_dispatch
+
+    stored = ctx.agi.store.list_run_events(run_id)
+    after = stored[-1].seq if stored else 0
+    view = RunView(run_id=run_id)
+    for stored_event in stored:  # the run's header and tool blocks, so the view reads whole
+        if stored_event.type in _CONTEXT:
+            view.apply({"type": stored_event.type, "run_id": run_id, **stored_event.payload})
+    decided = ctx.agi.decide(run_id, decision, tool_call_id=tool_call_id, message=message)
+    names = ", ".join(c.name for c in decided)
+    print(f"agi: {decision.replace('_', ' ')} {names}", file=sys.stderr)
+    for event in follow_with_dispatch(ctx.agi, run_id, ctx.dispatcher, after_seq=after):
+        view.apply(event)
+    view.status = ctx.agi.run(run_id).status
+    return view
+
+
+def show(ctx: KernelContext, view: RunView) -> Any:
+    """The continuation as the cell's output (with buttons again if it waits once more)."""
+    if is_terminal(ctx.shell):
+        from agi_jupyter.kernel.tables import Text
+
+        return Text(view.to_text())
+    from agi_jupyter.kernel._ipython import display
+
+    display(MarkdownView(view))
+    if view.status == "waiting_approval":
+        show_buttons(ctx, view.run_id)
+    return None
+
+
+def show_buttons(ctx: KernelContext, run_id: str) -> None:
+    """Approve / Deny / Always (with a message box for a denial) under a waiting run's
+    output; without ipywidgets the printed hint (``%agi approve``) is all there is."""
+    try:
+        import ipywidgets as widgets
+    except ImportError:
+        return
+    from agi_jupyter.kernel._ipython import display
+
+    message = widgets.Text(placeholder="message to the model with a denial (optional)")
+    buttons = {
+        "approve": widgets.Button(description="Approve", button_style="success"),
+        "deny": widgets.Button(description="Deny", button_style="danger"),
+        "approve_always": widgets.Button(description="Always (this session)"),
+    }
+    output = widgets.Output()
+
+    def click(decision: str) -> Any:
+        def handler(_button: Any) -> None:
+            for button in buttons.values():
+                button.disabled = True
+            message.disabled = True
+            with output:
+                try:
+                    view = decide_and_follow(
+                        ctx, run_id, decision, message=message.value.strip() or None
+                    )
+                except Exception as e:  # shown in the output area, not lost in the log
+                    print(f"agi: {getattr(e, 'message', e)}", file=sys.stderr)
+                    return
+                show(ctx, view)
+
+        return handler
+
+    for decision, button in buttons.items():
+        button.add_class(f"agi-approval-{decision.replace('_', '-')}")
+        button.on_click(click(decision))
+    box = widgets.VBox([widgets.HBox([*buttons.values(), message]), output])
+    box.add_class("agi-approval")
+    display(box)
