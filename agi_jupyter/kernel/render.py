@@ -18,8 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from agi_jupyter.budget import describe
-
 MAX_BLOCK_CHARS = 4_000
 DIFF_KINDS = ("file_diff", "notebook_diff")  # as tools.diffs (not imported: %load_ext stays light)
 
@@ -226,7 +224,10 @@ class RunView:
         if self.usage_unknown:
             tokens, cost = "usage unknown (the server sent none)", "cost unknown"
         parts = [model or "model ?", self.agent or "agent ?", tokens, cost, self.recorded_run_id]
-        parts.extend(describe(status) for status in self.budgets.values())
+        if self.budgets:
+            from agi_jupyter.budget import describe  # pydantic: not on %load_ext's path
+
+            parts.extend(describe(status) for status in self.budgets.values())
         if not self.done:
             parts.append(_LIVE_STATUS.get(self.status, self.status + "…"))
         elif self.status != "succeeded":

@@ -76,11 +76,13 @@ def test_load_ext_imports_nothing_heavy(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_warm_up_loads_the_runtime_and_the_model_sdk_in_the_background(
+def test_the_warm_up_loads_the_runtime_and_the_model_client_in_the_background(
     tmp_path: Path,
 ) -> None:
     report = _load(tmp_path, warm_up=True)
-    assert {"agi_jupyter.app", "agi_jupyter.store", "openai"} <= set(report["after_warm_up"])
+    warm = set(report["after_warm_up"])
+    assert {"agi_jupyter.app", "agi_jupyter.store", "agi_jupyter.providers"} <= warm
+    assert "openai" not in warm  # the default wire reads the stream without the SDK
     assert report["warm_agi"]
     assert report["files"] == []  # nothing written: the store opens on first use
 
