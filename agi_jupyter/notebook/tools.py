@@ -164,6 +164,7 @@ class NotebookRead(NotebookTool):
 
 class NotebookInsert(NotebookTool):
     name = "notebook.insert"
+    in_order = True
     description = "Insert a new cell into a notebook, after a cell id or at an index."
     parameters = InsertArgs
 
@@ -178,6 +179,7 @@ class NotebookInsert(NotebookTool):
 
 class NotebookEdit(NotebookTool):
     name = "notebook.edit"
+    in_order = True
     description = (
         "Replace a cell's source. expected_hash is the cell's source_hash from notebook.read; "
         "if the cell changed since, nothing is written (HASH_MISMATCH)."
@@ -193,6 +195,7 @@ class NotebookEdit(NotebookTool):
 
 class NotebookDelete(NotebookTool):
     name = "notebook.delete"
+    in_order = True
     description = (
         "Delete a cell. expected_hash is the cell's source_hash from notebook.read; if the "
         "cell changed since, nothing is deleted (HASH_MISMATCH)."
@@ -208,6 +211,7 @@ class NotebookDelete(NotebookTool):
 
 class NotebookRun(NotebookTool):
     name = "notebook.run"
+    in_order = True
     description = (
         "Run code cells in the notebook's own kernel, in order, as if the user ran them: "
         "outputs go into the notebook and come back here. Stops at the first error; a cell "

@@ -14,6 +14,8 @@ owner's fence (``emitter.fence``). Provider errors propagate to the caller
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -365,23 +367,27 @@ class AgentLoop:
                         review_mode=policy.review_mode,
                     )
                 )
-        await asyncio.gather(
-            *(
-                self._run_one_tool(
-                    run,
-                    session,
-                    call.tool_call_id,
+        await self._in_turn_order(
+            [
+                (
                     call.name,
-                    call.arguments,
-                    row.id,
-                    allowed,
-                    emitter,
-                    iteration,
-                    parse_error=call.parse_error,
+                    functools.partial(
+                        self._run_one_tool,
+                        run,
+                        session,
+                        call.tool_call_id,
+                        call.name,
+                        call.arguments,
+                        row.id,
+                        allowed,
+                        emitter,
+                        iteration,
+                        parse_error=call.parse_error,
+                    ),
                 )
                 for call, row in zip(calls, rows, strict=True)
                 if call.tool_call_id not in asks
-            )
+            ]
         )
         if asks:
             raise AwaitingApproval(run.id)
@@ -454,19 +460,43 @@ class AgentLoop:
             for part in message.parts
             if isinstance(part, ToolCallPart)
         }
-        await asyncio.gather(
-            *(
-                self._settle_one(
-                    run,
-                    session,
-                    call,
-                    sent.get(call.tool_call_id, call.args),
-                    allowed,
-                    emitter,
-                    iteration,
+        await self._in_turn_order(
+            [
+                (
+                    call.name,
+                    functools.partial(
+                        self._settle_one,
+                        run,
+                        session,
+                        call,
+                        sent.get(call.tool_call_id, call.args),
+                        allowed,
+                        emitter,
+                        iteration,
+                    ),
                 )
                 for call in waiting
-            )
+            ]
+        )
+
+    async def _in_turn_order(self, jobs: list[tuple[str, Callable[[], Awaitable[None]]]]) -> None:
+        """Run a turn's calls (tool name, job) concurrently, except those of ``in_order``
+        tools (edits of files and notebooks): they run one after another in the order the
+        model made them, so their changes apply, are recorded and are undone in that order."""
+        registry = self.deps.registry
+
+        def in_order(name: str) -> bool:
+            tool = registry.get(name)
+            return tool is not None and tool.in_order
+
+        ordered = [job for name, job in jobs if in_order(name)]
+
+        async def one_after_another() -> None:
+            for job in ordered:
+                await job()
+
+        await asyncio.gather(
+            one_after_another(), *(job() for name, job in jobs if not in_order(name))
         )
 
     async def _settle_one(

@@ -117,6 +117,10 @@ class Tool(ABC, Generic[P]):
     description: str = ""
     parameters: type[P]
     read_only: bool = False
+    in_order: bool = False
+    """Calls of this tool in one model turn run one after another, in the order the model made
+    them, not concurrently: edits of files and notebooks, whose changes are applied, recorded
+    and undone in that order."""
     requires: frozenset[str] = frozenset()
     prompt: str | None = None
     source: str = "builtin"

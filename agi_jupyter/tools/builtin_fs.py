@@ -285,6 +285,7 @@ class FsWriteArgs(ToolArgs):
 
 class FsWrite(Tool[FsWriteArgs]):
     name = "fs.write"
+    in_order = True
     description = (
         "Create or overwrite a text file of the project with the given content (parent folders "
         "are created). Prefer apply_patch for small edits of existing files."

@@ -265,6 +265,7 @@ class ApplyPatchArgs(ToolArgs):
 
 class ApplyPatch(Tool[ApplyPatchArgs]):
     name = "apply_patch"
+    in_order = True
     description = (
         "Edit project files with a patch (apply_patch envelope or unified diff). The patch is "
         "applied all or nothing: if a hunk does not fit, no file is changed."

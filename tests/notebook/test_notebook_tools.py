@@ -163,11 +163,12 @@ def test_undo_refuses_when_the_cells_changed_after_the_run_unless_forced(
     assert notebook.read_bytes() == original
 
 
-def test_changes_made_together_in_one_turn_are_undone_together(
+def test_changes_made_together_in_one_turn_apply_in_order_and_are_undone_together(
     make_agi: MakeAgi, fake_llm: FakeLLMServer, notebook: Path
 ) -> None:
-    # The tool calls of a turn run concurrently: each change must be applied and recorded
-    # before the next is applied, or undo restores a snapshot that holds some of them.
+    # Edits of one turn run one after another in the order the model made them (``in_order``
+    # tools; concurrently they overtook each other), and each is applied and recorded before
+    # the next, or undo would restore a snapshot that holds some of them.
     original = notebook.read_bytes()
     agi = make_agi()
     inserts = [
@@ -181,9 +182,10 @@ def test_changes_made_together_in_one_turn_are_undone_together(
     fake_llm.enqueue(Turn(tool_calls=inserts), Turn(text="inserted"))
     run = agi.ask("insert twelve cells", agent="build").run
     book = nbformat.read(notebook, as_version=4)
-    assert sorted(c.source for c in book.cells[3:]) == sorted(f"# {n}" for n in range(12))
+    # each went in right after "total", so the last made is first
+    assert [c.source for c in book.cells[3:]] == [f"# {n}" for n in reversed(range(12))]
     changes = agi.store.list_changes(run_id=run.id)
-    assert len(changes) == 12
+    assert [c.tool_call_id for c in changes] == [f"insert-{n}" for n in range(12)]
     # the store's order is the order they were made in: each starts where the last ended
     assert all(a.after_sha == b.before_sha for a, b in itertools.pairwise(changes))
     assert [n.status for n in agi.undo(run.id).notebooks] == ["restored"]
