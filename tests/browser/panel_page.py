@@ -31,10 +31,20 @@ def open_lab(page: Any, lab: LabServer) -> None:
 
 
 def open_panel(page: Any) -> Any:
-    """Show the panel (clicking its sidebar tab unless it is already shown)."""
+    """Show the panel (clicking its sidebar tab unless it is already shown).
+
+    After a reload JupyterLab's layout restorer may show the panel itself, at any moment: a
+    click landing just as it does toggles the panel shut again, so a panel still hidden after
+    a click gets another look (a few bounded tries) rather than failing."""
     panel = page.locator(".jp-AgiPanel")
-    if not panel.is_visible():
+    for _ in range(3):
+        if panel.is_visible():
+            return panel
         page.locator(PANEL_TAB).click()
+        try:
+            expect(panel).to_be_visible(timeout=10_000)
+        except AssertionError:
+            continue
     expect(panel).to_be_visible()
     return panel
 
