@@ -172,9 +172,10 @@ class _Call:
 
 
 @dataclass
-class ChatChunks:
-    """The state of one streamed completion read as dicts: open tool calls, reasoning, the
-    finish reason. ``plain_text`` is the hot path (a chunk carrying only text)."""
+class ChatStreamState:
+    """What one streamed completion keeps, on both paths: open tool calls, reasoning, the
+    finish reason and usage. Each path reads chunks in its own form (the SDK's models, or
+    dicts) and feeds them here, so the two differ only in how they read a chunk."""
 
     calls: dict[int, _Call] = field(default_factory=dict)
     reasoning: list[str] = field(default_factory=list)
@@ -182,6 +183,54 @@ class ChatChunks:
     usage: Usage | None = None
     ended_calls: int = 0
     started: bool = False
+
+    def add_reasoning(self, text: object, events: list[ProviderEvent]) -> None:
+        if isinstance(text, str) and text:
+            self.reasoning.append(text)
+            events.append(ReasoningDelta(text=text))
+
+    def end_reasoning(self, events: list[ProviderEvent]) -> None:
+        if self.reasoning:
+            events.append(ReasoningDone(text="".join(self.reasoning)))
+            self.reasoning = []
+
+    def add_tool_call(
+        self,
+        index: int,
+        call_id: str | None,
+        name: str | None,
+        arguments: str | None,
+        events: list[ProviderEvent],
+    ) -> None:
+        """A tool call delta: the first of an index starts the call, each adds arguments."""
+        call = self.calls.get(index)
+        if call is None:
+            call = self.calls[index] = _Call(call_id or new_tool_call_id(), name or "")
+            events.append(ToolCallStart(tool_call_id=call.id, name=call.name, index=index))
+        if arguments:
+            call.arguments.append(arguments)
+            events.append(ToolCallArgsDelta(tool_call_id=call.id, delta=arguments))
+
+    def on_finish(self, reason: str, events: list[ProviderEvent]) -> None:
+        self.end_reasoning(events)
+        events.extend(self.end_calls())
+        self.finish_reason = reason
+
+    def end_calls(self) -> list[ToolCallEnd]:
+        ends = [tool_call_end(c.id, c.name, "".join(c.arguments)) for c in self.calls.values()]
+        self.calls.clear()
+        self.ended_calls += len(ends)
+        return ends
+
+    def finish(self, provider: str) -> list[ProviderEvent]:
+        """The closing events; a stream without a finish reason is a disconnect."""
+        return finish_events(provider, self.finish_reason, self.usage, self.ended_calls)
+
+
+@dataclass
+class ChatChunks(ChatStreamState):
+    """One streamed completion read as dicts (the HTTP path). ``plain_text`` is the hot path
+    (a chunk carrying only text)."""
 
     def plain_text(self, chunk: dict[str, Any]) -> str | None:
         """The text of a chunk that carries only text (most of them), else None."""
@@ -212,7 +261,7 @@ class ChatChunks:
         choice = choices[0]
         delta = choice.get("delta") or {}
         if not delta.keys() <= _DELTA_FIELDS:
-            self.on_reasoning(delta, events)
+            self.add_reasoning(delta.get("reasoning_content") or delta.get("reasoning"), events)
         content = delta.get("content")
         if content:
             self.end_reasoning(events)
@@ -221,50 +270,17 @@ class ChatChunks:
         if tool_calls:
             self.end_reasoning(events)
             for call in tool_calls:
-                self.on_tool_call(call, events)
+                function = call.get("function") or {}
+                self.add_tool_call(
+                    call.get("index", 0),
+                    call.get("id"),
+                    function.get("name"),
+                    function.get("arguments"),
+                    events,
+                )
         if choice.get("finish_reason") is not None:
             self.on_finish(choice["finish_reason"], events)
         return events
-
-    def on_reasoning(self, delta: dict[str, Any], events: list[ProviderEvent]) -> None:
-        text = delta.get("reasoning_content") or delta.get("reasoning")
-        if isinstance(text, str) and text:
-            self.reasoning.append(text)
-            events.append(ReasoningDelta(text=text))
-
-    def end_reasoning(self, events: list[ProviderEvent]) -> None:
-        if self.reasoning:
-            events.append(ReasoningDone(text="".join(self.reasoning)))
-            self.reasoning = []
-
-    def on_tool_call(self, delta: dict[str, Any], events: list[ProviderEvent]) -> None:
-        function = delta.get("function")
-        index = delta.get("index", 0)
-        call = self.calls.get(index)
-        if call is None:
-            call_id = delta.get("id") or new_tool_call_id()
-            name = (function and function.get("name")) or ""
-            call = self.calls[index] = _Call(call_id, name)
-            events.append(ToolCallStart(tool_call_id=call.id, name=call.name, index=index))
-        arguments = function.get("arguments") if function else None
-        if arguments:
-            call.arguments.append(arguments)
-            events.append(ToolCallArgsDelta(tool_call_id=call.id, delta=arguments))
-
-    def on_finish(self, reason: str, events: list[ProviderEvent]) -> None:
-        self.end_reasoning(events)
-        events.extend(self.end_calls())
-        self.finish_reason = reason
-
-    def end_calls(self) -> list[ToolCallEnd]:
-        ends = [tool_call_end(c.id, c.name, "".join(c.arguments)) for c in self.calls.values()]
-        self.calls.clear()
-        self.ended_calls += len(ends)
-        return ends
-
-    def finish(self, provider: str) -> list[ProviderEvent]:
-        """The closing events; a stream without a finish reason is a disconnect."""
-        return finish_events(provider, self.finish_reason, self.usage, self.ended_calls)
 
 
 def finish_events(

@@ -14,36 +14,28 @@ This is the SDK wire path (``wire = "sdk"``), the reference for the HTTP path
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.providers._common import (
     AdapterConfig,
     SdkAdapter,
     install_hint,
-    new_tool_call_id,
-    tool_call_end,
 )
 from agi_jupyter.providers._openai_common import make_client, map_error
 from agi_jupyter.providers.base import (
     ProviderEvent,
     ProviderRequest,
-    ReasoningDelta,
-    ReasoningDone,
     ResponseId,
     TextDelta,
-    ToolCallArgsDelta,
-    ToolCallEnd,
-    ToolCallStart,
     Usage,
 )
-from agi_jupyter.providers.chat_mapping import chat_params, finish_events
+from agi_jupyter.providers.chat_mapping import ChatStreamState, chat_params
 
 try:
     import httpx2
     import openai
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
-    from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
     from openai.types.completion_usage import CompletionUsage
 except ImportError as _import_error:
     raise ImportError(install_hint("openai", "openai")) from _import_error
@@ -121,22 +113,8 @@ class OpenAIChatProvider(SdkAdapter):
 
 
 @dataclass
-class _Call:
-    id: str
-    name: str
-    arguments: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _ChatStream:
-    """The state of one streamed completion: open tool calls, reasoning, the finish reason."""
-
-    calls: dict[int, _Call] = field(default_factory=dict)
-    reasoning: list[str] = field(default_factory=list)
-    finish_reason: str | None = None
-    usage: Usage | None = None
-    ended_calls: int = 0
-    started: bool = False
+class _ChatStream(ChatStreamState):
+    """One streamed completion read as the SDK's models (the reference path)."""
 
     def plain_text(self, chunk: ChatCompletionChunk) -> str | None:
         """The text of a chunk that carries only text (most of them), else None."""
@@ -161,55 +139,25 @@ class _ChatStream:
         choice = chunk.choices[0]
         delta = choice.delta
         if delta.model_extra:
-            self.on_reasoning(delta, events)
+            extra = delta.model_extra
+            self.add_reasoning(extra.get("reasoning_content") or extra.get("reasoning"), events)
         if delta.content:
             self.end_reasoning(events)
             events.append(TextDelta(text=delta.content))
         if delta.tool_calls:
             self.end_reasoning(events)
             for call in delta.tool_calls:
-                self.on_tool_call(call, events)
+                function = call.function
+                self.add_tool_call(
+                    call.index,
+                    call.id,
+                    function.name if function else None,
+                    function.arguments if function else None,
+                    events,
+                )
         if choice.finish_reason is not None:
             self.on_finish(choice.finish_reason, events)
         return events
-
-    def on_reasoning(self, delta: ChoiceDelta, events: list[ProviderEvent]) -> None:
-        extra = delta.model_extra or {}
-        text = extra.get("reasoning_content") or extra.get("reasoning")
-        if isinstance(text, str) and text:
-            self.reasoning.append(text)
-            events.append(ReasoningDelta(text=text))
-
-    def end_reasoning(self, events: list[ProviderEvent]) -> None:
-        if self.reasoning:
-            events.append(ReasoningDone(text="".join(self.reasoning)))
-            self.reasoning = []
-
-    def on_tool_call(self, delta: ChoiceDeltaToolCall, events: list[ProviderEvent]) -> None:
-        function = delta.function
-        call = self.calls.get(delta.index)
-        if call is None:
-            call_id = delta.id or new_tool_call_id()
-            call = self.calls[delta.index] = _Call(call_id, (function and function.name) or "")
-            events.append(ToolCallStart(tool_call_id=call.id, name=call.name, index=delta.index))
-        if function is not None and function.arguments:
-            call.arguments.append(function.arguments)
-            events.append(ToolCallArgsDelta(tool_call_id=call.id, delta=function.arguments))
-
-    def on_finish(self, reason: str, events: list[ProviderEvent]) -> None:
-        self.end_reasoning(events)
-        events.extend(self.end_calls())
-        self.finish_reason = reason
-
-    def end_calls(self) -> list[ToolCallEnd]:
-        ends = [tool_call_end(c.id, c.name, "".join(c.arguments)) for c in self.calls.values()]
-        self.calls.clear()
-        self.ended_calls += len(ends)
-        return ends
-
-    def finish(self, provider: str) -> list[ProviderEvent]:
-        """The closing events; a stream without a finish reason is a disconnect."""
-        return finish_events(provider, self.finish_reason, self.usage, self.ended_calls)
 
 
 def sdk_usage(usage: CompletionUsage) -> Usage:
