@@ -260,7 +260,12 @@ class RunEmitter:
 
     def partial(self) -> tuple[str, str]:
         """The text and the reasoning streamed since the last assistant message or iteration
-        (what a run that ends now would lose)."""
+        (what a run that ends now would lose), the delta still being coalesced and what the
+        redaction streams hold back included: they are sent first."""
+        if self._delta_type is not None:
+            self.send_delta()
+        if self._delta_streams:
+            self._flush_delta_streams()
         return "".join(self._draft_text), "".join(self._draft_reasoning)
 
     def mark_lost(self) -> None:
