@@ -88,7 +88,8 @@ class AgentLoop:
 
     async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult:
         deps = self.deps
-        session = session_for_run(deps.store.get_session(run.session_id), run)
+        store, stored = deps.store, deps.stored
+        session = session_for_run(await stored(store.get_session, run.session_id), run)
         agent = self._agent(session)
         allowed = self._allowed(agent, session)
         await deps.registry.prepare(allowed)  # starts the MCP servers the agent can reach
@@ -111,7 +112,7 @@ class AgentLoop:
         # Calls that waited for a person: executed or refused now, as decided (the model
         # turn that made them is not repeated); still undecided: the run waits again.
         await self._settle_approvals(run, session, allowed, emitter, state.get("iteration"))
-        messages = deps.store.list_messages(session.id)
+        messages = await stored(store.list_messages, session.id)
         await self._answer_dangling_tool_calls(run, messages, emitter)
         max_iterations = int(state.get("max_iterations") or deps.config.max_iterations)
         # Every registered name, so a call to a tool not offered is refused by its real name.
@@ -121,13 +122,11 @@ class AgentLoop:
         text = ""
         for iteration in range(int(state.get("iteration", 0)) + 1, max_iterations + 1):
             emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
-            self._check_budget(run, session, state, emitter)
+            await self._check_budget(run, session, state, emitter)
+            history = await stored(store.list_messages, session.id)
             request = pb.ProviderRequest(
                 model=run.model or "",
-                messages=[
-                    names.encode_message(m)
-                    for m in conversation(deps.store.list_messages(session.id))
-                ],
+                messages=[names.encode_message(m) for m in conversation(history)],
                 system=system,
                 tools=specs,
                 thinking_level=run.thinking_level,
@@ -137,11 +136,12 @@ class AgentLoop:
             turn = await self._stream_turn(provider, request, emitter, names)
             usage = turn.usage
             cost = None if usage is None else cost_usd(run.provider or "", run.model or "", usage)
+            # (Nothing else emits on the emitter between turns: the block may await.)
             with emitter.together():
-                assistant = self._save_assistant(run, session, turn, cost, emitter)
+                assistant = await self._save_assistant(run, session, turn, cost, emitter)
                 if usage is not None:
-                    self._record_usage(session, usage, cost, emitter)
-                self._report_budget(session, emitter)
+                    await self._record_usage(session, usage, cost, emitter)
+                await self._report_budget(session, emitter)
             add_turn_usage(usage_total, turn)
             cost_total += cost or 0.0
             text = turn.text
@@ -155,18 +155,19 @@ class AgentLoop:
                 # least this one's (a call without usage leaves the run's usage unknown).
                 "last_input_tokens": turn.usage.input_tokens if turn.usage else 0,
             }
-            self._save_state(run, state, emitter)
+            await self._save_state(run, state, emitter)
             if turn.tool_calls:
                 await self._run_tools(
                     run, session, agent, assistant, turn.tool_calls, emitter, iteration
                 )
-                self._save_state(run, state, emitter)
+                await self._save_state(run, state, emitter)
             if not turn.tool_calls:
                 return AttemptResult(text, usage_total, cost_total, iteration)
         return AttemptResult(text, usage_total, cost_total, max_iterations, True)
 
-    def _save_state(self, run: Run, state: JSON, emitter: RunEmitter) -> None:
-        self.deps.store.update_run(
+    async def _save_state(self, run: Run, state: JSON, emitter: RunEmitter) -> None:
+        await self.deps.stored(
+            self.deps.store.update_run,
             run.id,
             loop_state=state,
             usage=state["usage"],
@@ -176,12 +177,11 @@ class AgentLoop:
 
     # --- budgets -----------------------------------------------------------------------------
 
-    def _check_budget(self, run: Run, session: Session, state: JSON, emitter: RunEmitter) -> None:
+    async def _check_budget(
+        self, run: Run, session: Session, state: JSON, emitter: RunEmitter
+    ) -> None:
         """Refuse the next model call when it would go over a budget (``BUDGET_EXCEEDED``)."""
-        deps = self.deps
-        found = budgets.statuses(
-            deps.store, deps.store.get_session(session.id), deps.config.budgets
-        )
+        found = await self._budget_statuses(session)
         if not found:
             return
         info = lookup(run.provider or "", run.model or "")
@@ -196,12 +196,19 @@ class AgentLoop:
                 emitter.emit(budget_event(status, exceeded=True))
                 raise BudgetExceeded(reason)
 
-    def _report_budget(self, session: Session, emitter: RunEmitter) -> None:
+    async def _report_budget(self, session: Session, emitter: RunEmitter) -> None:
         """Spent and remaining of the budgets that apply, after a model call."""
-        deps = self.deps
-        current = deps.store.get_session(session.id)
-        for status in budgets.statuses(deps.store, current, deps.config.budgets):
+        for status in await self._budget_statuses(session):
             emitter.emit(budget_event(status))
+
+    async def _budget_statuses(self, session: Session) -> list[budgets.BudgetStatus]:
+        deps = self.deps
+
+        def statuses() -> list[budgets.BudgetStatus]:
+            current = deps.store.get_session(session.id)
+            return list(budgets.statuses(deps.store, current, deps.config.budgets))
+
+        return await deps.stored(statuses)
 
     # --- setup -------------------------------------------------------------------------------
 
@@ -267,7 +274,7 @@ class AgentLoop:
             emitter.emit(ev.TextDone(text=turn.text))
         return turn
 
-    def _save_assistant(
+    async def _save_assistant(
         self,
         run: Run,
         session: Session,
@@ -299,16 +306,23 @@ class AgentLoop:
             meta["truncated"] = True
         if turn.response_id:
             meta["response_id"] = turn.response_id
-        message = self.deps.store.add_message(
-            session.id, "assistant", parts, run_id=run.id, meta=meta, fence=emitter.fence
+        message = await self.deps.stored(
+            self.deps.store.add_message,
+            session.id,
+            "assistant",
+            parts,
+            run_id=run.id,
+            meta=meta,
+            fence=emitter.fence,
         )
         emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
         return message
 
-    def _record_usage(
+    async def _record_usage(
         self, session: Session, usage: pb.Usage, cost: float | None, emitter: RunEmitter
     ) -> None:
-        self.deps.store.add_session_usage(
+        await self.deps.stored(
+            self.deps.store.add_session_usage,
             session.id,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
@@ -346,7 +360,8 @@ class AgentLoop:
             and policy.decide(c.name) == "ask"
         }
         rows = [
-            self.deps.store.create_tool_call(
+            await self.deps.stored(
+                self.deps.store.create_tool_call,
                 run.id,
                 c.tool_call_id,
                 c.name,
@@ -422,7 +437,8 @@ class AgentLoop:
             turn=iteration,
             approved=approved,
         )
-        self.deps.store.update_tool_call(
+        await self.deps.stored(
+            self.deps.store.update_tool_call,
             row_id,
             status=outcome.status,
             result=outcome.result,
@@ -431,7 +447,7 @@ class AgentLoop:
             finished_at=outcome.finished_at,
             fence=emitter.fence,
         )
-        self._save_tool_result(run, session, outcome, emitter)
+        await self._save_tool_result(run, session, outcome, emitter)
 
     async def _settle_approvals(
         self,
@@ -444,9 +460,11 @@ class AgentLoop:
         """Execute the approved calls that waited (once: each is marked ``running`` before it
         starts, so an attempt that dies meanwhile leaves it to be answered as interrupted) and
         answer the denied ones with the denial; any call still undecided parks the run."""
-        store = self.deps.store
+        store, stored = self.deps.store, self.deps.stored
         waiting = [
-            c for c in store.list_tool_calls(run_id=run.id) if c.status == "waiting_approval"
+            c
+            for c in await stored(store.list_tool_calls, run_id=run.id)
+            if c.status == "waiting_approval"
         ]
         if not waiting:
             return
@@ -455,7 +473,7 @@ class AgentLoop:
         # The arguments as the model sent them (the rows hold their redacted copy).
         sent = {
             part.tool_call_id: part.arguments
-            for message in store.list_messages(session.id)
+            for message in await stored(store.list_messages, session.id)
             if message.run_id == run.id and message.role == "assistant"
             for part in message.parts
             if isinstance(part, ToolCallPart)
@@ -520,9 +538,9 @@ class AgentLoop:
                 message=str(message) if message else None,
             )
         )
-        store = self.deps.store
+        store, stored = self.deps.store, self.deps.stored
         if decision != "deny":
-            store.update_tool_call(call.id, status="running", fence=emitter.fence)
+            await stored(store.update_tool_call, call.id, status="running", fence=emitter.fence)
             await self._run_one_tool(
                 run,
                 session,
@@ -553,7 +571,8 @@ class AgentLoop:
             started_at=now,
             finished_at=now,
         )
-        store.update_tool_call(
+        await stored(
+            store.update_tool_call,
             call.id,
             status="denied",
             result=outcome.result,
@@ -561,9 +580,9 @@ class AgentLoop:
             finished_at=now,
             fence=emitter.fence,
         )
-        self._save_tool_result(run, session, outcome, emitter)
+        await self._save_tool_result(run, session, outcome, emitter)
 
-    def _save_tool_result(
+    async def _save_tool_result(
         self, run: Run, session: Session, outcome: ToolOutcome, emitter: RunEmitter
     ) -> None:
         artifact_id = outcome.artifact.id if outcome.artifact else None
@@ -575,7 +594,14 @@ class AgentLoop:
             artifact_id=artifact_id,
             status=outcome.status,
         )
-        self.deps.store.add_message(session.id, "tool", [part], run_id=run.id, fence=emitter.fence)
+        await self.deps.stored(
+            self.deps.store.add_message,
+            session.id,
+            "tool",
+            [part],
+            run_id=run.id,
+            fence=emitter.fence,
+        )
         summary = None
         if outcome.artifact is not None:
             a = outcome.artifact
@@ -597,8 +623,10 @@ class AgentLoop:
         self, run: Run, messages: list[Message], emitter: RunEmitter
     ) -> None:
         """Give tool calls interrupted by a crash an error result, so history stays valid."""
+        store, stored = self.deps.store, self.deps.stored
         rows = {
-            c.tool_call_id: c for c in self.deps.store.list_tool_calls(session_id=run.session_id)
+            c.tool_call_id: c
+            for c in await stored(store.list_tool_calls, session_id=run.session_id)
         }
         for message, call in unanswered_tool_calls(messages):
             part = ToolResultPart(
@@ -610,11 +638,20 @@ class AgentLoop:
             )
             row = rows.get(call.tool_call_id)
             if row is not None and row.status in ("pending", "running"):
-                self.deps.store.update_tool_call(
-                    row.id, status="failed", is_error=True, fence=emitter.fence
+                await stored(
+                    store.update_tool_call,
+                    row.id,
+                    status="failed",
+                    is_error=True,
+                    fence=emitter.fence,
                 )
-            self.deps.store.add_message(
-                message.session_id, "tool", [part], run_id=run.id, fence=emitter.fence
+            await stored(
+                store.add_message,
+                message.session_id,
+                "tool",
+                [part],
+                run_id=run.id,
+                fence=emitter.fence,
             )
             emitter.emit(
                 ev.ToolCallOutput(

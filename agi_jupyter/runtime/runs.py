@@ -144,13 +144,13 @@ class RunManager:
     async def _drive_until_done(
         self, run_id: str, wait_for_session: bool, claimed: RunFence | None
     ) -> Run:
-        store = self.deps.store
+        store, stored = self.deps.store, self.deps.stored
         if claimed is not None:
             run = await self._execute_claimed(claimed)
             if run.status != "queued" or run_id in self._stops:
                 return run
         while True:
-            run = store.get_run(run_id)
+            run = await stored(store.get_run, run_id)
             if run.status != "queued":
                 return run
             try:
@@ -158,18 +158,20 @@ class RunManager:
                 lock = self._session_locks.setdefault(run.session_id, asyncio.Lock())
                 async with lock:
                     if not await self._session_free_elsewhere(run, wait_for_session):
-                        return store.get_run(run_id)
-                    run = store.get_run(run_id)
+                        return await stored(store.get_run, run_id)
+                    run = await stored(store.get_run, run_id)
                     fence = None
                     if run.status == "queued":
-                        fence = store.claim_run(run.id, run.version, owner=self.deps.owner)
+                        fence = await stored(
+                            store.claim_run, run.id, run.version, owner=self.deps.owner
+                        )
                     if fence is None:
-                        return store.get_run(run_id)
+                        return await stored(store.get_run, run_id)
                     run = await self._execute_claimed(fence)
             except asyncio.CancelledError:
-                if run_id in self._stops:
-                    return store.get_run(run_id)  # released before it was claimed: stays queued
-                return self._cancel_unclaimed(run_id)
+                if run_id in self._stops:  # released before it was claimed: stays queued
+                    return await stored(store.get_run, run_id)
+                return await stored(self._cancel_unclaimed, run_id)
             if run.status != "queued" or run_id in self._stops:
                 return run
 
@@ -177,11 +179,15 @@ class RunManager:
         """Whether no other process is running a run of this session, and no earlier run of
         it waits for an approval (waits if ``wait``)."""
         while True:
+            found = await self.deps.stored(
+                self.deps.store.list_runs,
+                session_id=run.session_id,
+                statuses=["running", "waiting_approval"],
+                limit=5,
+            )
             busy = [
                 r
-                for r in self.deps.store.list_runs(
-                    session_id=run.session_id, statuses=["running", "waiting_approval"], limit=5
-                ).items
+                for r in found.items
                 if r.id != run.id
                 and (
                     (r.status == "running" and r.owner != self.deps.owner and not self._is_stale(r))
@@ -201,7 +207,11 @@ class RunManager:
         beat = datetime.fromisoformat(run.heartbeat_at.replace("Z", "+00:00"))
         return beat < datetime.now(UTC) - timedelta(seconds=self.deps.stale_after)
 
-    def _emitter(self, run: Run, fence: RunFence | None = None) -> RunEmitter:
+    def _emitter(
+        self, run: Run, fence: RunFence | None = None, *, on_loop: bool = False
+    ) -> RunEmitter:
+        """``on_loop``: the emitter of an attempt on the runtime loop, writing through the
+        store thread; else it writes inline (endings made from any thread)."""
         events = self.deps.store.list_run_events(run.id)
         last = events[-1].seq if events else 0
         if fence is not None and run.attempt > 1:  # (the claim counted this attempt)
@@ -216,13 +226,14 @@ class RunManager:
             redactor=self.deps.redactor,
             fence=fence,
             on_lost=(lambda: self._lost(fence)) if fence is not None else None,
+            writer=self.deps.store_thread if on_loop else None,
         )
 
     async def _execute_claimed(self, fence: RunFence) -> Run:
         """Execute one attempt of a run this process just claimed with ``fence``."""
         run_id = fence.run_id
-        run = self.deps.store.get_run(run_id)
-        emitter = self._emitter(run, fence)
+        run = await self.deps.stored(self.deps.store.get_run, run_id)
+        emitter = await self.deps.stored(self._emitter, run, fence, on_loop=True)
         self._fences[run_id], self._emitters[run_id] = fence, emitter
         loop = asyncio.get_running_loop()
 
@@ -238,7 +249,7 @@ class RunManager:
         except RunLost:
             emitter.mark_lost()
             log.warning("run %s was taken over by another process; stopped here", run_id)
-            return self.deps.store.get_run(run_id)
+            return await self.deps.stored(self.deps.store.get_run, run_id)
         finally:
             self.leases.drop(fence)
             self._fences.pop(run_id, None)
@@ -246,23 +257,27 @@ class RunManager:
 
     async def _attempt(self, run: Run, emitter: RunEmitter) -> Run:
         """One attempt of a claimed run (the claim counted it in ``run.attempt``)."""
-        store = self.deps.store
+        store, stored = self.deps.store, self.deps.stored
         try:
+            agent = run.agent or ""
+            if emitter.seq == 0 and not agent:
+                agent = (await stored(store.get_session, run.session_id)).agent
             with emitter.together():
                 if emitter.seq == 0:
                     emitter.emit(
                         ev.RunMeta(
                             session_id=run.session_id,
-                            agent=run.agent or store.get_session(run.session_id).agent,
+                            agent=agent,
                             provider=run.provider or "",
                             model=run.model or "",
                             attempt=run.attempt,
                         )
                     )
                 emitter.emit(ev.RunStatusEvent(status="running"))
-                run = self._add_input_message(run, emitter)
+                run = await self._add_input_message(run, emitter)
             executor = self.executors.get(run.type)
             if executor is not None:
+                await emitter.write_inline()  # (executors emit, then call the store inline)
                 return await executor.start(run, emitter)
             result = await self.agent_runner.run_attempt(run, emitter)
         except asyncio.CancelledError:
@@ -270,21 +285,23 @@ class RunManager:
             if stop == "lost":
                 raise RunLost(f"run {run.id} was taken over") from None
             if stop == "release":
-                return endings.release(self.deps, run.id, emitter)
-            return self._finish(run.id, emitter, "cancelled", _cancel_error())
+                return await emitter.section(endings.release, self.deps, run.id, emitter)
+            return await emitter.section(
+                self._finish, run.id, emitter, "cancelled", _cancel_error()
+            )
         except endings.AwaitingApproval:
-            return endings.await_approval(self.deps, run.id, emitter)
+            return await emitter.section(endings.await_approval, self.deps, run.id, emitter)
         except RunLost:
             raise
         except AgiError as e:
-            return self._after_error(run.id, emitter, e)
+            return await emitter.section(self._after_error, run.id, emitter, e)
         except Exception as e:
             log.exception("run %s failed with an unexpected error", run.id)
             error = {"code": "INTERNAL_ERROR", "message": f"{type(e).__name__}: {e}"}
-            return self._finish(run.id, emitter, "failed", error)
-        return self._succeed(run.id, emitter, result)
+            return await emitter.section(self._finish, run.id, emitter, "failed", error)
+        return await emitter.section(self._succeed, run.id, emitter, result)
 
-    def _add_input_message(self, run: Run, emitter: RunEmitter) -> Run:
+    async def _add_input_message(self, run: Run, emitter: RunEmitter) -> Run:
         """Turn the queued prompt into the session's user message (once per run)."""
         if run.input_message_id:
             return run
@@ -292,10 +309,14 @@ class RunManager:
         parts = [part_from_dict(p) for p in state.pop("input", [])]
         if not parts:
             return run
-        store, fence = self.deps.store, emitter.fence
-        message = store.add_message(run.session_id, "user", parts, run_id=run.id, fence=fence)
+        store, stored, fence = self.deps.store, self.deps.stored, emitter.fence
+        message = await stored(
+            store.add_message, run.session_id, "user", parts, run_id=run.id, fence=fence
+        )
         emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
-        return store.update_run(run.id, input_message_id=message.id, loop_state=state, fence=fence)
+        return await stored(
+            store.update_run, run.id, input_message_id=message.id, loop_state=state, fence=fence
+        )
 
     # --- what the lease keeper reports (called on the loop) ------------------------------------
 
@@ -379,7 +400,7 @@ class RunManager:
         """Cancel a run: here if we run it, else by taking it over in the store.
 
         Raises ``RunTerminal`` for a run that had already ended."""
-        if self.deps.store.get_run(run_id).is_terminal:
+        if (await self.deps.stored(self.deps.store.get_run, run_id)).is_terminal:
             raise RunTerminal(f"run {run_id} has already ended")
         run = await self._cancel(run_id)
         executor = self.executors.get(run.type)
@@ -395,12 +416,12 @@ class RunManager:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait({task}, timeout=30)
-            run = self.deps.store.get_run(run_id)
+            run = await self.deps.stored(self.deps.store.get_run, run_id)
             if run.status != "queued":
                 return run
             # A task cancelled before its first step never ran a line: the run is still
             # queued, and nobody else will end it.
-        return self.request_cancel(run_id)
+        return await self.deps.stored(self.request_cancel, run_id)
 
     def request_cancel(self, run_id: str) -> Run:
         """Cancel a run that this process does not execute, from any thread, without the
@@ -439,13 +460,13 @@ class RunManager:
         take disjoint runs, the oldest due run of each session whose session is not busy; when
         a run ends, the next run of its session (if due) is claimed in turn."""
         result = TickResult()
-        self._recover_stale(result, max_runs)
-        due = self.deps.store.due_runs(limit=max_runs)
+        await self.deps.stored(self._recover_stale, result, max_runs)
+        due = await self.deps.stored(self.deps.store.due_runs, limit=max_runs)
         result.skipped = sum(1 for run in due if self.is_local(run.id))
         started = 0
         running: set[asyncio.Task[Run]] = set()
         while True:
-            for run in self._claim_due(max_runs - started):
+            for run in await self.deps.stored(self._claim_due, max_runs - started):
                 started += 1
                 running.add(self.spawn(run.id, wait_for_session=False, claimed=run.fence))
             if not running:
