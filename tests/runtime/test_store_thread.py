@@ -17,7 +17,12 @@ from agi_jupyter.app import Agi
 from agi_jupyter.testing import FakeLLMServer, Fault, Turn
 from tests.runtime.conftest import MakeAgi
 
-HOLD = 1.5  # seconds the store stays blocked
+# The store stays blocked until the run's stream has shown this many more deltas (at the fake
+# server's pace, many times the emitter's flush interval: a write of the run is made and waits
+# meanwhile), or at most DEADLINE seconds (less than SQLite's busy timeout: a stalled loop shows
+# as too few deltas, not as a failed write).
+ENOUGH = 20
+DEADLINE = 5.0
 
 
 @contextlib.contextmanager
@@ -65,6 +70,7 @@ def test_a_blocked_store_does_not_stall_the_runtime_loop(
     fake_llm.enqueue(Turn(chunks=chunks, fault=Fault(stall_between_events=0.03)))
     block = blocked_store(agi, project, backend)
     locked = threading.Event()
+    enough = threading.Event()
     released = threading.Event()
     beats = {"while_blocked": 0}
 
@@ -77,7 +83,7 @@ def test_a_blocked_store_does_not_stall_the_runtime_loop(
     def hold() -> None:
         with block():
             locked.set()
-            released.wait(HOLD)
+            enough.wait(DEADLINE)
             locked.clear()
         released.set()
 
@@ -94,6 +100,8 @@ def test_a_blocked_store_does_not_stall_the_runtime_loop(
             assert locked.wait(10)
         elif locked.is_set():
             deltas_while_blocked += 1
+            if deltas_while_blocked >= ENOUGH:
+                enough.set()
     holder.join(10)
     released.set()
     beating.result(10)
@@ -101,7 +109,7 @@ def test_a_blocked_store_does_not_stall_the_runtime_loop(
     # The loop kept going while the store was blocked: the other task ticked and the run's
     # deltas reached its stream.
     assert beats["while_blocked"] > 0
-    assert deltas_while_blocked > 0
+    assert deltas_while_blocked >= ENOUGH
     # Every event was stored once, in order, and the stream had them all in the same order.
     assert events[-1]["type"] == "run.final"
     assert events[-1]["run"]["status"] == "succeeded"
