@@ -232,8 +232,16 @@ class RunManager:
     async def _execute_claimed(self, fence: RunFence) -> Run:
         """Execute one attempt of a run this process just claimed with ``fence``."""
         run_id = fence.run_id
-        run = await self.deps.stored(self.deps.store.get_run, run_id)
-        emitter = await self.deps.stored(self._emitter, run, fence, on_loop=True)
+        # The run is ours from the claim on: a cancellation that comes while its emitter is
+        # made is delivered again once the attempt can end the run (``_attempt``).
+        setup = asyncio.ensure_future(self.deps.stored(self._setup, fence))
+        try:
+            run, emitter = await asyncio.shield(setup)
+        except asyncio.CancelledError:
+            run, emitter = await setup
+            current = asyncio.current_task()
+            if current is not None:
+                current.cancel()
         self._fences[run_id], self._emitters[run_id] = fence, emitter
         loop = asyncio.get_running_loop()
 
@@ -254,6 +262,10 @@ class RunManager:
             self.leases.drop(fence)
             self._fences.pop(run_id, None)
             self._emitters.pop(run_id, None)
+
+    def _setup(self, fence: RunFence) -> tuple[Run, RunEmitter]:
+        run = self.deps.store.get_run(fence.run_id)
+        return run, self._emitter(run, fence, on_loop=True)
 
     async def _attempt(self, run: Run, emitter: RunEmitter) -> Run:
         """One attempt of a claimed run (the claim counted it in ``run.attempt``)."""
@@ -466,7 +478,8 @@ class RunManager:
         started = 0
         running: set[asyncio.Task[Run]] = set()
         while True:
-            for run in await self.deps.stored(self._claim_due, max_runs - started):
+            exclude = list(self._tasks)  # (read here, on the loop that changes it)
+            for run in await self.deps.stored(self._claim_due, max_runs - started, exclude):
                 started += 1
                 running.add(self.spawn(run.id, wait_for_session=False, claimed=run.fence))
             if not running:
@@ -482,14 +495,14 @@ class RunManager:
                     if run.owner == self.deps.owner and run.is_terminal:
                         result.executed += 1
 
-    def _claim_due(self, limit: int) -> list[Run]:
+    def _claim_due(self, limit: int, exclude: list[str]) -> list[Run]:
         if limit <= 0:
             return []
         return self.deps.store.claim_due_runs(
             owner=self.deps.owner,
             stale_before=_iso_in(-self.deps.stale_after),
             limit=limit,
-            exclude=list(self._tasks),
+            exclude=exclude,
         )
 
     def _recover_stale(self, result: TickResult, limit: int) -> None:
