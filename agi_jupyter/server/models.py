@@ -25,7 +25,7 @@ from pydantic import (
 from pydantic.config import JsonDict
 
 from agi_jupyter import events as ev
-from agi_jupyter.config import model_spec_pattern
+from agi_jupyter.model_specs import model_spec_pattern
 from agi_jupyter.records import (
     NON_BLANK,
     ArtifactRefPart,
