@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from agi_jupyter.app import Agi
@@ -189,3 +191,45 @@ def test_ctrl_c_cancels_a_run_on_the_server(
         while not agi.run(run.id).is_terminal and time.monotonic() < deadline:
             time.sleep(0.1)
         assert agi.run(run.id).status == "cancelled"
+
+
+def test_on_a_terminal_agi_server_asks_about_a_call_that_needs_approval(
+    served: Served, fake_llm: FakeLLMServer, project: Path
+) -> None:
+    """``agi --server`` on a terminal asks like a local ``agi`` does: the decisions go to the
+    server (POST approvals), whose runner resumes the run, and the CLI streams the rest."""
+    from agi_jupyter.testing import FakeToolCall
+
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("shell_run", {"command": "echo ran >> count.txt"})]),
+        Turn(tool_calls=[FakeToolCall("shell_run", {"command": "echo again >> count.txt"})]),
+        Turn(text="All counted."),
+    )
+    server = ["--server", served.url, "--token", served.token]
+    child = pexpect.spawn(
+        AGI,
+        [*server, "-a", "build", "--review-mode", "ask", "count"],
+        cwd=str(project),
+        env=process_env(TERM="xterm-256color"),
+        timeout=60,
+        encoding="utf-8",
+        dimensions=(24, 120),
+    )
+    transcript = io.StringIO()
+    child.logfile_read = transcript
+
+    child.expect("shell.run wants to run")
+    child.expect("approve\\?")
+    child.sendline("y")
+    child.expect("shell.run wants to run")  # the next call asks again
+    child.sendline("n")
+    child.expect("message to the model")
+    child.sendline("that is enough")
+    child.expect("All counted.")
+    child.expect(pexpect.EOF)
+    child.close()
+
+    assert child.exitstatus == 0, transcript.getvalue()
+    assert (project / "count.txt").read_text() == "ran\n"  # approved once, denied once
+    assert "that is enough" in str(fake_llm.requests[-1].body)
+    assert len(fake_llm.requests) == 3
