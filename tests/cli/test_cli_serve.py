@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -17,12 +16,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pexpect
 import pytest
 
 from agi_jupyter.app import Agi
 from agi_jupyter.testing import FakeLLMServer, Fault, Turn
 from tests.cli.conftest import AGI, RunCli, process_env
+from tests.cli.terminal import approve_one_call_and_deny_the_next
 
 pytestmark = pytest.mark.slow
 
@@ -198,38 +197,6 @@ def test_on_a_terminal_agi_server_asks_about_a_call_that_needs_approval(
 ) -> None:
     """``agi --server`` on a terminal asks like a local ``agi`` does: the decisions go to the
     server (POST approvals), whose runner resumes the run, and the CLI streams the rest."""
-    from agi_jupyter.testing import FakeToolCall
-
-    fake_llm.enqueue(
-        Turn(tool_calls=[FakeToolCall("shell_run", {"command": "echo ran >> count.txt"})]),
-        Turn(tool_calls=[FakeToolCall("shell_run", {"command": "echo again >> count.txt"})]),
-        Turn(text="All counted."),
+    approve_one_call_and_deny_the_next(
+        fake_llm, project, "--server", served.url, "--token", served.token
     )
-    server = ["--server", served.url, "--token", served.token]
-    child = pexpect.spawn(
-        AGI,
-        [*server, "-a", "build", "--review-mode", "ask", "count"],
-        cwd=str(project),
-        env=process_env(TERM="xterm-256color"),
-        timeout=60,
-        encoding="utf-8",
-        dimensions=(24, 120),
-    )
-    transcript = io.StringIO()
-    child.logfile_read = transcript
-
-    child.expect("shell.run wants to run")
-    child.expect("approve\\?")
-    child.sendline("y")
-    child.expect("shell.run wants to run")  # the next call asks again
-    child.sendline("n")
-    child.expect("message to the model")
-    child.sendline("that is enough")
-    child.expect("All counted.")
-    child.expect(pexpect.EOF)
-    child.close()
-
-    assert child.exitstatus == 0, transcript.getvalue()
-    assert (project / "count.txt").read_text() == "ran\n"  # approved once, denied once
-    assert "that is enough" in str(fake_llm.requests[-1].body)
-    assert len(fake_llm.requests) == 3
