@@ -23,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Coroutine
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from agi_jupyter import events as ev
 from agi_jupyter.errors import AgiError, RunLost, RunTerminal
@@ -50,6 +51,7 @@ __all__ = ["RunManager", "TickResult", "run_to_dict"]
 RESUME_SEQ_GAP = 1000
 
 Stop = Literal["release", "lost"]
+T = TypeVar("T")
 
 
 @dataclass
@@ -126,14 +128,41 @@ class RunManager:
         self, run_id: str, *, wait_for_session: bool = True, claimed: RunFence | None = None
     ) -> asyncio.Task[Run]:
         """Start driving a run in this process (on the loop); returns the existing task if any.
-        ``claimed``: the run was claimed already (a tick), with this fence."""
+        ``claimed``: the run was claimed already (a tick), with this fence.
+
+        A tick's claim is made on the store thread, so a task started here meanwhile (a
+        ``submit``) may find the run claimed and be about to return: the claimed run is then
+        driven by a task that starts once that one ended, never dropped."""
         task = self._tasks.get(run_id)
-        if task is None:
-            coro = self._drive(run_id, wait_for_session, claimed)
-            task = asyncio.get_running_loop().create_task(coro)
-            self._tasks[run_id] = task
-            task.add_done_callback(lambda _t: self._tasks.pop(run_id, None))
+        if task is not None and claimed is None:
+            return task
+        coro = self._drive(run_id, wait_for_session, claimed)
+        if task is not None:
+            coro = self._after(task, coro)
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks[run_id] = task
+
+        def forget(done: asyncio.Task[Run]) -> None:
+            if self._tasks.get(run_id) is done:
+                del self._tasks[run_id]
+
+        task.add_done_callback(forget)
         return task
+
+    @staticmethod
+    async def _after(previous: asyncio.Task[Run], coro: Coroutine[Any, Any, Run]) -> Run:
+        """``coro`` once ``previous`` ended; a cancellation that comes meanwhile is delivered
+        to it (the claimed run's attempt then ends the run), not lost with the claim."""
+        cancelled = False
+        while not previous.done():
+            try:
+                await asyncio.wait({previous})
+            except asyncio.CancelledError:
+                cancelled = True
+        current = asyncio.current_task()
+        if cancelled and current is not None:
+            current.cancel()
+        return await coro
 
     async def _drive(self, run_id: str, wait_for_session: bool, claimed: RunFence | None) -> Run:
         try:
@@ -161,9 +190,9 @@ class RunManager:
                         return await stored(store.get_run, run_id)
                     run = await stored(store.get_run, run_id)
                     fence = None
-                    if run.status == "queued":
-                        fence = await stored(
-                            store.claim_run, run.id, run.version, owner=self.deps.owner
+                    if run.status == "queued":  # (a claim made is never dropped: see _whole)
+                        fence = await _whole(
+                            stored(store.claim_run, run.id, run.version, owner=self.deps.owner)
                         )
                     if fence is None:
                         return await stored(store.get_run, run_id)
@@ -234,14 +263,7 @@ class RunManager:
         run_id = fence.run_id
         # The run is ours from the claim on: a cancellation that comes while its emitter is
         # made is delivered again once the attempt can end the run (``_attempt``).
-        setup = asyncio.ensure_future(self.deps.stored(self._setup, fence))
-        try:
-            run, emitter = await asyncio.shield(setup)
-        except asyncio.CancelledError:
-            run, emitter = await setup
-            current = asyncio.current_task()
-            if current is not None:
-                current.cancel()
+        run, emitter = await _whole(self.deps.stored(self._setup, fence))
         self._fences[run_id], self._emitters[run_id] = fence, emitter
         loop = asyncio.get_running_loop()
 
@@ -537,6 +559,26 @@ class RunManager:
         for executor in self.executors.values():
             await executor.aclose()
         self.leases.close()
+
+
+async def _whole(call: Coroutine[Any, Any, T]) -> T:
+    """The result of ``call`` even when the task is cancelled meanwhile (a claim that was made
+    must reach the code that ends the run); the cancellation is then delivered again at the
+    task's next await."""
+    future = asyncio.ensure_future(call)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(future)
+            break
+        except asyncio.CancelledError:
+            if future.cancelled():
+                raise
+            cancelled = True
+    current = asyncio.current_task()
+    if cancelled and current is not None:
+        current.cancel()
+    return result
 
 
 def _cancel_error() -> dict[str, Any]:
