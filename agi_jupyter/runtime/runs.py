@@ -279,7 +279,7 @@ class RunManager:
         except RunLost:
             emitter.mark_lost()
             log.warning("run %s was taken over by another process; stopped here", run_id)
-            return await self.deps.stored(self.deps.store.get_run, run_id)
+            return await _regardless(self.deps.stored(self.deps.store.get_run, run_id))
         finally:
             self.leases.drop(fence)
             self._fences.pop(run_id, None)
@@ -319,21 +319,27 @@ class RunManager:
             if stop == "lost":
                 raise RunLost(f"run {run.id} was taken over") from None
             if stop == "release":
-                return await emitter.section(endings.release, self.deps, run.id, emitter)
-            return await emitter.section(
-                self._finish, run.id, emitter, "cancelled", _cancel_error()
+                return await _regardless(
+                    emitter.section(endings.release, self.deps, run.id, emitter)
+                )
+            return await _regardless(
+                emitter.section(self._finish, run.id, emitter, "cancelled", _cancel_error())
             )
         except endings.AwaitingApproval:
-            return await emitter.section(endings.await_approval, self.deps, run.id, emitter)
+            return await _regardless(
+                emitter.section(endings.await_approval, self.deps, run.id, emitter)
+            )
         except RunLost:
             raise
         except AgiError as e:
-            return await emitter.section(self._after_error, run.id, emitter, e)
+            return await _regardless(emitter.section(self._after_error, run.id, emitter, e))
         except Exception as e:
             log.exception("run %s failed with an unexpected error", run.id)
             error = {"code": "INTERNAL_ERROR", "message": f"{type(e).__name__}: {e}"}
-            return await emitter.section(self._finish, run.id, emitter, "failed", error)
-        return await emitter.section(self._succeed, run.id, emitter, result)
+            return await _regardless(
+                emitter.section(self._finish, run.id, emitter, "failed", error)
+            )
+        return await _regardless(emitter.section(self._succeed, run.id, emitter, result))
 
     async def _add_input_message(self, run: Run, emitter: RunEmitter) -> Run:
         """Turn the queued prompt into the session's user message (once per run)."""
@@ -579,6 +585,24 @@ async def _whole(call: Coroutine[Any, Any, T]) -> T:
     if cancelled and current is not None:
         current.cancel()
     return result
+
+
+async def _regardless(ending: Coroutine[Any, Any, T]) -> T:
+    """The result of an attempt's ending even when the task is cancelled meanwhile: the run
+    is ending already (a cancel now finds it ended; a takeover fails its fenced writes). With
+    the ending's writes on the store thread there is time for the lease keeper to see the
+    run ended and report it lost, which must not turn a finished run's task into a cancelled
+    one."""
+    future = asyncio.ensure_future(ending)
+    current = asyncio.current_task()
+    while True:
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if future.cancelled():
+                raise
+            if current is not None:
+                current.uncancel()
 
 
 def _cancel_error() -> dict[str, Any]:
