@@ -122,8 +122,10 @@ class AgentLoop:
         text = ""
         for iteration in range(int(state.get("iteration", 0)) + 1, max_iterations + 1):
             emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
-            await self._check_budget(run, session, state, emitter)
-            history = await stored(store.list_messages, session.id)
+            # One trip to the store thread for what the request needs (each costs a wake-up
+            # of that thread and of the loop: the time to the first token).
+            found, history = await stored(self._turn_inputs, session)
+            self._check_budget(run, state, emitter, found)
             request = pb.ProviderRequest(
                 model=run.model or "",
                 messages=[names.encode_message(m) for m in conversation(history)],
@@ -138,10 +140,7 @@ class AgentLoop:
             cost = None if usage is None else cost_usd(run.provider or "", run.model or "", usage)
             # (Nothing else emits on the emitter between turns: the block may await.)
             with emitter.together():
-                assistant = await self._save_assistant(run, session, turn, cost, emitter)
-                if usage is not None:
-                    await self._record_usage(session, usage, cost, emitter)
-                await self._report_budget(session, emitter)
+                assistant = await self._save_turn(run, session, turn, cost, emitter)
             add_turn_usage(usage_total, turn)
             cost_total += cost or 0.0
             text = turn.text
@@ -177,11 +176,14 @@ class AgentLoop:
 
     # --- budgets -----------------------------------------------------------------------------
 
-    async def _check_budget(
-        self, run: Run, session: Session, state: JSON, emitter: RunEmitter
+    def _turn_inputs(self, session: Session) -> tuple[list[budgets.BudgetStatus], list[Message]]:
+        """(budget statuses, the session's messages) before a model call (store thread)."""
+        return self._statuses_now(session), self.deps.store.list_messages(session.id)
+
+    def _check_budget(
+        self, run: Run, state: JSON, emitter: RunEmitter, found: list[budgets.BudgetStatus]
     ) -> None:
         """Refuse the next model call when it would go over a budget (``BUDGET_EXCEEDED``)."""
-        found = await self._budget_statuses(session)
         if not found:
             return
         info = lookup(run.provider or "", run.model or "")
@@ -196,19 +198,11 @@ class AgentLoop:
                 emitter.emit(budget_event(status, exceeded=True))
                 raise BudgetExceeded(reason)
 
-    async def _report_budget(self, session: Session, emitter: RunEmitter) -> None:
-        """Spent and remaining of the budgets that apply, after a model call."""
-        for status in await self._budget_statuses(session):
-            emitter.emit(budget_event(status))
-
-    async def _budget_statuses(self, session: Session) -> list[budgets.BudgetStatus]:
+    def _statuses_now(self, session: Session) -> list[budgets.BudgetStatus]:
+        """The budgets that apply and what was spent (store calls: on the store thread)."""
         deps = self.deps
-
-        def statuses() -> list[budgets.BudgetStatus]:
-            current = deps.store.get_session(session.id)
-            return list(budgets.statuses(deps.store, current, deps.config.budgets))
-
-        return await deps.stored(statuses)
+        current = deps.store.get_session(session.id)
+        return budgets.statuses(deps.store, current, deps.config.budgets)
 
     # --- setup -------------------------------------------------------------------------------
 
@@ -274,7 +268,7 @@ class AgentLoop:
             emitter.emit(ev.TextDone(text=turn.text))
         return turn
 
-    async def _save_assistant(
+    async def _save_turn(
         self,
         run: Run,
         session: Session,
@@ -282,6 +276,8 @@ class AgentLoop:
         cost: float | None,
         emitter: RunEmitter,
     ) -> Message:
+        """Store the assistant message and the usage of a model turn in one trip to the store
+        thread; emit the message, the usage and the budgets' spent and remaining."""
         parts: list[Part] = [*turn.reasoning]
         if turn.text:
             parts.append(TextPart(text=turn.text))
@@ -306,34 +302,35 @@ class AgentLoop:
             meta["truncated"] = True
         if turn.response_id:
             meta["response_id"] = turn.response_id
-        message = await self.deps.stored(
-            self.deps.store.add_message,
-            session.id,
-            "assistant",
-            parts,
-            run_id=run.id,
-            meta=meta,
-            fence=emitter.fence,
-        )
-        emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
-        return message
+        store, fence, usage = self.deps.store, emitter.fence, turn.usage
 
-    async def _record_usage(
-        self, session: Session, usage: pb.Usage, cost: float | None, emitter: RunEmitter
-    ) -> None:
-        await self.deps.stored(
-            self.deps.store.add_session_usage,
-            session.id,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost_usd=cost or 0.0,
-            fence=emitter.fence,
-        )
-        emitter.emit(
-            ev.UsageEvent(
-                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost_usd=cost
+        def write() -> tuple[Message, list[budgets.BudgetStatus]]:
+            message = store.add_message(
+                session.id, "assistant", parts, run_id=run.id, meta=meta, fence=fence
             )
-        )
+            if usage is not None:
+                store.add_session_usage(
+                    session.id,
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    cost_usd=cost or 0.0,
+                    fence=fence,
+                )
+            return message, self._statuses_now(session)
+
+        message, found = await self.deps.stored(write)
+        emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
+        if usage is not None:
+            emitter.emit(
+                ev.UsageEvent(
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    cost_usd=cost,
+                )
+            )
+        for status in found:
+            emitter.emit(budget_event(status))
+        return message
 
     # --- tools -------------------------------------------------------------------------------
 
@@ -437,17 +434,20 @@ class AgentLoop:
             turn=iteration,
             approved=approved,
         )
-        await self.deps.stored(
-            self.deps.store.update_tool_call,
-            row_id,
-            status=outcome.status,
-            result=outcome.result,
-            is_error=not outcome.ok,
-            started_at=outcome.started_at,
-            finished_at=outcome.finished_at,
-            fence=emitter.fence,
-        )
-        await self._save_tool_result(run, session, outcome, emitter)
+        store, fence = self.deps.store, emitter.fence
+
+        def finished() -> None:
+            store.update_tool_call(
+                row_id,
+                status=outcome.status,
+                result=outcome.result,
+                is_error=not outcome.ok,
+                started_at=outcome.started_at,
+                finished_at=outcome.finished_at,
+                fence=fence,
+            )
+
+        await self._save_tool_result(run, session, outcome, emitter, before=finished)
 
     async def _settle_approvals(
         self,
@@ -583,8 +583,16 @@ class AgentLoop:
         await self._save_tool_result(run, session, outcome, emitter)
 
     async def _save_tool_result(
-        self, run: Run, session: Session, outcome: ToolOutcome, emitter: RunEmitter
+        self,
+        run: Run,
+        session: Session,
+        outcome: ToolOutcome,
+        emitter: RunEmitter,
+        *,
+        before: Callable[[], None] | None = None,
     ) -> None:
+        """Store the result message (after ``before``, in the same trip to the store thread)
+        and emit it."""
         artifact_id = outcome.artifact.id if outcome.artifact else None
         part = ToolResultPart(
             tool_call_id=outcome.tool_call_id,
@@ -594,14 +602,14 @@ class AgentLoop:
             artifact_id=artifact_id,
             status=outcome.status,
         )
-        await self.deps.stored(
-            self.deps.store.add_message,
-            session.id,
-            "tool",
-            [part],
-            run_id=run.id,
-            fence=emitter.fence,
-        )
+        store, fence = self.deps.store, emitter.fence
+
+        def write() -> None:
+            if before is not None:
+                before()
+            store.add_message(session.id, "tool", [part], run_id=run.id, fence=fence)
+
+        await self.deps.stored(write)
         summary = None
         if outcome.artifact is not None:
             a = outcome.artifact

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from agi_jupyter import events as ev
 from agi_jupyter.errors import AgiError, RunLost, RunTerminal
-from agi_jupyter.records import Run, RunFence, part_from_dict
+from agi_jupyter.records import Message, Run, RunFence, part_from_dict
 from agi_jupyter.runtime import endings
 from agi_jupyter.runtime.emitter import RunEmitter
 from agi_jupyter.runtime.endings import run_to_dict
@@ -188,12 +188,8 @@ class RunManager:
                 async with lock:
                     if not await self._session_free_elsewhere(run, wait_for_session):
                         return await stored(store.get_run, run_id)
-                    run = await stored(store.get_run, run_id)
-                    fence = None
-                    if run.status == "queued":  # (a claim made is never dropped: see _whole)
-                        fence = await _whole(
-                            stored(store.claim_run, run.id, run.version, owner=self.deps.owner)
-                        )
+                    # (A claim made is never dropped: see _whole.)
+                    fence = await _whole(stored(self._claim_if_queued, run_id))
                     if fence is None:
                         return await stored(store.get_run, run_id)
                     run = await self._execute_claimed(fence)
@@ -203,6 +199,13 @@ class RunManager:
                 return await stored(self._cancel_unclaimed, run_id)
             if run.status != "queued" or run_id in self._stops:
                 return run
+
+    def _claim_if_queued(self, run_id: str) -> RunFence | None:
+        """Claim the run if it is still queued (store thread: one trip for both calls)."""
+        run = self.deps.store.get_run(run_id)
+        if run.status != "queued":
+            return None
+        return self.deps.store.claim_run(run.id, run.version, owner=self.deps.owner)
 
     async def _session_free_elsewhere(self, run: Run, wait: bool) -> bool:
         """Whether no other process is running a run of this session, and no earlier run of
@@ -349,14 +352,17 @@ class RunManager:
         parts = [part_from_dict(p) for p in state.pop("input", [])]
         if not parts:
             return run
-        store, stored, fence = self.deps.store, self.deps.stored, emitter.fence
-        message = await stored(
-            store.add_message, run.session_id, "user", parts, run_id=run.id, fence=fence
-        )
+        store, fence = self.deps.store, emitter.fence
+
+        def write() -> tuple[Message, Run]:  # (one trip to the store thread)
+            message = store.add_message(run.session_id, "user", parts, run_id=run.id, fence=fence)
+            return message, store.update_run(
+                run.id, input_message_id=message.id, loop_state=state, fence=fence
+            )
+
+        message, run = await self.deps.stored(write)
         emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
-        return await stored(
-            store.update_run, run.id, input_message_id=message.id, loop_state=state, fence=fence
-        )
+        return run
 
     # --- what the lease keeper reports (called on the loop) ------------------------------------
 
