@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
@@ -228,6 +229,73 @@ class Message:
     parts: list[Part] = field(default_factory=list)
     created_at: str = ""
     updated_at: str = ""
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Every field decoded (see ``Deferred``): a pickle or copy holds plain values."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+# --- fields decoded on first read ------------------------------------------------------------
+#
+# A stored message's ``meta`` and ``parts`` are JSON texts in the store. Most readers of a
+# history look at roles and texts only, and decoding those texts into dicts and part records
+# for every message was most of what loading a long history cost (benchmarks/README.md,
+# history_floor.py). So the store may leave them undecoded: it puts the text it read into the
+# record's ``__dict__`` under one of the keys below instead of the field's name, and the first
+# read of the field decodes it (with the decoder the store registered for that key) and keeps
+# the value. Equality, ``repr``, ``dataclasses.asdict`` / ``replace``, pickling and copying all
+# read the fields, so they see decoded values.
+
+PARTS_JSON = "_parts_json"
+"""``Message.parts`` not decoded yet: the JSON array of all its parts."""
+TEXTS_JSON = "_texts_json"
+"""``Message.parts`` not decoded yet: the JSON array of all its parts, of which it keeps only
+the non-empty text parts (the simple history view). Such a message has one exactly when its
+``text`` (its text parts joined, stored with them) is not empty."""
+META_JSON = "_meta_json"
+"""``Message.meta`` not decoded yet: its JSON object text, or None for ``{}``."""
+
+
+class Deferred:
+    """A record field that may hold, until it is first read, the form a store read it in.
+
+    A non-data descriptor (no ``__set__``): once the field's value is in the instance
+    ``__dict__`` (put there by ``__init__``, an assignment or the first read), attribute lookup
+    finds it there and this is never called again, so decoded fields cost nothing extra.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        # key in the instance __dict__ -> decoder of the value found there (set by the store)
+        self.decoders: dict[str, Callable[[Any], Any]] = {}
+
+    def __get__(self, record: object | None, owner: type | None = None) -> Any:
+        if record is None:
+            return self
+        state = record.__dict__
+        for key, decode in self.decoders.items():
+            if key in state:
+                # setdefault: a thread that decoded it first wins, every reader sees one value
+                value = state.setdefault(self.name, decode(state[key]))
+                state.pop(key, None)
+                return value
+        raise AttributeError(f"{type(record).__name__!r} object has no attribute {self.name!r}")
+
+
+def _defer(cls: type[Any], name: str) -> Deferred:
+    # Set after @dataclass made the class, so that the field keeps its default_factory.
+    descriptor = Deferred(name)
+    setattr(cls, name, descriptor)
+    return descriptor
+
+
+MESSAGE_META = _defer(Message, "meta")
+MESSAGE_PARTS = _defer(Message, "parts")
+
+
+def undecoded(record: object, key: str) -> bool:
+    """Whether ``record`` still holds a field in the stored form ``key`` (``TEXTS_JSON``...)."""
+    return key in record.__dict__
 
 
 @dataclass(kw_only=True)

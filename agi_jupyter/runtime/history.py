@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import Literal
 
 from agi_jupyter.records import (
+    TEXTS_JSON,
     ChatMessage,
     Message,
     Part,
@@ -86,6 +87,13 @@ def history_view(messages: list[Message], view: HistoryView) -> list[Message]:
     simple = []
     for m in messages:
         if m.role not in ("user", "assistant"):
+            continue
+        if TEXTS_JSON in m.__dict__:  # records.undecoded, inlined: this loop is hot
+            # Read with ``list_messages(text_only=True)`` (what ``Agi.history`` does): its parts
+            # are its non-empty text parts, not decoded yet; it has some exactly when its text
+            # (its text parts joined) is not empty. Kept as it is, still undecoded.
+            if m.text:
+                simple.append(m)
             continue
         texts: list[Part] = [p for p in m.parts if isinstance(p, TextPart) and p.text]
         if texts:

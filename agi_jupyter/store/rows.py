@@ -15,7 +15,7 @@ import binascii
 import dataclasses
 import json
 import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 import orjson
@@ -206,27 +206,22 @@ def plain_dataclass(cls: type[Any]) -> bool:
 
 
 # Part classes that a decoded dict with exactly their fields can become without ``__init__``
-# (``messages_from_cursor``): type -> (class, field names). The keys are checked as a set; they
+# (``_part``): type -> (class, field names). The keys are checked as a set; they
 # are in field order as ``part_to_dict`` (and the m005 backfill) wrote them.
 _DIRECT_PARTS: dict[str, tuple[type[Any], frozenset[str]]] = {
     kind: (cls, frozenset(f.name for f in dataclasses.fields(cls)))
     for kind, cls in _PART_CLASSES.items()
     if plain_dataclass(cls)
 }
-_DIRECT_MESSAGE = plain_dataclass(Message)
+if not plain_dataclass(Message):  # ``messages_from_cursor`` makes messages without ``__init__``
+    raise TypeError("records.Message must stay a plain dataclass (see plain_dataclass)")
 
 # What ``messages_from_cursor`` reads, in this order: a message's columns but ``session_id`` (the
-# same for a whole history, so given once); ``updated_at`` as NULL when it equals
-# ``created_at`` (never updated: both fields then share one string); then its ``meta`` and
-# ``parts`` JSON texts joined by a comma, NULL as ``null``, so that the texts of many rows join
-# into one JSON array.
+# same for a whole history, so given once), with ``updated_at`` as NULL when it equals
+# ``created_at`` (never updated: both fields then share one string).
 MESSAGE_SELECT = (
-    "id, role, run_id, status, text, created_at, nullif(updated_at, created_at),"
-    " coalesce(meta, 'null') || ',' || coalesce(parts, 'null')"
+    "id, role, run_id, status, text, created_at, nullif(updated_at, created_at), meta, parts"
 )
-# Rows decoded at a time: the JSON texts, decoded values and records of a batch stay in the CPU
-# caches (measured ~10% faster than decoding 10,000 rows at once), and memory stays bounded.
-_BATCH = 1000
 
 
 def parts_json(dicts: Sequence[dict[str, Any]]) -> str:
@@ -241,10 +236,10 @@ def part_row(data: dict[str, Any]) -> tuple[str, str]:
     return kind, dumps(content)
 
 
-def _loads_batch(text: str) -> Any:
-    """Parse one batch of a history: orjson (about twice as fast as ``json`` on it), falling
-    back to ``json`` for what only ``json`` reads (``NaN`` / ``Infinity``, which ``json.dumps``
-    writes for such floats)."""
+def _loads(text: str) -> Any:
+    """Parse a JSON text: orjson (about twice as fast as ``json``), falling back to ``json``
+    for what only ``json`` reads (``NaN`` / ``Infinity``, which ``json.dumps`` writes for such
+    floats, and integers over 64 bits)."""
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -269,71 +264,101 @@ def part_from_data(kind: str, data: dict[str, Any]) -> Part:
     return records.part_from_dict({**data, "type": kind})
 
 
+def _part(data: dict[str, Any]) -> Part:
+    """A part from its stored dict. A dict with exactly its class's fields becomes the
+    ``__dict__`` of a bare instance (per-object overhead is what dominates a long history, and
+    the part comes out the same: see ``plain_dataclass``); any other (written by another
+    version) goes through ``records.part_from_dict``, which drops unknown keys."""
+    direct = _DIRECT_PARTS.get(data.get("type"))  # type: ignore[arg-type]
+    if direct is not None and data.keys() == direct[1]:
+        part: Part = object.__new__(direct[0])
+        part.__dict__ = data
+        return part
+    return records.part_from_dict(data)
+
+
+def decode_parts(text: str) -> list[Part]:
+    """``Message.parts`` from the ``messages.parts`` column."""
+    return [_part(data) for data in _loads(text)]
+
+
+def decode_texts(text: str) -> list[Part]:
+    """The non-empty text parts of the ``messages.parts`` column (the simple history view)."""
+    return [_part(data) for data in _loads(text) if data.get("type") == "text" and data.get("text")]
+
+
+def decode_meta(text: str | None) -> dict[str, Any]:
+    """``Message.meta`` from the ``messages.meta`` column (NULL and ``null`` read as ``{}``)."""
+    return (_loads(text) if text is not None else None) or {}
+
+
+records.MESSAGE_PARTS.decoders.update(
+    {records.PARTS_JSON: decode_parts, records.TEXTS_JSON: decode_texts}
+)
+records.MESSAGE_META.decoders[records.META_JSON] = decode_meta
+
+
 class RowSource(typing.Protocol):
     """An executed SELECT of either backend (``sqlite3`` or ``psycopg`` cursor)."""
 
-    def fetchmany(self, size: int = ..., /) -> list[Any]: ...
+    def __iter__(self) -> Iterator[Any]: ...
 
 
-def messages_from_cursor(cursor: RowSource, session_id: str) -> tuple[list[Message], list[int]]:
+def messages_from_cursor(
+    cursor: RowSource, session_id: str, *, text_only: bool = False
+) -> tuple[list[Message], list[int]]:
     """The rows of an executed ``SELECT {MESSAGE_SELECT}`` of one session's messages as
     records (the hot path of loading a history); and the positions of the messages whose
     ``parts`` column is NULL: their ``parts`` are left empty for the caller to read from
-    ``message_parts``.
+    ``message_parts``. ``text_only``: the messages keep only their non-empty text parts.
 
-    The ``meta`` and ``parts`` texts of a batch of rows are parsed by one ``json.loads`` call,
-    and the decoded dicts become the ``__dict__`` of the records instead of going through
-    ``__init__``: per-object overhead is what dominates a long history, and the records come
-    out the same (see ``plain_dataclass``). A part dict whose keys are not exactly its class's
-    fields (written by another version) goes through ``records.part_from_dict``, which drops
-    unknown keys.
+    Each record is a bare instance given its ``__dict__`` (not ``__init__``: per-object overhead
+    is what dominates a long history), with its ``meta`` and ``parts`` left as the JSON texts
+    read, decoded when first read (``records.Deferred``): a history is then little more than the
+    rows of its SELECT, and a reader of roles and texts never pays for decoding the rest.
     """
-    direct_parts = _DIRECT_PARTS
-    direct_message = _DIRECT_MESSAGE
+    parts_key = records.TEXTS_JSON if text_only else records.PARTS_JSON
+    meta_key = records.META_JSON
     new = object.__new__
     messages: list[Message] = []
     missing: list[int] = []
-    while rows := cursor.fetchmany(_BATCH):
-        decoded = iter(_loads_batch("[" + ",".join([row[7] for row in rows]) + "]"))
-        for (id_, role, run_id, status, text, created_at, updated_at, _), meta, parts in zip(
-            rows, decoded, decoded, strict=True
-        ):
-            if parts is None:
-                missing.append(len(messages))
-                parts = []
-            else:  # the decoded list becomes the message's list of parts
-                for i, data in enumerate(parts):
-                    direct = direct_parts.get(data.get("type"))
-                    if direct is not None and data.keys() == direct[1]:
-                        part = new(direct[0])
-                        part.__dict__ = data
-                    else:
-                        part = records.part_from_dict(data)
-                    parts[i] = part
-            fields = {  # in field order, as __init__ fills __dict__
+    for id_, role, run_id, status, text, created_at, updated_at, meta, parts in cursor:
+        message = new(Message)
+        if parts is not None:
+            message.__dict__ = {
                 "id": id_,
                 "session_id": session_id,
                 "role": role,
                 "run_id": run_id,
                 "status": status,
                 "text": text or "",
-                "meta": meta or {},
-                "parts": parts,
+                meta_key: meta,
+                parts_key: parts,
                 "created_at": created_at,
                 "updated_at": created_at if updated_at is None else updated_at,
             }
-            if direct_message:
-                message = new(Message)
-                message.__dict__ = fields
-            else:
-                message = Message(**fields)
-            messages.append(message)
+        else:  # read from ``message_parts`` by the caller
+            missing.append(len(messages))
+            message.__dict__ = {
+                "id": id_,
+                "session_id": session_id,
+                "role": role,
+                "run_id": run_id,
+                "status": status,
+                "text": text or "",
+                meta_key: meta,
+                "parts": [],
+                "created_at": created_at,
+                "updated_at": created_at if updated_at is None else updated_at,
+            }
+        messages.append(message)
     return messages, missing
 
 
-def keep_texts(messages: list[Message]) -> None:
-    """Leave each message only its non-empty text parts (the simple history view), in place.
-    Most messages of a chat hold nothing else and keep their list as it is."""
+def keep_texts(messages: Iterable[Message]) -> None:
+    """Leave each message only its non-empty text parts (the simple history view), in place:
+    for messages whose parts are decoded (``messages_from_cursor(text_only=True)`` does it for
+    the others). A message holding nothing else keeps its list as it is."""
     text_part = TextPart
     for message in messages:
         parts = message.parts
