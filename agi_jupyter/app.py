@@ -302,7 +302,8 @@ class Agi:
     def history(self, session_id: str, *, view: HistoryView = "simple") -> list[Message]:
         if view not in ("simple", "full"):
             raise UsageError(f"view must be 'simple' or 'full', not {view!r}")
-        messages = self.store.list_messages(session_id, text_only=view == "simple")
+        # lazy: most readers of a history read roles and texts, not every part (issue 20)
+        messages = self.store.list_messages(session_id, text_only=view == "simple", lazy=True)
         return history_view(messages, view)
 
     # --- runs ----------------------------------------------------------------------------------

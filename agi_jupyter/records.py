@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 JSON = dict[str, Any]
 
@@ -240,11 +240,11 @@ class Message:
 # A stored message's ``meta`` and ``parts`` are JSON texts in the store. Most readers of a
 # history look at roles and texts only, and decoding those texts into dicts and part records
 # for every message was most of what loading a long history cost (benchmarks/README.md,
-# history_floor.py). So the store may leave them undecoded: it puts the text it read into the
-# record's ``__dict__`` under one of the keys below instead of the field's name, and the first
-# read of the field decodes it (with the decoder the store registered for that key) and keeps
-# the value. Equality, ``repr``, ``dataclasses.asdict`` / ``replace``, pickling and copying all
-# read the fields, so they see decoded values.
+# history_floor.py). So a store may leave them undecoded (``list_messages(lazy=True)``): the
+# record's ``__dict__`` then holds the texts it read under the keys below instead of those
+# fields, and the first read of either field swaps in the whole ``__dict__`` decoded, as
+# ``__init__`` would have made it. Equality, ``repr``, ``dataclasses.asdict`` / ``replace``,
+# pickling and copying all read the fields, so they see decoded values.
 
 PARTS_JSON = "_parts_json"
 """``Message.parts`` not decoded yet: the JSON array of all its parts."""
@@ -257,40 +257,36 @@ META_JSON = "_meta_json"
 
 
 class Deferred:
-    """A record field that may hold, until it is first read, the form a store read it in.
+    """A record field that may be left undecoded until it is first read.
 
-    A non-data descriptor (no ``__set__``): once the field's value is in the instance
-    ``__dict__`` (put there by ``__init__``, an assignment or the first read), attribute lookup
-    finds it there and this is never called again, so decoded fields cost nothing extra.
+    A non-data descriptor (no ``__set__``): once the field is in the instance ``__dict__``
+    (put there by ``__init__``, an assignment or the decoding), attribute lookup finds it there
+    and this is never called again, so a decoded record costs nothing extra. Until then, the
+    decoder registered for the record's class (by the store, which knows the stored form) makes
+    the record's decoded ``__dict__`` from the undecoded one, or returns None when that holds
+    nothing undecoded. Two threads reading the same undecoded record for the first time may
+    each decode it; the records stay equal.
     """
+
+    decoders: ClassVar[dict[type[Any], Callable[[dict[str, Any]], dict[str, Any] | None]]] = {}
 
     def __init__(self, name: str) -> None:
         self.name = name
-        # key in the instance __dict__ -> decoder of the value found there (set by the store)
-        self.decoders: dict[str, Callable[[Any], Any]] = {}
 
     def __get__(self, record: object | None, owner: type | None = None) -> Any:
         if record is None:
             return self
-        state = record.__dict__
-        for key, decode in self.decoders.items():
-            if key in state:
-                # setdefault: a thread that decoded it first wins, every reader sees one value
-                value = state.setdefault(self.name, decode(state[key]))
-                state.pop(key, None)
-                return value
-        raise AttributeError(f"{type(record).__name__!r} object has no attribute {self.name!r}")
+        decode = self.decoders.get(type(record))
+        state = None if decode is None else decode(record.__dict__)
+        if state is None:
+            raise AttributeError(f"{type(record).__name__!r} object has no attribute {self.name!r}")
+        record.__dict__ = state
+        return state[self.name]
 
 
-def _defer(cls: type[Any], name: str) -> Deferred:
-    # Set after @dataclass made the class, so that the field keeps its default_factory.
-    descriptor = Deferred(name)
-    setattr(cls, name, descriptor)
-    return descriptor
-
-
-MESSAGE_META = _defer(Message, "meta")
-MESSAGE_PARTS = _defer(Message, "parts")
+# Set after @dataclass made the class, so that the fields keep their default_factory.
+Message.meta = Deferred("meta")  # type: ignore[assignment]
+Message.parts = Deferred("parts")  # type: ignore[assignment]
 
 
 def undecoded(record: object, key: str) -> bool:

@@ -7,7 +7,13 @@ each round so that the machine's drift hits every path alike:
 - ``bare``: the SELECT ``list_messages`` makes for these rows (the same columns, the same
   order), rows fetched and dropped, nothing decoded: the floor;
 - ``bare'``: the same SELECT again, so ``bare'/bare`` is the A/A noise of this run;
-- ``history(view="full")`` and ``history(view="simple")``: the records a caller gets.
+- ``history(view="full")`` and ``history(view="simple")``: the records a caller gets, whose
+  ``meta`` and ``parts`` are decoded when first read (``records.Deferred``);
+
+and, for information (not the goal): ``iter``, the same SELECT with its rows iterated and each
+dropped at once (never all held, so the rows cost less than a list of them), and ``full+parts``
+/ ``simple+texts``, a view then every message's parts (and ``meta``) / text parts read: what a
+caller that reads everything pays for the deferred decoding.
 
 Each timed call includes freeing its result. The medians over the rounds (round 0 warms up and
 is dropped) and the ratios to ``bare`` are printed; the goal is <= 1.5x for both views.
@@ -25,7 +31,7 @@ import time
 from collections.abc import Callable
 
 from agi_jupyter.app import Agi
-from agi_jupyter.records import TextPart
+from agi_jupyter.records import Message, TextPart
 from agi_jupyter.store import SqliteStore
 from agi_jupyter.store.rows import MESSAGE_SELECT
 
@@ -49,6 +55,26 @@ def bare_fetch(store: SqliteStore, session_id: str) -> None:
             " ORDER BY created_at, rowid LIMIT -1",
             [session_id],
         ).fetchall()
+
+
+def iter_fetch(store: SqliteStore, session_id: str) -> None:
+    """The same SELECT, its rows iterated and dropped one at a time."""
+    with store._read() as conn:
+        assert conn is not None
+        for _ in conn.execute(
+            f"SELECT {MESSAGE_SELECT} FROM messages WHERE session_id = ?"
+            " ORDER BY created_at, rowid LIMIT -1",
+            [session_id],
+        ):
+            pass
+
+
+def read_all(messages: list[Message]) -> list[Message]:
+    """Read every message's meta and parts (decoding them)."""
+    for m in messages:
+        m.meta  # noqa: B018 (read for its decoding)
+        m.parts  # noqa: B018
+    return messages
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -76,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
             "bare'": lambda: bare_fetch(store, session_id),
             "full": lambda: agi.history(session_id, view="full"),
             "simple": lambda: agi.history(session_id, view="simple"),
+            "iter": lambda: iter_fetch(store, session_id),
+            "full+parts": lambda: read_all(agi.history(session_id, view="full")),
+            "simple+texts": lambda: read_all(agi.history(session_id, view="simple")),
         }
         cpu: dict[str, list[float]] = {name: [] for name in paths}
         for round_ in range(args.repeat + 1):
@@ -87,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.messages:,} plain-text messages, {args.repeat} rounds, CPU medians:")
         for name, values in cpu.items():
             median = statistics.median(values)
-            print(f"  {name:<7} {median * 1000:7.1f} ms  {median / floor:5.2f}x bare")
+            print(f"  {name:<12} {median * 1000:7.1f} ms  {median / floor:5.2f}x bare")
     return 0
 
 

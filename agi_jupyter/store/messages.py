@@ -147,10 +147,12 @@ class MessagesMixin(StoreCore):
         after_id: str | None = None,
         limit: int | None = None,
         text_only: bool = False,
+        lazy: bool = False,
     ) -> list[Message]:
         """A session's messages in creation order, with their parts; only those after the
         session's message ``after_id`` if given. An unknown session has no messages.
-        ``text_only``: user and assistant messages with only their non-empty text parts."""
+        ``text_only``: user and assistant messages with only their non-empty text parts.
+        ``lazy``: ``meta`` and ``parts`` decoded when first read (``Store.list_messages``)."""
         size = check_limit(limit)
         with self._read() as conn:
             if conn is None:
@@ -178,7 +180,7 @@ class MessagesMixin(StoreCore):
                 [*params, size],
             )
             with _gc_paused():
-                return _with_parts(conn, cursor, session_id, text_only=text_only)
+                return _with_parts(conn, cursor, session_id, text_only=text_only, lazy=lazy)
 
     # --- helpers --------------------------------------------------------------------------
 
@@ -206,11 +208,16 @@ class MessagesMixin(StoreCore):
 
 
 def _with_parts(
-    conn: sqlite3.Connection, cursor: sqlite3.Cursor, session_id: str, *, text_only: bool = False
+    conn: sqlite3.Connection,
+    cursor: sqlite3.Cursor,
+    session_id: str,
+    *,
+    text_only: bool = False,
+    lazy: bool = False,
 ) -> list[Message]:
     """``messages_from_cursor``, with the parts of messages whose ``parts`` column is NULL read
     from ``message_parts``."""
-    messages, missing = messages_from_cursor(cursor, session_id, text_only=text_only)
+    messages, missing = messages_from_cursor(cursor, session_id, text_only=text_only, lazy=lazy)
     if missing:
         parts = _parts_from_rows(conn, [messages[i].id for i in missing])
         for i in missing:

@@ -236,6 +236,12 @@ def part_row(data: dict[str, Any]) -> tuple[str, str]:
     return kind, dumps(content)
 
 
+# Rows decoded at a time by an eager read: the JSON texts, decoded values and records of a batch
+# stay in the CPU caches (measured ~10% faster than decoding 10,000 rows at once), and memory
+# stays bounded.
+_BATCH = 1000
+
+
 def _loads(text: str) -> Any:
     """Parse a JSON text: orjson (about twice as fast as ``json``), falling back to ``json``
     for what only ``json`` reads (``NaN`` / ``Infinity``, which ``json.dumps`` writes for such
@@ -264,38 +270,82 @@ def part_from_data(kind: str, data: dict[str, Any]) -> Part:
     return records.part_from_dict({**data, "type": kind})
 
 
-def _part(data: dict[str, Any]) -> Part:
-    """A part from its stored dict. A dict with exactly its class's fields becomes the
-    ``__dict__`` of a bare instance (per-object overhead is what dominates a long history, and
-    the part comes out the same: see ``plain_dataclass``); any other (written by another
-    version) goes through ``records.part_from_dict``, which drops unknown keys."""
-    direct = _DIRECT_PARTS.get(data.get("type"))  # type: ignore[arg-type]
-    if direct is not None and data.keys() == direct[1]:
-        part: Part = object.__new__(direct[0])
-        part.__dict__ = data
-        return part
-    return records.part_from_dict(data)
+def _parts(datas: list[dict[str, Any]]) -> list[Part]:
+    """Parts from their stored dicts, in place (the list becomes the list of parts). A dict
+    with exactly its class's fields becomes the ``__dict__`` of a bare instance: per-object
+    overhead is what dominates a long history, and the part comes out the same (see
+    ``plain_dataclass``). Any other (written by another version) goes through
+    ``records.part_from_dict``, which drops unknown keys."""
+    direct_parts = _DIRECT_PARTS
+    new = object.__new__
+    for i, data in enumerate(datas):
+        direct = direct_parts.get(data.get("type"))  # type: ignore[arg-type]
+        if direct is not None and data.keys() == direct[1]:
+            part = new(direct[0])
+            part.__dict__ = data
+        else:
+            part = records.part_from_dict(data)
+        datas[i] = part
+    return typing.cast(list[Part], datas)
 
 
-def decode_parts(text: str) -> list[Part]:
-    """``Message.parts`` from the ``messages.parts`` column."""
-    return [_part(data) for data in _loads(text)]
+_UNDECODED = (records.META_JSON, records.PARTS_JSON, records.TEXTS_JSON)
 
 
-def decode_texts(text: str) -> list[Part]:
-    """The non-empty text parts of the ``messages.parts`` column (the simple history view)."""
-    return [_part(data) for data in _loads(text) if data.get("type") == "text" and data.get("text")]
+def _texts_of(datas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The stored dicts of the non-empty text parts."""
+    return [d for d in datas if d.get("type") == "text" and d.get("text")]
 
 
-def decode_meta(text: str | None) -> dict[str, Any]:
-    """``Message.meta`` from the ``messages.meta`` column (NULL and ``null`` read as ``{}``)."""
-    return (_loads(text) if text is not None else None) or {}
+def decode_message(state: dict[str, Any]) -> dict[str, Any] | None:
+    """The decoded ``__dict__`` of a message left undecoded by ``messages_from_cursor(lazy=
+    True)`` (``records.Deferred``), in field order as ``__init__`` makes it; a field already
+    decoded or assigned is kept. None when ``state`` holds nothing undecoded."""
+    parts_key = (
+        None  # assigned since it was read
+        if "parts" in state
+        else records.PARTS_JSON
+        if records.PARTS_JSON in state
+        else records.TEXTS_JSON
+        if records.TEXTS_JSON in state
+        else None
+    )
+    meta_read = records.META_JSON in state and "meta" not in state
+    if parts_key is not None and meta_read:  # as read: one parse for both
+        meta, datas = _loads(
+            "[" + (state[records.META_JSON] or "null") + "," + state[parts_key] + "]"
+        )
+        meta = meta or {}
+    elif parts_key is not None:
+        meta, datas = state["meta"], _loads(state[parts_key])
+    elif meta_read:
+        meta = _loads(state[records.META_JSON] or "null") or {}
+    else:
+        return None
+    if parts_key is None:
+        parts = state["parts"]
+    else:
+        parts = _parts(_texts_of(datas) if parts_key == records.TEXTS_JSON else datas)
+    decoded = {
+        "id": state["id"],
+        "session_id": state["session_id"],
+        "role": state["role"],
+        "run_id": state["run_id"],
+        "status": state["status"],
+        "text": state["text"],
+        "meta": meta,
+        "parts": parts,
+        "created_at": state["created_at"],
+        "updated_at": state["updated_at"],
+    }
+    if len(state) != len(decoded):  # attributes set on the record besides its fields
+        for key, value in state.items():
+            if key not in decoded and key not in _UNDECODED:
+                decoded[key] = value
+    return decoded
 
 
-records.MESSAGE_PARTS.decoders.update(
-    {records.PARTS_JSON: decode_parts, records.TEXTS_JSON: decode_texts}
-)
-records.MESSAGE_META.decoders[records.META_JSON] = decode_meta
+records.Deferred.decoders[Message] = decode_message
 
 
 class RowSource(typing.Protocol):
@@ -303,20 +353,66 @@ class RowSource(typing.Protocol):
 
     def __iter__(self) -> Iterator[Any]: ...
 
+    def fetchmany(self, size: int = ..., /) -> list[Any]: ...
+
 
 def messages_from_cursor(
-    cursor: RowSource, session_id: str, *, text_only: bool = False
+    cursor: RowSource, session_id: str, *, text_only: bool = False, lazy: bool = False
 ) -> tuple[list[Message], list[int]]:
     """The rows of an executed ``SELECT {MESSAGE_SELECT}`` of one session's messages as
     records (the hot path of loading a history); and the positions of the messages whose
     ``parts`` column is NULL: their ``parts`` are left empty for the caller to read from
     ``message_parts``. ``text_only``: the messages keep only their non-empty text parts.
 
-    Each record is a bare instance given its ``__dict__`` (not ``__init__``: per-object overhead
-    is what dominates a long history), with its ``meta`` and ``parts`` left as the JSON texts
-    read, decoded when first read (``records.Deferred``): a history is then little more than the
-    rows of its SELECT, and a reader of roles and texts never pays for decoding the rest.
+    Each record is a bare instance given its ``__dict__``, not built by ``__init__``:
+    per-object overhead is what dominates a long history (``plain_dataclass``). ``lazy``: each
+    message's ``meta`` and ``parts`` are left as the JSON texts read, decoded when first read
+    (``records.Deferred``): a history is then little more than the rows of its SELECT, and a
+    reader of roles and texts never pays for decoding the rest; but decoding them one message
+    at a time costs more than the eager read, which decodes the texts of a batch of rows with
+    one ``orjson.loads`` call.
     """
+    if lazy:
+        return _deferred_messages(cursor, session_id, text_only=text_only)
+    new = object.__new__
+    make_parts = _parts
+    messages: list[Message] = []
+    missing: list[int] = []
+    while rows := cursor.fetchmany(_BATCH):
+        texts: list[str] = []
+        for row in rows:
+            texts += (row[7] or "null", row[8] or "null")
+        decoded = iter(_loads("[" + ",".join(texts) + "]"))
+        for (id_, role, run_id, status, text, created_at, updated_at, _, _), meta, parts in zip(
+            rows, decoded, decoded, strict=True
+        ):
+            if parts is None:
+                missing.append(len(messages))
+                parts = []
+            elif text_only:
+                parts = _texts_of(parts)
+            message = new(Message)
+            message.__dict__ = {  # in field order, as __init__ fills __dict__
+                "id": id_,
+                "session_id": session_id,
+                "role": role,
+                "run_id": run_id,
+                "status": status,
+                "text": text or "",
+                "meta": meta or {},
+                "parts": make_parts(parts),
+                "created_at": created_at,
+                "updated_at": created_at if updated_at is None else updated_at,
+            }
+            messages.append(message)
+    return messages, missing
+
+
+def _deferred_messages(
+    cursor: RowSource, session_id: str, *, text_only: bool
+) -> tuple[list[Message], list[int]]:
+    """``messages_from_cursor(lazy=True)``. The rows are iterated, not fetched as one list:
+    each row tuple is freed as soon as its record holds its values."""
     parts_key = records.TEXTS_JSON if text_only else records.PARTS_JSON
     meta_key = records.META_JSON
     new = object.__new__
@@ -356,9 +452,10 @@ def messages_from_cursor(
 
 
 def keep_texts(messages: Iterable[Message]) -> None:
-    """Leave each message only its non-empty text parts (the simple history view), in place:
-    for messages whose parts are decoded (``messages_from_cursor(text_only=True)`` does it for
-    the others). A message holding nothing else keeps its list as it is."""
+    """Leave each message only its non-empty text parts (the simple history view), in place
+    (for the messages whose parts were read from ``message_parts``:
+    ``messages_from_cursor(text_only=True)`` filters the others). A message holding nothing
+    else keeps its list as it is."""
     text_part = TextPart
     for message in messages:
         parts = message.parts

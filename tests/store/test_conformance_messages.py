@@ -156,27 +156,30 @@ def test_text_only_lists_user_and_assistant_text(store: Store, session: Session)
 # --- meta and parts decoded on first read (records.Deferred) -----------------------------------
 
 
-def test_listed_messages_decode_meta_and_parts_when_first_read(
+def test_lazy_listing_decodes_meta_and_parts_when_first_read(
     store: Store, session: Session
 ) -> None:
     written = [
         store.add_message(session.id, "user", [TextPart(text="q")]),
         store.add_message(session.id, "assistant", ALL_PARTS, meta={"model": "m", "n": [1]}),
     ]
-    listed = store.list_messages(session.id)
+    eager = store.list_messages(session.id)
+    assert not any(undecoded(m, key) for m in eager for key in (PARTS_JSON, META_JSON))
+    listed = store.list_messages(session.id, lazy=True)
     assert [(m.id, m.role, m.text) for m in listed] == [(m.id, m.role, m.text) for m in written]
     for m in listed:  # reading the other fields decoded nothing
         assert undecoded(m, PARTS_JSON)
         assert undecoded(m, META_JSON)
-    assert listed[1].parts == ALL_PARTS
+    assert listed[1].parts == ALL_PARTS  # decodes both fields of the message
     assert not undecoded(listed[1], PARTS_JSON)
-    assert undecoded(listed[1], META_JSON)
+    assert not undecoded(listed[1], META_JSON)
+    assert list(vars(listed[1])) == list(vars(written[1]))  # as __init__ makes it
     assert listed[1].parts is listed[1].parts  # decoded once, then an ordinary field
     assert listed[1].meta == {"model": "m", "n": [1]}
+    assert undecoded(listed[0], PARTS_JSON)
     assert listed[0].meta == {}
-    assert listed == written
-    assert not undecoded(listed[1], META_JSON)
     assert not undecoded(listed[0], PARTS_JSON)
+    assert listed == written
 
 
 def test_undecoded_messages_copy_compare_and_convert_as_decoded_ones(
@@ -185,7 +188,10 @@ def test_undecoded_messages_copy_compare_and_convert_as_decoded_ones(
     """Everything that reads a record's fields sees the decoded values: equality, repr,
     ``asdict``, ``replace``, pickling and copying (which hold the decoded values)."""
     m = store.add_message(session.id, "assistant", ALL_PARTS, meta={"model": "m"})
-    fresh = store.list_messages  # each call gives undecoded records
+
+    def fresh(session_id: str) -> list[Message]:  # each call gives undecoded records
+        return store.list_messages(session_id, lazy=True)
+
     assert fresh(session.id)[0] == m
     assert m == fresh(session.id)[0]
     assert repr(fresh(session.id)[0]) == repr(m)
@@ -201,7 +207,15 @@ def test_undecoded_messages_copy_compare_and_convert_as_decoded_ones(
         assert not undecoded(copied, META_JSON)
     assigned = fresh(session.id)[0]
     assigned.parts = [TextPart(text="new")]  # an assignment replaces the undecoded value
+    assigned.note = "set by a caller"  # type: ignore[attr-defined]
     assert assigned.parts == [TextPart(text="new")]
+    assert assigned.meta == {"model": "m"}  # decoding the meta keeps what was assigned
+    assert assigned.parts == [TextPart(text="new")]
+    assert assigned.note == "set by a caller"  # type: ignore[attr-defined]
+    meta_set = fresh(session.id)[0]
+    meta_set.meta = {"set": True}
+    assert meta_set.parts == ALL_PARTS
+    assert meta_set.meta == {"set": True}
     with pytest.raises(AttributeError):
         object.__new__(Message).parts  # noqa: B018 (neither a value nor an undecoded one)
 
@@ -211,9 +225,10 @@ def test_text_only_parts_decode_to_the_non_empty_texts(store: Store, session: Se
     store.add_message(session.id, "user", parts)
     store.add_message(session.id, "assistant", [ToolCallPart(tool_call_id="c", name="n")])
     store.add_message(session.id, "assistant", [TextPart(text="")])
-    texts_only = store.list_messages(session.id, text_only=True)
+    texts_only = store.list_messages(session.id, text_only=True, lazy=True)
     assert all(undecoded(m, TEXTS_JSON) for m in texts_only)
     full = store.list_messages(session.id)
+    assert texts_only == store.list_messages(session.id, text_only=True)  # as read eagerly
     assert [m.parts for m in texts_only] == [
         [p for p in m.parts if isinstance(p, TextPart) and p.text] for m in full
     ]
@@ -235,7 +250,7 @@ def test_simple_view_of_undecoded_texts_keeps_them_undecoded(
     store.add_message(session.id, "tool", [TextPart(text="out")])
     store.add_message(session.id, "assistant", [TextPart(text="")])
     store.add_message(session.id, "assistant", ALL_PARTS)
-    simple = history_view(store.list_messages(session.id, text_only=True), "simple")
+    simple = history_view(store.list_messages(session.id, text_only=True, lazy=True), "simple")
     assert all(undecoded(m, TEXTS_JSON) for m in simple)
     assert simple == history_view(store.list_messages(session.id), "simple")
     assert [m.parts for m in simple] == [

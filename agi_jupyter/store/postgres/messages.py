@@ -141,6 +141,7 @@ class PgMessagesMixin(PgCore):
         after_id: str | None = None,
         limit: int | None = None,
         text_only: bool = False,
+        lazy: bool = False,
     ) -> list[Message]:
         size = limit_value(limit)
         where, params = "session_id = %s", [session_id]
@@ -161,7 +162,7 @@ class PgMessagesMixin(PgCore):
                 " ORDER BY created_at, pos LIMIT %s",
                 [*params, size],
             )
-            messages, _ = messages_from_cursor(cursor, session_id, text_only=text_only)
+            messages, _ = messages_from_cursor(cursor, session_id, text_only=text_only, lazy=lazy)
         return messages
 
     # --- helpers --------------------------------------------------------------------------
