@@ -85,15 +85,16 @@ def history_view(messages: list[Message], view: HistoryView) -> list[Message]:
     if view == "full":
         return messages
     simple = []
+    undecoded_texts = TEXTS_JSON
     for m in messages:
-        if m.role not in ("user", "assistant"):
-            continue
-        if TEXTS_JSON in m.__dict__:  # records.undecoded, inlined: this loop is hot
-            # Read with ``list_messages(text_only=True)`` (what ``Agi.history`` does): its parts
-            # are its non-empty text parts, not decoded yet; it has some exactly when its text
-            # (its text parts joined) is not empty. Kept as it is, still undecoded.
-            if m.text:
+        if undecoded_texts in m.__dict__:  # records.undecoded, inlined: this loop is hot
+            # Read with ``list_messages(text_only=True, lazy=True)`` (``Agi.history``): its
+            # parts are its non-empty text parts, not decoded yet; it has some exactly when its
+            # text (its text parts joined) is not empty. Kept as it is, still undecoded.
+            if m.text and m.role in ("user", "assistant"):
                 simple.append(m)
+            continue
+        if m.role not in ("user", "assistant"):
             continue
         texts: list[Part] = [p for p in m.parts if isinstance(p, TextPart) and p.text]
         if texts:
