@@ -10,15 +10,17 @@ each round so that the machine's drift hits every path alike:
 - ``history(view="full")`` and ``history(view="simple")``: the records a caller gets, whose
   ``meta`` and ``parts`` are decoded when first read (``records.Deferred``);
 
-and, for information (not the goal): ``iter``, the same SELECT with its rows iterated and each
-dropped at once (never all held, so the rows cost less than a list of them), and ``full+parts``
-/ ``simple+texts``, a view then every message's parts (and ``meta``) / text parts read: what a
-caller that reads everything pays for the deferred decoding.
+and, with ``--more``, for information (not the goal): ``iter``, the same SELECT with its rows
+iterated and each dropped at once (never all held, so the rows cost less than a list of them);
+``full+parts`` / ``simple+texts``, a view then every message's ``meta`` and parts (text parts)
+read: what a caller that reads everything pays for the deferred decoding; ``eager full`` /
+``eager simple`` and ``eager+parts``: the same with ``lazy=False`` (decoded while read, in
+batches).
 
 Each timed call includes freeing its result. The medians over the rounds (round 0 warms up and
 is dropped) and the ratios to ``bare`` are printed; the goal is <= 1.5x for both views.
 
-    .venv/bin/python benchmarks/history_floor.py [--messages 10000] [--repeat 15]
+    .venv/bin/python benchmarks/history_floor.py [--messages 10000] [--repeat 15] [--more]
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--more", action="store_true", help="also the paths for information")
     args = parser.parse_args(argv)
     with (
         tempfile.TemporaryDirectory() as home,
@@ -102,10 +105,17 @@ def main(argv: list[str] | None = None) -> int:
             "bare'": lambda: bare_fetch(store, session_id),
             "full": lambda: agi.history(session_id, view="full"),
             "simple": lambda: agi.history(session_id, view="simple"),
+        }
+        more: dict[str, Callable[[], object]] = {
             "iter": lambda: iter_fetch(store, session_id),
             "full+parts": lambda: read_all(agi.history(session_id, view="full")),
             "simple+texts": lambda: read_all(agi.history(session_id, view="simple")),
+            "eager full": lambda: agi.history(session_id, view="full", lazy=False),
+            "eager simple": lambda: agi.history(session_id, view="simple", lazy=False),
+            "eager+parts": lambda: read_all(agi.history(session_id, view="full", lazy=False)),
         }
+        if args.more:
+            paths.update(more)
         cpu: dict[str, list[float]] = {name: [] for name in paths}
         for round_ in range(args.repeat + 1):
             for name, fn in paths.items():

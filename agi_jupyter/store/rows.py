@@ -375,7 +375,7 @@ def messages_from_cursor(
     if lazy:
         return _deferred_messages(cursor, session_id, text_only=text_only)
     new = object.__new__
-    make_parts = _parts
+    direct_parts = _DIRECT_PARTS
     messages: list[Message] = []
     missing: list[int] = []
     while rows := cursor.fetchmany(_BATCH):
@@ -389,8 +389,17 @@ def messages_from_cursor(
             if parts is None:
                 missing.append(len(messages))
                 parts = []
-            elif text_only:
-                parts = _texts_of(parts)
+            else:  # the decoded list becomes the message's list of parts (``_parts``, inlined)
+                if text_only:
+                    parts = _texts_of(parts)
+                for i, data in enumerate(parts):
+                    direct = direct_parts.get(data.get("type"))
+                    if direct is not None and data.keys() == direct[1]:
+                        part = new(direct[0])
+                        part.__dict__ = data
+                    else:
+                        part = records.part_from_dict(data)
+                    parts[i] = part
             message = new(Message)
             message.__dict__ = {  # in field order, as __init__ fills __dict__
                 "id": id_,
@@ -400,7 +409,7 @@ def messages_from_cursor(
                 "status": status,
                 "text": text or "",
                 "meta": meta or {},
-                "parts": make_parts(parts),
+                "parts": parts,
                 "created_at": created_at,
                 "updated_at": created_at if updated_at is None else updated_at,
             }
