@@ -241,19 +241,18 @@ class Message:
 # history look at roles and texts only, and decoding those texts into dicts and part records
 # for every message was most of what loading a long history cost (benchmarks/README.md,
 # history_floor.py). So a store may leave them undecoded (``list_messages(lazy=True)``): the
-# record's ``__dict__`` then holds the texts it read under the keys below instead of those
-# fields, and the first read of either field swaps in the whole ``__dict__`` decoded, as
-# ``__init__`` would have made it. Equality, ``repr``, ``dataclasses.asdict`` / ``replace``,
-# pickling and copying all read the fields, so they see decoded values.
+# record's ``__dict__`` then holds the text it read under one of the keys below instead of
+# those two fields, and the first read of either field swaps in the whole ``__dict__``
+# decoded, as ``__init__`` would have made it. Equality, ``repr``, ``dataclasses.asdict`` /
+# ``replace``, pickling and copying all read the fields, so they see decoded values.
 
 PARTS_JSON = "_parts_json"
-"""``Message.parts`` not decoded yet: the JSON array of all its parts."""
+"""``Message.meta`` and ``Message.parts`` not decoded yet: the JSON texts of the meta object
+(``null`` for none) and of the array of all its parts, joined by a comma."""
 TEXTS_JSON = "_texts_json"
-"""``Message.parts`` not decoded yet: the JSON array of all its parts, of which it keeps only
-the non-empty text parts (the simple history view). Such a message has one exactly when its
-``text`` (its text parts joined, stored with them) is not empty."""
-META_JSON = "_meta_json"
-"""``Message.meta`` not decoded yet: its JSON object text, or None for ``{}``."""
+"""As ``PARTS_JSON``, for a message that keeps only its non-empty text parts (the simple
+history view). Such a message has one exactly when its ``text`` (its text parts joined, stored
+with them) is not empty."""
 
 
 class Deferred:
@@ -290,7 +289,7 @@ Message.parts = Deferred("parts")  # type: ignore[assignment]
 
 
 def undecoded(record: object, key: str) -> bool:
-    """Whether ``record`` still holds a field in the stored form ``key`` (``TEXTS_JSON``...)."""
+    """Whether ``record`` still holds fields in the stored form ``key`` (``PARTS_JSON``...)."""
     return key in record.__dict__
 
 

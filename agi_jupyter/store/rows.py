@@ -217,11 +217,16 @@ if not plain_dataclass(Message):  # ``messages_from_cursor`` makes messages with
     raise TypeError("records.Message must stay a plain dataclass (see plain_dataclass)")
 
 # What ``messages_from_cursor`` reads, in this order: a message's columns but ``session_id`` (the
-# same for a whole history, so given once), with ``updated_at`` as NULL when it equals
-# ``created_at`` (never updated: both fields then share one string).
+# same for a whole history, so given once); ``updated_at`` as NULL when it equals
+# ``created_at`` (never updated: both fields then share one string); then its ``meta`` and
+# ``parts`` JSON texts joined by a comma, NULL as ``null``: the items of a JSON array, one text
+# per message to keep undecoded (``records.PARTS_JSON``), and the texts of many rows join into
+# one JSON array to decode at once.
 MESSAGE_SELECT = (
-    "id, role, run_id, status, text, created_at, nullif(updated_at, created_at), meta, parts"
+    "id, role, run_id, status, text, created_at, nullif(updated_at, created_at),"
+    " coalesce(meta, 'null') || ',' || coalesce(parts, 'null')"
 )
+_NO_PARTS = ",null"  # how the last column ends when ``parts`` is NULL
 
 
 def parts_json(dicts: Sequence[dict[str, Any]]) -> str:
@@ -289,7 +294,7 @@ def _parts(datas: list[dict[str, Any]]) -> list[Part]:
     return typing.cast(list[Part], datas)
 
 
-_UNDECODED = (records.META_JSON, records.PARTS_JSON, records.TEXTS_JSON)
+_UNDECODED = (records.PARTS_JSON, records.TEXTS_JSON)
 
 
 def _texts_of(datas: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -299,33 +304,18 @@ def _texts_of(datas: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def decode_message(state: dict[str, Any]) -> dict[str, Any] | None:
     """The decoded ``__dict__`` of a message left undecoded by ``messages_from_cursor(lazy=
-    True)`` (``records.Deferred``), in field order as ``__init__`` makes it; a field already
-    decoded or assigned is kept. None when ``state`` holds nothing undecoded."""
-    parts_key = (
-        None  # assigned since it was read
-        if "parts" in state
-        else records.PARTS_JSON
+    True)`` (``records.Deferred``), in field order as ``__init__`` makes it; a field assigned
+    since it was read is kept. None when ``state`` holds nothing undecoded."""
+    key = (
+        records.PARTS_JSON
         if records.PARTS_JSON in state
         else records.TEXTS_JSON
         if records.TEXTS_JSON in state
         else None
     )
-    meta_read = records.META_JSON in state and "meta" not in state
-    if parts_key is not None and meta_read:  # as read: one parse for both
-        meta, datas = _loads(
-            "[" + (state[records.META_JSON] or "null") + "," + state[parts_key] + "]"
-        )
-        meta = meta or {}
-    elif parts_key is not None:
-        meta, datas = state["meta"], _loads(state[parts_key])
-    elif meta_read:
-        meta = _loads(state[records.META_JSON] or "null") or {}
-    else:
+    if key is None:
         return None
-    if parts_key is None:
-        parts = state["parts"]
-    else:
-        parts = _parts(_texts_of(datas) if parts_key == records.TEXTS_JSON else datas)
+    meta, datas = _loads("[" + state[key] + "]")
     decoded = {
         "id": state["id"],
         "session_id": state["session_id"],
@@ -333,15 +323,19 @@ def decode_message(state: dict[str, Any]) -> dict[str, Any] | None:
         "run_id": state["run_id"],
         "status": state["status"],
         "text": state["text"],
-        "meta": meta,
-        "parts": parts,
+        "meta": state.get("meta", meta or {}),
+        "parts": (
+            state["parts"]
+            if "parts" in state
+            else _parts(_texts_of(datas) if key == records.TEXTS_JSON else datas)
+        ),
         "created_at": state["created_at"],
         "updated_at": state["updated_at"],
     }
-    if len(state) != len(decoded):  # attributes set on the record besides its fields
-        for key, value in state.items():
-            if key not in decoded and key not in _UNDECODED:
-                decoded[key] = value
+    if len(state) != len(decoded) - 1:  # attributes set on the record besides its fields
+        for name, value in state.items():
+            if name not in decoded and name not in _UNDECODED:
+                decoded[name] = value
     return decoded
 
 
@@ -379,11 +373,8 @@ def messages_from_cursor(
     messages: list[Message] = []
     missing: list[int] = []
     while rows := cursor.fetchmany(_BATCH):
-        texts: list[str] = []
-        for row in rows:
-            texts += (row[7] or "null", row[8] or "null")
-        decoded = iter(_loads("[" + ",".join(texts) + "]"))
-        for (id_, role, run_id, status, text, created_at, updated_at, _, _), meta, parts in zip(
+        decoded = iter(_loads("[" + ",".join([row[7] for row in rows]) + "]"))
+        for (id_, role, run_id, status, text, created_at, updated_at, _), meta, parts in zip(
             rows, decoded, decoded, strict=True
         ):
             if parts is None:
@@ -422,14 +413,14 @@ def _deferred_messages(
 ) -> tuple[list[Message], list[int]]:
     """``messages_from_cursor(lazy=True)``. The rows are iterated, not fetched as one list:
     each row tuple is freed as soon as its record holds its values."""
-    parts_key = records.TEXTS_JSON if text_only else records.PARTS_JSON
-    meta_key = records.META_JSON
+    key = records.TEXTS_JSON if text_only else records.PARTS_JSON
+    no_parts = _NO_PARTS
     new = object.__new__
     messages: list[Message] = []
     missing: list[int] = []
-    for id_, role, run_id, status, text, created_at, updated_at, meta, parts in cursor:
+    for id_, role, run_id, status, text, created_at, updated_at, stored in cursor:
         message = new(Message)
-        if parts is not None:
+        if not stored.endswith(no_parts):
             message.__dict__ = {
                 "id": id_,
                 "session_id": session_id,
@@ -437,12 +428,11 @@ def _deferred_messages(
                 "run_id": run_id,
                 "status": status,
                 "text": text or "",
-                meta_key: meta,
-                parts_key: parts,
+                key: stored,
                 "created_at": created_at,
                 "updated_at": created_at if updated_at is None else updated_at,
             }
-        else:  # read from ``message_parts`` by the caller
+        else:  # its parts are read from ``message_parts`` by the caller
             missing.append(len(messages))
             message.__dict__ = {
                 "id": id_,
@@ -451,7 +441,7 @@ def _deferred_messages(
                 "run_id": run_id,
                 "status": status,
                 "text": text or "",
-                meta_key: meta,
+                "meta": _loads("[" + stored + "]")[0] or {},
                 "parts": [],
                 "created_at": created_at,
                 "updated_at": created_at if updated_at is None else updated_at,

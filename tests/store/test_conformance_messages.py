@@ -10,7 +10,6 @@ import pytest
 
 from agi_jupyter.errors import NotFound, SessionNotFound, UsageError
 from agi_jupyter.records import (
-    META_JSON,
     PARTS_JSON,
     TEXTS_JSON,
     ArtifactRefPart,
@@ -164,15 +163,13 @@ def test_lazy_listing_decodes_meta_and_parts_when_first_read(
         store.add_message(session.id, "assistant", ALL_PARTS, meta={"model": "m", "n": [1]}),
     ]
     eager = store.list_messages(session.id)
-    assert not any(undecoded(m, key) for m in eager for key in (PARTS_JSON, META_JSON))
+    assert not any(undecoded(m, PARTS_JSON) for m in eager)
     listed = store.list_messages(session.id, lazy=True)
     assert [(m.id, m.role, m.text) for m in listed] == [(m.id, m.role, m.text) for m in written]
     for m in listed:  # reading the other fields decoded nothing
         assert undecoded(m, PARTS_JSON)
-        assert undecoded(m, META_JSON)
     assert listed[1].parts == ALL_PARTS  # decodes both fields of the message
     assert not undecoded(listed[1], PARTS_JSON)
-    assert not undecoded(listed[1], META_JSON)
     assert list(vars(listed[1])) == list(vars(written[1]))  # as __init__ makes it
     assert listed[1].parts is listed[1].parts  # decoded once, then an ordinary field
     assert listed[1].meta == {"model": "m", "n": [1]}
@@ -204,7 +201,6 @@ def test_undecoded_messages_copy_compare_and_convert_as_decoded_ones(
     ):
         assert copied == m
         assert not undecoded(copied, PARTS_JSON)
-        assert not undecoded(copied, META_JSON)
     assigned = fresh(session.id)[0]
     assigned.parts = [TextPart(text="new")]  # an assignment replaces the undecoded value
     assigned.note = "set by a caller"  # type: ignore[attr-defined]
