@@ -382,7 +382,10 @@ def messages_from_cursor(
                 parts = []
             else:  # the decoded list becomes the message's list of parts (``_parts``, inlined)
                 if text_only:
-                    parts = _texts_of(parts)
+                    for data in parts:  # a list of non-empty texts is kept as it is
+                        if data.get("type") != "text" or not data.get("text"):
+                            parts = _texts_of(parts)
+                            break
                 for i, data in enumerate(parts):
                     direct = direct_parts.get(data.get("type"))
                     if direct is not None and data.keys() == direct[1]:
