@@ -121,7 +121,7 @@ class OpenAIHttpAdapter(ABC):
         inner = body.get("error", body) if isinstance(body, Mapping) else body
         return http_error(self.config, response.status_code, response.headers, inner, fallback)
 
-    def _disconnected(self, error: httpx2.TransportError) -> ProviderDisconnected:
+    def _disconnected(self, error: httpx2.RequestError) -> ProviderDisconnected:
         detail = self.config.redact(str(error) or "Connection error.")
         return ProviderDisconnected(
             f"{self.name}: the connection to {self.base_url} failed or dropped "

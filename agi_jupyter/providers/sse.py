@@ -2,7 +2,8 @@
 
 The SDKs decode SSE line by line in Python and then validate every event into a model; here an
 event is cut from the byte stream at its blank line and, in the common case of one ``data:``
-line and no other field, its data is a slice of the bytes: no per-line work. Any other event
+line and no other field (or an ``event:`` line and one ``data:`` line, as Anthropic and the
+Responses API send them), its data is a slice of the bytes: no per-line work. Any other event
 (``event:`` lines, several ``data:`` lines, comments, ``id:``/``retry:``) goes through the
 general parse, which follows the SSE rules the SDKs follow: fields split at the first colon, one
 leading space removed, ``data`` lines joined with newlines, events with no data skipped.
@@ -44,6 +45,10 @@ def parse_block(block: bytes) -> SseEvent | None:
     """One event from the lines between two blank lines (None: nothing to dispatch)."""
     if block.startswith(b"data: ") and b"\n" not in block:
         return SseEvent(None, block[6:])  # the hot path: one data line
+    if block.startswith(b"event: "):  # the other hot path: one event line, one data line
+        end = block.find(b"\n")
+        if end > 0 and block.startswith(b"data: ", end + 1) and b"\n" not in block[end + 1 :]:
+            return SseEvent(block[7:end].decode("utf-8", "replace"), block[end + 7 :])
     name: str | None = None
     data: list[bytes] = []
     for line in block.split(b"\n"):
