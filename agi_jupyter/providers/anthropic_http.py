@@ -1,7 +1,8 @@
 """Anthropic Messages read straight off the wire (``wire = "http"``, the default).
 
 The request the SDK path sends (``anthropic_mapping.messages_params``: the body with
-``extra_body`` merged in, ``x-api-key``, the SDK's ``anthropic-version``, ``Idempotency-Key``) is
+``extra_body`` merged in, the key as ``Authorization: Bearer``, the SDK's ``anthropic-version``,
+``Idempotency-Key``) is
 POSTed to ``{base}/v1/messages`` with httpx2; the SSE stream is cut into events from the raw
 bytes (``sse.py``), each event's JSON decoded by orjson into a dict and mapped by
 ``anthropic_mapping.MessagesEvents``, a ``text_delta`` through an inlined fast path. No
@@ -50,8 +51,7 @@ class AnthropicHttpProvider(OpenAIHttpAdapter):
         self, config: AdapterConfig, *, http_client: httpx2.AsyncClient | None = None
     ) -> None:
         super().__init__(config, http_client=http_client)
-        del self._headers["Authorization"]
-        self._headers["x-api-key"] = config.api_key
+        # the key as ``Authorization: Bearer`` (set by the base), as the SDK (2.14) sends it
         self._headers["anthropic-version"] = ANTHROPIC_VERSION
 
     def request_params(self, request: ProviderRequest) -> dict[str, Any]:
