@@ -11,10 +11,10 @@ work of building a 20,000-event stream does not hide it).
     .venv/bin/python benchmarks/provider_overhead.py [--chunks 20000] [--repeat 7]
         [--adapter NAME ...] [--noise] [--replay] [--wire sdk|http]
 
-``--wire http`` (the default) measures the OpenAI adapters that read the wire with httpx2 +
-orjson (``openai_chat_http``, ``openai_responses_http``; the goal there is <= 0.3x the raw SDK
-loop, issue 20); ``--wire sdk`` the SDK adapters (Anthropic always uses its SDK). The raw
-loop is always the SDK's. ``--noise`` runs the raw loop on both sides (an A/A run: the noise
+``--wire http`` (the default) measures the adapters that read the wire with httpx2 + orjson
+(``openai_chat_http``, ``openai_responses_http``, ``anthropic_http``; the goal there is <= 0.3x
+the raw SDK loop, issue 20); ``--wire sdk`` the SDK adapters. The raw loop is always the
+SDK's. ``--noise`` runs the raw loop on both sides (an A/A run: the noise
 floor of this machine);
 ``--replay`` records one real answer, then replays it from memory through ``httpx2.MockTransport``
 for both paths, which takes the socket and the server process out of the measurement.
@@ -42,10 +42,11 @@ from agi_jupyter.providers import (
     TextDelta,
     create_provider,
 )
+from agi_jupyter.providers.anthropic_http import AnthropicHttpProvider
 from agi_jupyter.providers.anthropic_messages import AnthropicProvider
 from agi_jupyter.providers.openai_chat import OpenAIChatProvider
 from agi_jupyter.providers.openai_chat_http import HttpChatProvider
-from agi_jupyter.providers.openai_http import OpenAIHttpAdapter
+from agi_jupyter.providers.openai_http import HttpAdapter
 from agi_jupyter.providers.openai_responses import OpenAIResponsesProvider
 from agi_jupyter.providers.openai_responses_http import HttpResponsesProvider
 from agi_jupyter.records import ChatMessage, TextPart
@@ -54,7 +55,7 @@ from agi_jupyter.testing import FakeLLMClient, Turn
 ADAPTERS = ("openai", "openai-chat", "anthropic")
 MESSAGES = [ChatMessage(role="user", parts=[TextPart(text="Count to a large number.")])]
 SHORT_TURN = 20  # chunks of the turns that measure the time to the first event
-Adapter = OpenAIResponsesProvider | OpenAIChatProvider | AnthropicProvider | OpenAIHttpAdapter
+Adapter = OpenAIResponsesProvider | OpenAIChatProvider | AnthropicProvider | HttpAdapter
 SdkAdapter = OpenAIResponsesProvider | OpenAIChatProvider | AnthropicProvider
 
 
@@ -157,7 +158,7 @@ def make_provider(name: str, url: str, wire: WirePath = "sdk") -> Adapter:
         api_key="sk-bench",
     )
     provider = create_provider(settings, retry=RetryPolicy(max_retries=0), timeout=120, wire=wire)
-    assert isinstance(provider, SdkAdapter | OpenAIHttpAdapter)
+    assert isinstance(provider, SdkAdapter | HttpAdapter)
     return provider
 
 
@@ -250,6 +251,8 @@ def adapter_with(
         timeout=120,
     )
     client = httpx2.AsyncClient(transport=transport)
+    if known.wire == "anthropic" and wire == "http":
+        return AnthropicHttpProvider(config, http_client=client)
     if known.wire == "anthropic":
         return AnthropicProvider(config, http_client=client)
     if known.wire == "openai-responses" and wire == "http":
@@ -299,7 +302,7 @@ async def main(
         source = "replayed from memory" if replay else f"fake server at {url}"
         print(
             f"{chunks} chunks per turn, {repeat} rounds (medians), {mode}, {source}, "
-            f"wire {wire} (OpenAI APIs)"
+            f"wire {wire}"
         )
         for name in adapters:
             if replay:
@@ -312,7 +315,7 @@ async def main(
             try:
                 args = (raw_provider, provider, enqueue)
                 raw, adapter = await bench_adapter(*args, chunks, repeat, noise)
-                goal = 0.3 if isinstance(provider, OpenAIHttpAdapter) and not noise else 1.05
+                goal = 0.3 if isinstance(provider, HttpAdapter) and not noise else 1.05
                 print(report(name, raw, adapter, chunks, goal), flush=True)
                 if not replay:
                     raw, adapter = await bench_adapter(*args, SHORT_TURN, 21, noise)
@@ -335,7 +338,7 @@ if __name__ == "__main__":
         "--replay", action="store_true", help="replay one recorded stream from memory (no socket)"
     )
     parser.add_argument(
-        "--wire", choices=["http", "sdk"], default="http", help="how the OpenAI adapters read"
+        "--wire", choices=["http", "sdk"], default="http", help="how the adapters read the stream"
     )
     args = parser.parse_args()
     adapters = args.adapter or list(ADAPTERS)

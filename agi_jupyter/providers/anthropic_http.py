@@ -18,7 +18,8 @@ runs recorded streams through both paths and compares what they yield.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
 from typing import Any
 
 import httpx2
@@ -28,21 +29,22 @@ from agi_jupyter.errors import ProviderDisconnected, ProviderError
 from agi_jupyter.providers._common import AdapterConfig, http_error
 from agi_jupyter.providers.anthropic_mapping import (
     STREAM_ERROR_STATUS,
+    Handler,
     MessagesEvents,
     messages_params,
 )
 from agi_jupyter.providers.base import ProviderEvent, ProviderRequest, TextDelta
-from agi_jupyter.providers.openai_http import OpenAIHttpAdapter
-from agi_jupyter.providers.sse import SseEvent, sse_events
+from agi_jupyter.providers.openai_http import HttpAdapter, body_chunks
+from agi_jupyter.providers.sse import SseCutter, SseEvent
 
 # The API version the anthropic SDK (2.14.0) sends; a test checks it against the installed SDK.
 ANTHROPIC_VERSION = "2026-10-21"
 
 
-class AnthropicHttpProvider(OpenAIHttpAdapter):
+class AnthropicHttpProvider(HttpAdapter):
     """The Anthropic Messages API (provider ``anthropic``) read with httpx2 and orjson; what it
     shares with the OpenAI HTTP adapters (client, body encoding, retries, transport errors)
-    comes from ``OpenAIHttpAdapter``. ``http_client``: an ``httpx2.AsyncClient`` to send
+    comes from ``HttpAdapter``. ``http_client``: an ``httpx2.AsyncClient`` to send
     through (a proxy, a transport, tests)."""
 
     path = "v1/messages"
@@ -60,56 +62,68 @@ class AnthropicHttpProvider(OpenAIHttpAdapter):
     async def _stream_once(
         self, content: bytes, headers: Mapping[str, str]
     ) -> AsyncGenerator[ProviderEvent, None]:
+        state = MessagesEvents()
+        handlers, cutter = state.handlers(), SseCutter()
         try:
             async with self.client.stream(
                 "POST", self._url, content=content, headers=headers
             ) as response:
                 if response.status_code >= 400:
                     raise self._status_error(response, await response.aread())
-                async for event in self._mapped(sse_events(response.aiter_bytes()), response):
-                    yield event
+                # the events of each chunk are cut and mapped in this loop: no generator
+                # between the socket and the consumer but this one (and the retry wrapper)
+                async with aclosing(body_chunks(response)) as chunks:
+                    while True:
+                        chunk = await anext(chunks, None)
+                        sses = cutter.end() if chunk is None else cutter.feed(chunk)
+                        events, error = self._map(sses, state, handlers, response)
+                        for event in events:
+                            yield event
+                        if error is not None:
+                            raise error
+                        if chunk is None:
+                            break
         except httpx2.RequestError as error:  # the SDK path maps every request error so
             raise self._disconnected(error) from error
-        except orjson.JSONDecodeError as error:
-            raise ProviderError(
-                f"{self.name}: the stream sent an event that is not JSON"
-            ) from error
-
-    def _events(self, sses: AsyncIterator[SseEvent]) -> AsyncGenerator[ProviderEvent, None]:
-        """The events of a stream read without its response (error events get no headers)."""
-        return self._mapped(sses, None)
-
-    async def _mapped(
-        self, sses: AsyncIterator[SseEvent], response: httpx2.Response | None
-    ) -> AsyncGenerator[ProviderEvent, None]:
-        state = MessagesEvents()
-        handlers, loads = state.handlers(), orjson.loads
-        async for sse in sses:
-            name = sse.event
-            if name == "content_block_delta":
-                data = loads(sse.data)
-                delta = data["delta"]
-                if delta.get("type") == "text_delta":
-                    yield TextDelta(text=delta["text"])  # the hot path, inlined
-                    continue
-                for mapped in state.on_delta(data):
-                    yield mapped
-                continue
-            if name is None or name == "ping" or not sse.data:
-                continue  # as the SDK: unnamed events and pings are skipped
-            if name == "error":
-                raise self._event_error(sse.data, response)
-            data = loads(sse.data)
-            handler = handlers.get(data.get("type") or "") if isinstance(data, dict) else None
-            if handler is not None:
-                for mapped in handler(data):
-                    yield mapped
         if not state.stopped:
             raise ProviderDisconnected(f"{self.name}: the stream ended before message_stop")
 
+    def _map(
+        self,
+        sses: list[SseEvent],
+        state: MessagesEvents,
+        handlers: dict[str, Handler],
+        response: httpx2.Response,
+    ) -> tuple[list[ProviderEvent], ProviderError | None]:
+        """The events of ``sses`` and the error that ends the stream after them, if any."""
+        out: list[ProviderEvent] = []
+        loads = orjson.loads
+        try:
+            for sse in sses:
+                name = sse.event
+                if name == "content_block_delta":
+                    data = loads(sse.data)
+                    delta = data["delta"]
+                    if delta.get("type") == "text_delta":
+                        out.append(TextDelta(text=delta["text"]))  # the hot path, inlined
+                    else:
+                        out.extend(state.on_delta(data))
+                    continue
+                if name is None or name == "ping" or not sse.data:
+                    continue  # as the SDK: unnamed events and pings are skipped
+                if name == "error":
+                    return out, self._event_error(sse.data, response)
+                data = loads(sse.data)
+                handler = handlers.get(data.get("type") or "") if isinstance(data, dict) else None
+                if handler is not None:
+                    out.extend(handler(data))
+        except orjson.JSONDecodeError:
+            return out, ProviderError(f"{self.name}: the stream sent an event that is not JSON")
+        return out, None
+
     # --- errors, as anthropic_messages.map_error maps the SDK's --------------------------------
 
-    def _event_error(self, raw: bytes, response: httpx2.Response | None) -> ProviderError:
+    def _event_error(self, raw: bytes, response: httpx2.Response) -> ProviderError:
         """An ``event: error`` inside a 200 stream: the status its ``error.type`` stands for."""
         text = raw.decode("utf-8", "replace")
         body: object = text
@@ -121,8 +135,7 @@ class AnthropicHttpProvider(OpenAIHttpAdapter):
         inner = body.get("error") if isinstance(body, Mapping) else None
         kind = inner.get("type") if isinstance(inner, Mapping) else None
         status = STREAM_ERROR_STATUS.get(kind if isinstance(kind, str) else "", 500)
-        headers = response.headers if response is not None else httpx2.Headers()
-        return http_error(self.config, status, headers, body, message)
+        return http_error(self.config, status, response.headers, body, message)
 
     def _status_error(self, response: httpx2.Response, raw: bytes) -> ProviderError:
         """An HTTP error status, with the body and message the SDK's status error carries."""

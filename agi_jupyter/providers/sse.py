@@ -12,33 +12,56 @@ leading space removed, ``data`` lines joined with newlines, events with no data 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
-from dataclasses import dataclass
+from typing import NamedTuple
+
+_MAX_NAMES = 64  # event names kept decoded (a stream uses a handful)
+_names: dict[bytes, str] = {}
 
 
-@dataclass(frozen=True, slots=True)
-class SseEvent:
+class SseEvent(NamedTuple):  # a tuple: about half the cost of a frozen dataclass to make
     event: str | None
     data: bytes
 
 
 async def sse_events(chunks: AsyncIterable[bytes]) -> AsyncIterator[SseEvent]:
     """The events of an SSE byte stream (CRLF and CR line ends are accepted)."""
-    pending = b""
+    cutter = SseCutter()
     async for chunk in chunks:
+        for event in cutter.feed(chunk):
+            yield event
+    for event in cutter.end():
+        yield event
+
+
+class SseCutter:
+    """Cuts events out of the chunks of an SSE byte stream, fed one by one: for a reader that
+    maps them in the same loop (no generator between the socket and the mapping)."""
+
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        self.pending = b""
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        """The events ``chunk`` completes."""
         if b"\r" in chunk:
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        pending += chunk
+        if not self.pending and chunk.endswith(b"\n\n") and chunk.find(b"\n\n") == len(chunk) - 2:
+            # the common case on a socket: a read that holds exactly one event
+            event = parse_block(chunk[:-2])
+            return [] if event is None else [event]
+        pending = self.pending + chunk
         if b"\n\n" not in pending:
-            continue
-        *complete, pending = pending.split(b"\n\n")
-        for block in complete:
-            event = parse_block(block)
-            if event is not None:
-                yield event
-    if pending.strip():
-        event = parse_block(pending)  # a last event without its blank line
-        if event is not None:
-            yield event
+            self.pending = pending
+            return []
+        *complete, self.pending = pending.split(b"\n\n")
+        return [event for event in map(parse_block, complete) if event is not None]
+
+    def end(self) -> list[SseEvent]:
+        """A last event the stream did not end with its blank line."""
+        pending, self.pending = self.pending, b""
+        event = parse_block(pending) if pending.strip() else None
+        return [] if event is None else [event]
 
 
 def parse_block(block: bytes) -> SseEvent | None:
@@ -47,8 +70,8 @@ def parse_block(block: bytes) -> SseEvent | None:
         return SseEvent(None, block[6:])  # the hot path: one data line
     if block.startswith(b"event: "):  # the other hot path: one event line, one data line
         end = block.find(b"\n")
-        if end > 0 and block.startswith(b"data: ", end + 1) and b"\n" not in block[end + 1 :]:
-            return SseEvent(block[7:end].decode("utf-8", "replace"), block[end + 7 :])
+        if end > 0 and block.startswith(b"data: ", end + 1) and block.find(b"\n", end + 1) < 0:
+            return SseEvent(event_name(block[7:end]), block[end + 7 :])
     name: str | None = None
     data: list[bytes] = []
     for line in block.split(b"\n"):
@@ -60,7 +83,17 @@ def parse_block(block: bytes) -> SseEvent | None:
         if field == b"data":
             data.append(value)
         elif field == b"event":
-            name = value.decode("utf-8", "replace")
+            name = event_name(value)
     if not data:
         return None
     return SseEvent(name, b"\n".join(data))
+
+
+def event_name(raw: bytes) -> str:
+    """An event name, decoded once per stream name (a few kinds repeat thousands of times)."""
+    name = _names.get(raw)
+    if name is None:
+        name = raw.decode("utf-8", "replace")
+        if len(_names) < _MAX_NAMES:
+            _names[raw] = name
+    return name
