@@ -300,10 +300,7 @@ async def main(
     try:
         mode = "A/A noise floor: raw loop on both sides" if noise else "adapter vs raw SDK loop"
         source = "replayed from memory" if replay else f"fake server at {url}"
-        print(
-            f"{chunks} chunks per turn, {repeat} rounds (medians), {mode}, {source}, "
-            f"wire {wire}"
-        )
+        print(f"{chunks} chunks per turn, {repeat} rounds (medians), {mode}, {source}, wire {wire}")
         for name in adapters:
             if replay:
                 raw_provider = await replay_provider(name, url, fake, chunks)
