@@ -9,15 +9,16 @@ in time to the first event (of those turns, and of 21 short turns, where the fak
 work of building a 20,000-event stream does not hide it).
 
     .venv/bin/python benchmarks/provider_overhead.py [--chunks 20000] [--repeat 7]
-        [--adapter NAME ...] [--noise] [--replay] [--wire sdk|http]
+        [--adapter NAME ...] [--noise] [--replay] [--wire sdk|http] [--floor]
 
 ``--wire http`` (the default) measures the adapters that read the wire with httpx2 + orjson
 (``openai_chat_http``, ``openai_responses_http``, ``anthropic_http``; the goal there is <= 0.3x
 the raw SDK loop, issue 20); ``--wire sdk`` the SDK adapters. The raw loop is always the
-SDK's. ``--noise`` runs the raw loop on both sides (an A/A run: the noise
-floor of this machine);
-``--replay`` records one real answer, then replays it from memory through ``httpx2.MockTransport``
-for both paths, which takes the socket and the server process out of the measurement.
+SDK's. ``--noise`` runs the raw loop on both sides (an A/A run: the noise floor of this
+machine); ``--floor`` puts on the adapter side the answer read by httpx2 alone (no SSE, JSON or
+mapping: what any reader built on httpx2 pays); ``--replay`` records one real answer, then
+replays it from memory through ``httpx2.MockTransport`` for both paths, which takes the socket
+and the server process out of the measurement.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
+import orjson
 
 from agi_jupyter.config import KNOWN_PROVIDERS, ProviderSettings, WirePath
 from agi_jupyter.providers import (
@@ -120,6 +122,17 @@ def count_adapter(event: Any) -> int:
     return 1 if isinstance(event, TextDelta) else 0
 
 
+async def body_reads(provider: HttpAdapter, request: ProviderRequest) -> AsyncIterator[bytes]:
+    """The adapter's request, its answer read with httpx2 and nothing else (no SSE, no JSON, no
+    mapping): the floor of any reader built on httpx2 (``--floor``)."""
+    params = provider.request_params(request)
+    headers = {**provider._headers, **params.pop("extra_headers", {})}
+    content = orjson.dumps({**params, **params.pop("extra_body", {})})
+    async with provider.client.stream("POST", provider._url, content=content, headers=headers) as r:
+        async for chunk in r.aiter_raw():
+            yield chunk
+
+
 RawLoop = Callable[[Any, dict[str, Any]], AsyncIterator[Any]]
 RAW: dict[str, tuple[RawLoop, Callable[[Any], int]]] = {
     "openai": (raw_responses, count_responses),
@@ -169,10 +182,11 @@ async def bench_adapter(
     chunks: int,
     rounds: int,
     noise: bool = False,
+    floor: bool = False,
 ) -> tuple[Timing, Timing]:
     """Raw and adapter timings of ``rounds`` alternating turns of ``chunks`` text chunks; with
     ``noise``, the raw loop on both sides (an A/A run: how far apart two identical runs land
-    on this machine)."""
+    on this machine); with ``floor``, the answer read by httpx2 alone on the adapter side."""
     raw_loop, raw_count = RAW[provider.name]
     turn = Turn(chunks=["tok "] * chunks, usage=(10, chunks))
     request = ProviderRequest(model="bench", messages=MESSAGES)
@@ -184,6 +198,10 @@ async def bench_adapter(
             enqueue(turn)
             if which == "raw" or noise:
                 first, total, cpu, seen = await timed(raw_loop(raw_provider, params), raw_count)
+            elif floor:
+                assert isinstance(provider, HttpAdapter)
+                first, total, cpu, _ = await timed(body_reads(provider, request), len)
+                seen = chunks
             else:
                 first, total, cpu, seen = await timed(provider.stream(request), count_adapter)
             assert seen == chunks, (provider.name, which, seen)
@@ -294,11 +312,14 @@ async def main(
     noise: bool = False,
     replay: bool = False,
     wire: WirePath = "http",
+    floor: bool = False,
 ) -> None:
     process, url = start_server()
     fake = FakeLLMClient(url, timeout=60)
     try:
         mode = "A/A noise floor: raw loop on both sides" if noise else "adapter vs raw SDK loop"
+        if floor:
+            mode = "httpx2 reading the body alone vs raw SDK loop"
         source = "replayed from memory" if replay else f"fake server at {url}"
         print(f"{chunks} chunks per turn, {repeat} rounds (medians), {mode}, {source}, wire {wire}")
         for name in adapters:
@@ -311,10 +332,10 @@ async def main(
                 provider = make_provider(name, url, wire)
             try:
                 args = (raw_provider, provider, enqueue)
-                raw, adapter = await bench_adapter(*args, chunks, repeat, noise)
+                raw, adapter = await bench_adapter(*args, chunks, repeat, noise, floor)
                 goal = 0.3 if isinstance(provider, HttpAdapter) and not noise else 1.05
                 print(report(name, raw, adapter, chunks, goal), flush=True)
-                if not replay:
+                if not replay and not floor:
                     raw, adapter = await bench_adapter(*args, SHORT_TURN, 21, noise)
                     print(report_first(raw, adapter, SHORT_TURN), flush=True)
             finally:
@@ -337,6 +358,10 @@ if __name__ == "__main__":
     parser.add_argument(
         "--wire", choices=["http", "sdk"], default="http", help="how the adapters read the stream"
     )
+    parser.add_argument(
+        "--floor", action="store_true", help="the adapter side reads the body with httpx2 only"
+    )
     args = parser.parse_args()
     adapters = args.adapter or list(ADAPTERS)
-    asyncio.run(main(args.chunks, args.repeat, adapters, args.noise, args.replay, args.wire))
+    run = main(args.chunks, args.repeat, adapters, args.noise, args.replay, args.wire, args.floor)
+    asyncio.run(run)
