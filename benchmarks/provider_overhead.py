@@ -36,7 +36,8 @@ from typing import Any
 import httpx2
 import orjson
 
-from agi_jupyter.config import KNOWN_PROVIDERS, ProviderSettings, WirePath
+from agi_jupyter.config import ProviderSettings, WirePath
+from agi_jupyter.model_specs import KNOWN_PROVIDERS
 from agi_jupyter.providers import (
     AdapterConfig,
     ProviderRequest,

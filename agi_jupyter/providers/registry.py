@@ -12,8 +12,9 @@ import atexit
 import threading
 from typing import TYPE_CHECKING
 
-from agi_jupyter.config import KNOWN_PROVIDERS, ProviderSettings, WirePath
+from agi_jupyter.config import ProviderSettings, WirePath
 from agi_jupyter.errors import ProviderNotConfigured
+from agi_jupyter.model_specs import KNOWN_PROVIDERS
 from agi_jupyter.providers._common import AdapterConfig
 from agi_jupyter.providers.base import Provider
 from agi_jupyter.providers.retry import RetryPolicy
