@@ -37,14 +37,18 @@ class SseCutter:
     """Cuts events out of the chunks of an SSE byte stream, fed one by one: for a reader that
     maps them in the same loop (no generator between the socket and the mapping)."""
 
-    __slots__ = ("pending",)
+    __slots__ = ("after_cr", "pending")
 
     def __init__(self) -> None:
         self.pending = b""
+        self.after_cr = False  # the last chunk ended with a CR: a LF first in this one is its pair
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """The events ``chunk`` completes."""
-        if b"\r" in chunk:
+        if self.after_cr or b"\r" in chunk:
+            if self.after_cr and chunk.startswith(b"\n"):
+                chunk = chunk[1:]
+            self.after_cr = chunk.endswith(b"\r")
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if not self.pending and chunk.endswith(b"\n\n") and chunk.find(b"\n\n") == len(chunk) - 2:
             # the common case on a socket: a read that holds exactly one event

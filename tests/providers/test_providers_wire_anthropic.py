@@ -19,6 +19,7 @@ from agi_jupyter.providers import ProviderRequest, ToolSpec
 from agi_jupyter.providers.anthropic_http import ANTHROPIC_VERSION, AnthropicHttpProvider
 from agi_jupyter.providers.anthropic_mapping import ADAPTIVE_THINKING_MODELS, messages_params
 from agi_jupyter.providers.anthropic_messages import AnthropicProvider
+from agi_jupyter.providers.sse import SseCutter, SseEvent
 from agi_jupyter.records import (
     ChatMessage,
     ImagePart,
@@ -327,3 +328,30 @@ def test_our_tables_match_the_installed_sdk() -> None:
         params = messages_params(replace(REQUEST, model=model, thinking_level="low"))
         assert params["thinking"] == {"type": "adaptive"}
         assert params["output_config"] == {"effort": "low"}
+
+
+def cut_in_reads(data: bytes, size: int) -> list[SseEvent]:
+    cutter = SseCutter()
+    cut = [e for i in range(0, len(data), size) for e in cutter.feed(data[i : i + size])]
+    return cut + cutter.end()
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 64])
+def test_events_cut_from_reads_of_any_size_are_the_same(size: int) -> None:
+    """The reader sees reads of any size: an event split across them (a CRLF too), several in
+    one, a read that is exactly one event (the fast path), a last event without its blank
+    line."""
+    data = (
+        events(message_start(), *THINKING, *text_block(1, "a", "b"), *finish("end_turn"))
+        + b": comment\r\n\r\nevent: ping\r\ndata: {}\r\n\r\ndata: x\ndata: y\r\rdata: z\n\n"
+        + b"event: last\ndata: no blank line"
+    )
+    whole = cut_in_reads(data, len(data))
+    assert [e.event for e in whole[:2]] == ["message_start", "content_block_start"]
+    assert whole[-4:] == [
+        SseEvent("ping", b"{}"),
+        SseEvent(None, b"x\ny"),
+        SseEvent(None, b"z"),
+        SseEvent("last", b"no blank line"),
+    ]
+    assert cut_in_reads(data, size) == whole
