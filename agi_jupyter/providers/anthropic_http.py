@@ -1,18 +1,19 @@
 """Anthropic Messages read straight off the wire (``wire = "http"``, the default).
 
 The request the SDK path sends (``anthropic_mapping.messages_params``: the body with
-``extra_body`` merged in, the key as ``Authorization: Bearer``, the SDK's ``anthropic-version``,
-``Idempotency-Key``) is
-POSTed to ``{base}/v1/messages`` with httpx2; the SSE stream is cut into events from the raw
-bytes (``sse.py``), each event's JSON decoded by orjson into a dict and mapped by
-``anthropic_mapping.MessagesEvents``, a ``text_delta`` through an inlined fast path. No
-``anthropic`` import. As the SDK does, events without an ``event:`` name and ``ping`` are
-skipped, and an ``event: error`` raises. Errors map as ``anthropic_messages.map_error`` maps
-the SDK's: an HTTP error status through ``http_error`` with the whole error body, an ``error``
-event with the status its type stands for (``overloaded_error``: 529, retryable), a transport
-failure, a timeout or a stream without ``message_stop`` to ``ProviderDisconnected``; the
-retries are the same ``stream_with_retry``. ``tests/providers/test_providers_wire_anthropic.py``
-runs recorded streams through both paths and compares what they yield.
+``extra_body`` merged in, the key as ``Authorization: Bearer`` and the ``anthropic-version``
+as the SDK sends them, ``Idempotency-Key``) is POSTed to ``{base}/v1/messages`` with httpx2.
+Each read of the body is cut into SSE events (``sse.SseCutter``), each event's JSON decoded by
+orjson into a dict and mapped by ``anthropic_mapping.MessagesEvents``, a ``text_delta`` through
+an inlined fast path, all in the read loop: no generator per layer. No ``anthropic`` import. As
+the SDK does, events without an ``event:`` name and ``ping`` are skipped, and an
+``event: error`` raises. Errors map as ``anthropic_messages.map_error`` maps the SDK's: an HTTP
+error status through ``http_error`` with the whole error body and the SDK's message, an
+``error`` event with the status its type stands for (``overloaded_error``: 529, retryable), a
+transport failure, a timeout or a stream without ``message_stop`` to ``ProviderDisconnected``;
+the retries are the same ``stream_with_retry``.
+``tests/providers/test_providers_wire_anthropic.py`` runs recorded streams through both paths
+and compares what they yield.
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ class AnthropicHttpProvider(HttpAdapter):
             ) as response:
                 if response.status_code >= 400:
                     raise self._status_error(response, await response.aread())
-                # the events of each chunk are cut and mapped in this loop: no generator
-                # between the socket and the consumer but this one (and the retry wrapper)
+                # the events of each read (at most 64 KiB) are cut and mapped in this loop: no
+                # generator between the socket and the consumer but this one and the retries
                 async with aclosing(body_chunks(response)) as chunks:
                     while True:
                         chunk = await anext(chunks, None)
