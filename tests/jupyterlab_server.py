@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agi_jupyter.store import Store, create_store
+
 # Never inherited by the lab: every model call must go to the test's fake server.
 PROVIDER_KEYS = (
     "OPENAI_API_KEY",
@@ -57,6 +59,11 @@ class LabServer:
     root: Path
     log: Path
     process: subprocess.Popen[bytes]
+    database_url: str | None = None  # the server's PostgreSQL store (None: SQLite in the root)
+
+    def open_store(self) -> Store:
+        """The store the server writes: the root's SQLite file, or its PostgreSQL database."""
+        return create_store(self.root, database_url=self.database_url)
 
     def lab_url(self, path: str = "lab") -> str:
         return f"{self.url}/{path}?token={self.token}"
@@ -122,7 +129,9 @@ def start_jupyterlab(
     ]
     with log.open("wb") as out:
         process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root)
-    server = LabServer(f"http://127.0.0.1:{port}", token, root, log, process)
+    server = LabServer(
+        f"http://127.0.0.1:{port}", token, root, log, process, env.get("AGI_DATABASE_URL")
+    )
     try:
         _wait_ready(server, ready_paths, timeout)
     except BaseException:
@@ -172,7 +181,9 @@ def start_jupyter_server(
     ]
     with log.open("wb") as out:
         process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root)
-    server = LabServer(f"http://127.0.0.1:{port}", token, root, log, process)
+    server = LabServer(
+        f"http://127.0.0.1:{port}", token, root, log, process, env.get("AGI_DATABASE_URL")
+    )
     try:
         _wait_ready(server, ("agi/openapi.json",), timeout)
     except BaseException:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
 from agi_jupyter.cli.common import EXIT_WAITING, fail, open_agi, project_option
 from agi_jupyter.cli.render import compact_json, one_line
+
+Decision = Literal["approve", "deny", "approve_always"]
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
@@ -41,26 +43,29 @@ def can_ask() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
+def ask_person(name: str, args: dict[str, Any]) -> tuple[Decision, str | None]:
+    """Ask about one waiting call: [y]es, [n]o (with an optional message to the model), or
+    [a]lways for the session. Returns the decision and the message of a denial."""
+    click.echo(f"\n{name} wants to run: {one_line(compact_json(args), 300)}", err=True)
+    answer = click.prompt(
+        "approve? [y]es / [n]o / [a]lways for this session",
+        type=click.Choice(["y", "n", "a"]),
+        show_choices=False,
+        err=True,
+    )
+    if answer == "n":
+        message = click.prompt(
+            "message to the model (empty: none)", default="", show_default=False, err=True
+        )
+        return "deny", message or None
+    return ("approve_always" if answer == "a" else "approve"), None
+
+
 def ask_on_terminal(agi: Agi, run_id: str) -> None:
-    """Ask about each waiting call: [y]es, [n]o (with an optional message), [a]lways."""
+    """Ask about each call the run waits on, and record each answer."""
     for call in agi.pending_approvals(run_id):
-        click.echo(
-            f"\n{call.name} wants to run: {one_line(compact_json(call.args), 300)}", err=True
-        )
-        answer = click.prompt(
-            "approve? [y]es / [n]o / [a]lways for this session",
-            type=click.Choice(["y", "n", "a"]),
-            show_choices=False,
-            err=True,
-        )
-        if answer == "n":
-            message = click.prompt(
-                "message to the model (empty: none)", default="", show_default=False, err=True
-            )
-            agi.decide(run_id, "deny", tool_call_id=call.tool_call_id, message=message or None)
-        else:
-            decision = "approve_always" if answer == "a" else "approve"
-            agi.decide(run_id, decision, tool_call_id=call.tool_call_id)
+        decision, message = ask_person(call.name, call.args)
+        agi.decide(run_id, decision, tool_call_id=call.tool_call_id, message=message)
 
 
 def follow_with_approvals(agi: Agi, run_id: str, printer: StreamPrinter, after_seq: int) -> None:

@@ -237,7 +237,8 @@ def sdks(project: Path | None, as_json: bool) -> None:
 def models(provider: str | None, project: Path | None, as_json: bool) -> None:
     """List providers and the known models with their prices; a local server's (Ollama,
     LM Studio, vLLM, compat) models are read from its /models."""
-    from agi_jupyter.config import KNOWN_PROVIDERS, load_config
+    from agi_jupyter.config import load_config
+    from agi_jupyter.model_specs import KNOWN_PROVIDERS
     from agi_jupyter.providers import catalog
     from agi_jupyter.providers.local_models import list_local_models
 

@@ -77,10 +77,13 @@ class ServerClient:
             data = response.read()
         return json.loads(data) if data else None
 
-    def stream(self, path: str, body: Any) -> Iterator[dict[str, Any]]:
-        """POST ``body`` and yield the NDJSON objects of the response as they arrive (waiting
-        as long as the run takes: a model may think for minutes between two events)."""
-        with self._open("POST", self.url(path), body, NDJSON, None) as response:
+    def stream(
+        self, path: str, body: Any, method: str = "POST", **params: str
+    ) -> Iterator[dict[str, Any]]:
+        """Send ``body`` (POST) or ``params`` (GET) and yield the NDJSON objects of the response
+        as they arrive (waiting as long as the run takes: a model may think for minutes
+        between two events)."""
+        with self._open(method, self.url(path, **params), body, NDJSON, None) as response:
             try:
                 for line in response:
                     if line.strip():
@@ -147,16 +150,36 @@ def ask_remote(
                 printer.final = cancelled["run"]
         return True
     if printer.final is None and printer.run_id:
-        run_path = f"runs/{quote(printer.run_id, safe='')}"
-        if client.call("GET", run_path)["run"]["status"] == "waiting_approval":
-            waiting = client.call("GET", f"{run_path}/approvals")["approvals"]
+        follow_with_approvals(client, printer.run_id, printer)
+    return False
+
+
+def follow_with_approvals(client: ServerClient, run_id: str, printer: StreamPrinter) -> None:
+    """Each time the run stops to wait for approval: ask here on a terminal, send the
+    decisions (the server's runner resumes the run) and stream the rest; without a terminal,
+    print how to decide and exit with code 5, leaving the run waiting."""
+    from agi_jupyter.cli.approve import ask_person, can_ask
+
+    run_path = f"runs/{quote(run_id, safe='')}"
+    while client.call("GET", run_path)["run"]["status"] == "waiting_approval":
+        waiting = client.call("GET", f"{run_path}/approvals")["approvals"]
+        if not can_ask():
             names = ", ".join(str(a["name"]) for a in waiting)
             fail(
-                f"run {printer.run_id} is waiting for approval of {names}; decide with "
+                f"run {run_id} is waiting for approval of {names}; decide with "
                 f"POST {client.url(run_path + '/approvals')} (or the side panel)",
                 EXIT_WAITING,
             )
-    return False
+        for call in waiting:
+            decision, message = ask_person(str(call["name"]), dict(call["arguments"]))
+            body = {"tool_call_id": call["tool_call_id"], "decision": decision}
+            if message:
+                body["message"] = message
+            client.call("POST", f"{run_path}/approvals", body)
+        events = client.stream(
+            f"{run_path}/events", None, "GET", follow="true", after_seq=str(printer.last_seq)
+        )
+        printer.consume(events)
 
 
 def _session_id(client: ServerClient, options: AskOptions) -> str:

@@ -23,15 +23,14 @@ from agi_jupyter.cli.common import project_option, project_root
 from agi_jupyter.config import (
     CONFIG_FILENAME,
     CREDENTIALS_FILENAME,
-    KNOWN_PROVIDERS,
     PROJECT_DIRNAME,
     Config,
     global_config_dir,
     load_config,
-    parse_model_spec,
     read_credentials,
 )
 from agi_jupyter.errors import UsageError
+from agi_jupyter.model_specs import KNOWN_PROVIDERS, parse_model_spec
 
 # Providers setup offers (the offline fake model is always there and needs nothing).
 OFFERED = tuple(name for name in KNOWN_PROVIDERS if name != "fake")

@@ -12,7 +12,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.kernel._ipython import is_terminal
-from agi_jupyter.kernel.render import MarkdownView, RunView
+from agi_jupyter.kernel.live import MarkdownView
+from agi_jupyter.kernel.render import RunView
 
 if TYPE_CHECKING:
     from agi_jupyter.kernel.context import KernelContext

@@ -27,8 +27,9 @@ from agi_jupyter.errors import AgiError, RunTerminal
 from agi_jupyter.kernel._ipython import is_terminal
 from agi_jupyter.kernel.dispatch import follow_with_dispatch, interrupts_deferred
 from agi_jupyter.kernel.interpolate import context_block, interpolate
+from agi_jupyter.kernel.live import LiveDisplay, MarkdownView, TerminalPrinter
 from agi_jupyter.kernel.python_tool import run_in_namespace
-from agi_jupyter.kernel.render import LiveDisplay, MarkdownView, RunView, TerminalPrinter
+from agi_jupyter.kernel.render import RunView
 from agi_jupyter.kernel.replay import (
     RenderedRequest,
     find_recorded,

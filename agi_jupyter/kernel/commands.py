@@ -250,7 +250,8 @@ def cmd_runs(ctx: KernelContext, args: argparse.Namespace) -> Table:
 
 
 def cmd_show(ctx: KernelContext, args: argparse.Namespace) -> Any:
-    from agi_jupyter.kernel.render import MarkdownView, RunView
+    from agi_jupyter.kernel.live import MarkdownView
+    from agi_jupyter.kernel.render import RunView
 
     run = ctx.agi.run(args.run)
     view = RunView(load_artifact=lambda a: _patch_of(ctx, a))

@@ -24,7 +24,8 @@ from agi_jupyter.kernel._ipython import (
     with_arguments,
 )
 from agi_jupyter.kernel.context import KernelContext, context_for
-from agi_jupyter.kernel.render import LiveDisplay, RunView
+from agi_jupyter.kernel.live import LiveDisplay
+from agi_jupyter.kernel.render import RunView
 from agi_jupyter.kernel.warmup import ready
 
 FORMATS = ("markdown", "code", "text", "json")

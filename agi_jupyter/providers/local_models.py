@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agi_jupyter.config import KNOWN_PROVIDERS
+from agi_jupyter.model_specs import KNOWN_PROVIDERS
 
 if TYPE_CHECKING:
     from agi_jupyter.config import ProviderSettings

@@ -1,10 +1,10 @@
-"""Request and response bodies of the REST API, as pydantic models.
+"""Request bodies, query parameters and shared unions of the REST API, as pydantic models.
 
 Handlers validate every request body with these (``extra="forbid"``: an unknown field is a 400
-``VALIDATION_ERROR``) and build every JSON response from them; ``openapi.py`` generates the
-OpenAPI document's schemas from the same classes. Stored records (``records.Session``,
-``records.Run``...) are embedded as they are, so the API shows exactly what the store holds.
-The event union and the message-part union are discriminated by ``type``.
+``VALIDATION_ERROR``); ``openapi.py`` generates the OpenAPI document's schemas from the same
+classes. The base classes (``Body``, ``Query``, ``Out``), the error body and the event and
+message-part unions (discriminated by ``type``) live here too; the response bodies are in
+``responses.py``.
 """
 
 from __future__ import annotations
@@ -25,26 +25,19 @@ from pydantic import (
 from pydantic.config import JsonDict
 
 from agi_jupyter import events as ev
-from agi_jupyter.config import model_spec_pattern
+from agi_jupyter.model_specs import model_spec_pattern
 from agi_jupyter.records import (
     NON_BLANK,
     ArtifactRefPart,
     ErrorPart,
     ImagePart,
-    MessageStatus,
     QueueMode,
     ReasoningPart,
-    Role,
-    Run,
-    Session,
-    Task,
     TaskStatus,
     TextPart,
     ToolCallPart,
     ToolResultPart,
 )
-from agi_jupyter.records import Artifact as ArtifactRecord
-from agi_jupyter.records import Change as ChangeRecord
 
 MAX_PAGE_SIZE = 200
 MAX_INT = 2**63 - 1  # what a 64-bit database column holds
@@ -420,45 +413,6 @@ class TickRequest(Body):
     max_webhook_events: int = Field(50, ge=1, le=1000)
 
 
-# --- response bodies -------------------------------------------------------------------------
-
-
-class Message(Out):
-    id: str
-    session_id: str
-    role: Role
-    run_id: str | None = None
-    status: MessageStatus = "complete"
-    text: str = ""
-    meta: JSONObject = Field(default_factory=dict)
-    parts: list[PartUnion] = Field(default_factory=list)
-    created_at: str = ""
-    updated_at: str = ""
-
-
-class SessionResponse(Out):
-    session: Session
-
-
-class SessionPage(Out):
-    sessions: list[Session]
-    next_cursor: str | None = None
-
-
-class MessagePage(Out):
-    messages: list[Message]
-    next_cursor: str | None = None
-
-
-class History(Out):
-    view: Literal["simple", "full"]
-    messages: list[Message]
-
-
-class RunResponse(Out):
-    run: Run
-
-
 class ApprovalDecision(Body):
     """A person's decision on a run's tool calls waiting for approval."""
 
@@ -473,171 +427,6 @@ class ApprovalDecision(Body):
     )
 
 
-class PendingApproval(Out):
-    tool_call_id: str
-    name: str
-    arguments: JSONObject
-    created_at: str
-
-
-class ApprovalList(Out):
-    """The run's tool calls waiting for a decision (empty when none waits)."""
-
-    run: Run
-    approvals: list[PendingApproval]
-
-
-class ApprovalResult(Out):
-    """The calls decided; ``run`` is ``queued`` once no call is left undecided."""
-
-    run: Run
-    decided: list[str]
-
-
-class RunPage(Out):
-    runs: list[Run]
-    next_cursor: str | None = None
-
-
-class RunResultResponse(Out):
-    """A finished run: its final answer, the run, its messages and usage."""
-
-    run: Run
-    text: str
-    messages: list[Message]
-    usage: JSONObject
-
-
-class RunEvents(Out):
-    events: list[EventUnion]
-
-
-class ArtifactResponse(Out):
-    artifact: ArtifactRecord
-
-
-class ArtifactList(Out):
-    artifacts: list[ArtifactRecord]
-
-
-class AgentInfo(Out):
-    name: str
-    description: str
-    tools: list[str]
-    read_only: bool
-    model: str | None
-    sdk: str | None = Field(description="The agent's own SDK (None: the project default).")
-    source: str
-
-
-class AgentList(Out):
-    agents: list[AgentInfo]
-
-
-class SdkCapabilityFlags(Out):
-    queue_while_streaming: bool = Field(description="Takes a message into a running turn.")
-    interrupt: bool = Field(description="Can stop a running turn cleanly.")
-    tool_events: bool = Field(description="Reports tool calls and results.")
-    full_history: bool = Field(description="Reports thinking and tools for the full view.")
-
-
-class SdkInfo(Out):
-    id: str
-    display_name: str
-    capabilities: SdkCapabilityFlags
-    available: bool = Field(description="Whether the SDK / CLI is installed here.")
-    reason: str | None = Field(description="Why not, with the install command.")
-
-
-class SdkList(Out):
-    default_sdk: str
-    sdks: list[SdkInfo]
-
-
-class ToolInfo(Out):
-    name: str
-    description: str
-    parameters: JSONObject
-    read_only: bool = Field(description="Changes nothing (offered to read-only agents).")
-    source: str = Field(description="builtin, project (.agi/tools/) or mcp:<server>.")
-    server: str | None = Field(description="The MCP server it comes from, if any.")
-
-
-class McpServerInfo(Out):
-    name: str
-    transport: Literal["stdio", "http", "sse"]
-    target: str = Field(description="The command, or the URL without credentials.")
-    state: Literal["not started", "running", "exited", "failed", "stopped"]
-    error: str | None = Field(description="Why it failed to start, with its stderr's tail.")
-    tools: list[str]
-    source: str = Field(description="The mcp.json file that declares it.")
-
-
-class ToolList(Out):
-    tools: list[ToolInfo]
-    mcp_servers: list[McpServerInfo] = Field(
-        description="The configured MCP servers (.agi/mcp.json and the global mcp.json)."
-    )
-
-
-class ProviderInfo(Out):
-    name: str
-    label: str
-    wire: str
-    enabled: bool
-    configured: bool
-    base_url: str | None
-    default_model: str | None
-    key_env: list[str]
-    # A local server's (ollama, lmstudio, vllm, compat) models from its /models; None for the
-    # hosted providers (see ``GET /agi/v1/models``-style catalog in the CLI).
-    served_models: list[str] | None = None
-    served_models_error: str | None = None
-
-
-class ProviderList(Out):
-    default_model: str
-    providers: list[ProviderInfo]
-
-
-class Stats(Out):
-    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
-    sessions: int = 0
-    messages: int = 0
-    runs: int = 0
-    runs_by_status: dict[str, int] = Field(default_factory=dict)
-    tool_calls: int = 0
-    artifacts: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    # Runs whose server sent no usage for a turn: not in the token and cost totals.
-    unknown_usage_runs: int = 0
-
-
-class TaskPage(Out):
-    tasks: list[Task]
-    next_cursor: str | None = None
-
-
-class WebhookAck(Out):
-    ok: bool = True
-    duplicate: bool = Field(False, description="True when this event id was already received.")
-
-
-class TickResponse(Out):
-    executed: int
-    recovered: int
-    failed_stale: int
-    skipped: int
-    webhook_events: int
-    completed_background: int
-
-
-class Deleted(Out):
-    ok: bool = True
-
-
 # --- notebooks: undo, changes, the labextension's notebook bridge ------------------------------
 
 
@@ -649,34 +438,6 @@ class UndoRequest(Body):
         description="Rewind to before this model turn of the run (it and the later turns are "
         "undone); default: the whole run.",
     )
-
-
-class UndoneNotebook(Out):
-    path: str
-    status: Literal["restored", "unchanged"]
-    backend: str = Field(description="Where the notebook was restored: file, rtc or tab.")
-    forced: bool = False
-
-
-class UndoneFile(Out):
-    path: str
-    status: Literal["restored", "removed", "unchanged"] = Field(
-        description="removed: the run had created the file."
-    )
-    forced: bool = False
-
-
-class UndoResponse(Out):
-    run_id: str
-    turn: int | None = None
-    notebooks: list[UndoneNotebook]
-    files: list[UndoneFile] = Field(default_factory=list)
-
-
-class ChangeList(Out):
-    """The changes a run made to notebooks (and files): snapshots before/after, in order."""
-
-    changes: list[ChangeRecord]
 
 
 class NotebookReply(Body):
@@ -696,17 +457,3 @@ class BridgeQuery(Query):
 class BridgeAnnounce(Body):
     client_id: str = Field(min_length=1, max_length=200)
     open: list[str] = Field(description="Notebooks open in the window, relative to the root.")
-
-
-class NotebookRequest(Out):
-    """What the bridge stream sends a tab: read the notebook, or apply one change to it."""
-
-    type: Literal["notebook.request"] = "notebook.request"
-    request_id: str
-    path: str
-    op: Literal["read", "apply"]
-    change: JSONObject | None = None
-
-
-class Ack(Out):
-    ok: bool = True

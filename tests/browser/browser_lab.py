@@ -65,17 +65,28 @@ def lab_env(base: Path, fake_url: str) -> dict[str, str]:
     return env
 
 
-def start_lab(base: Path, fake_url: str, timeout: float = 60.0, *, rtc: bool = False) -> LabServer:
+def start_lab(
+    base: Path,
+    fake_url: str,
+    timeout: float = 60.0,
+    *,
+    rtc: bool = False,
+    database_url: str | None = None,
+) -> LabServer:
     """Start JupyterLab over ``base/root`` and wait until it and the ``/agi`` API answer
-    (with real-time collaboration when ``rtc``)."""
+    (with real-time collaboration when ``rtc``; its store in PostgreSQL at ``database_url``,
+    its kernels too, when given)."""
     root = base / "root"
     (root / ".agi").mkdir(parents=True, exist_ok=True)
     (root / ".agi" / "config.json").write_text(
         json.dumps({"default_model": "fake:echo", "default_agent": "build"})
     )
+    env = lab_env(base, fake_url)
+    if database_url:
+        env["AGI_DATABASE_URL"] = database_url
     return start_jupyterlab(
         root,
-        lab_env(base, fake_url),
+        env,
         base / "jupyterlab.log",
         extra_args=["--LabApp.expose_app_in_browser=True"],
         ready_paths=["api/status", "agi/v1/agents"],

@@ -28,6 +28,20 @@ CHROMIUM = os.environ.get("AGI_CHROMIUM", "/usr/bin/chromium")
 expect.set_options(timeout=20_000)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test on a JupyterLab runs on a SQLite store; those marked ``both_backends`` also
+    on one whose server (and its kernels) keep the store in PostgreSQL."""
+    if "lab" in metafunc.fixturenames:
+        both = metafunc.definition.get_closest_marker("both_backends") is not None
+        backends = ["sqlite", "postgres"] if both else ["sqlite"]
+        metafunc.parametrize("lab_backend", backends, indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
+def lab_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:
@@ -37,11 +51,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def lab(
-    tmp_path_factory: pytest.TempPathFactory, fake_llm_session: FakeLLMServer
+    tmp_path_factory: pytest.TempPathFactory,
+    fake_llm_session: FakeLLMServer,
+    lab_backend: str,
+    request: pytest.FixtureRequest,
 ) -> Iterator[LabServer]:
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
         pytest.fail(f"no chromium at {CHROMIUM}: scripts/install.sh installs Debian's chromium")
-    server = start_lab(tmp_path_factory.mktemp("lab"), fake_llm_session.url)
+    database_url = request.getfixturevalue("postgres_url") if lab_backend == "postgres" else None
+    server = start_lab(
+        tmp_path_factory.mktemp(f"lab-{lab_backend}"),
+        fake_llm_session.url,
+        database_url=database_url,
+    )
     try:
         yield server
     finally:

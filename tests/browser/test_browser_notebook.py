@@ -154,6 +154,7 @@ def undo_in_the_runs_tab(page: Any, shot: str, *, last_turn_first: bool = False)
     shoot(page, f"{shot}-02-undone")
 
 
+@pytest.mark.both_backends
 def test_the_panel_agent_edits_and_runs_the_open_notebook(
     page: Any, lab: LabServer, fake: FakeLLMServer
 ) -> None:

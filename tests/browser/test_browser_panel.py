@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 
+import pytest
 from browser_lab import LabServer
 from panel_page import (
     SESSION_SELECT,
@@ -26,13 +27,13 @@ from panel_page import (
 )
 from playwright.sync_api import expect
 
-from agi_jupyter.store import open_store
 from agi_jupyter.testing import FakeLLMServer, Fault, Turn
 
 ASSISTANT = ".jp-AgiMessage-assistant"
 TURN = ".jp-AgiTurn-assistant"
 
 
+@pytest.mark.both_backends
 def test_chat_streams_shows_tools_and_survives_a_reload(
     page: Any, lab: LabServer, fake: FakeLLMServer
 ) -> None:
@@ -85,6 +86,16 @@ def test_chat_streams_shows_tools_and_survives_a_reload(
     page.locator(".jp-AgiViewToggle label", has_text="full").click()
     expect(page.locator(".jp-AgiTool")).to_have_count(1)
 
+    # The transcript is what the server's store holds: PostgreSQL when configured (no SQLite
+    # file is made beside the project then), else the project's SQLite file.
+    with lab.open_store() as store:
+        stored = store.list_messages(session_id)
+    shown = [message_id for message_id, _ in before]
+    # Every message shown is stored, in order (a tool call and its result show as one block).
+    assert [m.id for m in stored if m.id in shown] == shown
+    assert len(stored) == 6
+    assert (lab.root / ".agi" / "agi.sqlite").exists() == (lab.database_url is None)
+
 
 def test_stop_cancels_a_long_answer(page: Any, lab: LabServer, fake: FakeLLMServer) -> None:
     open_lab(page, lab)
@@ -105,6 +116,7 @@ def test_stop_cancels_a_long_answer(page: Any, lab: LabServer, fake: FakeLLMServ
     shoot(page, "stop-02-cancelled")
 
 
+@pytest.mark.both_backends
 def test_a_reload_during_a_run_resumes_it(page: Any, lab: LabServer, fake: FakeLLMServer) -> None:
     open_lab(page, lab)
     open_panel(page)
@@ -141,6 +153,7 @@ def test_api_errors_are_shown_readably(page: Any, lab: LabServer, fake: FakeLLMS
     expect(error).to_have_count(0)
 
 
+@pytest.mark.both_backends
 def test_a_notebook_run_appears_live_in_the_panel(
     page: Any, lab: LabServer, fake: FakeLLMServer
 ) -> None:
@@ -198,7 +211,7 @@ def test_diffs_and_research_reports_in_the_artifacts_view(
     assert run_id
 
     # A deep research report as the research runner stores it (markdown text + cited sources).
-    with open_store(lab.root) as store:
+    with lab.open_store() as store:
         store.create_artifact(
             "deep_research_report",
             run_id=run_id,
@@ -282,6 +295,7 @@ def test_the_folder_picker_pins_the_project(page: Any, lab: LabServer, fake: Fak
     expect(page.locator(SESSION_SELECT)).to_contain_text("in the picked folder")
 
 
+@pytest.mark.both_backends
 def test_a_waiting_tool_call_is_approved_in_the_panel(
     page: Any, lab: LabServer, fake: FakeLLMServer
 ) -> None:

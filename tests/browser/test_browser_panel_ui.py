@@ -13,7 +13,6 @@ from browser_lab import LabServer
 from panel_page import SESSION_SELECT, new_session, open_lab, open_panel, run_lab_command, send
 from playwright.sync_api import expect
 
-from agi_jupyter.store import open_store
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 from tests.screens import check_screenshot
 
@@ -147,7 +146,7 @@ def test_the_panel_follows_the_active_notebook_session_unless_one_is_pinned(
 ) -> None:
     for name in ("first.ipynb", "second.ipynb"):
         empty_notebook(lab, name)
-    with open_store(lab.root) as store:
+    with lab.open_store() as store:
         first = store.create_session(title="first's session", notebook_path="first.ipynb")
         second = store.create_session(title="second's session", notebook_path="second.ipynb")
     open_lab(page, lab)

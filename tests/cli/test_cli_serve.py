@@ -21,6 +21,7 @@ import pytest
 from agi_jupyter.app import Agi
 from agi_jupyter.testing import FakeLLMServer, Fault, Turn
 from tests.cli.conftest import AGI, RunCli, process_env
+from tests.cli.terminal import approve_one_call_and_deny_the_next
 
 pytestmark = pytest.mark.slow
 
@@ -189,3 +190,13 @@ def test_ctrl_c_cancels_a_run_on_the_server(
         while not agi.run(run.id).is_terminal and time.monotonic() < deadline:
             time.sleep(0.1)
         assert agi.run(run.id).status == "cancelled"
+
+
+def test_on_a_terminal_agi_server_asks_about_a_call_that_needs_approval(
+    served: Served, fake_llm: FakeLLMServer, project: Path
+) -> None:
+    """``agi --server`` on a terminal asks like a local ``agi`` does: the decisions go to the
+    server (POST approvals), whose runner resumes the run, and the CLI streams the rest."""
+    approve_one_call_and_deny_the_next(
+        fake_llm, project, "--server", served.url, "--token", served.token
+    )

@@ -7,12 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agi_jupyter.config import (
-    find_project,
-    load_config,
-    parse_model_spec,
-)
+from agi_jupyter.config import find_project, load_config
 from agi_jupyter.errors import ConfigError, UsageError
+from agi_jupyter.model_specs import parse_model_spec
 
 
 @pytest.fixture

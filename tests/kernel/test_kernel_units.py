@@ -11,8 +11,9 @@ import pytest
 from agi_jupyter.kernel.cell import extract_code, parse_json
 from agi_jupyter.kernel.dispatch import MainThreadDispatcher
 from agi_jupyter.kernel.interpolate import context_block, interpolate, summarize
+from agi_jupyter.kernel.live import TerminalPrinter
 from agi_jupyter.kernel.python_tool import run_in_namespace
-from agi_jupyter.kernel.render import RunView, TerminalPrinter
+from agi_jupyter.kernel.render import RunView
 from agi_jupyter.kernel.tables import Table
 
 

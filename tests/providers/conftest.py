@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import pytest
 import pytest_asyncio
 
-from agi_jupyter.config import KNOWN_PROVIDERS, ProviderSettings, WirePath
+from agi_jupyter.config import ProviderSettings, WirePath
+from agi_jupyter.model_specs import KNOWN_PROVIDERS
 from agi_jupyter.providers import (
     Provider,
     ProviderEvent,

@@ -291,7 +291,8 @@ async def test_tool_call_arguments_not_an_object(
 @pytest.mark.asyncio
 @ADAPTERS
 async def test_unreachable_server_is_a_disconnect(name, collect) -> None:
-    from agi_jupyter.config import KNOWN_PROVIDERS, ProviderSettings
+    from agi_jupyter.config import ProviderSettings
+    from agi_jupyter.model_specs import KNOWN_PROVIDERS
     from agi_jupyter.providers import create_provider
 
     known = KNOWN_PROVIDERS[name]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from agi_jupyter.config import KNOWN_PROVIDERS
+from agi_jupyter.model_specs import KNOWN_PROVIDERS
 from agi_jupyter.testing import FakeLLMServer
 from tests.jupyterlab_server import LabServer, offline_env, start_jupyter_server
 

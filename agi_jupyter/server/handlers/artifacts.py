@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agi_jupyter.records import Artifact as ArtifactRecord
 from agi_jupyter.server.handlers.base import AgiHandler, protected
-from agi_jupyter.server.models import ArtifactResponse
+from agi_jupyter.server.responses import ArtifactResponse
 
 
 def content_type(artifact: ArtifactRecord) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from agi_jupyter.config import KNOWN_PROVIDERS
 from agi_jupyter.mcp.tools import server_of
+from agi_jupyter.model_specs import KNOWN_PROVIDERS
 from agi_jupyter.providers.local_models import list_local_models
 from agi_jupyter.server.handlers.base import AgiHandler, cursor_not_found, protected
-from agi_jupyter.server.models import (
+from agi_jupyter.server.models import TasksQuery, ToolsQuery
+from agi_jupyter.server.responses import (
     AgentInfo,
     AgentList,
     McpServerInfo,
@@ -18,10 +19,8 @@ from agi_jupyter.server.models import (
     SdkList,
     Stats,
     TaskPage,
-    TasksQuery,
     ToolInfo,
     ToolList,
-    ToolsQuery,
 )
 
 

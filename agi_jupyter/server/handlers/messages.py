@@ -9,14 +9,8 @@ from agi_jupyter.errors import NotFound
 from agi_jupyter.records import ImagePart, Part, TextPart
 from agi_jupyter.server.handlers.base import AgiHandler, cursor_not_found, protected
 from agi_jupyter.server.handlers.replies import reply_to_run
-from agi_jupyter.server.models import (
-    ImageInput,
-    Message,
-    MessageCreate,
-    MessagePage,
-    PageQuery,
-    TextInput,
-)
+from agi_jupyter.server.models import ImageInput, MessageCreate, PageQuery, TextInput
+from agi_jupyter.server.responses import Message, MessagePage
 
 
 def input_parts(content: str | list[TextInput | ImageInput]) -> list[Part]:

@@ -7,15 +7,8 @@ from pathlib import Path
 
 from agi_jupyter.errors import NotFound, UsageError
 from agi_jupyter.server.handlers.base import AgiHandler, protected
-from agi_jupyter.server.models import (
-    Ack,
-    BridgeAnnounce,
-    BridgeQuery,
-    ChangeList,
-    NotebookReply,
-    UndoRequest,
-    UndoResponse,
-)
+from agi_jupyter.server.models import BridgeAnnounce, BridgeQuery, NotebookReply, UndoRequest
+from agi_jupyter.server.responses import Ack, ChangeList, UndoResponse
 
 REPLY_LIMIT = 256 * 1024 * 1024  # a reply holds the notebook before and after a change
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.runtime.follow import afollow_run_batches
 from agi_jupyter.server.handlers.base import ApiError
-from agi_jupyter.server.models import Message, RunResultResponse
+from agi_jupyter.server.responses import Message, RunResultResponse
 from agi_jupyter.server.streaming import Format
 
 if TYPE_CHECKING:

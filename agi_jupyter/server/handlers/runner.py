@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from agi_jupyter.server.handlers.base import AgiHandler, protected
-from agi_jupyter.server.models import TickRequest, TickResponse
+from agi_jupyter.server.models import TickRequest
+from agi_jupyter.server.responses import TickResponse
 
 
 class TickHandler(AgiHandler):

@@ -13,16 +13,18 @@ from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.handlers.replies import events_of, reply_to_run, seq_of
 from agi_jupyter.server.models import (
     ApprovalDecision,
+    PageQuery,
+    RunCreate,
+    RunEventsQuery,
+    RunStreamCreate,
+)
+from agi_jupyter.server.responses import (
     ApprovalList,
     ApprovalResult,
     ArtifactList,
-    PageQuery,
     PendingApproval,
-    RunCreate,
-    RunEventsQuery,
     RunPage,
     RunResponse,
-    RunStreamCreate,
 )
 from agi_jupyter.server.streaming import Format, dumps
 

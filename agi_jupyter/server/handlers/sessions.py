@@ -9,17 +9,13 @@ from typing import Any
 from agi_jupyter.server.cursors import check_position, parse_session_cursor, session_cursor
 from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.models import (
-    Deleted,
-    History,
     HistoryQuery,
-    Message,
     PageQuery,
     SessionCreate,
-    SessionPage,
-    SessionResponse,
     SessionStreamQuery,
     SessionUpdate,
 )
+from agi_jupyter.server.responses import Deleted, History, Message, SessionPage, SessionResponse
 
 KEPT_WHEN_NULL = (
     "agent",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from agi_jupyter.research import WebhookDelivery, store_delivery, verify_webhook
 from agi_jupyter.server.handlers.base import AgiHandler, ApiError, public
-from agi_jupyter.server.models import WebhookAck
+from agi_jupyter.server.responses import WebhookAck
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
