@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
@@ -231,8 +231,10 @@ class Message:
     updated_at: str = ""
 
     def __getstate__(self) -> dict[str, Any]:
-        """Every field decoded (see ``Deferred``): a pickle or copy holds plain values."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Its ``__dict__``, decoded first if the store left it undecoded (``Deferred``): a
+        pickle or a copy holds plain values, and unpickles without the store's decoder."""
+        _ = self.meta, self.parts
+        return self.__dict__
 
 
 # --- fields decoded on first read ------------------------------------------------------------

@@ -201,6 +201,7 @@ def test_undecoded_messages_copy_compare_and_convert_as_decoded_ones(
     ):
         assert copied == m
         assert not undecoded(copied, PARTS_JSON)
+    assert "_parts_json" not in pickle.dumps(fresh(session.id)[0]).decode("latin-1")
     assigned = fresh(session.id)[0]
     assigned.parts = [TextPart(text="new")]  # an assignment replaces the undecoded value
     assigned.note = "set by a caller"  # type: ignore[attr-defined]
@@ -258,6 +259,9 @@ def test_simple_view_of_undecoded_texts_keeps_them_undecoded(
 def test_odd_json_values_round_trip(store: Store, session: Session) -> None:
     meta = {"nan": float("nan"), "big": 10**30, "nested": [{"é": "\u0000 ✓"}], "f": 1.5}
     m = store.add_message(session.id, "assistant", [TextPart(text="x")], meta=meta)
+    lazy = store.list_messages(session.id, lazy=True)[0].meta  # decoded by json, not orjson
+    assert lazy["nan"] != lazy["nan"]
+    assert (lazy["big"], lazy["nested"], lazy["f"]) == (10**30, [{"é": "\u0000 ✓"}], 1.5)
     loaded = store.get_message(m.id).meta
     assert loaded["nan"] != loaded["nan"]  # NaN
     assert {k: v for k, v in loaded.items() if k != "nan"} == {
