@@ -301,10 +301,18 @@ class Agi:
     def sessions(self, *, limit: int = 50, cursor: str | None = None) -> Page[Session]:
         return self.store.list_sessions(limit=limit, cursor=cursor)
 
-    def history(self, session_id: str, *, view: HistoryView = "simple") -> list[Message]:
+    def history(
+        self, session_id: str, *, view: HistoryView = "simple", lazy: bool = True
+    ) -> list[Message]:
+        """A session's messages: ``simple`` (user and assistant text parts) or ``full``.
+
+        ``lazy`` (the default): each message's ``meta`` and ``parts`` are decoded when first
+        read, which makes reading roles and texts about as cheap as the SQL query; a caller
+        that reads every message's parts pays about twice the decoding of ``lazy=False``
+        (benchmarks/README.md, history_floor.py)."""
         if view not in ("simple", "full"):
             raise UsageError(f"view must be 'simple' or 'full', not {view!r}")
-        messages = self.store.list_messages(session_id, text_only=view == "simple")
+        messages = self.store.list_messages(session_id, text_only=view == "simple", lazy=lazy)
         return history_view(messages, view)
 
     # --- runs ----------------------------------------------------------------------------------

@@ -147,8 +147,9 @@ class Config:
     # Streamed deltas are stored (coalesced, ~10 writes a second), so other processes (the
     # side panel, ``agi events --follow``) show a run live.
     persist_deltas: bool = True
-    # How an OpenAI stream (Chat Completions, Responses) is read: "http" (httpx2 + orjson, no
-    # SDK import) or "sdk" (the openai SDK: the reference the differential tests compare with).
+    # How a model stream (Chat Completions, Responses, Anthropic Messages) is read: "http"
+    # (httpx2 + orjson, no SDK import) or "sdk" (the openai / anthropic SDK: the reference the
+    # differential tests compare with).
     wire: WirePath = "http"
     artifact_threshold: int = 64 * 1024
     tool_timeout: float = 120.0

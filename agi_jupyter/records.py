@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 JSON = dict[str, Any]
 
@@ -228,6 +229,70 @@ class Message:
     parts: list[Part] = field(default_factory=list)
     created_at: str = ""
     updated_at: str = ""
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Its ``__dict__``, decoded first if the store left it undecoded (``Deferred``): a
+        pickle or a copy holds plain values, and unpickles without the store's decoder."""
+        _ = self.meta, self.parts
+        return self.__dict__
+
+
+# --- fields decoded on first read ------------------------------------------------------------
+#
+# A stored message's ``meta`` and ``parts`` are JSON texts in the store. Most readers of a
+# history look at roles and texts only, and decoding those texts into dicts and part records
+# for every message was most of what loading a long history cost (benchmarks/README.md,
+# history_floor.py). So a store may leave them undecoded (``list_messages(lazy=True)``): the
+# record's ``__dict__`` then holds the text it read under one of the keys below instead of
+# those two fields, and the first read of either field swaps in the whole ``__dict__``
+# decoded, as ``__init__`` would have made it. Equality, ``repr``, ``dataclasses.asdict`` /
+# ``replace``, pickling and copying all read the fields, so they see decoded values.
+
+PARTS_JSON = "_parts_json"
+"""``Message.meta`` and ``Message.parts`` not decoded yet: the JSON texts of the meta object
+(``null`` for none) and of the array of all its parts, joined by a comma."""
+TEXTS_JSON = "_texts_json"
+"""As ``PARTS_JSON``, for a message that keeps only its non-empty text parts (the simple
+history view). Such a message has one exactly when its ``text`` (its text parts joined, stored
+with them) is not empty."""
+
+
+class Deferred:
+    """A record field that may be left undecoded until it is first read.
+
+    A non-data descriptor (no ``__set__``): once the field is in the instance ``__dict__``
+    (put there by ``__init__``, an assignment or the decoding), attribute lookup finds it there
+    and this is never called again, so a decoded record costs nothing extra. Until then, the
+    decoder registered for the record's class (by the store, which knows the stored form) makes
+    the record's decoded ``__dict__`` from the undecoded one, or returns None when that holds
+    nothing undecoded. Two threads reading the same undecoded record for the first time may
+    each decode it; the records stay equal.
+    """
+
+    decoders: ClassVar[dict[type[Any], Callable[[dict[str, Any]], dict[str, Any] | None]]] = {}
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, record: object | None, owner: type | None = None) -> Any:
+        if record is None:
+            return self
+        decode = self.decoders.get(type(record))
+        state = None if decode is None else decode(record.__dict__)
+        if state is None:
+            raise AttributeError(f"{type(record).__name__!r} object has no attribute {self.name!r}")
+        record.__dict__ = state
+        return state[self.name]
+
+
+# Set after @dataclass made the class, so that the fields keep their default_factory.
+Message.meta = Deferred("meta")  # type: ignore[assignment]
+Message.parts = Deferred("parts")  # type: ignore[assignment]
+
+
+def undecoded(record: object, key: str) -> bool:
+    """Whether ``record`` still holds fields in the stored form ``key`` (``PARTS_JSON``...)."""
+    return key in record.__dict__
 
 
 @dataclass(kw_only=True)

@@ -7,12 +7,20 @@ each round so that the machine's drift hits every path alike:
 - ``bare``: the SELECT ``list_messages`` makes for these rows (the same columns, the same
   order), rows fetched and dropped, nothing decoded: the floor;
 - ``bare'``: the same SELECT again, so ``bare'/bare`` is the A/A noise of this run;
-- ``history(view="full")`` and ``history(view="simple")``: the records a caller gets.
+- ``history(view="full")`` and ``history(view="simple")``: the records a caller gets, whose
+  ``meta`` and ``parts`` are decoded when first read (``records.Deferred``);
+
+and, with ``--more``, for information (not the goal): ``iter``, the same SELECT with its rows
+iterated and each dropped at once (never all held, so the rows cost less than a list of them);
+``full+parts`` / ``simple+texts``, a view then every message's ``meta`` and parts (text parts)
+read: what a caller that reads everything pays for the deferred decoding; ``eager full`` /
+``eager simple`` and ``eager+parts``: the same with ``lazy=False`` (decoded while read, in
+batches).
 
 Each timed call includes freeing its result. The medians over the rounds (round 0 warms up and
 is dropped) and the ratios to ``bare`` are printed; the goal is <= 1.5x for both views.
 
-    .venv/bin/python benchmarks/history_floor.py [--messages 10000] [--repeat 15]
+    .venv/bin/python benchmarks/history_floor.py [--messages 10000] [--repeat 15] [--more]
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ import time
 from collections.abc import Callable
 
 from agi_jupyter.app import Agi
-from agi_jupyter.records import TextPart
+from agi_jupyter.records import Message, TextPart
 from agi_jupyter.store import SqliteStore
 from agi_jupyter.store.rows import MESSAGE_SELECT
 
@@ -51,6 +59,26 @@ def bare_fetch(store: SqliteStore, session_id: str) -> None:
         ).fetchall()
 
 
+def iter_fetch(store: SqliteStore, session_id: str) -> None:
+    """The same SELECT, its rows iterated and dropped one at a time."""
+    with store._read() as conn:
+        assert conn is not None
+        for _ in conn.execute(
+            f"SELECT {MESSAGE_SELECT} FROM messages WHERE session_id = ?"
+            " ORDER BY created_at, rowid LIMIT -1",
+            [session_id],
+        ):
+            pass
+
+
+def read_all(messages: list[Message]) -> list[Message]:
+    """Read every message's meta and parts (decoding them)."""
+    for m in messages:
+        m.meta  # noqa: B018 (read for its decoding)
+        m.parts  # noqa: B018
+    return messages
+
+
 def timed(fn: Callable[[], object]) -> float:
     start = time.process_time()
     fn()  # the result is dropped inside the timing
@@ -61,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--more", action="store_true", help="also the paths for information")
     args = parser.parse_args(argv)
     with (
         tempfile.TemporaryDirectory() as home,
@@ -77,6 +106,16 @@ def main(argv: list[str] | None = None) -> int:
             "full": lambda: agi.history(session_id, view="full"),
             "simple": lambda: agi.history(session_id, view="simple"),
         }
+        more: dict[str, Callable[[], object]] = {
+            "iter": lambda: iter_fetch(store, session_id),
+            "full+parts": lambda: read_all(agi.history(session_id, view="full")),
+            "simple+texts": lambda: read_all(agi.history(session_id, view="simple")),
+            "eager full": lambda: agi.history(session_id, view="full", lazy=False),
+            "eager simple": lambda: agi.history(session_id, view="simple", lazy=False),
+            "eager+parts": lambda: read_all(agi.history(session_id, view="full", lazy=False)),
+        }
+        if args.more:
+            paths.update(more)
         cpu: dict[str, list[float]] = {name: [] for name in paths}
         for round_ in range(args.repeat + 1):
             for name, fn in paths.items():
@@ -87,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.messages:,} plain-text messages, {args.repeat} rounds, CPU medians:")
         for name, values in cpu.items():
             median = statistics.median(values)
-            print(f"  {name:<7} {median * 1000:7.1f} ms  {median / floor:5.2f}x bare")
+            print(f"  {name:<12} {median * 1000:7.1f} ms  {median / floor:5.2f}x bare")
     return 0
 
 

@@ -9,15 +9,16 @@ in time to the first event (of those turns, and of 21 short turns, where the fak
 work of building a 20,000-event stream does not hide it).
 
     .venv/bin/python benchmarks/provider_overhead.py [--chunks 20000] [--repeat 7]
-        [--adapter NAME ...] [--noise] [--replay] [--wire sdk|http]
+        [--adapter NAME ...] [--noise] [--replay] [--wire sdk|http] [--floor]
 
-``--wire http`` (the default) measures the OpenAI adapters that read the wire with httpx2 +
-orjson (``openai_chat_http``, ``openai_responses_http``; the goal there is <= 0.3x the raw SDK
-loop, issue 20); ``--wire sdk`` the SDK adapters (Anthropic always uses its SDK). The raw
-loop is always the SDK's. ``--noise`` runs the raw loop on both sides (an A/A run: the noise
-floor of this machine);
-``--replay`` records one real answer, then replays it from memory through ``httpx2.MockTransport``
-for both paths, which takes the socket and the server process out of the measurement.
+``--wire http`` (the default) measures the adapters that read the wire with httpx2 + orjson
+(``openai_chat_http``, ``openai_responses_http``, ``anthropic_http``; the goal there is <= 0.3x
+the raw SDK loop, issue 20); ``--wire sdk`` the SDK adapters. The raw loop is always the
+SDK's. ``--noise`` runs the raw loop on both sides (an A/A run: the noise floor of this
+machine); ``--floor`` puts on the adapter side the answer read by httpx2 alone (no SSE, JSON or
+mapping: what any reader built on httpx2 pays); ``--replay`` records one real answer, then
+replays it from memory through ``httpx2.MockTransport`` for both paths, which takes the socket
+and the server process out of the measurement.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
+import orjson
 
 from agi_jupyter.config import ProviderSettings, WirePath
 from agi_jupyter.model_specs import KNOWN_PROVIDERS
@@ -43,10 +45,11 @@ from agi_jupyter.providers import (
     TextDelta,
     create_provider,
 )
+from agi_jupyter.providers.anthropic_http import AnthropicHttpProvider
 from agi_jupyter.providers.anthropic_messages import AnthropicProvider
 from agi_jupyter.providers.openai_chat import OpenAIChatProvider
 from agi_jupyter.providers.openai_chat_http import HttpChatProvider
-from agi_jupyter.providers.openai_http import OpenAIHttpAdapter
+from agi_jupyter.providers.openai_http import HttpAdapter
 from agi_jupyter.providers.openai_responses import OpenAIResponsesProvider
 from agi_jupyter.providers.openai_responses_http import HttpResponsesProvider
 from agi_jupyter.records import ChatMessage, TextPart
@@ -55,7 +58,7 @@ from agi_jupyter.testing import FakeLLMClient, Turn
 ADAPTERS = ("openai", "openai-chat", "anthropic")
 MESSAGES = [ChatMessage(role="user", parts=[TextPart(text="Count to a large number.")])]
 SHORT_TURN = 20  # chunks of the turns that measure the time to the first event
-Adapter = OpenAIResponsesProvider | OpenAIChatProvider | AnthropicProvider | OpenAIHttpAdapter
+Adapter = OpenAIResponsesProvider | OpenAIChatProvider | AnthropicProvider | HttpAdapter
 SdkAdapter = OpenAIResponsesProvider | OpenAIChatProvider | AnthropicProvider
 
 
@@ -120,6 +123,17 @@ def count_adapter(event: Any) -> int:
     return 1 if isinstance(event, TextDelta) else 0
 
 
+async def body_reads(provider: HttpAdapter, request: ProviderRequest) -> AsyncIterator[bytes]:
+    """The adapter's request, its answer read with httpx2 and nothing else (no SSE, no JSON, no
+    mapping): the floor of any reader built on httpx2 (``--floor``)."""
+    params = provider.request_params(request)
+    headers = {**provider._headers, **params.pop("extra_headers", {})}
+    content = orjson.dumps({**params, **params.pop("extra_body", {})})
+    async with provider.client.stream("POST", provider._url, content=content, headers=headers) as r:
+        async for chunk in r.aiter_raw():
+            yield chunk
+
+
 RawLoop = Callable[[Any, dict[str, Any]], AsyncIterator[Any]]
 RAW: dict[str, tuple[RawLoop, Callable[[Any], int]]] = {
     "openai": (raw_responses, count_responses),
@@ -158,7 +172,7 @@ def make_provider(name: str, url: str, wire: WirePath = "sdk") -> Adapter:
         api_key="sk-bench",
     )
     provider = create_provider(settings, retry=RetryPolicy(max_retries=0), timeout=120, wire=wire)
-    assert isinstance(provider, SdkAdapter | OpenAIHttpAdapter)
+    assert isinstance(provider, SdkAdapter | HttpAdapter)
     return provider
 
 
@@ -169,10 +183,11 @@ async def bench_adapter(
     chunks: int,
     rounds: int,
     noise: bool = False,
+    floor: bool = False,
 ) -> tuple[Timing, Timing]:
     """Raw and adapter timings of ``rounds`` alternating turns of ``chunks`` text chunks; with
     ``noise``, the raw loop on both sides (an A/A run: how far apart two identical runs land
-    on this machine)."""
+    on this machine); with ``floor``, the answer read by httpx2 alone on the adapter side."""
     raw_loop, raw_count = RAW[provider.name]
     turn = Turn(chunks=["tok "] * chunks, usage=(10, chunks))
     request = ProviderRequest(model="bench", messages=MESSAGES)
@@ -184,6 +199,10 @@ async def bench_adapter(
             enqueue(turn)
             if which == "raw" or noise:
                 first, total, cpu, seen = await timed(raw_loop(raw_provider, params), raw_count)
+            elif floor:
+                assert isinstance(provider, HttpAdapter)
+                first, total, cpu, _ = await timed(body_reads(provider, request), len)
+                seen = chunks
             else:
                 first, total, cpu, seen = await timed(provider.stream(request), count_adapter)
             assert seen == chunks, (provider.name, which, seen)
@@ -251,6 +270,8 @@ def adapter_with(
         timeout=120,
     )
     client = httpx2.AsyncClient(transport=transport)
+    if known.wire == "anthropic" and wire == "http":
+        return AnthropicHttpProvider(config, http_client=client)
     if known.wire == "anthropic":
         return AnthropicProvider(config, http_client=client)
     if known.wire == "openai-responses" and wire == "http":
@@ -292,16 +313,16 @@ async def main(
     noise: bool = False,
     replay: bool = False,
     wire: WirePath = "http",
+    floor: bool = False,
 ) -> None:
     process, url = start_server()
     fake = FakeLLMClient(url, timeout=60)
     try:
         mode = "A/A noise floor: raw loop on both sides" if noise else "adapter vs raw SDK loop"
+        if floor:
+            mode = "httpx2 reading the body alone vs raw SDK loop"
         source = "replayed from memory" if replay else f"fake server at {url}"
-        print(
-            f"{chunks} chunks per turn, {repeat} rounds (medians), {mode}, {source}, "
-            f"wire {wire} (OpenAI APIs)"
-        )
+        print(f"{chunks} chunks per turn, {repeat} rounds (medians), {mode}, {source}, wire {wire}")
         for name in adapters:
             if replay:
                 raw_provider = await replay_provider(name, url, fake, chunks)
@@ -312,10 +333,10 @@ async def main(
                 provider = make_provider(name, url, wire)
             try:
                 args = (raw_provider, provider, enqueue)
-                raw, adapter = await bench_adapter(*args, chunks, repeat, noise)
-                goal = 0.3 if isinstance(provider, OpenAIHttpAdapter) and not noise else 1.05
+                raw, adapter = await bench_adapter(*args, chunks, repeat, noise, floor)
+                goal = 0.3 if isinstance(provider, HttpAdapter) and not noise else 1.05
                 print(report(name, raw, adapter, chunks, goal), flush=True)
-                if not replay:
+                if not replay and not floor:
                     raw, adapter = await bench_adapter(*args, SHORT_TURN, 21, noise)
                     print(report_first(raw, adapter, SHORT_TURN), flush=True)
             finally:
@@ -336,8 +357,12 @@ if __name__ == "__main__":
         "--replay", action="store_true", help="replay one recorded stream from memory (no socket)"
     )
     parser.add_argument(
-        "--wire", choices=["http", "sdk"], default="http", help="how the OpenAI adapters read"
+        "--wire", choices=["http", "sdk"], default="http", help="how the adapters read the stream"
+    )
+    parser.add_argument(
+        "--floor", action="store_true", help="the adapter side reads the body with httpx2 only"
     )
     args = parser.parse_args()
     adapters = args.adapter or list(ADAPTERS)
-    asyncio.run(main(args.chunks, args.repeat, adapters, args.noise, args.replay, args.wire))
+    run = main(args.chunks, args.repeat, adapters, args.noise, args.replay, args.wire, args.floor)
+    asyncio.run(run)

@@ -59,7 +59,7 @@ def export(session_id: str, target: Path | None, force: bool, project: Path | No
         ses = agi.session(session_id)
         notebook = session_notebook(
             ses,
-            agi.history(session_id, view="full"),
+            agi.history(session_id, view="full", lazy=False),  # every part is written
             agi.runs(session_id, limit=1000).items,
             project=agi.project,
         )

@@ -72,7 +72,8 @@ def show(session_id: str, full: bool, project: Path | None, as_json: bool) -> No
     """Show a session and its conversation."""
     with open_agi(project) as agi:
         ses = agi.session(session_id)
-        messages = agi.history(session_id, view="full" if full else "simple")
+        # every part is printed: decoded eagerly, in batches (cheaper than one by one)
+        messages = agi.history(session_id, view="full" if full else "simple", lazy=False)
     if as_json:
         render.print_json({"session": ses, "messages": messages})
         return

@@ -202,7 +202,7 @@ def cmd_history(ctx: KernelContext, args: argparse.Namespace) -> Table:
     session_id = _session_id(ctx, args.id)
     view: Literal["simple", "full"] = "full" if args.full else "simple"
     rows: list[list[Any]] = []
-    for message in ctx.agi.history(session_id, view=view):
+    for message in ctx.agi.history(session_id, view=view, lazy=not args.full):
         if not args.full:
             rows.append([message.role, message.text, message.run_id or ""])
             continue

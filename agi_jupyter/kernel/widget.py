@@ -105,7 +105,8 @@ class ChatWidget(anywidget.AnyWidget):
         if not session_id:
             return
         with self._lock:
-            self.transcript = history_entries(self._ctx.agi.history(session_id, view="full"))
+            messages = self._ctx.agi.history(session_id, view="full", lazy=False)
+            self.transcript = history_entries(messages)
         session = self._ctx.agi.session(session_id)
         self.agent = session.agent
         if not self.model:

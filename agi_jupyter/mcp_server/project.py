@@ -77,7 +77,10 @@ async def sessions(agi: Agi, agent: str, args: dict[str, Any]) -> JSON:
 
 async def history(agi: Agi, agent: str, args: dict[str, Any]) -> JSON:
     view = args.get("view", "simple")
-    messages = await asyncio.to_thread(agi.history, str(args["session_id"]), view=view)
+    # the simple view returns roles and texts only: its parts need not be decoded
+    messages = await asyncio.to_thread(
+        agi.history, str(args["session_id"]), view=view, lazy=view != "full"
+    )
     return {"messages": [_message(m, full=view == "full") for m in messages]}
 
 

@@ -1,20 +1,17 @@
 """Anthropic Messages (``POST /v1/messages``, streamed raw events) -> ``ProviderEvent``s.
 
-The history becomes alternating ``user``/``assistant`` messages of content blocks: ``thinking``
-blocks with their signature (and ``redacted_thinking`` blocks) echoed back first, then text and
-``tool_use`` blocks; tool results are ``tool_result`` blocks in a user message, consecutive ones
-(and a user message right after them) merged into one. ``thinking_level`` becomes a ``thinking``
-budget, added on top of the answer's ``max_tokens`` (adaptive thinking with an effort for the
-models the SDK flags as needing it). The message id is yielded with
-``message_start``. A stream without ``message_stop`` is a ``ProviderDisconnected``, and so is a
-dropped connection (the SDK raises a bare ``httpx2`` error for it).
+This is the SDK wire path (``wire = "sdk"``), the reference for the HTTP path
+(``anthropic_http.py``); the request both send (history, tools, thinking budgets) is built by
+``anthropic_mapping.messages_params``. The message id is yielded with ``message_start``. A stream
+without ``message_stop`` is a ``ProviderDisconnected``, and so is a dropped connection (the SDK
+raises a bare ``httpx2`` error for it).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from agi_jupyter.errors import ProviderDisconnected, ProviderError
 from agi_jupyter.providers._common import (
@@ -25,9 +22,13 @@ from agi_jupyter.providers._common import (
     install_hint,
     tool_call_end,
 )
+from agi_jupyter.providers.anthropic_mapping import (
+    STOP_REASONS,
+    STREAM_ERROR_STATUS,
+    messages_params,
+)
 from agi_jupyter.providers.base import (
     Finish,
-    FinishReason,
     ProviderEvent,
     ProviderRequest,
     ReasoningDelta,
@@ -36,71 +37,23 @@ from agi_jupyter.providers.base import (
     TextDelta,
     ToolCallArgsDelta,
     ToolCallStart,
-    ToolSpec,
     Usage,
-)
-from agi_jupyter.records import (
-    ChatMessage,
-    ImagePart,
-    Part,
-    ReasoningPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
 )
 
 try:
     import anthropic
-    import anthropic.resources.messages.messages as anthropic_messages_module
     import httpx2
     from anthropic.types import (
-        ContentBlockParam,
-        ImageBlockParam,
-        MessageParam,
-        OutputConfigParam,
         RawContentBlockDeltaEvent,
         RawContentBlockStartEvent,
         RawContentBlockStopEvent,
         RawMessageDeltaEvent,
         RawMessageStartEvent,
         RawMessageStopEvent,
-        ThinkingConfigParam,
-        ToolParam,
-        ToolResultBlockParam,
     )
 except ImportError as _import_error:
     raise ImportError(install_hint("anthropic", "anthropic")) from _import_error
 
-DEFAULT_MAX_TOKENS = 8192
-THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576, "xhigh": 32000}
-ADAPTIVE_EFFORTS: dict[str, Literal["low", "medium", "high", "xhigh"]] = {
-    "minimal": "low",
-    "low": "low",
-    "medium": "medium",
-    "high": "high",
-    "xhigh": "xhigh",
-}
-_STOP_REASONS: dict[str, FinishReason] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "tool_use": "tool_calls",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "refusal": "content_filter",
-}
-# HTTP status of an error that arrives as an SSE ``error`` event inside a 200 response
-_STREAM_ERROR_STATUS = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-}
 _NO_EVENTS: tuple[ProviderEvent, ...] = ()
 
 Handler = Callable[[Any], Sequence[ProviderEvent]]
@@ -125,30 +78,7 @@ class AnthropicProvider(SdkAdapter):
 
     def request_params(self, request: ProviderRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for ``request``."""
-        max_tokens = request.max_output_tokens or DEFAULT_MAX_TOKENS
-        params: dict[str, Any] = {
-            "model": request.model,
-            "messages": anthropic_messages(request.messages),
-            "stream": True,
-        }
-        if request.system:
-            params["system"] = request.system
-        if request.tools:
-            params["tools"] = [anthropic_tool(tool) for tool in request.tools]
-        level = (request.thinking_level or "off").lower()
-        budget = THINKING_BUDGETS.get(level)
-        if budget is not None:
-            params.update(thinking_params(request.model, level, budget))
-            max_tokens += budget
-        params["max_tokens"] = max_tokens
-        extra_body = dict(request.extra_body)
-        if request.temperature is not None and budget is None:
-            extra_body.setdefault("temperature", request.temperature)  # no SDK parameter
-        if extra_body:
-            params["extra_body"] = extra_body
-        if request.idempotency_key:
-            params["extra_headers"] = {"Idempotency-Key": request.idempotency_key}
-        return params
+        return messages_params(request)
 
     async def _stream_once(self, params: dict[str, Any]) -> AsyncGenerator[ProviderEvent, None]:
         state = _MessagesStream()
@@ -170,26 +100,12 @@ class AnthropicProvider(SdkAdapter):
             raise ProviderDisconnected(f"{self.name}: the stream ended before message_stop")
 
 
-def thinking_params(model: str, level: str, budget: int) -> dict[str, Any]:
-    """``thinking`` with a token budget, or adaptive thinking with an effort for the models
-    the SDK says need it (it warns about budgets for them)."""
-    adaptive_models: Iterable[str] = getattr(
-        anthropic_messages_module, "MODELS_TO_WARN_WITH_THINKING_ENABLED", ()
-    )
-    if model in adaptive_models:
-        adaptive: ThinkingConfigParam = {"type": "adaptive"}
-        effort: OutputConfigParam = {"effort": ADAPTIVE_EFFORTS.get(level, "medium")}
-        return {"thinking": adaptive, "output_config": effort}
-    enabled: ThinkingConfigParam = {"type": "enabled", "budget_tokens": budget}
-    return {"thinking": enabled}
-
-
 def map_error(config: AdapterConfig, error: Exception) -> ProviderError:
     """The typed error of an SDK exception, a dropped connection or an in-stream error event."""
     if isinstance(error, anthropic.APIStatusError):
         status = error.status_code
         if status < 400:  # an ``event: error`` inside the stream
-            status = _STREAM_ERROR_STATUS.get(error.type or "", 500)
+            status = STREAM_ERROR_STATUS.get(error.type or "", 500)
         return http_error(config, status, error.response.headers, error.body, error.message)
     if isinstance(error, anthropic.APIConnectionError | httpx2.RequestError):
         cause = error.__cause__ if isinstance(error, anthropic.APIConnectionError) else error
@@ -198,92 +114,6 @@ def map_error(config: AdapterConfig, error: Exception) -> ProviderError:
             f"({type(cause).__name__ if cause else 'connection error'})"
         )
     return ProviderError(f"{config.name}: {config.redact(str(error))}")
-
-
-# --- request mapping -------------------------------------------------------------------------
-
-
-def anthropic_tool(tool: ToolSpec) -> ToolParam:
-    return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
-
-
-def anthropic_messages(messages: Iterable[ChatMessage]) -> list[MessageParam]:
-    """Alternating messages; same-role neighbours (tool results, then user text) are merged."""
-    result: list[MessageParam] = []
-    for message in messages:
-        role = "assistant" if message.role == "assistant" else "user"
-        blocks = content_blocks(message.parts)
-        if not blocks:
-            continue
-        if result and result[-1]["role"] == role:
-            previous = result[-1]["content"]
-            assert isinstance(previous, list)  # we only ever build block lists
-            previous.extend(blocks)
-        elif role == "assistant":
-            result.append({"role": "assistant", "content": blocks})
-        else:
-            result.append({"role": "user", "content": blocks})
-    return result
-
-
-def content_blocks(parts: Sequence[Part]) -> list[ContentBlockParam]:
-    blocks: list[ContentBlockParam] = [
-        tool_result(p) for p in parts if isinstance(p, ToolResultPart)
-    ]
-    for part in parts:
-        block = content_block(part)
-        if block is not None:
-            blocks.append(block)
-    return blocks
-
-
-def content_block(part: Part) -> ContentBlockParam | None:
-    """One part as a content block (tool results are placed first by ``content_blocks``)."""
-    if isinstance(part, TextPart):
-        return {"type": "text", "text": part.text} if part.text else None
-    if isinstance(part, ReasoningPart):
-        return thinking_block(part)
-    if isinstance(part, ToolCallPart):
-        return {
-            "type": "tool_use",
-            "id": part.tool_call_id,
-            "name": part.name,
-            "input": dict(part.arguments),
-        }
-    if isinstance(part, ImagePart):
-        return image_block(part)
-    return None
-
-
-def thinking_block(part: ReasoningPart) -> ContentBlockParam | None:
-    """A thinking block to echo back; reasoning without an Anthropic signature is dropped."""
-    data = part.provider_data or {}
-    if data.get("type") == "redacted_thinking" and data.get("data"):
-        return {"type": "redacted_thinking", "data": str(data["data"])}
-    if part.signature:
-        return {"type": "thinking", "thinking": part.text, "signature": part.signature}
-    return None
-
-
-def image_block(part: ImagePart) -> ImageBlockParam:
-    if part.url:
-        return {"type": "image", "source": {"type": "url", "url": part.url}}
-    media_type: Any = part.mime  # the API checks it (jpeg/png/gif/webp)
-    return {
-        "type": "image",
-        "source": {"type": "base64", "media_type": media_type, "data": part.data_base64 or ""},
-    }
-
-
-def tool_result(part: ToolResultPart) -> ToolResultBlockParam:
-    block: ToolResultBlockParam = {
-        "type": "tool_result",
-        "tool_use_id": part.tool_call_id,
-        "content": part.output,
-    }
-    if part.is_error:
-        block["is_error"] = True
-    return block
 
 
 # --- stream mapping --------------------------------------------------------------------------
@@ -396,5 +226,5 @@ class _MessagesStream:
     def on_message_stop(self, event: RawMessageStopEvent) -> Sequence[ProviderEvent]:
         self.stopped = True
         raw = self.stop_reason
-        reason = _STOP_REASONS.get(raw or "", "other")
+        reason = STOP_REASONS.get(raw or "", "other")
         return (self.usage, Finish(reason=reason, raw_reason=raw))

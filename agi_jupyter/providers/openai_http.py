@@ -38,9 +38,10 @@ from agi_jupyter.providers.sse import SseEvent, sse_events
 STREAM_ERROR = "An error occurred during streaming"  # the SDK's message for an error without one
 
 
-class OpenAIHttpAdapter(ABC):
-    """An OpenAI wire API read with httpx2 and orjson. Subclasses name the endpoint, build the
-    request (``request_params``, as the SDK path's) and map decoded events (``_events``).
+class HttpAdapter(ABC):
+    """A wire API read with httpx2 and orjson (OpenAI's and Anthropic's): the client, the body
+    encoded once, the retries, transport errors. Subclasses name the endpoint, build the
+    request (``request_params``, as the SDK path's) and read one attempt (``_stream_once``).
     ``http_client``: an ``httpx2.AsyncClient`` to send through (a proxy, a transport, tests)."""
 
     path: str  # the endpoint under the base URL, e.g. "chat/completions"
@@ -69,8 +70,10 @@ class OpenAIHttpAdapter(ABC):
         """What the SDK path would pass to its ``create`` (extra headers and body apart)."""
 
     @abstractmethod
-    def _events(self, sses: AsyncIterator[SseEvent]) -> AsyncGenerator[ProviderEvent, None]:
-        """Map one response's events (``data`` JSON, ``[DONE]`` excluded) onto ours."""
+    def _stream_once(
+        self, content: bytes, headers: Mapping[str, str]
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        """One attempt: POST ``content`` and map the answer's stream onto ``ProviderEvent``s."""
 
     def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         params = self.request_params(request)
@@ -83,6 +86,21 @@ class OpenAIHttpAdapter(ABC):
     async def aclose(self) -> None:
         await self.client.aclose()
 
+    def _disconnected(self, error: httpx2.RequestError) -> ProviderDisconnected:
+        detail = self.config.redact(str(error) or "Connection error.")
+        return ProviderDisconnected(
+            f"{self.name}: the connection to {self.base_url} failed or dropped "
+            f"({type(error).__name__}: {detail})"
+        )
+
+
+class OpenAIHttpAdapter(HttpAdapter):
+    """An OpenAI wire API: subclasses map decoded events (``_events``)."""
+
+    @abstractmethod
+    def _events(self, sses: AsyncIterator[SseEvent]) -> AsyncGenerator[ProviderEvent, None]:
+        """Map one response's events (``data`` JSON, ``[DONE]`` excluded) onto ours."""
+
     async def _stream_once(
         self, content: bytes, headers: Mapping[str, str]
     ) -> AsyncGenerator[ProviderEvent, None]:
@@ -92,7 +110,7 @@ class OpenAIHttpAdapter(ABC):
             ) as response:
                 if response.status_code >= 400:
                     raise self._status_error(response, await response.aread())
-                async for event in self._events(_until_done(sse_events(response.aiter_bytes()))):
+                async for event in self._events(_until_done(sse_events(body_chunks(response)))):
                     yield event
         except httpx2.TransportError as error:
             raise self._disconnected(error) from error
@@ -121,12 +139,15 @@ class OpenAIHttpAdapter(ABC):
         inner = body.get("error", body) if isinstance(body, Mapping) else body
         return http_error(self.config, response.status_code, response.headers, inner, fallback)
 
-    def _disconnected(self, error: httpx2.TransportError) -> ProviderDisconnected:
-        detail = self.config.redact(str(error) or "Connection error.")
-        return ProviderDisconnected(
-            f"{self.name}: the connection to {self.base_url} failed or dropped "
-            f"({type(error).__name__}: {detail})"
-        )
+
+def body_chunks(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
+    """The body as it arrives: httpx2's raw iterator (a layer less per chunk) unless the server
+    compressed it or the body was already read (a transport that buffers it), when the decoded
+    one."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding in ("", "identity") and not response.is_stream_consumed:
+        return response.aiter_raw()
+    return response.aiter_bytes()
 
 
 async def _until_done(events: AsyncIterator[SseEvent]) -> AsyncIterator[SseEvent]:

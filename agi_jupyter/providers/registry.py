@@ -37,9 +37,9 @@ def create_provider(
     timeout: float = 600,
     wire: WirePath = "http",
 ) -> Provider:
-    """The adapter for ``settings`` (its wire API, base URL and key). ``wire``: how an OpenAI
-    stream (Chat Completions, Responses) is read, ``"http"`` (httpx2 + orjson, no SDK) or
-    ``"sdk"`` (the openai SDK, the reference); Anthropic Messages is read by its SDK."""
+    """The adapter for ``settings`` (its wire API, base URL and key). ``wire``: how a stream
+    (Chat Completions, Responses, Anthropic Messages) is read, ``"http"`` (httpx2 + orjson, no
+    SDK) or ``"sdk"`` (the openai / anthropic SDK, the reference)."""
     _check_configured(settings)
     if settings.name == "fake":
         settings = _fake_settings(settings)
@@ -66,6 +66,10 @@ def _adapter(settings: ProviderSettings, config: AdapterConfig, wire: WirePath) 
         from agi_jupyter.providers.openai_responses import OpenAIResponsesProvider
 
         return OpenAIResponsesProvider(config)
+    if settings.wire == "anthropic" and wire == "http":
+        from agi_jupyter.providers.anthropic_http import AnthropicHttpProvider
+
+        return AnthropicHttpProvider(config)
     if settings.wire == "anthropic":
         from agi_jupyter.providers.anthropic_messages import AnthropicProvider
 

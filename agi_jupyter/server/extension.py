@@ -51,9 +51,9 @@ class AgiExtensionApp(ExtensionApp):
     wire = Unicode(
         None,
         allow_none=True,
-        help='How OpenAI streams (Chat Completions, Responses) are read: "http" (httpx2 + '
-        'orjson, no SDK) or "sdk" (the openai SDK, the reference). None: as the project\'s '
-        "configuration says (http).",
+        help="How model streams (Chat Completions, Responses, Anthropic Messages) are read: "
+        '"http" (httpx2 + orjson, no SDK) or "sdk" (the openai / anthropic SDK, the '
+        "reference). None: as the project's configuration says (http).",
     ).tag(config=True)
     stale_after = Float(
         None,

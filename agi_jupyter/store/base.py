@@ -160,9 +160,13 @@ class Store(Protocol):
         after_id: str | None = None,
         limit: int | None = None,
         text_only: bool = False,
+        lazy: bool = False,
     ) -> list[Message]:
         """``text_only``: only user and assistant messages, each with only its non-empty text
-        parts (the simple history view; a message left with no parts is still listed)."""
+        parts (the simple history view; a message left with no parts is still listed).
+        ``lazy``: each message's ``meta`` and ``parts`` are decoded when first read
+        (``records.Deferred``): cheaper for a reader of roles and texts (``Agi.history``),
+        dearer for one that reads every message's parts (about twice the eager decoding)."""
         ...
 
     # --- runs -----------------------------------------------------------------------------

@@ -3,10 +3,10 @@
 A message's parts are written twice in one transaction: as rows of ``message_parts`` (``idx``
 keeps their order; artifacts and SQL queries refer to them by id) and as the ``messages.parts``
 column (one JSON array per message), which every read decodes. A history is one query with no
-join, and one ``json.loads`` call per batch of rows (``rows.messages_from_cursor``): see
-benchmarks/store_history.py. A message whose ``parts`` column is NULL (written by a version
-without migration m005, or whose parts rows were changed by SQL since) has its parts read from
-``message_parts`` instead.
+join, whose ``meta`` and ``parts`` texts are decoded when first read
+(``rows.messages_from_cursor``; benchmarks/history_floor.py). A message whose ``parts`` column
+is NULL (written by a version without migration m005, or whose parts rows were changed by SQL
+since) has its parts read from ``message_parts`` instead.
 """
 
 from __future__ import annotations
@@ -147,10 +147,12 @@ class MessagesMixin(StoreCore):
         after_id: str | None = None,
         limit: int | None = None,
         text_only: bool = False,
+        lazy: bool = False,
     ) -> list[Message]:
         """A session's messages in creation order, with their parts; only those after the
         session's message ``after_id`` if given. An unknown session has no messages.
-        ``text_only``: user and assistant messages with only their non-empty text parts."""
+        ``text_only``: user and assistant messages with only their non-empty text parts.
+        ``lazy``: ``meta`` and ``parts`` decoded when first read (``Store.list_messages``)."""
         size = check_limit(limit)
         with self._read() as conn:
             if conn is None:
@@ -178,10 +180,7 @@ class MessagesMixin(StoreCore):
                 [*params, size],
             )
             with _gc_paused():
-                messages = _with_parts(conn, cursor, session_id)
-            if text_only:
-                keep_texts(messages)
-            return messages
+                return _with_parts(conn, cursor, session_id, text_only=text_only, lazy=lazy)
 
     # --- helpers --------------------------------------------------------------------------
 
@@ -208,14 +207,23 @@ class MessagesMixin(StoreCore):
         return _with_parts(conn, cursor, found[0])[0]
 
 
-def _with_parts(conn: sqlite3.Connection, cursor: sqlite3.Cursor, session_id: str) -> list[Message]:
+def _with_parts(
+    conn: sqlite3.Connection,
+    cursor: sqlite3.Cursor,
+    session_id: str,
+    *,
+    text_only: bool = False,
+    lazy: bool = False,
+) -> list[Message]:
     """``messages_from_cursor``, with the parts of messages whose ``parts`` column is NULL read
     from ``message_parts``."""
-    messages, missing = messages_from_cursor(cursor, session_id)
+    messages, missing = messages_from_cursor(cursor, session_id, text_only=text_only, lazy=lazy)
     if missing:
         parts = _parts_from_rows(conn, [messages[i].id for i in missing])
         for i in missing:
             messages[i].parts = parts.get(messages[i].id, [])
+        if text_only:
+            keep_texts(messages[i] for i in missing)
     return messages
 
 

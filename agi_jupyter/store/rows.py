@@ -15,7 +15,7 @@ import binascii
 import dataclasses
 import json
 import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 import orjson
@@ -206,27 +206,27 @@ def plain_dataclass(cls: type[Any]) -> bool:
 
 
 # Part classes that a decoded dict with exactly their fields can become without ``__init__``
-# (``messages_from_cursor``): type -> (class, field names). The keys are checked as a set; they
+# (``_part``): type -> (class, field names). The keys are checked as a set; they
 # are in field order as ``part_to_dict`` (and the m005 backfill) wrote them.
 _DIRECT_PARTS: dict[str, tuple[type[Any], frozenset[str]]] = {
     kind: (cls, frozenset(f.name for f in dataclasses.fields(cls)))
     for kind, cls in _PART_CLASSES.items()
     if plain_dataclass(cls)
 }
-_DIRECT_MESSAGE = plain_dataclass(Message)
+if not plain_dataclass(Message):  # ``messages_from_cursor`` makes messages without ``__init__``
+    raise TypeError("records.Message must stay a plain dataclass (see plain_dataclass)")
 
 # What ``messages_from_cursor`` reads, in this order: a message's columns but ``session_id`` (the
 # same for a whole history, so given once); ``updated_at`` as NULL when it equals
 # ``created_at`` (never updated: both fields then share one string); then its ``meta`` and
-# ``parts`` JSON texts joined by a comma, NULL as ``null``, so that the texts of many rows join
-# into one JSON array.
+# ``parts`` JSON texts joined by a comma, NULL as ``null``: the items of a JSON array, one text
+# per message to keep undecoded (``records.PARTS_JSON``), and the texts of many rows join into
+# one JSON array to decode at once.
 MESSAGE_SELECT = (
     "id, role, run_id, status, text, created_at, nullif(updated_at, created_at),"
     " coalesce(meta, 'null') || ',' || coalesce(parts, 'null')"
 )
-# Rows decoded at a time: the JSON texts, decoded values and records of a batch stay in the CPU
-# caches (measured ~10% faster than decoding 10,000 rows at once), and memory stays bounded.
-_BATCH = 1000
+_NO_PARTS = ",null"  # how the last column ends when ``parts`` is NULL
 
 
 def parts_json(dicts: Sequence[dict[str, Any]]) -> str:
@@ -241,10 +241,16 @@ def part_row(data: dict[str, Any]) -> tuple[str, str]:
     return kind, dumps(content)
 
 
-def _loads_batch(text: str) -> Any:
-    """Parse one batch of a history: orjson (about twice as fast as ``json`` on it), falling
-    back to ``json`` for what only ``json`` reads (``NaN`` / ``Infinity``, which ``json.dumps``
-    writes for such floats)."""
+# Rows decoded at a time by an eager read: the JSON texts, decoded values and records of a batch
+# stay in the CPU caches (measured ~10% faster than decoding 10,000 rows at once), and memory
+# stays bounded.
+_BATCH = 1000
+
+
+def _loads(text: str) -> Any:
+    """Parse a JSON text: orjson (about twice as fast as ``json``), falling back to ``json``
+    for what only ``json`` reads (``NaN`` / ``Infinity``, which ``json.dumps`` writes for such
+    floats, and integers over 64 bits)."""
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -269,39 +275,117 @@ def part_from_data(kind: str, data: dict[str, Any]) -> Part:
     return records.part_from_dict({**data, "type": kind})
 
 
+def _parts(datas: list[dict[str, Any]]) -> list[Part]:
+    """Parts from their stored dicts, in place (the list becomes the list of parts). A dict
+    with exactly its class's fields becomes the ``__dict__`` of a bare instance: per-object
+    overhead is what dominates a long history, and the part comes out the same (see
+    ``plain_dataclass``). Any other (written by another version) goes through
+    ``records.part_from_dict``, which drops unknown keys."""
+    direct_parts = _DIRECT_PARTS
+    new = object.__new__
+    for i, data in enumerate(datas):
+        direct = direct_parts.get(data.get("type"))  # type: ignore[arg-type]
+        if direct is not None and data.keys() == direct[1]:
+            part = new(direct[0])
+            part.__dict__ = data
+        else:
+            part = records.part_from_dict(data)
+        datas[i] = part
+    return typing.cast(list[Part], datas)
+
+
+_UNDECODED = (records.PARTS_JSON, records.TEXTS_JSON)
+
+
+def _texts_of(datas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The stored dicts of the non-empty text parts."""
+    return [d for d in datas if d.get("type") == "text" and d.get("text")]
+
+
+def decode_message(state: dict[str, Any]) -> dict[str, Any] | None:
+    """The decoded ``__dict__`` of a message left undecoded by ``messages_from_cursor(lazy=
+    True)`` (``records.Deferred``), in field order as ``__init__`` makes it; a field assigned
+    since it was read is kept. None when ``state`` holds nothing undecoded."""
+    key = (
+        records.PARTS_JSON
+        if records.PARTS_JSON in state
+        else records.TEXTS_JSON
+        if records.TEXTS_JSON in state
+        else None
+    )
+    if key is None:
+        return None
+    meta, datas = _loads("[" + state[key] + "]")
+    decoded = {
+        "id": state["id"],
+        "session_id": state["session_id"],
+        "role": state["role"],
+        "run_id": state["run_id"],
+        "status": state["status"],
+        "text": state["text"],
+        "meta": state.get("meta", meta or {}),
+        "parts": (
+            state["parts"]
+            if "parts" in state
+            else _parts(_texts_of(datas) if key == records.TEXTS_JSON else datas)
+        ),
+        "created_at": state["created_at"],
+        "updated_at": state["updated_at"],
+    }
+    if len(state) != len(decoded) - 1:  # attributes set on the record besides its fields
+        for name, value in state.items():
+            if name not in decoded and name not in _UNDECODED:
+                decoded[name] = value
+    return decoded
+
+
+records.Deferred.decoders[Message] = decode_message
+
+
 class RowSource(typing.Protocol):
     """An executed SELECT of either backend (``sqlite3`` or ``psycopg`` cursor)."""
+
+    def __iter__(self) -> Iterator[Any]: ...
 
     def fetchmany(self, size: int = ..., /) -> list[Any]: ...
 
 
-def messages_from_cursor(cursor: RowSource, session_id: str) -> tuple[list[Message], list[int]]:
+def messages_from_cursor(
+    cursor: RowSource, session_id: str, *, text_only: bool = False, lazy: bool = False
+) -> tuple[list[Message], list[int]]:
     """The rows of an executed ``SELECT {MESSAGE_SELECT}`` of one session's messages as
     records (the hot path of loading a history); and the positions of the messages whose
     ``parts`` column is NULL: their ``parts`` are left empty for the caller to read from
-    ``message_parts``.
+    ``message_parts``. ``text_only``: the messages keep only their non-empty text parts.
 
-    The ``meta`` and ``parts`` texts of a batch of rows are parsed by one ``json.loads`` call,
-    and the decoded dicts become the ``__dict__`` of the records instead of going through
-    ``__init__``: per-object overhead is what dominates a long history, and the records come
-    out the same (see ``plain_dataclass``). A part dict whose keys are not exactly its class's
-    fields (written by another version) goes through ``records.part_from_dict``, which drops
-    unknown keys.
+    Each record is a bare instance given its ``__dict__``, not built by ``__init__``:
+    per-object overhead is what dominates a long history (``plain_dataclass``). ``lazy``: each
+    message's ``meta`` and ``parts`` are left as the JSON texts read, decoded when first read
+    (``records.Deferred``): a history is then little more than the rows of its SELECT, and a
+    reader of roles and texts never pays for decoding the rest; but decoding them one message
+    at a time costs more than the eager read, which decodes the texts of a batch of rows with
+    one ``orjson.loads`` call.
     """
-    direct_parts = _DIRECT_PARTS
-    direct_message = _DIRECT_MESSAGE
+    if lazy:
+        return _deferred_messages(cursor, session_id, text_only=text_only)
     new = object.__new__
+    direct_parts = _DIRECT_PARTS
     messages: list[Message] = []
     missing: list[int] = []
     while rows := cursor.fetchmany(_BATCH):
-        decoded = iter(_loads_batch("[" + ",".join([row[7] for row in rows]) + "]"))
+        decoded = iter(_loads("[" + ",".join([row[7] for row in rows]) + "]"))
         for (id_, role, run_id, status, text, created_at, updated_at, _), meta, parts in zip(
             rows, decoded, decoded, strict=True
         ):
             if parts is None:
                 missing.append(len(messages))
                 parts = []
-            else:  # the decoded list becomes the message's list of parts
+            else:  # the decoded list becomes the message's list of parts (``_parts``, inlined)
+                if text_only:
+                    for data in parts:  # a list of non-empty texts is kept as it is
+                        if data.get("type") != "text" or not data.get("text"):
+                            parts = _texts_of(parts)
+                            break
                 for i, data in enumerate(parts):
                     direct = direct_parts.get(data.get("type"))
                     if direct is not None and data.keys() == direct[1]:
@@ -310,7 +394,8 @@ def messages_from_cursor(cursor: RowSource, session_id: str) -> tuple[list[Messa
                     else:
                         part = records.part_from_dict(data)
                     parts[i] = part
-            fields = {  # in field order, as __init__ fills __dict__
+            message = new(Message)
+            message.__dict__ = {  # in field order, as __init__ fills __dict__
                 "id": id_,
                 "session_id": session_id,
                 "role": role,
@@ -322,18 +407,57 @@ def messages_from_cursor(cursor: RowSource, session_id: str) -> tuple[list[Messa
                 "created_at": created_at,
                 "updated_at": created_at if updated_at is None else updated_at,
             }
-            if direct_message:
-                message = new(Message)
-                message.__dict__ = fields
-            else:
-                message = Message(**fields)
             messages.append(message)
     return messages, missing
 
 
-def keep_texts(messages: list[Message]) -> None:
-    """Leave each message only its non-empty text parts (the simple history view), in place.
-    Most messages of a chat hold nothing else and keep their list as it is."""
+def _deferred_messages(
+    cursor: RowSource, session_id: str, *, text_only: bool
+) -> tuple[list[Message], list[int]]:
+    """``messages_from_cursor(lazy=True)``. The rows are iterated, not fetched as one list:
+    each row tuple is freed as soon as its record holds its values."""
+    key = records.TEXTS_JSON if text_only else records.PARTS_JSON
+    no_parts = _NO_PARTS
+    new = object.__new__
+    messages: list[Message] = []
+    missing: list[int] = []
+    for id_, role, run_id, status, text, created_at, updated_at, stored in cursor:
+        message = new(Message)
+        if not stored.endswith(no_parts):
+            message.__dict__ = {
+                "id": id_,
+                "session_id": session_id,
+                "role": role,
+                "run_id": run_id,
+                "status": status,
+                "text": text or "",
+                key: stored,
+                "created_at": created_at,
+                "updated_at": created_at if updated_at is None else updated_at,
+            }
+        else:  # its parts are read from ``message_parts`` by the caller
+            missing.append(len(messages))
+            message.__dict__ = {
+                "id": id_,
+                "session_id": session_id,
+                "role": role,
+                "run_id": run_id,
+                "status": status,
+                "text": text or "",
+                "meta": _loads("[" + stored + "]")[0] or {},
+                "parts": [],
+                "created_at": created_at,
+                "updated_at": created_at if updated_at is None else updated_at,
+            }
+        messages.append(message)
+    return messages, missing
+
+
+def keep_texts(messages: Iterable[Message]) -> None:
+    """Leave each message only its non-empty text parts (the simple history view), in place
+    (for the messages whose parts were read from ``message_parts``:
+    ``messages_from_cursor(text_only=True)`` filters the others). A message holding nothing
+    else keeps its list as it is."""
     text_part = TextPart
     for message in messages:
         parts = message.parts

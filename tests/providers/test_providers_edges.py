@@ -24,6 +24,7 @@ from agi_jupyter.providers import (
     ToolCallStart,
     Usage,
 )
+from agi_jupyter.providers.anthropic_http import AnthropicHttpProvider
 from agi_jupyter.providers.anthropic_messages import AnthropicProvider
 from agi_jupyter.providers.openai_chat import OpenAIChatProvider
 from agi_jupyter.providers.openai_responses import OpenAIResponsesProvider
@@ -219,9 +220,19 @@ def message_start(usage: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"type": "message_start", "message": message}
 
 
-def anthropic_provider(*events: dict[str, Any], retries: int = 0) -> Provider:
+AnthropicPath = type[AnthropicProvider] | type[AnthropicHttpProvider]
+
+
+@pytest.fixture(params=[AnthropicProvider, AnthropicHttpProvider], ids=["sdk", "http"])
+def path(request: pytest.FixtureRequest) -> AnthropicPath:
+    """Each Anthropic test runs on both wire paths."""
+    cls: AnthropicPath = request.param
+    return cls
+
+
+def anthropic_provider(path: AnthropicPath, *events: dict[str, Any], retries: int = 0) -> Provider:
     body = sse(*events, named=True)
-    return AnthropicProvider(config("anthropic", retries), http_client=transport(body))
+    return path(config("anthropic", retries), http_client=transport(body))
 
 
 def stop(reason: str, output_tokens: int = 7) -> list[dict[str, Any]]:
@@ -237,26 +248,27 @@ def stop(reason: str, output_tokens: int = 7) -> list[dict[str, Any]]:
     ("raw", "reason"),
     [("max_tokens", "length"), ("refusal", "content_filter"), ("pause_turn", "other")],
 )
-async def test_anthropic_stop_reasons(raw: str, reason: str) -> None:
-    events = await run(anthropic_provider(message_start(), *stop(raw)))
+async def test_anthropic_stop_reasons(path: AnthropicPath, raw: str, reason: str) -> None:
+    events = await run(anthropic_provider(path, message_start(), *stop(raw)))
     finish = events[-1]
     assert isinstance(finish, Finish)
     assert (finish.reason, finish.raw_reason) == (reason, raw)
 
 
 @pytest.mark.asyncio
-async def test_anthropic_cache_usage() -> None:
+async def test_anthropic_cache_usage(path: AnthropicPath) -> None:
     usage = {"input_tokens": 100, "cache_read_input_tokens": 900,
              "cache_creation_input_tokens": 50, "output_tokens": 1}  # fmt: skip
-    events = await run(anthropic_provider(message_start(usage), *stop("end_turn", 42)))
+    events = await run(anthropic_provider(path, message_start(usage), *stop("end_turn", 42)))
     assert events[-2] == Usage(input_tokens=1050, output_tokens=42, cached_input_tokens=900)
 
 
 @pytest.mark.asyncio
-async def test_anthropic_redacted_thinking() -> None:
+async def test_anthropic_redacted_thinking(path: AnthropicPath) -> None:
     block = {"type": "redacted_thinking", "data": "opaque"}
     events = await run(
         anthropic_provider(
+            path,
             message_start(),
             {"type": "content_block_start", "index": 0, "content_block": block},
             {"type": "content_block_stop", "index": 0},
@@ -268,10 +280,11 @@ async def test_anthropic_redacted_thinking() -> None:
 
 
 @pytest.mark.asyncio
-async def test_anthropic_tool_use_without_input() -> None:
+async def test_anthropic_tool_use_without_input(path: AnthropicPath) -> None:
     block = {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}}
     events = await run(
         anthropic_provider(
+            path,
             message_start(),
             {"type": "content_block_start", "index": 0, "content_block": block},
             {"type": "content_block_stop", "index": 0},
@@ -287,14 +300,14 @@ OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": 
 
 
 @pytest.mark.asyncio
-async def test_anthropic_error_event_before_anything() -> None:
+async def test_anthropic_error_event_before_anything(path: AnthropicPath) -> None:
     with pytest.raises(ProviderHTTPError) as caught:
-        await run(anthropic_provider(OVERLOADED))
+        await run(anthropic_provider(path, OVERLOADED))
     assert (caught.value.status, caught.value.retryable) == (529, True)
 
 
 @pytest.mark.asyncio
-async def test_anthropic_error_event_is_retried_before_the_first_event() -> None:
+async def test_anthropic_error_event_is_retried_before_the_first_event(path: AnthropicPath) -> None:
     client = transport(
         sse(OVERLOADED, named=True),
         sse(message_start(), {"type": "content_block_start", "index": 0,
@@ -303,24 +316,25 @@ async def test_anthropic_error_event_is_retried_before_the_first_event() -> None
              "delta": {"type": "text_delta", "text": "fine"}},
             *stop("end_turn"), named=True),
     )  # fmt: skip
-    provider = AnthropicProvider(config("anthropic", retries=1), http_client=client)
+    provider = path(config("anthropic", retries=1), http_client=client)
     events = await run(provider)
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["fine"]
 
 
 @pytest.mark.asyncio
-async def test_anthropic_error_event_mid_stream_is_a_disconnect() -> None:
-    provider = anthropic_provider(message_start(), OVERLOADED)
+async def test_anthropic_error_event_mid_stream_is_a_disconnect(path: AnthropicPath) -> None:
+    provider = anthropic_provider(path, message_start(), OVERLOADED)
     with pytest.raises(ProviderDisconnected, match="Overloaded") as caught:
         await run(provider)
     assert isinstance(caught.value.__cause__, ProviderHTTPError)
 
 
 @pytest.mark.asyncio
-async def test_anthropic_tool_use_sent_whole_in_the_block_start() -> None:
+async def test_anthropic_tool_use_sent_whole_in_the_block_start(path: AnthropicPath) -> None:
     block = {"type": "tool_use", "id": "toolu_2", "name": "look", "input": {"q": "x"}}
     events = await run(
         anthropic_provider(
+            path,
             message_start(),
             {"type": "content_block_start", "index": 0, "content_block": block},
             {"type": "content_block_stop", "index": 0},
@@ -332,10 +346,11 @@ async def test_anthropic_tool_use_sent_whole_in_the_block_start() -> None:
 
 
 @pytest.mark.asyncio
-async def test_anthropic_final_usage_keeps_the_cache_counts() -> None:
+async def test_anthropic_final_usage_keeps_the_cache_counts(path: AnthropicPath) -> None:
     usage = {"input_tokens": 10, "cache_read_input_tokens": 90,
              "cache_creation_input_tokens": 5, "output_tokens": 1}  # fmt: skip
     final = {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
              "usage": {"input_tokens": 10, "output_tokens": 8}}  # fmt: skip
-    events = await run(anthropic_provider(message_start(usage), final, {"type": "message_stop"}))
+    provider = anthropic_provider(path, message_start(usage), final, {"type": "message_stop"})
+    events = await run(provider)
     assert events[-2] == Usage(input_tokens=105, output_tokens=8, cached_input_tokens=90)

@@ -11,6 +11,7 @@ import pytest
 from agi_jupyter.config import load_config
 from agi_jupyter.errors import ProviderNotConfigured
 from agi_jupyter.providers import ProviderRequest, TextDelta, create_provider
+from agi_jupyter.providers.anthropic_http import AnthropicHttpProvider
 from agi_jupyter.providers.anthropic_messages import AnthropicProvider
 from agi_jupyter.providers.openai_chat import OpenAIChatProvider
 from agi_jupyter.providers.openai_chat_http import HttpChatProvider
@@ -69,13 +70,15 @@ async def test_adapter_and_base_url(tmp_path: Path, name: str, cls: type, base_u
             assert provider.openai_native == (name == "openai-chat")
     finally:
         await provider.aclose()
-    if cls is AnthropicProvider:
-        return  # read by its SDK on both wires
     http = create_provider(settings(tmp_path, name, **ALL_KEYS))  # the default wire: http
     try:
-        expected = HttpChatProvider if cls is OpenAIChatProvider else HttpResponsesProvider
+        expected = {
+            OpenAIChatProvider: HttpChatProvider,
+            OpenAIResponsesProvider: HttpResponsesProvider,
+            AnthropicProvider: AnthropicHttpProvider,
+        }[cls]
         assert type(http) is expected
-        assert (http.name, http.base_url) == (name, base_url)
+        assert (http.name, http.base_url) == (name, base_url.rstrip("/") + "/")
         if isinstance(http, HttpChatProvider):
             assert http.openai_native == (name == "openai-chat")
         assert http.config.retry.max_retries == 3

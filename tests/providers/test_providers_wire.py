@@ -10,34 +10,25 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx2
 import pytest
 
-from agi_jupyter.errors import ProviderDisconnected, ProviderError, ProviderHTTPError
-from agi_jupyter.providers import (
-    AdapterConfig,
-    Provider,
-    ProviderEvent,
-    ProviderRequest,
-    RetryPolicy,
-    ToolCallArgsDelta,
-    ToolCallEnd,
-    ToolCallStart,
-)
 from agi_jupyter.providers.openai_chat import OpenAIChatProvider
 from agi_jupyter.providers.openai_chat_http import HttpChatProvider
 from agi_jupyter.providers.openai_responses import OpenAIResponsesProvider
 from agi_jupyter.providers.openai_responses_http import HttpResponsesProvider
-from agi_jupyter.records import ChatMessage, TextPart
-
-REQUEST = ProviderRequest(
-    model="m",
-    messages=[ChatMessage(role="user", parts=[TextPart(text="hi")])],
-    idempotency_key="run_1-1-1",
+from tests.providers.wire_common import (
+    Answer,
+    assert_same,
+    client_for,
+    config,
+    dropping_answer,
+    sse_answer,
+    status_answer,
 )
+
 ENVELOPE = {"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 USAGE = {
     "prompt_tokens": 11,
@@ -68,35 +59,6 @@ def call(index: int, call_id: str | None = None, name: str | None = None, args: 
     if call_id is not None:
         entry.update(id=call_id, type="function")
     return entry
-
-
-class Dropping(httpx2.AsyncByteStream):
-    """A 200 body that sends ``data`` and then loses the connection."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        yield self.data
-        raise httpx2.RemoteProtocolError("peer closed connection without sending complete body")
-
-
-Answer = Callable[[], httpx2.Response]
-
-
-def sse_answer(data: bytes) -> Answer:
-    return lambda: httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=data)
-
-
-def status_answer(status: int, payload: object) -> Answer:
-    text = payload if isinstance(payload, str) else json.dumps(payload)
-    return lambda: httpx2.Response(status, headers={"content-type": "application/json"}, text=text)
-
-
-def dropping_answer(data: bytes) -> Answer:
-    return lambda: httpx2.Response(
-        200, headers={"content-type": "text/event-stream"}, stream=Dropping(data)
-    )
 
 
 STREAMS: dict[str, list[Answer]] = {
@@ -205,72 +167,6 @@ STREAMS: dict[str, list[Answer]] = {
     ],
     "http_429_exhausted": [status_answer(429, {"error": {"message": "slow down"}})] * 3,
 }
-
-
-def client_for(answers: list[Answer], seen: list[httpx2.Request]) -> httpx2.AsyncClient:
-    queue = list(answers)
-
-    def handle(request: httpx2.Request) -> httpx2.Response:
-        seen.append(request)
-        return queue.pop(0)()
-
-    return httpx2.AsyncClient(transport=httpx2.MockTransport(handle))
-
-
-def config() -> AdapterConfig:
-    return AdapterConfig(
-        name="compat",
-        base_url="http://model.test/v1",
-        api_key="sk-wire-0123456789",
-        retry=RetryPolicy(max_retries=2, base_delay=0.001, max_delay=0.001),
-    )
-
-
-async def outcome(provider: Provider) -> tuple[list[ProviderEvent], ProviderError | None]:
-    events: list[ProviderEvent] = []
-    try:
-        async for event in provider.stream(REQUEST):
-            events.append(event)
-    except ProviderError as error:
-        return events, error
-    finally:
-        await provider.aclose()
-    return events, None
-
-
-def normalized(events: list[ProviderEvent]) -> list[ProviderEvent]:
-    """Events with generated tool-call ids replaced by their order of appearance."""
-    ids: dict[str, str] = {}
-    out: list[ProviderEvent] = []
-    for event in events:
-        if isinstance(event, ToolCallStart | ToolCallArgsDelta | ToolCallEnd):
-            stable = ids.setdefault(event.tool_call_id, f"id{len(ids)}")
-            event = type(event)(**{**vars(event), "tool_call_id": stable})
-        out.append(event)
-    return out
-
-
-async def assert_same(
-    sdk: Provider, http: Provider, sdk_seen: list[httpx2.Request], http_seen: list[httpx2.Request]
-) -> None:
-    sdk_events, sdk_error = await outcome(sdk)
-    http_events, http_error = await outcome(http)
-    assert normalized(http_events) == normalized(sdk_events)
-    assert type(http_error) is type(sdk_error)
-    if sdk_error is not None and http_error is not None:
-        assert http_error.retryable == sdk_error.retryable
-        assert http_error.code == sdk_error.code
-        if isinstance(sdk_error, ProviderHTTPError):
-            assert isinstance(http_error, ProviderHTTPError)
-            assert (http_error.status, http_error.message) == (sdk_error.status, sdk_error.message)
-        elif not isinstance(sdk_error, ProviderDisconnected):
-            assert http_error.message == sdk_error.message
-    assert len(http_seen) == len(sdk_seen)  # the same retries
-    for ours, theirs in zip(http_seen, sdk_seen, strict=True):
-        assert json.loads(ours.content) == json.loads(theirs.content)
-        assert ours.url == theirs.url
-        for header in ("authorization", "idempotency-key", "content-type", "accept"):
-            assert ours.headers.get(header) == theirs.headers.get(header), header
 
 
 @pytest.mark.asyncio
@@ -489,8 +385,8 @@ async def test_both_responses_paths_yield_the_same(case: str) -> None:
 
 
 def test_a_streamed_answer_on_the_http_path_imports_no_sdk(fake_llm: Any) -> None:
-    """``openai`` (and ``anthropic``) are not imported to stream a Chat Completions or a
-    Responses answer."""
+    """``openai`` and ``anthropic`` are not imported to stream a Chat Completions, a Responses
+    or an Anthropic Messages answer."""
     script = f"""
 import asyncio, sys
 from agi_jupyter.config import ProviderSettings
@@ -502,10 +398,13 @@ chat = ProviderSettings(name="compat", wire="openai-chat", base_url=url, enabled
     requires_key=False, default_model=None)
 responses = ProviderSettings(name="openai", wire="openai-responses", base_url=url, enabled=True,
     requires_key=True, default_model=None, api_key="sk-test")
+messages = ProviderSettings(name="anthropic", wire="anthropic",
+    base_url={fake_llm.anthropic_base_url!r}, enabled=True, requires_key=True, default_model=None,
+    api_key="sk-test")
 hi = [ChatMessage(role="user", parts=[TextPart(text="hi")])]
 
 async def main():
-    for settings in (chat, responses):
+    for settings in (chat, responses, messages):
         provider = create_provider(settings)
         events = [e async for e in provider.stream(ProviderRequest(model="m", messages=hi))]
         await provider.aclose()

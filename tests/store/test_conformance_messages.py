@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+from dataclasses import asdict, replace
+
 import pytest
 
 from agi_jupyter.errors import NotFound, SessionNotFound, UsageError
 from agi_jupyter.records import (
+    PARTS_JSON,
+    TEXTS_JSON,
     ArtifactRefPart,
     ErrorPart,
     ImagePart,
+    Message,
     Part,
     ReasoningPart,
     Session,
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    undecoded,
 )
+from agi_jupyter.runtime.history import history_view
 from agi_jupyter.store import Store
 from agi_jupyter.store.rows import MESSAGES
 from tests.store.conftest import count
@@ -143,9 +152,116 @@ def test_text_only_lists_user_and_assistant_text(store: Store, session: Session)
     assert store.list_messages(session.id, text_only=True, after_id=user.id) == [listed[1]]
 
 
+# --- meta and parts decoded on first read (records.Deferred) -----------------------------------
+
+
+def test_lazy_listing_decodes_meta_and_parts_when_first_read(
+    store: Store, session: Session
+) -> None:
+    written = [
+        store.add_message(session.id, "user", [TextPart(text="q")]),
+        store.add_message(session.id, "assistant", ALL_PARTS, meta={"model": "m", "n": [1]}),
+    ]
+    eager = store.list_messages(session.id)
+    assert not any(undecoded(m, PARTS_JSON) for m in eager)
+    listed = store.list_messages(session.id, lazy=True)
+    assert [(m.id, m.role, m.text) for m in listed] == [(m.id, m.role, m.text) for m in written]
+    for m in listed:  # reading the other fields decoded nothing
+        assert undecoded(m, PARTS_JSON)
+    assert listed[1].parts == ALL_PARTS  # decodes both fields of the message
+    assert not undecoded(listed[1], PARTS_JSON)
+    assert list(vars(listed[1])) == list(vars(written[1]))  # as __init__ makes it
+    assert listed[1].parts is listed[1].parts  # decoded once, then an ordinary field
+    assert listed[1].meta == {"model": "m", "n": [1]}
+    assert undecoded(listed[0], PARTS_JSON)
+    assert listed[0].meta == {}
+    assert not undecoded(listed[0], PARTS_JSON)
+    assert listed == written
+
+
+def test_undecoded_messages_copy_compare_and_convert_as_decoded_ones(
+    store: Store, session: Session
+) -> None:
+    """Everything that reads a record's fields sees the decoded values: equality, repr,
+    ``asdict``, ``replace``, pickling and copying (which hold the decoded values)."""
+    m = store.add_message(session.id, "assistant", ALL_PARTS, meta={"model": "m"})
+
+    def fresh(session_id: str) -> list[Message]:  # each call gives undecoded records
+        return store.list_messages(session_id, lazy=True)
+
+    assert fresh(session.id)[0] == m
+    assert m == fresh(session.id)[0]
+    assert repr(fresh(session.id)[0]) == repr(m)
+    assert asdict(fresh(session.id)[0]) == asdict(m)
+    assert replace(fresh(session.id)[0], status="error") == replace(m, status="error")
+    for copied in (
+        pickle.loads(pickle.dumps(fresh(session.id)[0])),
+        copy.copy(fresh(session.id)[0]),
+        copy.deepcopy(fresh(session.id)[0]),
+    ):
+        assert copied == m
+        assert not undecoded(copied, PARTS_JSON)
+    assert "_parts_json" not in pickle.dumps(fresh(session.id)[0]).decode("latin-1")
+    assigned = fresh(session.id)[0]
+    assigned.parts = [TextPart(text="new")]  # an assignment replaces the undecoded value
+    assigned.note = "set by a caller"  # type: ignore[attr-defined]
+    assert assigned.parts == [TextPart(text="new")]
+    assert assigned.meta == {"model": "m"}  # decoding the meta keeps what was assigned
+    assert assigned.parts == [TextPart(text="new")]
+    assert assigned.note == "set by a caller"  # type: ignore[attr-defined]
+    meta_set = fresh(session.id)[0]
+    meta_set.meta = {"set": True}
+    assert meta_set.parts == ALL_PARTS
+    assert meta_set.meta == {"set": True}
+    with pytest.raises(AttributeError):
+        object.__new__(Message).parts  # noqa: B018 (neither a value nor an undecoded one)
+
+
+def test_text_only_parts_decode_to_the_non_empty_texts(store: Store, session: Session) -> None:
+    parts: list[Part] = [TextPart(text=""), *ALL_PARTS, TextPart(text="")]
+    store.add_message(session.id, "user", parts)
+    store.add_message(session.id, "assistant", [ToolCallPart(tool_call_id="c", name="n")])
+    store.add_message(session.id, "assistant", [TextPart(text="")])
+    texts_only = store.list_messages(session.id, text_only=True, lazy=True)
+    assert all(undecoded(m, TEXTS_JSON) for m in texts_only)
+    full = store.list_messages(session.id)
+    assert texts_only == store.list_messages(session.id, text_only=True)  # as read eagerly
+    assert [m.parts for m in texts_only] == [
+        [p for p in m.parts if isinstance(p, TextPart) and p.text] for m in full
+    ]
+    assert [m.parts for m in texts_only] == [
+        [TextPart(text="Hello "), TextPart(text="world ✓")],
+        [],
+        [],
+    ]
+
+
+def test_simple_view_of_undecoded_texts_keeps_them_undecoded(
+    store: Store, session: Session
+) -> None:
+    """``history_view`` keeps a text-only message, undecoded, when its text is not empty (it
+    then has a non-empty text part); the same messages as from decoded records."""
+    store.add_message(session.id, "system", [TextPart(text="sys")])
+    store.add_message(session.id, "user", [TextPart(text="q"), TextPart(text="")])
+    store.add_message(session.id, "assistant", [ToolCallPart(tool_call_id="c", name="n")])
+    store.add_message(session.id, "tool", [TextPart(text="out")])
+    store.add_message(session.id, "assistant", [TextPart(text="")])
+    store.add_message(session.id, "assistant", ALL_PARTS)
+    simple = history_view(store.list_messages(session.id, text_only=True, lazy=True), "simple")
+    assert all(undecoded(m, TEXTS_JSON) for m in simple)
+    assert simple == history_view(store.list_messages(session.id), "simple")
+    assert [m.parts for m in simple] == [
+        [TextPart(text="q")],
+        [TextPart(text="Hello "), TextPart(text="world ✓")],
+    ]
+
+
 def test_odd_json_values_round_trip(store: Store, session: Session) -> None:
     meta = {"nan": float("nan"), "big": 10**30, "nested": [{"é": "\u0000 ✓"}], "f": 1.5}
     m = store.add_message(session.id, "assistant", [TextPart(text="x")], meta=meta)
+    lazy = store.list_messages(session.id, lazy=True)[0].meta  # decoded by json, not orjson
+    assert lazy["nan"] != lazy["nan"]
+    assert (lazy["big"], lazy["nested"], lazy["f"]) == (10**30, [{"é": "\u0000 ✓"}], 1.5)
     loaded = store.get_message(m.id).meta
     assert loaded["nan"] != loaded["nan"]  # NaN
     assert {k: v for k, v in loaded.items() if k != "nan"} == {

@@ -88,7 +88,8 @@ def assert_in_sync(store: SqliteStore) -> None:
 
 def assert_same_objects(loaded: list[Message], expected: list[Message]) -> None:
     """Equal records, and the same instance dicts (keys in the same order) as ``__init__``
-    makes: the fast reader builds them without it."""
+    makes: the fast reader builds them without it (and a lazy read, once compared, which
+    reads every field, has decoded them)."""
     assert loaded == expected
     for got, want in zip(loaded, expected, strict=True):
         assert type(got) is Message
@@ -347,7 +348,7 @@ def test_sql_changes_to_parts_rows_are_read_not_hidden(
 def test_messages_of_an_older_writer_read_from_parts_rows(
     store: SqliteStore, project: Path, session: Session
 ) -> None:
-    """An older version of the package writes no ``parts`` column; across read batches."""
+    """An older version of the package writes no ``parts`` column."""
     made = []
     db = Database(project / ".agi" / "agi.sqlite")
     for i in range(23):
@@ -357,12 +358,9 @@ def test_messages_of_an_older_writer_read_from_parts_rows(
         else:
             made.append(store.add_message(session.id, "assistant", parts))
     db.close()
-    rows._BATCH, batch = 5, rows._BATCH
-    try:
-        assert store.list_messages(session.id) == made
-        assert store.list_messages(session.id, after_id=made[3].id, limit=9) == made[4:13]
-    finally:
-        rows._BATCH = batch
+    assert store.list_messages(session.id) == made
+    assert store.list_messages(session.id, lazy=True) == made
+    assert store.list_messages(session.id, after_id=made[3].id, limit=9) == made[4:13]
     old = made[0]
     assert parts_column(store, old.id) is None
     assert store.update_message(old.id, status="error").parts == old.parts
@@ -398,10 +396,11 @@ def test_reader_without_the_dict_shortcut_gives_the_same_records(
     made[1] = replace(made[1], updated_at="9999")
     fast = store.list_messages(session.id)
     monkeypatch.setattr(rows, "_DIRECT_PARTS", {})
-    monkeypatch.setattr(rows, "_DIRECT_MESSAGE", False)
     slow = store.list_messages(session.id)
+    slow_lazy = store.list_messages(session.id, lazy=True)
     assert_same_objects(fast, made)
     assert_same_objects(slow, made)
+    assert_same_objects(slow_lazy, made)
 
 
 def test_listing_restores_the_garbage_collector(
@@ -468,6 +467,9 @@ def test_text_only_listing_is_the_simple_view(store: SqliteStore, session: Sessi
     assert all(isinstance(p, TextPart) for m in text_only for p in m.parts)
     simple = history_view(store.list_messages(session.id), "simple")
     assert history_view(text_only, "simple") == simple
+    lazy = store.list_messages(session.id, text_only=True, lazy=True)
+    assert history_view(lazy, "simple") == simple
+    assert lazy == text_only
 
 
 def test_values_only_json_reads_still_load(store: SqliteStore, session: Session) -> None:

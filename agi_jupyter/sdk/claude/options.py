@@ -28,7 +28,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import EffortLevel, McpSdkServerConfig, McpServerConfig, ThinkingConfig
 
 from agi_jupyter.errors import ProviderNotConfigured, UsageError
-from agi_jupyter.providers.anthropic_messages import THINKING_BUDGETS
+from agi_jupyter.providers.anthropic_mapping import THINKING_BUDGETS
 from agi_jupyter.sdk.base import SdkRunParams
 from agi_jupyter.sdk.claude.mapping import PROVIDER
 

@@ -74,7 +74,8 @@ class HistoryHandler(AgiHandler):
         query = self.query(HistoryQuery)
         agi = await self.agi()
         await self.call(agi.session, session_id)
-        messages = await self.call(agi.history, session_id, view=query.view)
+        # every part is converted: decoded eagerly, in batches (cheaper than one by one)
+        messages = await self.call(agi.history, session_id, view=query.view, lazy=False)
         items = [Message.model_validate(asdict(m)) for m in messages]
         self.reply(History(view=query.view, messages=items))
 

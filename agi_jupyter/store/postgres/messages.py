@@ -1,10 +1,10 @@
 """Messages and their ordered parts on PostgreSQL.
 
 As on SQLite, a message's parts are written twice in one transaction: as ``message_parts`` rows
-and as the ``messages.parts`` JSON array, which reads decode with the same fast reader
-(``rows.messages_from_cursor``: its SELECT is plain SQL both databases run). The simple
-history view filters text parts in Python: PostgreSQL's JSON functions would re-parse the
-text, and refuse values Python's ``json`` writes (``NaN``).
+and as the ``messages.parts`` JSON array, which reads decode with the same reader
+(``rows.messages_from_cursor``: its SELECT is plain SQL both databases run; the texts are
+decoded when first read). The simple history view filters text parts in Python: PostgreSQL's
+JSON functions would re-parse the text, and refuse values Python's ``json`` writes (``NaN``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from agi_jupyter.store.postgres.core import Connection, PgCore, limit_value
 from agi_jupyter.store.rows import (
     MESSAGE_SELECT,
     MESSAGES,
-    keep_texts,
     messages_from_cursor,
     part_row,
     parts_json,
@@ -142,6 +141,7 @@ class PgMessagesMixin(PgCore):
         after_id: str | None = None,
         limit: int | None = None,
         text_only: bool = False,
+        lazy: bool = False,
     ) -> list[Message]:
         size = limit_value(limit)
         where, params = "session_id = %s", [session_id]
@@ -162,9 +162,7 @@ class PgMessagesMixin(PgCore):
                 " ORDER BY created_at, pos LIMIT %s",
                 [*params, size],
             )
-            messages, _ = messages_from_cursor(cursor, session_id)
-        if text_only:
-            keep_texts(messages)
+            messages, _ = messages_from_cursor(cursor, session_id, text_only=text_only, lazy=lazy)
         return messages
 
     # --- helpers --------------------------------------------------------------------------
