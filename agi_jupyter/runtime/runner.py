@@ -111,8 +111,14 @@ class AgentLoop:
         cost_total = float(state.get("cost_usd") or 0.0)
         # Calls that waited for a person: executed or refused now, as decided (the model
         # turn that made them is not repeated); still undecided: the run waits again.
-        await self._settle_approvals(run, session, allowed, emitter, state.get("iteration"))
-        messages = await stored(store.list_messages, session.id)
+        # (One trip to the store thread for both reads when no call waited.)
+        calls, messages = await stored(self._attempt_inputs, run, session)
+        waiting = [c for c in calls if c.status == "waiting_approval"]
+        if waiting:
+            await self._settle_approvals(
+                run, session, allowed, emitter, state.get("iteration"), waiting
+            )
+            messages = await stored(store.list_messages, session.id)
         await self._answer_dangling_tool_calls(run, messages, emitter)
         max_iterations = int(state.get("max_iterations") or deps.config.max_iterations)
         # Every registered name, so a call to a tool not offered is refused by its real name.
@@ -449,6 +455,11 @@ class AgentLoop:
 
         await self._save_tool_result(run, session, outcome, emitter, before=finished)
 
+    def _attempt_inputs(self, run: Run, session: Session) -> tuple[list[ToolCall], list[Message]]:
+        """(the run's tool calls, the session's messages) as an attempt starts (store thread)."""
+        store = self.deps.store
+        return store.list_tool_calls(run_id=run.id), store.list_messages(session.id)
+
     async def _settle_approvals(
         self,
         run: Run,
@@ -456,18 +467,12 @@ class AgentLoop:
         allowed: list[str],
         emitter: RunEmitter,
         iteration: int | None,
+        waiting: list[ToolCall],
     ) -> None:
         """Execute the approved calls that waited (once: each is marked ``running`` before it
         starts, so an attempt that dies meanwhile leaves it to be answered as interrupted) and
         answer the denied ones with the denial; any call still undecided parks the run."""
         store, stored = self.deps.store, self.deps.stored
-        waiting = [
-            c
-            for c in await stored(store.list_tool_calls, run_id=run.id)
-            if c.status == "waiting_approval"
-        ]
-        if not waiting:
-            return
         if any(c.approval is None for c in waiting):
             raise AwaitingApproval(run.id)
         # The arguments as the model sent them (the rows hold their redacted copy).
@@ -631,12 +636,15 @@ class AgentLoop:
         self, run: Run, messages: list[Message], emitter: RunEmitter
     ) -> None:
         """Give tool calls interrupted by a crash an error result, so history stays valid."""
+        unanswered = list(unanswered_tool_calls(messages))
+        if not unanswered:
+            return
         store, stored = self.deps.store, self.deps.stored
         rows = {
             c.tool_call_id: c
             for c in await stored(store.list_tool_calls, session_id=run.session_id)
         }
-        for message, call in unanswered_tool_calls(messages):
+        for message, call in unanswered:
             part = ToolResultPart(
                 tool_call_id=call.tool_call_id,
                 name=call.name,
