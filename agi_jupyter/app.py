@@ -66,6 +66,7 @@ from agi_jupyter.runtime.redacted_store import redacted_store
 from agi_jupyter.runtime.result import RunResult as RunResult  # re-exported
 from agi_jupyter.runtime.runner import allowed_tool_names
 from agi_jupyter.runtime.runs import RunManager, TickResult
+from agi_jupyter.runtime.store_thread import StoreThread
 from agi_jupyter.sdk.acp.settings import AcpAgents
 from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
@@ -140,6 +141,7 @@ class Agi:
             features=features,
             run_context=notebook.NotebookContext(self.notebooks, self.config.project),
             store_factory=self._open_store,
+            store_thread=StoreThread(),
         )
         self.runs_manager = RunManager(self.deps)
         # Agent runs go through the session's SDK adapter (``native`` is our own loop).
@@ -648,6 +650,8 @@ class Agi:
             self.loop.run(self._aclose(), timeout=30)
         finally:
             self.loop.close()
+            if self.deps.store_thread is not None:
+                self.deps.store_thread.close()
             self.store.close()
 
     async def _aclose(self) -> None:

@@ -7,7 +7,7 @@ import os
 import socket
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from agi_jupyter.records import Run, Session, new_id
 
@@ -17,8 +17,13 @@ if TYPE_CHECKING:
     from agi_jupyter.providers.base import Provider
     from agi_jupyter.runtime.bus import EventBus
     from agi_jupyter.runtime.loop_thread import BackgroundLoop
+    from agi_jupyter.runtime.store_thread import StoreThread
     from agi_jupyter.store import Store
     from agi_jupyter.tools import Redactor, ToolRegistry
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class ProviderPool:
@@ -88,6 +93,8 @@ class RuntimeDeps:
     owner: str = field(default_factory=new_owner_id)
     # Opens another connection to the same store: the lease keeper's thread uses its own.
     store_factory: Callable[[], Store] | None = None
+    # Where the runtime loop's store calls run (store_thread.py); None: inline.
+    store_thread: StoreThread | None = None
 
     @property
     def stale_after(self) -> float:
@@ -108,6 +115,13 @@ class RuntimeDeps:
         if self.session_features is None:
             return self.features
         return self.features | self.session_features(session)
+
+    async def stored(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """A store call made from the runtime loop: on the store thread, in order with the
+        emitters' writes, without stalling the loop."""
+        if self.store_thread is None:
+            return fn(*args, **kwargs)
+        return await self.store_thread.call(fn, *args, **kwargs)
 
     def call_in_loop(self, fn: Callable[..., Any], *args: Any) -> None:
         """Call ``fn`` on the runtime loop: now if already there, else thread-safely soon."""

@@ -23,6 +23,17 @@ so once the run changed hands the write raises ``RunLost``; the emitter then cou
 publishes nothing more, and every later ``emit`` raises ``RunLost`` at once, which stops the
 run's coroutine at its next event. It also keeps the text and reasoning streamed since the
 last assistant message (``partial``), so a run that ends mid-answer can store what it showed.
+
+On the runtime loop the emitter never waits for the store (``writer``, see store_thread.py):
+its writes go to the store thread in order, and an event that must be stored before it is
+published (a coarse event) is published when its write completes; the events after it wait
+behind it (``_outbox``), so subscribers see them in ``seq`` order. Deltas are published at
+once unless a coarse event before them still waits; a batch of deltas being written holds
+nothing back. Code that calls the store itself and emits runs as a ``section`` on the store
+thread: its events are written there as it goes and published on the loop when it ends. A
+write that fails reaches the run at its next ``emit`` or ``drain``; ``RunLost`` marks the
+emitter lost at once (``on_lost``). Off the loop (a cancel from another thread, no writer)
+every write is made inline, as before.
 """
 
 from __future__ import annotations
@@ -31,8 +42,9 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, ParamSpec, TypeVar
 
 from agi_jupyter.errors import RunLost
 from agi_jupyter.events import (
@@ -48,6 +60,7 @@ from agi_jupyter.records import JSON
 if TYPE_CHECKING:
     from agi_jupyter.records import RunFence
     from agi_jupyter.runtime.bus import EventBus
+    from agi_jupyter.runtime.store_thread import StoreThread
     from agi_jupyter.store import Store
     from agi_jupyter.tools.redact import Redactor, StreamRedactor
 
@@ -55,6 +68,9 @@ log = logging.getLogger(__name__)
 
 
 FLUSH_INTERVAL = 0.1  # seconds a persisted delta may wait to be written with others
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 DeltaType = Literal["output.text.delta", "reasoning.delta"]
 
@@ -91,6 +107,7 @@ class RunEmitter:
         redactor: Redactor | None = None,
         fence: RunFence | None = None,
         on_lost: Callable[[], None] | None = None,
+        writer: StoreThread | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -101,6 +118,16 @@ class RunEmitter:
         self.fence = fence  # the owner's fence: stored events are written with it
         self.lost = False  # a write found the run taken over: nothing more goes out
         self._on_lost = on_lost
+        self.writer = writer  # the store thread its writes go to on the loop (None: inline)
+        # Writes handed to the store thread: how many, the last of them, the last one holding
+        # a coarse event, and how many completed (they complete in order).
+        self._submitted = 0
+        self._last_write: asyncio.Future[object] | None = None
+        self._gate = 0
+        self._completed = 0
+        self._outbox: deque[tuple[int, JSON]] = deque()  # (write it waits for, event)
+        self._failure: BaseException | None = None  # a write failed: raised at the next emit
+        self._deferred: list[JSON] | None = None  # in a ``section``: published when it ends
         # What was streamed since the last assistant message (``partial``).
         self._draft_text: list[str] = []
         self._draft_reasoning: list[str] = []
@@ -120,6 +147,8 @@ class RunEmitter:
     def emit(self, event: Event) -> None:
         if self.lost:
             raise RunLost(f"run {self.run_id} was taken over; its events are not sent")
+        if self._failure is not None:
+            self._raise_failure()
         if type(event) is TextDelta or type(event) is ReasoningDelta:
             self.emit_delta(event.type, event.delta)
             return
@@ -145,7 +174,7 @@ class RunEmitter:
                 return
             if data["type"] not in DELTA_TYPES or not self._flush_later():
                 self.flush()
-        self.bus.publish(self.session_id, data)
+        self._publish(data)
 
     @contextlib.contextmanager
     def together(self) -> Iterator[None]:
@@ -169,7 +198,7 @@ class RunEmitter:
         held, self._held = self._held, None
         self.flush()
         for data in held:
-            self.bus.publish(self.session_id, data)
+            self._publish(data)
 
     def emit_delta(self, type: DeltaType, delta: str) -> None:
         """``emit(TextDelta(delta=...))`` / ``emit(ReasoningDelta(...))``, coalesced with the
@@ -235,28 +264,107 @@ class RunEmitter:
         elif self._held is not None:
             self._held.append(data)
             return
-        self.bus.publish(self.session_id, data)
+        if self._outbox or self._deferred is not None:
+            self._publish(data)
+        else:
+            self.bus.publish(self.session_id, data)  # the per-delta path
 
     def flush(self) -> None:
         """Send the coalesced delta, then write the events still waiting, in one transaction,
-        with their own seqs."""
+        with their own seqs: on the store thread when on the loop with a writer (the events
+        it holds are published when it completes), else now."""
         if self._delta_type is not None:
             self.send_delta()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         batch, self._pending = self._pending, []
-        if batch and not self.lost:
-            try:
-                self.store.append_run_events(
-                    self.run_id,
-                    [(kind, payload) for _, kind, payload in batch],
-                    seqs=[seq for seq, _, _ in batch],
-                    fence=self.fence,
-                )
-            except RunLost:
+        if not batch or self.lost:
+            return
+        kinds = [(kind, payload) for _, kind, payload in batch]
+        seqs = [seq for seq, _, _ in batch]
+        if self.writer is not None and self._deferred is None and _on_a_loop():
+            write: asyncio.Future[object] = self.writer.submit(
+                self.store.append_run_events, self.run_id, kinds, seqs=seqs, fence=self.fence
+            )
+            self._submitted += 1
+            if any(kind not in DELTA_TYPES for kind, _ in kinds):
+                self._gate = self._submitted
+            self._last_write = write
+            write.add_done_callback(self._written)
+            return
+        try:
+            self.store.append_run_events(self.run_id, kinds, seqs=seqs, fence=self.fence)
+        except RunLost:
+            self.mark_lost()
+            raise
+
+    def _publish(self, data: JSON) -> None:
+        """Publish now, or after the write it must follow (see the module docstring)."""
+        if self._deferred is not None:
+            self._deferred.append(data)
+        elif self._outbox or self._gate > self._completed:
+            self._outbox.append((self._gate, data))
+        else:
+            self.bus.publish(self.session_id, data)
+
+    def _written(self, write: asyncio.Future[object]) -> None:
+        """A write completed (on the loop, in submission order): publish what waited for it."""
+        self._completed += 1
+        if write.cancelled():
+            error: BaseException | None = RuntimeError("the store thread stopped")
+        else:
+            error = write.exception()
+        if error is not None:
+            self._outbox.clear()  # not stored: never published
+            if isinstance(error, RunLost):
+                log.info("run %s was taken over; its owner here stops", self.run_id)
                 self.mark_lost()
-                raise
+            elif self._failure is None:
+                self._failure = error
+            return
+        while self._outbox and self._outbox[0][0] <= self._completed:
+            self.bus.publish(self.session_id, self._outbox.popleft()[1])
+
+    def _raise_failure(self) -> None:
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
+
+    async def drain(self) -> None:
+        """Write what waits and wait for every write handed to the store thread; raises the
+        error of a write that failed (``RunLost`` when the run was taken over)."""
+        self.flush()
+        while self._last_write is not None and not self._last_write.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._last_write)
+        if self.lost:
+            raise RunLost(f"run {self.run_id} was taken over; its events are not sent")
+        self._raise_failure()
+
+    async def write_inline(self) -> None:
+        """From now on write inline (for code that emits, then calls the store itself,
+        expecting the events stored first: the executors and the SDK adapters)."""
+        await self.drain()
+        self.writer = None
+
+    async def section(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``fn(*args, **kwargs)`` — code that calls the store and emits — on the store
+        thread, after every write before it: its events are stored there as it emits them
+        (before its later store calls, as inline) and published here when it ends, in order.
+        Without a writer it runs here. Only while nothing else emits on this emitter (an
+        attempt's ending): the emitter is the section's until it returns."""
+        await self.drain()
+        if self.writer is None:
+            return fn(*args, **kwargs)
+        self._deferred = []
+        try:
+            return await self.writer.call(fn, *args, **kwargs)
+        finally:
+            deferred, self._deferred = self._deferred, None
+            if not self.lost:
+                for data in deferred:
+                    self.bus.publish(self.session_id, data)
 
     def partial(self) -> tuple[str, str]:
         """The text and the reasoning streamed since the last assistant message or iteration
@@ -274,6 +382,7 @@ class RunEmitter:
             return
         self.lost = True
         self._pending = []
+        self._outbox.clear()
         if self._delta_due is not None:
             self._delta_due.cancel()
             self._delta_due = None
@@ -300,3 +409,11 @@ class RunEmitter:
             return False
         self._timer = loop.call_later(FLUSH_INTERVAL, self._timed_flush)
         return True
+
+
+def _on_a_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

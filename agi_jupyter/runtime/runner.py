@@ -88,7 +88,8 @@ class AgentLoop:
 
     async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult:
         deps = self.deps
-        session = session_for_run(deps.store.get_session(run.session_id), run)
+        store, stored = deps.store, deps.stored
+        session = session_for_run(await stored(store.get_session, run.session_id), run)
         agent = self._agent(session)
         allowed = self._allowed(agent, session)
         await deps.registry.prepare(allowed)  # starts the MCP servers the agent can reach
@@ -110,8 +111,14 @@ class AgentLoop:
         cost_total = float(state.get("cost_usd") or 0.0)
         # Calls that waited for a person: executed or refused now, as decided (the model
         # turn that made them is not repeated); still undecided: the run waits again.
-        await self._settle_approvals(run, session, allowed, emitter, state.get("iteration"))
-        messages = deps.store.list_messages(session.id)
+        # (One trip to the store thread for both reads when no call waited.)
+        calls, messages = await stored(self._attempt_inputs, run, session)
+        waiting = [c for c in calls if c.status == "waiting_approval"]
+        if waiting:
+            await self._settle_approvals(
+                run, session, allowed, emitter, state.get("iteration"), waiting
+            )
+            messages = await stored(store.list_messages, session.id)
         await self._answer_dangling_tool_calls(run, messages, emitter)
         max_iterations = int(state.get("max_iterations") or deps.config.max_iterations)
         # Every registered name, so a call to a tool not offered is refused by its real name.
@@ -121,13 +128,13 @@ class AgentLoop:
         text = ""
         for iteration in range(int(state.get("iteration", 0)) + 1, max_iterations + 1):
             emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
-            self._check_budget(run, session, state, emitter)
+            # One trip to the store thread for what the request needs (each costs a wake-up
+            # of that thread and of the loop: the time to the first token).
+            found, history = await stored(self._turn_inputs, session)
+            self._check_budget(run, state, emitter, found)
             request = pb.ProviderRequest(
                 model=run.model or "",
-                messages=[
-                    names.encode_message(m)
-                    for m in conversation(deps.store.list_messages(session.id))
-                ],
+                messages=[names.encode_message(m) for m in conversation(history)],
                 system=system,
                 tools=specs,
                 thinking_level=run.thinking_level,
@@ -137,11 +144,9 @@ class AgentLoop:
             turn = await self._stream_turn(provider, request, emitter, names)
             usage = turn.usage
             cost = None if usage is None else cost_usd(run.provider or "", run.model or "", usage)
+            # (Nothing else emits on the emitter between turns: the block may await.)
             with emitter.together():
-                assistant = self._save_assistant(run, session, turn, cost, emitter)
-                if usage is not None:
-                    self._record_usage(session, usage, cost, emitter)
-                self._report_budget(session, emitter)
+                assistant = await self._save_turn(run, session, turn, cost, emitter)
             add_turn_usage(usage_total, turn)
             cost_total += cost or 0.0
             text = turn.text
@@ -155,18 +160,19 @@ class AgentLoop:
                 # least this one's (a call without usage leaves the run's usage unknown).
                 "last_input_tokens": turn.usage.input_tokens if turn.usage else 0,
             }
-            self._save_state(run, state, emitter)
+            await self._save_state(run, state, emitter)
             if turn.tool_calls:
                 await self._run_tools(
                     run, session, agent, assistant, turn.tool_calls, emitter, iteration
                 )
-                self._save_state(run, state, emitter)
+                await self._save_state(run, state, emitter)
             if not turn.tool_calls:
                 return AttemptResult(text, usage_total, cost_total, iteration)
         return AttemptResult(text, usage_total, cost_total, max_iterations, True)
 
-    def _save_state(self, run: Run, state: JSON, emitter: RunEmitter) -> None:
-        self.deps.store.update_run(
+    async def _save_state(self, run: Run, state: JSON, emitter: RunEmitter) -> None:
+        await self.deps.stored(
+            self.deps.store.update_run,
             run.id,
             loop_state=state,
             usage=state["usage"],
@@ -176,12 +182,14 @@ class AgentLoop:
 
     # --- budgets -----------------------------------------------------------------------------
 
-    def _check_budget(self, run: Run, session: Session, state: JSON, emitter: RunEmitter) -> None:
+    def _turn_inputs(self, session: Session) -> tuple[list[budgets.BudgetStatus], list[Message]]:
+        """(budget statuses, the session's messages) before a model call (store thread)."""
+        return self._statuses_now(session), self.deps.store.list_messages(session.id)
+
+    def _check_budget(
+        self, run: Run, state: JSON, emitter: RunEmitter, found: list[budgets.BudgetStatus]
+    ) -> None:
         """Refuse the next model call when it would go over a budget (``BUDGET_EXCEEDED``)."""
-        deps = self.deps
-        found = budgets.statuses(
-            deps.store, deps.store.get_session(session.id), deps.config.budgets
-        )
         if not found:
             return
         info = lookup(run.provider or "", run.model or "")
@@ -196,12 +204,11 @@ class AgentLoop:
                 emitter.emit(budget_event(status, exceeded=True))
                 raise BudgetExceeded(reason)
 
-    def _report_budget(self, session: Session, emitter: RunEmitter) -> None:
-        """Spent and remaining of the budgets that apply, after a model call."""
+    def _statuses_now(self, session: Session) -> list[budgets.BudgetStatus]:
+        """The budgets that apply and what was spent (store calls: on the store thread)."""
         deps = self.deps
         current = deps.store.get_session(session.id)
-        for status in budgets.statuses(deps.store, current, deps.config.budgets):
-            emitter.emit(budget_event(status))
+        return budgets.statuses(deps.store, current, deps.config.budgets)
 
     # --- setup -------------------------------------------------------------------------------
 
@@ -267,7 +274,7 @@ class AgentLoop:
             emitter.emit(ev.TextDone(text=turn.text))
         return turn
 
-    def _save_assistant(
+    async def _save_turn(
         self,
         run: Run,
         session: Session,
@@ -275,6 +282,8 @@ class AgentLoop:
         cost: float | None,
         emitter: RunEmitter,
     ) -> Message:
+        """Store the assistant message and the usage of a model turn in one trip to the store
+        thread; emit the message, the usage and the budgets' spent and remaining."""
         parts: list[Part] = [*turn.reasoning]
         if turn.text:
             parts.append(TextPart(text=turn.text))
@@ -299,27 +308,35 @@ class AgentLoop:
             meta["truncated"] = True
         if turn.response_id:
             meta["response_id"] = turn.response_id
-        message = self.deps.store.add_message(
-            session.id, "assistant", parts, run_id=run.id, meta=meta, fence=emitter.fence
-        )
-        emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
-        return message
+        store, fence, usage = self.deps.store, emitter.fence, turn.usage
 
-    def _record_usage(
-        self, session: Session, usage: pb.Usage, cost: float | None, emitter: RunEmitter
-    ) -> None:
-        self.deps.store.add_session_usage(
-            session.id,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost_usd=cost or 0.0,
-            fence=emitter.fence,
-        )
-        emitter.emit(
-            ev.UsageEvent(
-                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost_usd=cost
+        def write() -> tuple[Message, list[budgets.BudgetStatus]]:
+            message = store.add_message(
+                session.id, "assistant", parts, run_id=run.id, meta=meta, fence=fence
             )
-        )
+            if usage is not None:
+                store.add_session_usage(
+                    session.id,
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    cost_usd=cost or 0.0,
+                    fence=fence,
+                )
+            return message, self._statuses_now(session)
+
+        message, found = await self.deps.stored(write)
+        emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
+        if usage is not None:
+            emitter.emit(
+                ev.UsageEvent(
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    cost_usd=cost,
+                )
+            )
+        for status in found:
+            emitter.emit(budget_event(status))
+        return message
 
     # --- tools -------------------------------------------------------------------------------
 
@@ -346,7 +363,8 @@ class AgentLoop:
             and policy.decide(c.name) == "ask"
         }
         rows = [
-            self.deps.store.create_tool_call(
+            await self.deps.stored(
+                self.deps.store.create_tool_call,
                 run.id,
                 c.tool_call_id,
                 c.name,
@@ -422,16 +440,25 @@ class AgentLoop:
             turn=iteration,
             approved=approved,
         )
-        self.deps.store.update_tool_call(
-            row_id,
-            status=outcome.status,
-            result=outcome.result,
-            is_error=not outcome.ok,
-            started_at=outcome.started_at,
-            finished_at=outcome.finished_at,
-            fence=emitter.fence,
-        )
-        self._save_tool_result(run, session, outcome, emitter)
+        store, fence = self.deps.store, emitter.fence
+
+        def finished() -> None:
+            store.update_tool_call(
+                row_id,
+                status=outcome.status,
+                result=outcome.result,
+                is_error=not outcome.ok,
+                started_at=outcome.started_at,
+                finished_at=outcome.finished_at,
+                fence=fence,
+            )
+
+        await self._save_tool_result(run, session, outcome, emitter, before=finished)
+
+    def _attempt_inputs(self, run: Run, session: Session) -> tuple[list[ToolCall], list[Message]]:
+        """(the run's tool calls, the session's messages) as an attempt starts (store thread)."""
+        store = self.deps.store
+        return store.list_tool_calls(run_id=run.id), store.list_messages(session.id)
 
     async def _settle_approvals(
         self,
@@ -440,22 +467,18 @@ class AgentLoop:
         allowed: list[str],
         emitter: RunEmitter,
         iteration: int | None,
+        waiting: list[ToolCall],
     ) -> None:
         """Execute the approved calls that waited (once: each is marked ``running`` before it
         starts, so an attempt that dies meanwhile leaves it to be answered as interrupted) and
         answer the denied ones with the denial; any call still undecided parks the run."""
-        store = self.deps.store
-        waiting = [
-            c for c in store.list_tool_calls(run_id=run.id) if c.status == "waiting_approval"
-        ]
-        if not waiting:
-            return
+        store, stored = self.deps.store, self.deps.stored
         if any(c.approval is None for c in waiting):
             raise AwaitingApproval(run.id)
         # The arguments as the model sent them (the rows hold their redacted copy).
         sent = {
             part.tool_call_id: part.arguments
-            for message in store.list_messages(session.id)
+            for message in await stored(store.list_messages, session.id)
             if message.run_id == run.id and message.role == "assistant"
             for part in message.parts
             if isinstance(part, ToolCallPart)
@@ -520,9 +543,9 @@ class AgentLoop:
                 message=str(message) if message else None,
             )
         )
-        store = self.deps.store
+        store, stored = self.deps.store, self.deps.stored
         if decision != "deny":
-            store.update_tool_call(call.id, status="running", fence=emitter.fence)
+            await stored(store.update_tool_call, call.id, status="running", fence=emitter.fence)
             await self._run_one_tool(
                 run,
                 session,
@@ -553,7 +576,8 @@ class AgentLoop:
             started_at=now,
             finished_at=now,
         )
-        store.update_tool_call(
+        await stored(
+            store.update_tool_call,
             call.id,
             status="denied",
             result=outcome.result,
@@ -561,11 +585,19 @@ class AgentLoop:
             finished_at=now,
             fence=emitter.fence,
         )
-        self._save_tool_result(run, session, outcome, emitter)
+        await self._save_tool_result(run, session, outcome, emitter)
 
-    def _save_tool_result(
-        self, run: Run, session: Session, outcome: ToolOutcome, emitter: RunEmitter
+    async def _save_tool_result(
+        self,
+        run: Run,
+        session: Session,
+        outcome: ToolOutcome,
+        emitter: RunEmitter,
+        *,
+        before: Callable[[], None] | None = None,
     ) -> None:
+        """Store the result message (after ``before``, in the same trip to the store thread)
+        and emit it."""
         artifact_id = outcome.artifact.id if outcome.artifact else None
         part = ToolResultPart(
             tool_call_id=outcome.tool_call_id,
@@ -575,7 +607,14 @@ class AgentLoop:
             artifact_id=artifact_id,
             status=outcome.status,
         )
-        self.deps.store.add_message(session.id, "tool", [part], run_id=run.id, fence=emitter.fence)
+        store, fence = self.deps.store, emitter.fence
+
+        def write() -> None:
+            if before is not None:
+                before()
+            store.add_message(session.id, "tool", [part], run_id=run.id, fence=fence)
+
+        await self.deps.stored(write)
         summary = None
         if outcome.artifact is not None:
             a = outcome.artifact
@@ -597,10 +636,15 @@ class AgentLoop:
         self, run: Run, messages: list[Message], emitter: RunEmitter
     ) -> None:
         """Give tool calls interrupted by a crash an error result, so history stays valid."""
+        unanswered = list(unanswered_tool_calls(messages))
+        if not unanswered:
+            return
+        store, stored = self.deps.store, self.deps.stored
         rows = {
-            c.tool_call_id: c for c in self.deps.store.list_tool_calls(session_id=run.session_id)
+            c.tool_call_id: c
+            for c in await stored(store.list_tool_calls, session_id=run.session_id)
         }
-        for message, call in unanswered_tool_calls(messages):
+        for message, call in unanswered:
             part = ToolResultPart(
                 tool_call_id=call.tool_call_id,
                 name=call.name,
@@ -610,11 +654,20 @@ class AgentLoop:
             )
             row = rows.get(call.tool_call_id)
             if row is not None and row.status in ("pending", "running"):
-                self.deps.store.update_tool_call(
-                    row.id, status="failed", is_error=True, fence=emitter.fence
+                await stored(
+                    store.update_tool_call,
+                    row.id,
+                    status="failed",
+                    is_error=True,
+                    fence=emitter.fence,
                 )
-            self.deps.store.add_message(
-                message.session_id, "tool", [part], run_id=run.id, fence=emitter.fence
+            await stored(
+                store.add_message,
+                message.session_id,
+                "tool",
+                [part],
+                run_id=run.id,
+                fence=emitter.fence,
             )
             emitter.emit(
                 ev.ToolCallOutput(

@@ -23,13 +23,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Coroutine
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from agi_jupyter import events as ev
 from agi_jupyter.errors import AgiError, RunLost, RunTerminal
-from agi_jupyter.records import Run, RunFence, part_from_dict
+from agi_jupyter.records import Message, Run, RunFence, part_from_dict
 from agi_jupyter.runtime import endings
 from agi_jupyter.runtime.emitter import RunEmitter
 from agi_jupyter.runtime.endings import run_to_dict
@@ -50,6 +51,7 @@ __all__ = ["RunManager", "TickResult", "run_to_dict"]
 RESUME_SEQ_GAP = 1000
 
 Stop = Literal["release", "lost"]
+T = TypeVar("T")
 
 
 @dataclass
@@ -126,14 +128,41 @@ class RunManager:
         self, run_id: str, *, wait_for_session: bool = True, claimed: RunFence | None = None
     ) -> asyncio.Task[Run]:
         """Start driving a run in this process (on the loop); returns the existing task if any.
-        ``claimed``: the run was claimed already (a tick), with this fence."""
+        ``claimed``: the run was claimed already (a tick), with this fence.
+
+        A tick's claim is made on the store thread, so a task started here meanwhile (a
+        ``submit``) may find the run claimed and be about to return: the claimed run is then
+        driven by a task that starts once that one ended, never dropped."""
         task = self._tasks.get(run_id)
-        if task is None:
-            coro = self._drive(run_id, wait_for_session, claimed)
-            task = asyncio.get_running_loop().create_task(coro)
-            self._tasks[run_id] = task
-            task.add_done_callback(lambda _t: self._tasks.pop(run_id, None))
+        if task is not None and claimed is None:
+            return task
+        coro = self._drive(run_id, wait_for_session, claimed)
+        if task is not None:
+            coro = self._after(task, coro)
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks[run_id] = task
+
+        def forget(done: asyncio.Task[Run]) -> None:
+            if self._tasks.get(run_id) is done:
+                del self._tasks[run_id]
+
+        task.add_done_callback(forget)
         return task
+
+    @staticmethod
+    async def _after(previous: asyncio.Task[Run], coro: Coroutine[Any, Any, Run]) -> Run:
+        """``coro`` once ``previous`` ended; a cancellation that comes meanwhile is delivered
+        to it (the claimed run's attempt then ends the run), not lost with the claim."""
+        cancelled = False
+        while not previous.done():
+            try:
+                await asyncio.wait({previous})
+            except asyncio.CancelledError:
+                cancelled = True
+        current = asyncio.current_task()
+        if cancelled and current is not None:
+            current.cancel()
+        return await coro
 
     async def _drive(self, run_id: str, wait_for_session: bool, claimed: RunFence | None) -> Run:
         try:
@@ -144,13 +173,13 @@ class RunManager:
     async def _drive_until_done(
         self, run_id: str, wait_for_session: bool, claimed: RunFence | None
     ) -> Run:
-        store = self.deps.store
+        store, stored = self.deps.store, self.deps.stored
         if claimed is not None:
             run = await self._execute_claimed(claimed)
             if run.status != "queued" or run_id in self._stops:
                 return run
         while True:
-            run = store.get_run(run_id)
+            run = await stored(store.get_run, run_id)
             if run.status != "queued":
                 return run
             try:
@@ -158,30 +187,39 @@ class RunManager:
                 lock = self._session_locks.setdefault(run.session_id, asyncio.Lock())
                 async with lock:
                     if not await self._session_free_elsewhere(run, wait_for_session):
-                        return store.get_run(run_id)
-                    run = store.get_run(run_id)
-                    fence = None
-                    if run.status == "queued":
-                        fence = store.claim_run(run.id, run.version, owner=self.deps.owner)
+                        return await stored(store.get_run, run_id)
+                    # (A claim made is never dropped: see _whole.)
+                    fence = await _whole(stored(self._claim_if_queued, run_id))
                     if fence is None:
-                        return store.get_run(run_id)
+                        return await stored(store.get_run, run_id)
                     run = await self._execute_claimed(fence)
             except asyncio.CancelledError:
-                if run_id in self._stops:
-                    return store.get_run(run_id)  # released before it was claimed: stays queued
-                return self._cancel_unclaimed(run_id)
+                if run_id in self._stops:  # released before it was claimed: stays queued
+                    return await stored(store.get_run, run_id)
+                return await stored(self._cancel_unclaimed, run_id)
             if run.status != "queued" or run_id in self._stops:
                 return run
+
+    def _claim_if_queued(self, run_id: str) -> RunFence | None:
+        """Claim the run if it is still queued (store thread: one trip for both calls)."""
+        run = self.deps.store.get_run(run_id)
+        if run.status != "queued":
+            return None
+        return self.deps.store.claim_run(run.id, run.version, owner=self.deps.owner)
 
     async def _session_free_elsewhere(self, run: Run, wait: bool) -> bool:
         """Whether no other process is running a run of this session, and no earlier run of
         it waits for an approval (waits if ``wait``)."""
         while True:
+            found = await self.deps.stored(
+                self.deps.store.list_runs,
+                session_id=run.session_id,
+                statuses=["running", "waiting_approval"],
+                limit=5,
+            )
             busy = [
                 r
-                for r in self.deps.store.list_runs(
-                    session_id=run.session_id, statuses=["running", "waiting_approval"], limit=5
-                ).items
+                for r in found.items
                 if r.id != run.id
                 and (
                     (r.status == "running" and r.owner != self.deps.owner and not self._is_stale(r))
@@ -201,7 +239,11 @@ class RunManager:
         beat = datetime.fromisoformat(run.heartbeat_at.replace("Z", "+00:00"))
         return beat < datetime.now(UTC) - timedelta(seconds=self.deps.stale_after)
 
-    def _emitter(self, run: Run, fence: RunFence | None = None) -> RunEmitter:
+    def _emitter(
+        self, run: Run, fence: RunFence | None = None, *, on_loop: bool = False
+    ) -> RunEmitter:
+        """``on_loop``: the emitter of an attempt on the runtime loop, writing through the
+        store thread; else it writes inline (endings made from any thread)."""
         events = self.deps.store.list_run_events(run.id)
         last = events[-1].seq if events else 0
         if fence is not None and run.attempt > 1:  # (the claim counted this attempt)
@@ -216,13 +258,15 @@ class RunManager:
             redactor=self.deps.redactor,
             fence=fence,
             on_lost=(lambda: self._lost(fence)) if fence is not None else None,
+            writer=self.deps.store_thread if on_loop else None,
         )
 
     async def _execute_claimed(self, fence: RunFence) -> Run:
         """Execute one attempt of a run this process just claimed with ``fence``."""
         run_id = fence.run_id
-        run = self.deps.store.get_run(run_id)
-        emitter = self._emitter(run, fence)
+        # The run is ours from the claim on: a cancellation that comes while its emitter is
+        # made is delivered again once the attempt can end the run (``_attempt``).
+        run, emitter = await _whole(self.deps.stored(self._setup, fence))
         self._fences[run_id], self._emitters[run_id] = fence, emitter
         loop = asyncio.get_running_loop()
 
@@ -238,31 +282,39 @@ class RunManager:
         except RunLost:
             emitter.mark_lost()
             log.warning("run %s was taken over by another process; stopped here", run_id)
-            return self.deps.store.get_run(run_id)
+            return await _regardless(self.deps.stored(self.deps.store.get_run, run_id))
         finally:
             self.leases.drop(fence)
             self._fences.pop(run_id, None)
             self._emitters.pop(run_id, None)
 
+    def _setup(self, fence: RunFence) -> tuple[Run, RunEmitter]:
+        run = self.deps.store.get_run(fence.run_id)
+        return run, self._emitter(run, fence, on_loop=True)
+
     async def _attempt(self, run: Run, emitter: RunEmitter) -> Run:
         """One attempt of a claimed run (the claim counted it in ``run.attempt``)."""
-        store = self.deps.store
+        store, stored = self.deps.store, self.deps.stored
         try:
+            agent = run.agent or ""
+            if emitter.seq == 0 and not agent:
+                agent = (await stored(store.get_session, run.session_id)).agent
             with emitter.together():
                 if emitter.seq == 0:
                     emitter.emit(
                         ev.RunMeta(
                             session_id=run.session_id,
-                            agent=run.agent or store.get_session(run.session_id).agent,
+                            agent=agent,
                             provider=run.provider or "",
                             model=run.model or "",
                             attempt=run.attempt,
                         )
                     )
                 emitter.emit(ev.RunStatusEvent(status="running"))
-                run = self._add_input_message(run, emitter)
+                run = await self._add_input_message(run, emitter)
             executor = self.executors.get(run.type)
             if executor is not None:
+                await emitter.write_inline()  # (executors emit, then call the store inline)
                 return await executor.start(run, emitter)
             result = await self.agent_runner.run_attempt(run, emitter)
         except asyncio.CancelledError:
@@ -270,21 +322,29 @@ class RunManager:
             if stop == "lost":
                 raise RunLost(f"run {run.id} was taken over") from None
             if stop == "release":
-                return endings.release(self.deps, run.id, emitter)
-            return self._finish(run.id, emitter, "cancelled", _cancel_error())
+                return await _regardless(
+                    emitter.section(endings.release, self.deps, run.id, emitter)
+                )
+            return await _regardless(
+                emitter.section(self._finish, run.id, emitter, "cancelled", _cancel_error())
+            )
         except endings.AwaitingApproval:
-            return endings.await_approval(self.deps, run.id, emitter)
+            return await _regardless(
+                emitter.section(endings.await_approval, self.deps, run.id, emitter)
+            )
         except RunLost:
             raise
         except AgiError as e:
-            return self._after_error(run.id, emitter, e)
+            return await _regardless(emitter.section(self._after_error, run.id, emitter, e))
         except Exception as e:
             log.exception("run %s failed with an unexpected error", run.id)
             error = {"code": "INTERNAL_ERROR", "message": f"{type(e).__name__}: {e}"}
-            return self._finish(run.id, emitter, "failed", error)
-        return self._succeed(run.id, emitter, result)
+            return await _regardless(
+                emitter.section(self._finish, run.id, emitter, "failed", error)
+            )
+        return await _regardless(emitter.section(self._succeed, run.id, emitter, result))
 
-    def _add_input_message(self, run: Run, emitter: RunEmitter) -> Run:
+    async def _add_input_message(self, run: Run, emitter: RunEmitter) -> Run:
         """Turn the queued prompt into the session's user message (once per run)."""
         if run.input_message_id:
             return run
@@ -293,9 +353,16 @@ class RunManager:
         if not parts:
             return run
         store, fence = self.deps.store, emitter.fence
-        message = store.add_message(run.session_id, "user", parts, run_id=run.id, fence=fence)
+
+        def write() -> tuple[Message, Run]:  # (one trip to the store thread)
+            message = store.add_message(run.session_id, "user", parts, run_id=run.id, fence=fence)
+            return message, store.update_run(
+                run.id, input_message_id=message.id, loop_state=state, fence=fence
+            )
+
+        message, run = await self.deps.stored(write)
         emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
-        return store.update_run(run.id, input_message_id=message.id, loop_state=state, fence=fence)
+        return run
 
     # --- what the lease keeper reports (called on the loop) ------------------------------------
 
@@ -379,7 +446,7 @@ class RunManager:
         """Cancel a run: here if we run it, else by taking it over in the store.
 
         Raises ``RunTerminal`` for a run that had already ended."""
-        if self.deps.store.get_run(run_id).is_terminal:
+        if (await self.deps.stored(self.deps.store.get_run, run_id)).is_terminal:
             raise RunTerminal(f"run {run_id} has already ended")
         run = await self._cancel(run_id)
         executor = self.executors.get(run.type)
@@ -395,12 +462,12 @@ class RunManager:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait({task}, timeout=30)
-            run = self.deps.store.get_run(run_id)
+            run = await self.deps.stored(self.deps.store.get_run, run_id)
             if run.status != "queued":
                 return run
             # A task cancelled before its first step never ran a line: the run is still
             # queued, and nobody else will end it.
-        return self.request_cancel(run_id)
+        return await self.deps.stored(self.request_cancel, run_id)
 
     def request_cancel(self, run_id: str) -> Run:
         """Cancel a run that this process does not execute, from any thread, without the
@@ -439,13 +506,14 @@ class RunManager:
         take disjoint runs, the oldest due run of each session whose session is not busy; when
         a run ends, the next run of its session (if due) is claimed in turn."""
         result = TickResult()
-        self._recover_stale(result, max_runs)
-        due = self.deps.store.due_runs(limit=max_runs)
+        await self.deps.stored(self._recover_stale, result, max_runs)
+        due = await self.deps.stored(self.deps.store.due_runs, limit=max_runs)
         result.skipped = sum(1 for run in due if self.is_local(run.id))
         started = 0
         running: set[asyncio.Task[Run]] = set()
         while True:
-            for run in self._claim_due(max_runs - started):
+            exclude = list(self._tasks)  # (read here, on the loop that changes it)
+            for run in await self.deps.stored(self._claim_due, max_runs - started, exclude):
                 started += 1
                 running.add(self.spawn(run.id, wait_for_session=False, claimed=run.fence))
             if not running:
@@ -461,14 +529,14 @@ class RunManager:
                     if run.owner == self.deps.owner and run.is_terminal:
                         result.executed += 1
 
-    def _claim_due(self, limit: int) -> list[Run]:
+    def _claim_due(self, limit: int, exclude: list[str]) -> list[Run]:
         if limit <= 0:
             return []
         return self.deps.store.claim_due_runs(
             owner=self.deps.owner,
             stale_before=_iso_in(-self.deps.stale_after),
             limit=limit,
-            exclude=list(self._tasks),
+            exclude=exclude,
         )
 
     def _recover_stale(self, result: TickResult, limit: int) -> None:
@@ -503,6 +571,44 @@ class RunManager:
         for executor in self.executors.values():
             await executor.aclose()
         self.leases.close()
+
+
+async def _whole(call: Coroutine[Any, Any, T]) -> T:
+    """The result of ``call`` even when the task is cancelled meanwhile (a claim that was made
+    must reach the code that ends the run); the cancellation is then delivered again at the
+    task's next await."""
+    future = asyncio.ensure_future(call)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(future)
+            break
+        except asyncio.CancelledError:
+            if future.cancelled():
+                raise
+            cancelled = True
+    current = asyncio.current_task()
+    if cancelled and current is not None:
+        current.cancel()
+    return result
+
+
+async def _regardless(ending: Coroutine[Any, Any, T]) -> T:
+    """The result of an attempt's ending even when the task is cancelled meanwhile: the run
+    is ending already (a cancel now finds it ended; a takeover fails its fenced writes). With
+    the ending's writes on the store thread there is time for the lease keeper to see the
+    run ended and report it lost, which must not turn a finished run's task into a cancelled
+    one."""
+    future = asyncio.ensure_future(ending)
+    current = asyncio.current_task()
+    while True:
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if future.cancelled():
+                raise
+            if current is not None:
+                current.uncancel()
 
 
 def _cancel_error() -> dict[str, Any]:

@@ -71,8 +71,11 @@ class SdkDispatch:
     # --- running -----------------------------------------------------------------------------
 
     async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult:
-        session = session_for_run(self.deps.store.get_session(run.session_id), run)
+        found = await self.deps.stored(self.deps.store.get_session, run.session_id)
+        session = session_for_run(found, run)
         adapter = self.adapter(session.sdk)
+        if session.sdk != "native":  # (they emit, then call the store inline)
+            await emitter.write_inline()
         adapter.check_available()
         if session.sdk != "native":  # the native loop checks before every model call
             deps = self.deps
