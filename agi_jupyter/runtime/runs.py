@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from agi_jupyter import events as ev
 from agi_jupyter.errors import AgiError, RunLost, RunTerminal
-from agi_jupyter.records import Message, Run, RunFence, part_from_dict
+from agi_jupyter.records import Message, Run, RunFence, Session, part_from_dict
 from agi_jupyter.runtime import endings
 from agi_jupyter.runtime.emitter import RunEmitter
 from agi_jupyter.runtime.endings import run_to_dict
@@ -97,7 +97,9 @@ class AttemptRunner(Protocol):
     """Runs one attempt of an ``agent`` run: ``AgentLoop`` itself, or the SDK dispatch that
     picks the session's adapter (``sdk.dispatch.SdkDispatch``, wired by ``app.Agi``)."""
 
-    async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult: ...
+    async def run_attempt(
+        self, run: Run, emitter: RunEmitter, session: Session | None = None
+    ) -> AttemptResult: ...
 
 
 class RunManager:
@@ -189,10 +191,10 @@ class RunManager:
                     if not await self._session_free_elsewhere(run, wait_for_session):
                         return await stored(store.get_run, run_id)
                     # (A claim made is never dropped: see _whole.)
-                    fence = await _whole(stored(self._claim_if_queued, run_id))
-                    if fence is None:
+                    claim = await _whole(stored(self._claim_if_queued, run_id))
+                    if claim is None:
                         return await stored(store.get_run, run_id)
-                    run = await self._execute_claimed(fence)
+                    run = await self._execute_claimed(*claim)
             except asyncio.CancelledError:
                 if run_id in self._stops:  # released before it was claimed: stays queued
                     return await stored(store.get_run, run_id)
@@ -200,12 +202,16 @@ class RunManager:
             if run.status != "queued" or run_id in self._stops:
                 return run
 
-    def _claim_if_queued(self, run_id: str) -> RunFence | None:
-        """Claim the run if it is still queued (store thread: one trip for both calls)."""
+    def _claim_if_queued(self, run_id: str) -> tuple[RunFence, tuple[Run, RunEmitter]] | None:
+        """Claim the run if it is still queued, and set its attempt up (store thread: one
+        trip for the claim and the attempt's reads)."""
         run = self.deps.store.get_run(run_id)
         if run.status != "queued":
             return None
-        return self.deps.store.claim_run(run.id, run.version, owner=self.deps.owner)
+        fence = self.deps.store.claim_run(run.id, run.version, owner=self.deps.owner)
+        if fence is None:
+            return None
+        return fence, self._setup(fence)
 
     async def _session_free_elsewhere(self, run: Run, wait: bool) -> bool:
         """Whether no other process is running a run of this session, and no earlier run of
@@ -261,12 +267,17 @@ class RunManager:
             writer=self.deps.store_thread if on_loop else None,
         )
 
-    async def _execute_claimed(self, fence: RunFence) -> Run:
-        """Execute one attempt of a run this process just claimed with ``fence``."""
+    async def _execute_claimed(
+        self, fence: RunFence, setup: tuple[Run, RunEmitter] | None = None
+    ) -> Run:
+        """Execute one attempt of a run this process just claimed with ``fence``; ``setup``:
+        the run and its emitter when they were made in the claim's trip."""
         run_id = fence.run_id
         # The run is ours from the claim on: a cancellation that comes while its emitter is
         # made is delivered again once the attempt can end the run (``_attempt``).
-        run, emitter = await _whole(self.deps.stored(self._setup, fence))
+        if setup is None:
+            setup = await _whole(self.deps.stored(self._setup, fence))
+        run, emitter = setup
         self._fences[run_id], self._emitters[run_id] = fence, emitter
         loop = asyncio.get_running_loop()
 
@@ -294,29 +305,30 @@ class RunManager:
 
     async def _attempt(self, run: Run, emitter: RunEmitter) -> Run:
         """One attempt of a claimed run (the claim counted it in ``run.attempt``)."""
-        store, stored = self.deps.store, self.deps.stored
         try:
-            agent = run.agent or ""
-            if emitter.seq == 0 and not agent:
-                agent = (await stored(store.get_session, run.session_id)).agent
+            # One trip to the store thread: the session (for the run's metadata and the
+            # attempt) and the queued prompt turned into the session's user message. The
+            # events below are stored after that message, as when they were emitted first.
+            session, message, run = await self.deps.stored(self._begin, run, emitter.fence)
             with emitter.together():
                 if emitter.seq == 0:
                     emitter.emit(
                         ev.RunMeta(
                             session_id=run.session_id,
-                            agent=agent,
+                            agent=run.agent or session.agent,
                             provider=run.provider or "",
                             model=run.model or "",
                             attempt=run.attempt,
                         )
                     )
                 emitter.emit(ev.RunStatusEvent(status="running"))
-                run = await self._add_input_message(run, emitter)
+                if message is not None:
+                    emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
             executor = self.executors.get(run.type)
             if executor is not None:
                 await emitter.write_inline()  # (executors emit, then call the store inline)
                 return await executor.start(run, emitter)
-            result = await self.agent_runner.run_attempt(run, emitter)
+            result = await self.agent_runner.run_attempt(run, emitter, session)
         except asyncio.CancelledError:
             stop = self._stops.get(run.id)
             if stop == "lost":
@@ -344,25 +356,20 @@ class RunManager:
             )
         return await _regardless(emitter.section(self._succeed, run.id, emitter, result))
 
-    async def _add_input_message(self, run: Run, emitter: RunEmitter) -> Run:
-        """Turn the queued prompt into the session's user message (once per run)."""
+    def _begin(self, run: Run, fence: RunFence | None) -> tuple[Session, Message | None, Run]:
+        """The run's session, and the queued prompt turned into the session's user message
+        (once per run; None when there is none). Store thread."""
+        store = self.deps.store
+        session = store.get_session(run.session_id)
         if run.input_message_id:
-            return run
+            return session, None, run
         state = dict(run.loop_state or {})
         parts = [part_from_dict(p) for p in state.pop("input", [])]
         if not parts:
-            return run
-        store, fence = self.deps.store, emitter.fence
-
-        def write() -> tuple[Message, Run]:  # (one trip to the store thread)
-            message = store.add_message(run.session_id, "user", parts, run_id=run.id, fence=fence)
-            return message, store.update_run(
-                run.id, input_message_id=message.id, loop_state=state, fence=fence
-            )
-
-        message, run = await self.deps.stored(write)
-        emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
-        return run
+            return session, None, run
+        message = store.add_message(run.session_id, "user", parts, run_id=run.id, fence=fence)
+        run = store.update_run(run.id, input_message_id=message.id, loop_state=state, fence=fence)
+        return session, message, run
 
     # --- what the lease keeper reports (called on the loop) ------------------------------------
 
