@@ -102,6 +102,16 @@ class AttemptRunner(Protocol):
     ) -> AttemptResult: ...
 
 
+@dataclass
+class _Claim:
+    """A run this process claimed, set up in the claim's trip to the store thread."""
+
+    fence: RunFence
+    run: Run
+    emitter: RunEmitter
+    begun: tuple[Session, Message | None, Run] | Exception  # ``_begin``'s result or error
+
+
 class RunManager:
     """Executes runs on the runtime loop. All coroutines here run on that loop."""
 
@@ -188,13 +198,17 @@ class RunManager:
                 await asyncio.sleep(_seconds_until(run.next_attempt_at))
                 lock = self._session_locks.setdefault(run.session_id, asyncio.Lock())
                 async with lock:
-                    if not await self._session_free_elsewhere(run, wait_for_session):
-                        return await stored(store.get_run, run_id)
-                    # (A claim made is never dropped: see _whole.)
-                    claim = await _whole(stored(self._claim_if_queued, run_id))
+                    # One trip: whether the session is free, the claim, the attempt's setup
+                    # and its first writes. (A claim made is never dropped: see _whole.)
+                    claim = await _whole(stored(self._claim_if_free, run))
+                    while claim == "busy":
+                        if not wait_for_session:
+                            return await stored(store.get_run, run_id)
+                        await asyncio.sleep(0.25)
+                        claim = await _whole(stored(self._claim_if_free, run))
                     if claim is None:
                         return await stored(store.get_run, run_id)
-                    run = await self._execute_claimed(*claim)
+                    run = await self._execute_claimed(claim.fence, claim)
             except asyncio.CancelledError:
                 if run_id in self._stops:  # released before it was claimed: stays queued
                     return await stored(store.get_run, run_id)
@@ -202,41 +216,33 @@ class RunManager:
             if run.status != "queued" or run_id in self._stops:
                 return run
 
-    def _claim_if_queued(self, run_id: str) -> tuple[RunFence, tuple[Run, RunEmitter]] | None:
-        """Claim the run if it is still queued, and set its attempt up (store thread: one
-        trip for the claim and the attempt's reads)."""
-        run = self.deps.store.get_run(run_id)
-        if run.status != "queued":
+    def _claim_if_free(self, run: Run) -> _Claim | Literal["busy"] | None:
+        """Claim the run if its session is free (``"busy"`` if not) and the run still queued
+        (None if not), and set its attempt up: one trip to the store thread."""
+        if self._session_busy_elsewhere(run):
+            return "busy"
+        current = self.deps.store.get_run(run.id)
+        if current.status != "queued":
             return None
-        fence = self.deps.store.claim_run(run.id, run.version, owner=self.deps.owner)
+        fence = self.deps.store.claim_run(current.id, current.version, owner=self.deps.owner)
         if fence is None:
             return None
-        return fence, self._setup(fence)
+        return self._setup(fence)
 
-    async def _session_free_elsewhere(self, run: Run, wait: bool) -> bool:
-        """Whether no other process is running a run of this session, and no earlier run of
-        it waits for an approval (waits if ``wait``)."""
-        while True:
-            found = await self.deps.stored(
-                self.deps.store.list_runs,
-                session_id=run.session_id,
-                statuses=["running", "waiting_approval"],
-                limit=5,
+    def _session_busy_elsewhere(self, run: Run) -> bool:
+        """Whether another process is running a run of this session, or an earlier run of it
+        waits for an approval (store thread)."""
+        found = self.deps.store.list_runs(
+            session_id=run.session_id, statuses=["running", "waiting_approval"], limit=5
+        )
+        return any(
+            r.id != run.id
+            and (
+                (r.status == "running" and r.owner != self.deps.owner and not self._is_stale(r))
+                or (r.status == "waiting_approval" and r.created_at < run.created_at)
             )
-            busy = [
-                r
-                for r in found.items
-                if r.id != run.id
-                and (
-                    (r.status == "running" and r.owner != self.deps.owner and not self._is_stale(r))
-                    or (r.status == "waiting_approval" and r.created_at < run.created_at)
-                )
-            ]
-            if not busy:
-                return True
-            if not wait:
-                return False
-            await asyncio.sleep(0.25)
+            for r in found.items
+        )
 
     def _is_stale(self, run: Run) -> bool:
         """Whether the run's owner has not heartbeated within ``stale_after``."""
@@ -267,17 +273,15 @@ class RunManager:
             writer=self.deps.store_thread if on_loop else None,
         )
 
-    async def _execute_claimed(
-        self, fence: RunFence, setup: tuple[Run, RunEmitter] | None = None
-    ) -> Run:
-        """Execute one attempt of a run this process just claimed with ``fence``; ``setup``:
-        the run and its emitter when they were made in the claim's trip."""
+    async def _execute_claimed(self, fence: RunFence, claim: _Claim | None = None) -> Run:
+        """Execute one attempt of a run this process just claimed with ``fence``; ``claim``:
+        the attempt's setup when it was made in the claim's trip."""
         run_id = fence.run_id
         # The run is ours from the claim on: a cancellation that comes while its emitter is
         # made is delivered again once the attempt can end the run (``_attempt``).
-        if setup is None:
-            setup = await _whole(self.deps.stored(self._setup, fence))
-        run, emitter = setup
+        if claim is None:
+            claim = await _whole(self.deps.stored(self._setup, fence))
+        run, emitter = claim.run, claim.emitter
         self._fences[run_id], self._emitters[run_id] = fence, emitter
         loop = asyncio.get_running_loop()
 
@@ -289,7 +293,7 @@ class RunManager:
 
         self.leases.hold(fence, on_lost=on_lost, on_cancel=on_cancel)
         try:
-            return await self._attempt(run, emitter)
+            return await self._attempt(run, emitter, claim.begun)
         except RunLost:
             emitter.mark_lost()
             log.warning("run %s was taken over by another process; stopped here", run_id)
@@ -299,17 +303,30 @@ class RunManager:
             self._fences.pop(run_id, None)
             self._emitters.pop(run_id, None)
 
-    def _setup(self, fence: RunFence) -> tuple[Run, RunEmitter]:
+    def _setup(self, fence: RunFence) -> _Claim:
+        """The claimed run, its emitter, and the attempt's first writes (``_begin``), whose
+        error is raised in ``_attempt`` (store thread)."""
         run = self.deps.store.get_run(fence.run_id)
-        return run, self._emitter(run, fence, on_loop=True)
-
-    async def _attempt(self, run: Run, emitter: RunEmitter) -> Run:
-        """One attempt of a claimed run (the claim counted it in ``run.attempt``)."""
+        emitter = self._emitter(run, fence, on_loop=True)
+        begun: tuple[Session, Message | None, Run] | Exception
         try:
-            # One trip to the store thread: the session (for the run's metadata and the
-            # attempt) and the queued prompt turned into the session's user message. The
-            # events below are stored after that message, as when they were emitted first.
-            session, message, run = await self.deps.stored(self._begin, run, emitter.fence)
+            begun = self._begin(run, fence)
+        except Exception as e:  # (an AgiError ends the run; RunLost stops it)
+            begun = e
+        return _Claim(fence, run, emitter, begun)
+
+    async def _attempt(
+        self, run: Run, emitter: RunEmitter, begun: tuple[Session, Message | None, Run] | Exception
+    ) -> Run:
+        """One attempt of a claimed run (the claim counted it in ``run.attempt``); ``begun``:
+        what ``_begin`` did in the claim's trip (or the error it raised)."""
+        try:
+            # The session (for the run's metadata and the attempt) and the queued prompt
+            # turned into the session's user message, read and written in the claim's trip.
+            # The events below are stored after that message, as when they were emitted first.
+            if isinstance(begun, Exception):
+                raise begun
+            session, message, run = begun
             with emitter.together():
                 if emitter.seq == 0:
                     emitter.emit(
