@@ -56,6 +56,10 @@ if TYPE_CHECKING:
     from agi_jupyter.tools import ToolRegistry
 
 
+# (the run's tool calls, the session's messages, the budget statuses or None): attempt_inputs
+AttemptInputs = tuple[list[ToolCall], list[Message], list[budgets.BudgetStatus] | None]
+
+
 @dataclass
 class TurnResult:
     text: str = ""
@@ -87,9 +91,14 @@ class AgentLoop:
         self.deps = deps
 
     async def run_attempt(
-        self, run: Run, emitter: RunEmitter, read: Session | None = None
+        self,
+        run: Run,
+        emitter: RunEmitter,
+        read: Session | None = None,
+        inputs: AttemptInputs | None = None,
     ) -> AttemptResult:
-        """``read``: the run's session as the caller just read it (None: read here)."""
+        """``read``: the run's session as the caller just read it, ``inputs``: what
+        ``attempt_inputs`` read for it in the same trip (None: read here)."""
         deps = self.deps
         store, stored = deps.store, deps.stored
         if read is None:
@@ -117,7 +126,9 @@ class AgentLoop:
         # Calls that waited for a person: executed or refused now, as decided (the model
         # turn that made them is not repeated); still undecided: the run waits again.
         # (One trip to the store thread for both reads when no call waited.)
-        calls, messages, statuses = await stored(self._attempt_inputs, run, session)
+        if inputs is None:
+            inputs = await stored(self.attempt_inputs, run, session)
+        calls, messages, statuses = inputs
         # The first model call's inputs, when they were read in that trip.
         first: tuple[list[budgets.BudgetStatus], list[Message]] | None = (
             None if statuses is None else (statuses, messages)
@@ -467,9 +478,7 @@ class AgentLoop:
 
         await self._save_tool_result(run, session, outcome, emitter, before=finished)
 
-    def _attempt_inputs(
-        self, run: Run, session: Session
-    ) -> tuple[list[ToolCall], list[Message], list[budgets.BudgetStatus] | None]:
+    def attempt_inputs(self, run: Run, session: Session) -> AttemptInputs:
         """(the run's tool calls, the session's messages, the budget statuses) as an attempt
         starts (store thread). The statuses only when no call waited and none was left
         unanswered: nothing is then written before the first model call, whose inputs these

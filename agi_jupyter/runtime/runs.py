@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from agi_jupyter import events as ev
 from agi_jupyter.errors import AgiError, RunLost, RunTerminal
-from agi_jupyter.records import Message, Run, RunFence, Session, part_from_dict
+from agi_jupyter.records import Message, Run, RunFence, Session, part_from_dict, session_for_run
 from agi_jupyter.runtime import endings
 from agi_jupyter.runtime.emitter import RunEmitter
 from agi_jupyter.runtime.endings import run_to_dict
 from agi_jupyter.runtime.lease import LeaseKeeper
-from agi_jupyter.runtime.runner import AgentLoop, AttemptResult, message_to_dict
+from agi_jupyter.runtime.runner import AgentLoop, AttemptInputs, AttemptResult, message_to_dict
 
 if TYPE_CHECKING:
     from agi_jupyter.runtime.deps import RuntimeDeps
@@ -98,7 +98,11 @@ class AttemptRunner(Protocol):
     picks the session's adapter (``sdk.dispatch.SdkDispatch``, wired by ``app.Agi``)."""
 
     async def run_attempt(
-        self, run: Run, emitter: RunEmitter, session: Session | None = None
+        self,
+        run: Run,
+        emitter: RunEmitter,
+        session: Session | None = None,
+        inputs: AttemptInputs | None = None,
     ) -> AttemptResult: ...
 
 
@@ -109,7 +113,17 @@ class _Claim:
     fence: RunFence
     run: Run
     emitter: RunEmitter
-    begun: tuple[Session, Message | None, Run] | Exception  # ``_begin``'s result or error
+    begun: _Begun | Exception  # ``_begin``'s result or error
+
+
+@dataclass
+class _Begun:
+    """What an attempt's first trip to the store thread read and wrote (``_begin``)."""
+
+    session: Session
+    message: Message | None  # the user message made of the queued prompt, if any
+    run: Run
+    inputs: AttemptInputs | None  # the native loop's first reads, made in the same trip
 
 
 class RunManager:
@@ -308,16 +322,14 @@ class RunManager:
         error is raised in ``_attempt`` (store thread)."""
         run = self.deps.store.get_run(fence.run_id)
         emitter = self._emitter(run, fence, on_loop=True)
-        begun: tuple[Session, Message | None, Run] | Exception
+        begun: _Begun | Exception
         try:
             begun = self._begin(run, fence)
         except Exception as e:  # (an AgiError ends the run; RunLost stops it)
             begun = e
         return _Claim(fence, run, emitter, begun)
 
-    async def _attempt(
-        self, run: Run, emitter: RunEmitter, begun: tuple[Session, Message | None, Run] | Exception
-    ) -> Run:
+    async def _attempt(self, run: Run, emitter: RunEmitter, begun: _Begun | Exception) -> Run:
         """One attempt of a claimed run (the claim counted it in ``run.attempt``); ``begun``:
         what ``_begin`` did in the claim's trip (or the error it raised)."""
         try:
@@ -326,7 +338,7 @@ class RunManager:
             # The events below are stored after that message, as when they were emitted first.
             if isinstance(begun, Exception):
                 raise begun
-            session, message, run = begun
+            session, message, run = begun.session, begun.message, begun.run
             with emitter.together():
                 if emitter.seq == 0:
                     emitter.emit(
@@ -345,7 +357,7 @@ class RunManager:
             if executor is not None:
                 await emitter.write_inline()  # (executors emit, then call the store inline)
                 return await executor.start(run, emitter)
-            result = await self.agent_runner.run_attempt(run, emitter, session)
+            result = await self.agent_runner.run_attempt(run, emitter, session, begun.inputs)
         except asyncio.CancelledError:
             stop = self._stops.get(run.id)
             if stop == "lost":
@@ -373,20 +385,25 @@ class RunManager:
             )
         return await _regardless(emitter.section(self._succeed, run.id, emitter, result))
 
-    def _begin(self, run: Run, fence: RunFence | None) -> tuple[Session, Message | None, Run]:
-        """The run's session, and the queued prompt turned into the session's user message
-        (once per run; None when there is none). Store thread."""
+    def _begin(self, run: Run, fence: RunFence | None) -> _Begun:
+        """The run's session, the queued prompt turned into the session's user message (once
+        per run), and for a run of our own loop its first reads (store thread)."""
         store = self.deps.store
         session = store.get_session(run.session_id)
-        if run.input_message_id:
-            return session, None, run
+        message = None
         state = dict(run.loop_state or {})
         parts = [part_from_dict(p) for p in state.pop("input", [])]
-        if not parts:
-            return session, None, run
-        message = store.add_message(run.session_id, "user", parts, run_id=run.id, fence=fence)
-        run = store.update_run(run.id, input_message_id=message.id, loop_state=state, fence=fence)
-        return session, message, run
+        if parts and not run.input_message_id:
+            message = store.add_message(run.session_id, "user", parts, run_id=run.id, fence=fence)
+            run = store.update_run(
+                run.id, input_message_id=message.id, loop_state=state, fence=fence
+            )
+        inputs = None
+        if run.type not in self.executors and session_for_run(session, run).sdk == "native":
+            # Read now, not in a trip of their own once the attempt starts: nothing this
+            # attempt does before its first model call writes what they read.
+            inputs = self.agent_loop.attempt_inputs(run, session_for_run(session, run))
+        return _Begun(session, message, run, inputs)
 
     # --- what the lease keeper reports (called on the loop) ------------------------------------
 
