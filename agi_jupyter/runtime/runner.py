@@ -56,6 +56,10 @@ if TYPE_CHECKING:
     from agi_jupyter.tools import ToolRegistry
 
 
+# (the run's tool calls, the session's messages, the budget statuses or None): attempt_inputs
+AttemptInputs = tuple[list[ToolCall], list[Message], list[budgets.BudgetStatus] | None]
+
+
 @dataclass
 class TurnResult:
     text: str = ""
@@ -86,10 +90,20 @@ class AgentLoop:
     def __init__(self, deps: RuntimeDeps) -> None:
         self.deps = deps
 
-    async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult:
+    async def run_attempt(
+        self,
+        run: Run,
+        emitter: RunEmitter,
+        read: Session | None = None,
+        inputs: AttemptInputs | None = None,
+    ) -> AttemptResult:
+        """``read``: the run's session as the caller just read it, ``inputs``: what
+        ``attempt_inputs`` read for it in the same trip (None: read here)."""
         deps = self.deps
         store, stored = deps.store, deps.stored
-        session = session_for_run(await stored(store.get_session, run.session_id), run)
+        if read is None:
+            read = await stored(store.get_session, run.session_id)
+        session = session_for_run(read, run)
         agent = self._agent(session)
         allowed = self._allowed(agent, session)
         await deps.registry.prepare(allowed)  # starts the MCP servers the agent can reach
@@ -112,7 +126,13 @@ class AgentLoop:
         # Calls that waited for a person: executed or refused now, as decided (the model
         # turn that made them is not repeated); still undecided: the run waits again.
         # (One trip to the store thread for both reads when no call waited.)
-        calls, messages = await stored(self._attempt_inputs, run, session)
+        if inputs is None:
+            inputs = await stored(self.attempt_inputs, run, session)
+        calls, messages, statuses = inputs
+        # The first model call's inputs, when they were read in that trip.
+        first: tuple[list[budgets.BudgetStatus], list[Message]] | None = (
+            None if statuses is None else (statuses, messages)
+        )
         waiting = [c for c in calls if c.status == "waiting_approval"]
         if waiting:
             await self._settle_approvals(
@@ -130,7 +150,10 @@ class AgentLoop:
             emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
             # One trip to the store thread for what the request needs (each costs a wake-up
             # of that thread and of the loop: the time to the first token).
-            found, history = await stored(self._turn_inputs, session)
+            if first is not None:
+                (found, history), first = first, None
+            else:
+                found, history = await stored(self._turn_inputs, session)
             self._check_budget(run, state, emitter, found)
             request = pb.ProviderRequest(
                 model=run.model or "",
@@ -455,10 +478,18 @@ class AgentLoop:
 
         await self._save_tool_result(run, session, outcome, emitter, before=finished)
 
-    def _attempt_inputs(self, run: Run, session: Session) -> tuple[list[ToolCall], list[Message]]:
-        """(the run's tool calls, the session's messages) as an attempt starts (store thread)."""
+    def attempt_inputs(self, run: Run, session: Session) -> AttemptInputs:
+        """(the run's tool calls, the session's messages, the budget statuses) as an attempt
+        starts (store thread). The statuses only when no call waited and none was left
+        unanswered: nothing is then written before the first model call, whose inputs these
+        are (one trip fewer before the first token); else None."""
         store = self.deps.store
-        return store.list_tool_calls(run_id=run.id), store.list_messages(session.id)
+        calls, messages = store.list_tool_calls(run_id=run.id), store.list_messages(session.id)
+        if any(c.status == "waiting_approval" for c in calls):
+            return calls, messages, None
+        if unanswered_tool_calls(messages):
+            return calls, messages, None
+        return calls, messages, self._statuses_now(session)
 
     async def _settle_approvals(
         self,

@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from agi_jupyter import events as ev
 from agi_jupyter.errors import AgiError, RunLost, RunTerminal
-from agi_jupyter.records import Message, Run, RunFence, part_from_dict
+from agi_jupyter.records import Message, Run, RunFence, Session, part_from_dict, session_for_run
 from agi_jupyter.runtime import endings
 from agi_jupyter.runtime.emitter import RunEmitter
 from agi_jupyter.runtime.endings import run_to_dict
 from agi_jupyter.runtime.lease import LeaseKeeper
-from agi_jupyter.runtime.runner import AgentLoop, AttemptResult, message_to_dict
+from agi_jupyter.runtime.runner import AgentLoop, AttemptInputs, AttemptResult, message_to_dict
 
 if TYPE_CHECKING:
     from agi_jupyter.runtime.deps import RuntimeDeps
@@ -97,7 +97,33 @@ class AttemptRunner(Protocol):
     """Runs one attempt of an ``agent`` run: ``AgentLoop`` itself, or the SDK dispatch that
     picks the session's adapter (``sdk.dispatch.SdkDispatch``, wired by ``app.Agi``)."""
 
-    async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult: ...
+    async def run_attempt(
+        self,
+        run: Run,
+        emitter: RunEmitter,
+        session: Session | None = None,
+        inputs: AttemptInputs | None = None,
+    ) -> AttemptResult: ...
+
+
+@dataclass
+class _Claim:
+    """A run this process claimed, set up in the claim's trip to the store thread."""
+
+    fence: RunFence
+    run: Run
+    emitter: RunEmitter
+    begun: _Begun | Exception  # ``_begin``'s result or error
+
+
+@dataclass
+class _Begun:
+    """What an attempt's first trip to the store thread read and wrote (``_begin``)."""
+
+    session: Session
+    message: Message | None  # the user message made of the queued prompt, if any
+    run: Run
+    inputs: AttemptInputs | None  # the native loop's first reads, made in the same trip
 
 
 class RunManager:
@@ -186,13 +212,17 @@ class RunManager:
                 await asyncio.sleep(_seconds_until(run.next_attempt_at))
                 lock = self._session_locks.setdefault(run.session_id, asyncio.Lock())
                 async with lock:
-                    if not await self._session_free_elsewhere(run, wait_for_session):
+                    # One trip: whether the session is free, the claim, the attempt's setup
+                    # and its first writes. (A claim made is never dropped: see _whole.)
+                    claim = await _whole(stored(self._claim_if_free, run))
+                    while claim == "busy":
+                        if not wait_for_session:
+                            return await stored(store.get_run, run_id)
+                        await asyncio.sleep(0.25)
+                        claim = await _whole(stored(self._claim_if_free, run))
+                    if claim is None:
                         return await stored(store.get_run, run_id)
-                    # (A claim made is never dropped: see _whole.)
-                    fence = await _whole(stored(self._claim_if_queued, run_id))
-                    if fence is None:
-                        return await stored(store.get_run, run_id)
-                    run = await self._execute_claimed(fence)
+                    run = await self._execute_claimed(claim.fence, claim)
             except asyncio.CancelledError:
                 if run_id in self._stops:  # released before it was claimed: stays queued
                     return await stored(store.get_run, run_id)
@@ -200,37 +230,33 @@ class RunManager:
             if run.status != "queued" or run_id in self._stops:
                 return run
 
-    def _claim_if_queued(self, run_id: str) -> RunFence | None:
-        """Claim the run if it is still queued (store thread: one trip for both calls)."""
-        run = self.deps.store.get_run(run_id)
-        if run.status != "queued":
+    def _claim_if_free(self, run: Run) -> _Claim | Literal["busy"] | None:
+        """Claim the run if its session is free (``"busy"`` if not) and the run still queued
+        (None if not), and set its attempt up: one trip to the store thread."""
+        if self._session_busy_elsewhere(run):
+            return "busy"
+        current = self.deps.store.get_run(run.id)
+        if current.status != "queued":
             return None
-        return self.deps.store.claim_run(run.id, run.version, owner=self.deps.owner)
+        fence = self.deps.store.claim_run(current.id, current.version, owner=self.deps.owner)
+        if fence is None:
+            return None
+        return self._setup(fence)
 
-    async def _session_free_elsewhere(self, run: Run, wait: bool) -> bool:
-        """Whether no other process is running a run of this session, and no earlier run of
-        it waits for an approval (waits if ``wait``)."""
-        while True:
-            found = await self.deps.stored(
-                self.deps.store.list_runs,
-                session_id=run.session_id,
-                statuses=["running", "waiting_approval"],
-                limit=5,
+    def _session_busy_elsewhere(self, run: Run) -> bool:
+        """Whether another process is running a run of this session, or an earlier run of it
+        waits for an approval (store thread)."""
+        found = self.deps.store.list_runs(
+            session_id=run.session_id, statuses=["running", "waiting_approval"], limit=5
+        )
+        return any(
+            r.id != run.id
+            and (
+                (r.status == "running" and r.owner != self.deps.owner and not self._is_stale(r))
+                or (r.status == "waiting_approval" and r.created_at < run.created_at)
             )
-            busy = [
-                r
-                for r in found.items
-                if r.id != run.id
-                and (
-                    (r.status == "running" and r.owner != self.deps.owner and not self._is_stale(r))
-                    or (r.status == "waiting_approval" and r.created_at < run.created_at)
-                )
-            ]
-            if not busy:
-                return True
-            if not wait:
-                return False
-            await asyncio.sleep(0.25)
+            for r in found.items
+        )
 
     def _is_stale(self, run: Run) -> bool:
         """Whether the run's owner has not heartbeated within ``stale_after``."""
@@ -261,12 +287,15 @@ class RunManager:
             writer=self.deps.store_thread if on_loop else None,
         )
 
-    async def _execute_claimed(self, fence: RunFence) -> Run:
-        """Execute one attempt of a run this process just claimed with ``fence``."""
+    async def _execute_claimed(self, fence: RunFence, claim: _Claim | None = None) -> Run:
+        """Execute one attempt of a run this process just claimed with ``fence``; ``claim``:
+        the attempt's setup when it was made in the claim's trip."""
         run_id = fence.run_id
         # The run is ours from the claim on: a cancellation that comes while its emitter is
         # made is delivered again once the attempt can end the run (``_attempt``).
-        run, emitter = await _whole(self.deps.stored(self._setup, fence))
+        if claim is None:
+            claim = await _whole(self.deps.stored(self._setup, fence))
+        run, emitter = claim.run, claim.emitter
         self._fences[run_id], self._emitters[run_id] = fence, emitter
         loop = asyncio.get_running_loop()
 
@@ -278,7 +307,7 @@ class RunManager:
 
         self.leases.hold(fence, on_lost=on_lost, on_cancel=on_cancel)
         try:
-            return await self._attempt(run, emitter)
+            return await self._attempt(run, emitter, claim.begun)
         except RunLost:
             emitter.mark_lost()
             log.warning("run %s was taken over by another process; stopped here", run_id)
@@ -288,35 +317,47 @@ class RunManager:
             self._fences.pop(run_id, None)
             self._emitters.pop(run_id, None)
 
-    def _setup(self, fence: RunFence) -> tuple[Run, RunEmitter]:
+    def _setup(self, fence: RunFence) -> _Claim:
+        """The claimed run, its emitter, and the attempt's first writes (``_begin``), whose
+        error is raised in ``_attempt`` (store thread)."""
         run = self.deps.store.get_run(fence.run_id)
-        return run, self._emitter(run, fence, on_loop=True)
-
-    async def _attempt(self, run: Run, emitter: RunEmitter) -> Run:
-        """One attempt of a claimed run (the claim counted it in ``run.attempt``)."""
-        store, stored = self.deps.store, self.deps.stored
+        emitter = self._emitter(run, fence, on_loop=True)
+        begun: _Begun | Exception
         try:
-            agent = run.agent or ""
-            if emitter.seq == 0 and not agent:
-                agent = (await stored(store.get_session, run.session_id)).agent
+            begun = self._begin(run, fence)
+        except Exception as e:  # (an AgiError ends the run; RunLost stops it)
+            begun = e
+        return _Claim(fence, run, emitter, begun)
+
+    async def _attempt(self, run: Run, emitter: RunEmitter, begun: _Begun | Exception) -> Run:
+        """One attempt of a claimed run (the claim counted it in ``run.attempt``); ``begun``:
+        what ``_begin`` did in the claim's trip (or the error it raised)."""
+        try:
+            # The session (for the run's metadata and the attempt) and the queued prompt
+            # turned into the session's user message, read and written in the claim's trip.
+            # The events below are stored after that message, as when they were emitted first.
+            if isinstance(begun, Exception):
+                raise begun
+            session, message, run = begun.session, begun.message, begun.run
             with emitter.together():
                 if emitter.seq == 0:
                     emitter.emit(
                         ev.RunMeta(
                             session_id=run.session_id,
-                            agent=agent,
+                            agent=run.agent or session.agent,
                             provider=run.provider or "",
                             model=run.model or "",
                             attempt=run.attempt,
                         )
                     )
                 emitter.emit(ev.RunStatusEvent(status="running"))
-                run = await self._add_input_message(run, emitter)
+                if message is not None:
+                    emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
             executor = self.executors.get(run.type)
             if executor is not None:
                 await emitter.write_inline()  # (executors emit, then call the store inline)
                 return await executor.start(run, emitter)
-            result = await self.agent_runner.run_attempt(run, emitter)
+            result = await self.agent_runner.run_attempt(run, emitter, session, begun.inputs)
         except asyncio.CancelledError:
             stop = self._stops.get(run.id)
             if stop == "lost":
@@ -344,25 +385,25 @@ class RunManager:
             )
         return await _regardless(emitter.section(self._succeed, run.id, emitter, result))
 
-    async def _add_input_message(self, run: Run, emitter: RunEmitter) -> Run:
-        """Turn the queued prompt into the session's user message (once per run)."""
-        if run.input_message_id:
-            return run
+    def _begin(self, run: Run, fence: RunFence | None) -> _Begun:
+        """The run's session, the queued prompt turned into the session's user message (once
+        per run), and for a run of our own loop its first reads (store thread)."""
+        store = self.deps.store
+        session = store.get_session(run.session_id)
+        message = None
         state = dict(run.loop_state or {})
         parts = [part_from_dict(p) for p in state.pop("input", [])]
-        if not parts:
-            return run
-        store, fence = self.deps.store, emitter.fence
-
-        def write() -> tuple[Message, Run]:  # (one trip to the store thread)
+        if parts and not run.input_message_id:
             message = store.add_message(run.session_id, "user", parts, run_id=run.id, fence=fence)
-            return message, store.update_run(
+            run = store.update_run(
                 run.id, input_message_id=message.id, loop_state=state, fence=fence
             )
-
-        message, run = await self.deps.stored(write)
-        emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
-        return run
+        inputs = None
+        if run.type not in self.executors and session_for_run(session, run).sdk == "native":
+            # Read now, not in a trip of their own once the attempt starts: nothing this
+            # attempt does before its first model call writes what they read.
+            inputs = self.agent_loop.attempt_inputs(run, session_for_run(session, run))
+        return _Begun(session, message, run, inputs)
 
     # --- what the lease keeper reports (called on the loop) ------------------------------------
 

@@ -32,11 +32,12 @@ from agi_jupyter.runtime.runner import allowed_tool_names
 from agi_jupyter.runtime.toolcalls import run_tool
 from agi_jupyter.sdk.base import KNOWN_SDKS, SdkAdapter, SdkRunParams
 from agi_jupyter.sdk.history import CanonicalHistory
+from agi_jupyter.sdk.native import NativeAdapter
 
 if TYPE_CHECKING:
     from agi_jupyter.runtime.deps import RuntimeDeps
     from agi_jupyter.runtime.emitter import RunEmitter
-    from agi_jupyter.runtime.runner import AttemptResult
+    from agi_jupyter.runtime.runner import AttemptInputs, AttemptResult
     from agi_jupyter.tools import ToolOutcome
 
 log = logging.getLogger(__name__)
@@ -70,8 +71,17 @@ class SdkDispatch:
 
     # --- running -----------------------------------------------------------------------------
 
-    async def run_attempt(self, run: Run, emitter: RunEmitter) -> AttemptResult:
-        found = await self.deps.stored(self.deps.store.get_session, run.session_id)
+    async def run_attempt(
+        self,
+        run: Run,
+        emitter: RunEmitter,
+        found: Session | None = None,
+        inputs: AttemptInputs | None = None,
+    ) -> AttemptResult:
+        """``found``: the run's session as the run manager just read it (None: read here);
+        ``inputs``: the native loop's first reads, made in the same trip."""
+        if found is None:
+            found = await self.deps.stored(self.deps.store.get_session, run.session_id)
         session = session_for_run(found, run)
         adapter = self.adapter(session.sdk)
         if session.sdk != "native":  # (they emit, then call the store inline)
@@ -90,7 +100,12 @@ class SdkDispatch:
             return params
 
         try:
-            result = await adapter.execute(run, emitter, prepare)
+            if isinstance(adapter, NativeAdapter):
+                # Our own loop, given the session read already (a trip to the store thread
+                # less before the first model request).
+                result = await adapter.loop.run_attempt(run, emitter, found, inputs)
+            else:
+                result = await adapter.execute(run, emitter, prepare)
         finally:
             self._live.pop(run.id, None)
             if history:
