@@ -449,8 +449,25 @@ class AgentLoop:
         approved: bool = False,
     ) -> None:
         """Run one call and store its result at once (not when its siblings end): a call
-        that completed keeps its result whatever happens to the others."""
-        outcome = await run_tool(
+        that completed keeps its result whatever happens to the others, and a call that ran
+        has its result stored even when the run is cancelled (closed) meanwhile."""
+        store, fence = self.deps.store, emitter.fence
+
+        async def record(outcome: ToolOutcome) -> None:
+            def finished() -> None:
+                store.update_tool_call(
+                    row_id,
+                    status=outcome.status,
+                    result=outcome.result,
+                    is_error=not outcome.ok,
+                    started_at=outcome.started_at,
+                    finished_at=outcome.finished_at,
+                    fence=fence,
+                )
+
+            await self._save_tool_result(run, session, outcome, emitter, before=finished)
+
+        await run_tool(
             self.deps,
             run,
             session,
@@ -462,21 +479,8 @@ class AgentLoop:
             parse_error=parse_error,
             turn=iteration,
             approved=approved,
+            record=record,
         )
-        store, fence = self.deps.store, emitter.fence
-
-        def finished() -> None:
-            store.update_tool_call(
-                row_id,
-                status=outcome.status,
-                result=outcome.result,
-                is_error=not outcome.ok,
-                started_at=outcome.started_at,
-                finished_at=outcome.finished_at,
-                fence=fence,
-            )
-
-        await self._save_tool_result(run, session, outcome, emitter, before=finished)
 
     def attempt_inputs(self, run: Run, session: Session) -> AttemptInputs:
         """(the run's tool calls, the session's messages, the budget statuses) as an attempt

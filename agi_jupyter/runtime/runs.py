@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from agi_jupyter import events as ev
+from agi_jupyter.aio import complete
 from agi_jupyter.errors import AgiError, RunLost, RunTerminal
 from agi_jupyter.records import Message, Run, RunFence, Session, part_from_dict, session_for_run
 from agi_jupyter.runtime import endings
@@ -213,13 +214,13 @@ class RunManager:
                 lock = self._session_locks.setdefault(run.session_id, asyncio.Lock())
                 async with lock:
                     # One trip: whether the session is free, the claim, the attempt's setup
-                    # and its first writes. (A claim made is never dropped: see _whole.)
-                    claim = await _whole(stored(self._claim_if_free, run))
+                    # and its first writes. (A claim made is never dropped: see aio.complete.)
+                    claim = await complete(stored(self._claim_if_free, run))
                     while claim == "busy":
                         if not wait_for_session:
                             return await stored(store.get_run, run_id)
                         await asyncio.sleep(0.25)
-                        claim = await _whole(stored(self._claim_if_free, run))
+                        claim = await complete(stored(self._claim_if_free, run))
                     if claim is None:
                         return await stored(store.get_run, run_id)
                     run = await self._execute_claimed(claim.fence, claim)
@@ -294,7 +295,7 @@ class RunManager:
         # The run is ours from the claim on: a cancellation that comes while its emitter is
         # made is delivered again once the attempt can end the run (``_attempt``).
         if claim is None:
-            claim = await _whole(self.deps.stored(self._setup, fence))
+            claim = await complete(self.deps.stored(self._setup, fence))
         run, emitter = claim.run, claim.emitter
         self._fences[run_id], self._emitters[run_id] = fence, emitter
         loop = asyncio.get_running_loop()
@@ -612,26 +613,6 @@ class RunManager:
         for executor in self.executors.values():
             await executor.aclose()
         self.leases.close()
-
-
-async def _whole(call: Coroutine[Any, Any, T]) -> T:
-    """The result of ``call`` even when the task is cancelled meanwhile (a claim that was made
-    must reach the code that ends the run); the cancellation is then delivered again at the
-    task's next await."""
-    future = asyncio.ensure_future(call)
-    cancelled = False
-    while True:
-        try:
-            result = await asyncio.shield(future)
-            break
-        except asyncio.CancelledError:
-            if future.cancelled():
-                raise
-            cancelled = True
-    current = asyncio.current_task()
-    if cancelled and current is not None:
-        current.cancel()
-    return result
 
 
 async def _regardless(ending: Coroutine[Any, Any, T]) -> T:

@@ -6,6 +6,7 @@ gating, path confinement, timeouts, artifacts and redaction are the same for eve
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from agi_jupyter import events as ev
@@ -34,10 +35,12 @@ async def run_tool(
     parse_error: str | None = None,
     turn: int | None = None,
     approved: bool = False,
+    record: Callable[[ToolOutcome], Awaitable[None]] | None = None,
 ) -> ToolOutcome:
     """Execute one tool call; live chunks go out as ``tool.call.delta``. Never raises for the
     tool's own problems (they come back as an error outcome the model sees). The session's
-    tool policy applies: a call that needs a person's decision runs only ``approved``."""
+    tool policy applies: a call that needs a person's decision runs only ``approved``.
+    ``record`` stores the outcome, even when the run is cancelled after the tool ran."""
 
     def emit_delta(channel: str, chunk: str) -> None:
         event = ev.ToolCallDelta(tool_call_id=tool_call_id, channel=channel, chunk=chunk)
@@ -69,4 +72,5 @@ async def run_tool(
         redactor=deps.redactor,
         policy=ToolPolicy.for_session(agent, session, deps.config),
         approved=approved,
+        record=record,
     )

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from agi_jupyter.aio import complete
 from agi_jupyter.errors import ToolError
 from agi_jupyter.records import JSON, Artifact, utc_now
 from agi_jupyter.tools.base import AnyTool, ArtifactDraft, Emit, ToolContext, ToolResult
@@ -73,10 +74,14 @@ async def execute_tool_call(
     redactor: Redactor | None = None,
     policy: ToolPolicy | None = None,
     approved: bool = False,
+    record: Callable[[ToolOutcome], Awaitable[None]] | None = None,
 ) -> ToolOutcome:
     """Validate, run and record one call (see the module docstring). ``policy``: the
     session's tool policy (a denied tool is refused; a tool that asks is refused unless a
-    person ``approved`` this call: callers that can wait for a decision ask before)."""
+    person ``approved`` this call: callers that can wait for a decision ask before).
+    ``record``: stores the outcome; once the tool has run, making its outcome and recording
+    it is one piece a cancellation does not cut in half (a call that ran is never left
+    unrecorded; the cancellation is delivered after)."""
     redactor = redactor or Redactor()
     started_at = utc_now()
     tool = registry.get(name)
@@ -98,7 +103,7 @@ async def execute_tool_call(
             outcome = await _run(tool, arguments, live.context(ctx), timeout)
         finally:
             live.flush()
-    return await _finish(
+    finishing = _finish(
         name=name,
         arguments=arguments,
         outcome=outcome,
@@ -106,6 +111,15 @@ async def execute_tool_call(
         redactor=redactor,
         started_at=started_at,
     )
+    if record is None:
+        return await finishing
+
+    async def finish_and_record() -> ToolOutcome:
+        finished = await finishing
+        await record(finished)
+        return finished
+
+    return await complete(finish_and_record())
 
 
 class _LiveOutput:

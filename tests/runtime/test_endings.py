@@ -221,14 +221,9 @@ def test_close_releases_a_running_run_and_the_next_process_resumes_it(
     first = make_agi(tools=[wait_tool])
     session = first.new_session(tools=["test.wait"], model="openai-chat:gpt-4o-mini")
     run = first.submit("work", session=session.id)
-
-    def one_done_one_running() -> bool:
-        done = [c for c in first.store.list_tool_calls(run_id=run.id) if c.status == "completed"]
-        return FINISHED == ["done before"] and len(STARTED) == 2 and len(done) == 1
-
-    # (the stored result, not only the tool's return: a close landing between the two marks
-    # the finished call cancelled — a known narrow window, see docs/architecture.md)
-    wait_until(one_done_one_running, timeout=60)
+    # The close may land between "done before" returning and its result being stored: the
+    # result is stored all the same (aio.complete in the executor), never left "cancelled".
+    wait_until(lambda: FINISHED == ["done before"] and len(STARTED) == 2, timeout=60)
     first.close()  # a graceful stop: the run goes back to the queue, not to "cancelled"
 
     second = make_agi(tools=[wait_tool])

@@ -14,6 +14,7 @@ from agi_jupyter.tools import (
     ArtifactDraft,
     Redactor,
     ToolContext,
+    ToolOutcome,
     ToolRegistry,
     ToolResult,
     execute_tool_call,
@@ -208,6 +209,42 @@ async def test_cancellation_propagates(registry: ToolRegistry, ctx: ToolContext)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+@pytest.mark.asyncio
+async def test_a_call_that_ran_is_recorded_when_cancelled_before_its_result_is_stored(
+    registry: ToolRegistry, ctx: ToolContext
+) -> None:
+    """A cancel (a graceful close) that lands after the tool returned, while its outcome is
+    being stored, waits for the store: a call that ran is never left unrecorded. The task is
+    cancelled after."""
+    recording, release = asyncio.Event(), asyncio.Event()
+    recorded: list[str] = []
+
+    async def record(outcome: ToolOutcome) -> None:
+        recording.set()
+        await release.wait()  # a store write still in flight
+        recorded.append(outcome.status)
+
+    task = asyncio.create_task(
+        execute_tool_call(
+            registry,
+            name="test.echo",
+            arguments={"text": "done"},
+            allowed=["*"],
+            ctx=ctx,
+            timeout=60,
+            record=record,
+        )
+    )
+    await asyncio.wait_for(recording.wait(), timeout=10)
+    task.cancel()
+    await asyncio.sleep(0)
+    assert not task.done()  # still storing the result
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert recorded == ["completed"]
 
 
 @pytest.mark.asyncio
