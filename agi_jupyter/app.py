@@ -548,7 +548,7 @@ class Agi:
         if not decided:
             raise NoPendingApproval(f"run {run_id} was decided meanwhile")
         if resume and self.store.get_run(run_id).status == "queued":
-            self.loop.submit(self._spawn(run_id))
+            self.loop.submit(self.runs_manager.resume(run_id))
         return decided
 
     def undo(

@@ -161,7 +161,7 @@ class RunManager:
         ``submit``) may find the run claimed and be about to return: the claimed run is then
         driven by a task that starts once that one ended, never dropped."""
         task = self._tasks.get(run_id)
-        if task is not None and claimed is None:
+        if task is not None and claimed is None and not task.done():
             return task
         coro = self._drive(run_id, wait_for_session, claimed)
         if task is not None:
@@ -175,6 +175,15 @@ class RunManager:
 
         task.add_done_callback(forget)
         return task
+
+    async def resume(self, run_id: str) -> None:
+        """Drive a run a decision queued again, once the task of the attempt that left it
+        waiting for the approval has ended: that attempt's ending may still be on the store
+        thread, and ``spawn`` would hand back its task, which ends without driving the run."""
+        previous = self._tasks.get(run_id)
+        if previous is not None:
+            await asyncio.wait({previous})
+        self.spawn(run_id)
 
     @staticmethod
     async def _after(previous: asyncio.Task[Run], coro: Coroutine[Any, Any, Run]) -> Run:
