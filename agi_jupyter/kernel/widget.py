@@ -16,6 +16,7 @@ session (its history is loaded from the store), the model and the agent.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import threading
@@ -222,7 +223,9 @@ class ChatWidget(anywidget.AnyWidget):
         def cancel() -> None:
             from agi_jupyter.errors import RunTerminal
 
-            with contextlib.suppress(RunTerminal):
+            # RunTerminal: the run ended meanwhile. CancelledError: the kernel's runtime was
+            # closed while the cancel was on its way (the close stops the run itself).
+            with contextlib.suppress(RunTerminal, concurrent.futures.CancelledError):
                 self._ctx.agi.cancel(run_id)
 
         threading.Thread(target=cancel, name=f"agi-cancel-{run_id}", daemon=True).start()
