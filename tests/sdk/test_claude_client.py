@@ -392,3 +392,38 @@ def test_claude_interrupt_mode_stops_the_turn_and_answers_the_new_message(
     text = request_text(second)
     assert text.index("count slowly") < text.index("stop and answer this")
     wait_until(lambda: not claude_processes(), timeout=10)
+
+
+def test_a_close_cancelled_again_midway_still_closes_the_client_whole(
+    claude_agi: Agi, tmp_path: Any
+) -> None:
+    """A run cancelled again while its CLI is being closed (an interrupt then the run manager's
+    cancel) still closes the client whole: the SDK's anyio shield does not hold off an asyncio
+    ``task.cancel()``, and a ``disconnect`` cut short left its message stream open (a
+    ``ResourceWarning`` when collected, a CI failure) and could leave the CLI running."""
+    import asyncio
+
+    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+
+    from agi_jupyter.sdk.claude.client import _stop
+
+    async def scenario() -> Any:
+        options = ClaudeAgentOptions(
+            tools=[], setting_sources=[], env={"CLAUDE_CONFIG_DIR": str(tmp_path)}
+        )
+        client = ClaudeSDKClient(options)
+        await client.connect()
+        query = client._query
+        assert query is not None
+        assert claude_processes()
+        closing = asyncio.ensure_future(_stop(client, interrupt=False))
+        for _ in range(5):  # cancelled again and again while the close is under way
+            await asyncio.sleep(0.01)
+            closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        return query
+
+    query = asyncio.run(scenario())
+    assert query._message_receive._closed
+    wait_until(lambda: not claude_processes(), timeout=10)

@@ -25,6 +25,7 @@ from claude_agent_sdk import (
     ResultMessage,
 )
 
+from agi_jupyter.aio import complete
 from agi_jupyter.errors import (
     AgiError,
     ProviderDisconnected,
@@ -125,8 +126,7 @@ async def _attempt(params: SdkRunParams, resume: str | None) -> AttemptResult:
     finally:
         stream.done = True  # no more queued messages: the caller queues a run instead
         stream.flush_waiting()
-        with contextlib.suppress(Exception):
-            await client.disconnect()
+        await complete(_disconnect(client))
 
 
 def _outcome(params: SdkRunParams, stream: ClaudeStream) -> AttemptResult:
@@ -157,13 +157,27 @@ def result_error(result: ResultMessage, api_error: tuple[str, str] | None) -> Ag
 
 async def _stop(client: ClaudeSDKClient, *, interrupt: bool) -> None:
     """Stop the CLI for a cancelled run: interrupt its turn (so it exits at once on end of
-    input), then close it. ``disconnect`` is bounded and escalates to kill by itself; it is not
-    wrapped in a timeout, which would skip that escalation."""
+    input), then close it."""
     if interrupt:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(client.interrupt(), INTERRUPT_TIMEOUT)
-    with contextlib.suppress(Exception):
+    await complete(_disconnect(client))
+
+
+async def _disconnect(client: ClaudeSDKClient) -> None:
+    """Close the client whole. ``disconnect`` is bounded and escalates to kill by itself; it is
+    not wrapped in a timeout, which would skip that escalation. It runs to its end even when the
+    run is cancelled meanwhile (``complete``): the SDK's anyio shield does not hold off an
+    asyncio ``task.cancel()``, and a cut-short ``disconnect`` skips closing its message stream
+    (a ``ResourceWarning`` when it is collected) and may leave the CLI running."""
+    query = getattr(client, "_query", None)  # closed by ``disconnect`` unless it fails first
+    try:
         await client.disconnect()
+    except Exception:  # the run's outcome matters more than a failed close
+        log.info("could not close the claude CLI cleanly", exc_info=True)
+    finally:
+        if query is not None:
+            query.close_receive_stream()
 
 
 async def _one(message: dict[str, object]) -> AsyncIterator[dict[str, object]]:
