@@ -408,7 +408,8 @@ class Agi:
         if route == "interrupt":
             self._interrupt_active_runs(ses.id, keep=run.id)
         if start:
-            self.loop.submit(self._spawn(run.id))
+            # (A callback, not a coroutine: no task and no future of its own to start it.)
+            self.loop.loop.call_soon_threadsafe(self._start_created, run)
         return run, 0
 
     def research(
@@ -582,6 +583,10 @@ class Agi:
 
     async def _spawn(self, run_id: str) -> None:
         self.runs_manager.spawn(run_id)
+
+    def _start_created(self, run: Run) -> None:
+        """Start driving a run just created (on the loop), without reading it again."""
+        self.runs_manager.spawn(run.id, created=run)
 
     def _interrupt_active_runs(self, session_id: str, *, keep: str) -> None:
         # A run waiting for an approval is interrupted too: the new message replaces the turn.
