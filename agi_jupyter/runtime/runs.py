@@ -234,7 +234,8 @@ class RunManager:
                 return run
         while True:
             # A run just created is queued: its claim (``_claim_if_free``) reads it again.
-            run, created = created or await stored(store.get_run, run_id), None
+            run = created if created is not None else await stored(store.get_run, run_id)
+            created = None
             if run.status != "queued":
                 return run
             try:
