@@ -31,6 +31,7 @@ from agi_jupyter.records import (
     Part,
     ReasoningPart,
     Run,
+    RunFence,
     Session,
     TextPart,
     ToolCall,
@@ -167,13 +168,11 @@ class AgentLoop:
             turn = await self._stream_turn(provider, request, emitter, names)
             usage = turn.usage
             cost = None if usage is None else cost_usd(run.provider or "", run.model or "", usage)
-            # (Nothing else emits on the emitter between turns: the block may await.)
-            with emitter.together():
-                assistant = await self._save_turn(run, session, turn, cost, emitter)
             add_turn_usage(usage_total, turn)
             cost_total += cost or 0.0
             text = turn.text
-            # Saved before the tools run: a resumed attempt continues after this model turn.
+            # Saved before the tools run, in the assistant message's trip to the store thread:
+            # a resumed attempt continues after this model turn.
             state = {
                 "iteration": iteration,
                 "max_iterations": max_iterations,
@@ -183,7 +182,9 @@ class AgentLoop:
                 # least this one's (a call without usage leaves the run's usage unknown).
                 "last_input_tokens": turn.usage.input_tokens if turn.usage else 0,
             }
-            await self._save_state(run, state, emitter)
+            # (Nothing else emits on the emitter between turns: the block may await.)
+            with emitter.together():
+                assistant = await self._save_turn(run, session, turn, cost, emitter, state)
             if turn.tool_calls:
                 await self._run_tools(
                     run, session, agent, assistant, turn.tool_calls, emitter, iteration
@@ -194,13 +195,16 @@ class AgentLoop:
         return AttemptResult(text, usage_total, cost_total, max_iterations, True)
 
     async def _save_state(self, run: Run, state: JSON, emitter: RunEmitter) -> None:
-        await self.deps.stored(
-            self.deps.store.update_run,
+        await self.deps.stored(self._write_state, run, state, emitter.fence)
+
+    def _write_state(self, run: Run, state: JSON, fence: RunFence | None) -> None:
+        """Save the loop state, the usage and the cost so far on the run (store thread)."""
+        self.deps.store.update_run(
             run.id,
             loop_state=state,
             usage=state["usage"],
             cost_usd=state["cost_usd"],
-            fence=emitter.fence,
+            fence=fence,
         )
 
     # --- budgets -----------------------------------------------------------------------------
@@ -304,9 +308,11 @@ class AgentLoop:
         turn: TurnResult,
         cost: float | None,
         emitter: RunEmitter,
+        state: JSON,
     ) -> Message:
-        """Store the assistant message and the usage of a model turn in one trip to the store
-        thread; emit the message, the usage and the budgets' spent and remaining."""
+        """Store the assistant message and the usage of a model turn, then the run's loop
+        ``state`` after it, in one trip to the store thread; emit the message, the usage and
+        the budgets' spent and remaining."""
         parts: list[Part] = [*turn.reasoning]
         if turn.text:
             parts.append(TextPart(text=turn.text))
@@ -345,6 +351,7 @@ class AgentLoop:
                     cost_usd=cost or 0.0,
                     fence=fence,
                 )
+            self._write_state(run, state, fence)
             return message, self._statuses_now(session)
 
         message, found = await self.deps.stored(write)
