@@ -6,7 +6,6 @@ from dataclasses import replace
 from typing import Literal
 
 from agi_jupyter.records import (
-    TEXTS_JSON,
     ChatMessage,
     Message,
     Part,
@@ -84,19 +83,17 @@ def history_view(messages: list[Message], view: HistoryView) -> list[Message]:
     a message that keeps all its parts is returned as it is, the others as copies."""
     if view == "full":
         return messages
-    undecoded_texts = TEXTS_JSON  # records.undecoded, inlined: these loops are hot
-    if all(undecoded_texts in m.__dict__ for m in messages):
-        # Read with ``list_messages(text_only=True, lazy=True)`` (``Agi.history``): each
-        # message's parts are its non-empty text parts, not decoded yet; it has some exactly
-        # when its text (its text parts joined) is not empty. Kept as they are, undecoded.
-        return [m for m in messages if m.text and m.role in ("user", "assistant")]
     simple = []
     for m in messages:
-        if m.role not in ("user", "assistant"):
-            continue
-        if undecoded_texts in m.__dict__:  # as above
+        if m._texts_json is not None:  # ``records.undecoded(m, TEXTS_JSON)``, inlined: hot
+            # Read with ``list_messages(text_only=True, lazy=True)`` (``Agi.history``): a user
+            # or assistant message whose parts are its non-empty text parts, not decoded yet;
+            # it has some exactly when its text (its text parts joined) is not empty. Kept as
+            # it is, undecoded.
             if m.text:
                 simple.append(m)
+            continue
+        if m.role not in ("user", "assistant"):
             continue
         texts: list[Part] = [p for p in m.parts if isinstance(p, TextPart) and p.text]
         if texts:
