@@ -7,7 +7,6 @@ parts carry a literal ``type`` so they round-trip losslessly through JSON (``par
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -278,24 +277,33 @@ class Message(_Undecoded):
             """``meta`` or ``parts`` read while unset: decoded from the stored text, both at
             once, and set, so that later reads are ordinary slot reads. A field assigned since
             the record was read is kept. Two threads may both decode a record; each sets equal
-            values, and the text is dropped once either finished."""
+            values, and the text is dropped once either finished. (Hot for a caller reading
+            every message of a lazy history: a call as few as can be.)"""
             if name in ("meta", "parts"):
-                for key in (PARTS_JSON, TEXTS_JSON):
+                stored = self._parts_json  # None when unset (below)
+                text_only = stored is None
+                if text_only:
+                    stored = self._texts_json
+                decoder = Message.decoder
+                if stored is not None and decoder is not None:
+                    meta, parts = decoder(stored, text_only)
+                    if name == "meta":
+                        self.meta = value = meta
+                        try:  # assigned since it was read?
+                            object.__getattribute__(self, "parts")
+                        except AttributeError:
+                            self.parts = parts
+                    else:
+                        self.parts = value = parts
+                        try:
+                            object.__getattribute__(self, "meta")
+                        except AttributeError:
+                            self.meta = meta
                     try:
-                        stored = object.__getattribute__(self, key)
-                    except AttributeError:
-                        continue
-                    decoder = Message.decoder
-                    if decoder is None:
-                        break
-                    meta, parts = decoder(stored, key == TEXTS_JSON)
-                    if not _is_set(self, "meta"):
-                        self.meta = meta
-                    if not _is_set(self, "parts"):
-                        self.parts = parts
-                    with contextlib.suppress(AttributeError):  # another thread decoded it
-                        delattr(self, key)
-                    return object.__getattribute__(self, name)
+                        delattr(self, TEXTS_JSON if text_only else PARTS_JSON)
+                    except AttributeError:  # another thread decoded it meanwhile
+                        return object.__getattribute__(self, name)
+                    return value
                 if _is_set(self, name):  # decoded by another thread meanwhile
                     return object.__getattribute__(self, name)
             elif name in (PARTS_JSON, TEXTS_JSON):

@@ -8,7 +8,7 @@ each round so that the machine's drift hits every path alike:
   order), rows fetched and dropped, nothing decoded: the floor;
 - ``bare'``: the same SELECT again, so ``bare'/bare`` is the A/A noise of this run;
 - ``history(view="full")`` and ``history(view="simple")``: the records a caller gets, whose
-  ``meta`` and ``parts`` are decoded when first read (``records.Deferred``);
+  ``meta`` and ``parts`` are decoded when first read (``records.Message.__getattr__``);
 
 and, with ``--more``, for information (not the goal): ``iter``, the same SELECT with its rows
 iterated and each dropped at once (never all held, so the rows cost less than a list of them);

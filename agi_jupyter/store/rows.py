@@ -341,13 +341,14 @@ def messages_from_cursor(
     ``parts`` column is NULL: their ``parts`` are left empty for the caller to read from
     ``message_parts``. ``text_only``: the messages keep only their non-empty text parts.
 
-    Each record is a bare instance given its ``__dict__``, not built by ``__init__``:
-    per-object overhead is what dominates a long history (``plain_dataclass``). ``lazy``: each
-    message's ``meta`` and ``parts`` are left as the JSON texts read, decoded when first read
-    (``records.Deferred``): a history is then little more than the rows of its SELECT, and a
-    reader of roles and texts never pays for decoding the rest; but decoding them one message
-    at a time costs more than the eager read, which decodes the texts of a batch of rows with
-    one ``orjson.loads`` call.
+    Each record is a bare instance whose slots are assigned one by one, not built by
+    ``__init__`` (its parts: bare instances given their ``__dict__``, ``plain_dataclass``):
+    per-object overhead is what dominates a long history. ``lazy``: each message's ``meta``
+    and ``parts`` are left as the JSON texts read, decoded when first read
+    (``records.Message.__getattr__``): a history is then little more than the rows of its
+    SELECT, and a reader of roles and texts never pays for decoding the rest; but decoding
+    them one message at a time costs more than the eager read, which decodes the texts of a
+    batch of rows with one ``orjson.loads`` call.
     """
     if lazy:
         return _deferred_messages(cursor, session_id, text_only=text_only)
