@@ -87,6 +87,8 @@ class RunExecutor(Protocol):
     already stored); it either ends the run through ``RunManager.finish`` or parks it in a
     waiting status (``waiting_webhook``) and returns it. Raising an ``AgiError`` goes through
     the usual retry policy. ``on_cancelled`` is told about runs of its type that were cancelled.
+    It makes no store call on the loop: ``RuntimeDeps.stored`` for a call, ``emitter.section``
+    for code that calls the store and emits (its ending).
     """
 
     async def start(self, run: Run, emitter: RunEmitter) -> Run: ...
