@@ -125,8 +125,10 @@ async def _attempt(params: SdkRunParams, resume: str | None) -> AttemptResult:
         raise ProviderDisconnected(f"lost the claude CLI: {_first_line(e)}") from e
     finally:
         stream.done = True  # no more queued messages: the caller queues a run instead
-        await stream.flush_waiting()
-        await complete(_disconnect(client))
+        try:
+            await stream.flush_waiting()
+        finally:  # (a run taken over meanwhile fails its writes: the CLI is closed anyway)
+            await complete(_disconnect(client))
 
 
 async def _outcome(params: SdkRunParams, stream: ClaudeStream) -> AttemptResult:
