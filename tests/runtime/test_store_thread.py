@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from psycopg_pool import PoolTimeout
 
 from agi_jupyter.app import Agi
@@ -39,6 +42,7 @@ from tests.server.research_helpers import report_turn
 # as too few deltas, not as a failed write).
 ENOUGH = 20
 DEADLINE = 5.0
+ACP_AGENT = Path(__file__).parent.parent / "sdk" / "acp_agent.py"
 
 
 @contextlib.contextmanager
@@ -77,6 +81,84 @@ def blocked_store(agi: Agi, project: Path, backend: str) -> Callable[[], Any]:
     return lambda: pool_exhausted(agi)
 
 
+@dataclass
+class Blocked:
+    """What a run's stream showed with the store blocked from its first text delta on."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    deltas: int = 0  # text deltas the stream showed while the store was blocked
+    beats: int = 0  # ticks of another task on the runtime loop meanwhile
+    storing: int = 0  # of them, ticks once ``storing`` was set
+    by_deadline: bool = False  # released by DEADLINE, not by ``enough``
+
+
+def stream_blocked(
+    agi: Agi,
+    block: Callable[[], Any],
+    prompt: str,
+    session_id: str,
+    *,
+    storing: threading.Event | None = None,
+) -> Blocked:
+    """Stream a run of ``session_id``; once its answer streams, block the store until the
+    stream showed ENOUGH more deltas (and, with ``storing``, until the loop ticked 10 times
+    after it was set: a write of the run waited meanwhile), or DEADLINE. A heartbeat task on
+    the runtime loop counts its ticks meanwhile."""
+    seen = Blocked()
+    locked, enough, released = threading.Event(), threading.Event(), threading.Event()
+
+    def check() -> None:
+        if seen.deltas >= ENOUGH and (storing is None or seen.storing >= 10):
+            enough.set()
+
+    async def heartbeat() -> None:  # another task on the runtime loop
+        while not released.is_set():
+            await asyncio.sleep(0.01)
+            if locked.is_set():
+                seen.beats += 1
+                if storing is not None and storing.is_set():
+                    seen.storing += 1
+                    check()
+
+    def hold() -> None:
+        with block():
+            locked.set()
+            seen.by_deadline = not enough.wait(DEADLINE)
+            locked.clear()
+        released.set()
+
+    beating = agi.loop.submit(heartbeat())
+    holder = threading.Thread(target=hold)
+    for event in agi.stream(prompt, session=session_id):
+        seen.events.append(event)
+        if event["type"] != "output.text.delta":
+            continue
+        if not holder.is_alive() and not released.is_set() and not locked.is_set():
+            holder.start()  # the answer is streaming: block the store now
+            assert locked.wait(10)
+        elif locked.is_set():
+            seen.deltas += 1
+            check()
+    holder.join(10)
+    released.set()
+    beating.result(10)
+    return seen
+
+
+def assert_stored_as_streamed(agi: Agi, events: list[dict[str, Any]]) -> str:
+    """Every event was stored once, in order, and the stream had them all in the same order;
+    the run succeeded. Returns its id."""
+    assert events[-1]["type"] == "run.final"
+    assert events[-1]["run"]["status"] == "succeeded"
+    run_id: str = events[-1]["run_id"]
+    stored = agi.store.list_run_events(run_id)
+    seqs = [e.seq for e in stored]
+    assert seqs == sorted(set(seqs))
+    assert seqs == [e["seq"] for e in events]
+    assert agi.run(run_id).status == "succeeded"
+    return run_id
+
+
 def test_a_blocked_store_does_not_stall_the_runtime_loop(
     make_agi: MakeAgi, fake_llm: FakeLLMServer, project: Path, backend: str
 ) -> None:
@@ -84,59 +166,17 @@ def test_a_blocked_store_does_not_stall_the_runtime_loop(
     session = agi.new_session(model="openai-chat:gpt-4o-mini")
     chunks = [f"w{i} " for i in range(120)]
     fake_llm.enqueue(Turn(chunks=chunks, fault=Fault(stall_between_events=0.03)))
-    block = blocked_store(agi, project, backend)
-    locked = threading.Event()
-    enough = threading.Event()
-    released = threading.Event()
-    beats = {"while_blocked": 0}
 
-    async def heartbeat() -> None:  # another task on the runtime loop
-        while not released.is_set():
-            await asyncio.sleep(0.01)
-            if locked.is_set():
-                beats["while_blocked"] += 1
-
-    def hold() -> None:
-        with block():
-            locked.set()
-            enough.wait(DEADLINE)
-            locked.clear()
-        released.set()
-
-    beating = agi.loop.submit(heartbeat())
-    holder = threading.Thread(target=hold)
-    deltas_while_blocked = 0
-    events: list[dict[str, Any]] = []
-    for event in agi.stream("go", session=session.id):
-        events.append(event)
-        if event["type"] != "output.text.delta":
-            continue
-        if not holder.is_alive() and not released.is_set() and not locked.is_set():
-            holder.start()  # the answer is streaming: block the store now
-            assert locked.wait(10)
-        elif locked.is_set():
-            deltas_while_blocked += 1
-            if deltas_while_blocked >= ENOUGH:
-                enough.set()
-    holder.join(10)
-    released.set()
-    beating.result(10)
+    seen = stream_blocked(agi, blocked_store(agi, project, backend), "go", session.id)
 
     # The loop kept going while the store was blocked: the other task ticked and the run's
     # deltas reached its stream.
-    assert beats["while_blocked"] > 0
-    assert deltas_while_blocked >= ENOUGH
-    # Every event was stored once, in order, and the stream had them all in the same order.
-    assert events[-1]["type"] == "run.final"
-    assert events[-1]["run"]["status"] == "succeeded"
-    run_id = events[-1]["run_id"]
+    assert seen.beats > 0
+    assert seen.deltas >= ENOUGH
+    run_id = assert_stored_as_streamed(agi, seen.events)
     stored = agi.store.list_run_events(run_id)
-    seqs = [e.seq for e in stored]
-    assert seqs == sorted(set(seqs))
-    assert [e.seq for e in stored] == [e["seq"] for e in events]
     text = "".join(e.payload["delta"] for e in stored if e.type == "output.text.delta")
     assert text == "".join(chunks)
-    assert agi.run(run_id).status == "succeeded"
 
 
 class PacedAdapter(SdkAdapter):
@@ -186,54 +226,15 @@ def test_a_blocked_store_does_not_stall_an_sdk_adapters_run(
     agi.sdk.adapters[adapter.id] = adapter
     session = agi.new_session(agent="plan", sdk="paced", model="fake:echo")
     block = blocked_store(agi, project, backend)
-    locked, enough, released = threading.Event(), threading.Event(), threading.Event()
-    beats = {"while_blocked": 0, "while_storing": 0}
 
-    async def heartbeat() -> None:  # another task on the runtime loop
-        while not released.is_set():
-            await asyncio.sleep(0.01)
-            if locked.is_set():
-                beats["while_blocked"] += 1
-                if adapter.storing.is_set():
-                    beats["while_storing"] += 1
-                    if beats["while_storing"] >= 10:
-                        enough.set()  # the answer's write waited while the loop went on
-
-    def hold() -> None:
-        with block():
-            locked.set()
-            enough.wait(DEADLINE)
-            locked.clear()
-        released.set()
-
-    beating = agi.loop.submit(heartbeat())
-    holder = threading.Thread(target=hold)
-    deltas_while_blocked = 0
-    events: list[dict[str, Any]] = []
-    for event in agi.stream("what do the notes say?", session=session.id):
-        events.append(event)
-        if event["type"] != "output.text.delta":
-            continue
-        if not holder.is_alive() and not released.is_set() and not locked.is_set():
-            holder.start()  # the answer is streaming: block the store now
-            assert locked.wait(10)
-        elif locked.is_set():
-            deltas_while_blocked += 1
-    holder.join(10)
-    released.set()
-    beating.result(10)
+    seen = stream_blocked(agi, block, "what do the notes say?", session.id, storing=adapter.storing)
 
     # The answer streamed while the store was blocked, and the loop went on while its write
-    # waited (the store was released by the heartbeat, not by the deadline).
-    assert deltas_while_blocked >= ENOUGH
-    assert beats["while_storing"] >= 10
-    # Every event was stored once, in order, and the stream had them all in the same order.
-    assert events[-1]["type"] == "run.final"
-    assert events[-1]["run"]["status"] == "succeeded"
-    run_id = events[-1]["run_id"]
-    stored = agi.store.list_run_events(run_id)
-    assert [e.seq for e in stored] == sorted({e.seq for e in stored})
-    assert [e.seq for e in stored] == [e["seq"] for e in events]
+    # waited (the store was released then, not by the deadline).
+    assert seen.deltas >= ENOUGH
+    assert seen.storing >= 10
+    assert not seen.by_deadline
+    run_id = assert_stored_as_streamed(agi, seen.events)
     # The history is whole: the call and its result, the answer with its usage, the state.
     history = agi.history(session.id, view="full")
     assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
@@ -245,7 +246,32 @@ def test_a_blocked_store_does_not_stall_an_sdk_adapters_run(
     (call,) = agi.store.list_tool_calls(run_id=run_id)
     assert (call.status, call.message_id) == ("completed", history[1].id)
     assert agi.session(session.id).metadata["sdk_state"]["paced"] == {"thread": "t1"}
-    assert agi.run(run_id).status == "succeeded"
+
+
+@pytest.mark.slow  # starts the agent's process
+def test_a_blocked_store_does_not_stall_an_acp_agents_run(
+    make_agi: MakeAgi, project: Path, backend: str
+) -> None:
+    """A real ACP agent process (tests/sdk/acp_agent.py) streams its answer while the store
+    is blocked; its reads, permission, file write, terminal and answer are all stored."""
+    (project / "notes.txt").write_text("the first line\n")
+    agent = {"command": sys.executable, "args": [str(ACP_AGENT)]}
+    agi = make_agi(config={"acp": agent, "max_attempts": 1})
+    session = agi.new_session(agent="build", sdk="acp")
+
+    seen = stream_blocked(agi, blocked_store(agi, project, backend), "paced", session.id)
+
+    assert seen.beats > 0
+    assert seen.deltas >= ENOUGH
+    run_id = assert_stored_as_streamed(agi, seen.events)
+    answer = agi.history(session.id, view="full")[-1]
+    assert answer.text == "".join(f"w{i} " for i in range(60)) + "Turn 1: the first line"
+    assert sorted(c.name for c in agi.store.list_tool_calls(run_id=run_id)) == [
+        "edit",
+        "execute",
+        "read",
+    ]
+    assert (project / "answer.txt").read_text() == "the first line\n"
 
 
 def test_a_blocked_store_does_not_stall_the_loop_while_deep_research_polls(
