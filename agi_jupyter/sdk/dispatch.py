@@ -203,6 +203,7 @@ class SdkDispatch:
         return params, history
 
     def _prompt(self, run: Run) -> str:
+        """The text of the run's user message (store thread)."""
         if not run.input_message_id:
             return ""
         message = self.deps.store.get_message(run.input_message_id)
