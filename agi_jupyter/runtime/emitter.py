@@ -128,6 +128,7 @@ class RunEmitter:
         self._outbox: deque[tuple[int, JSON]] = deque()  # (write it waits for, event)
         self._failure: BaseException | None = None  # a write failed: raised at the next emit
         self._deferred: list[JSON] | None = None  # in a ``section``: published when it ends
+        self.iteration: int | None = None  # of the last ``iteration`` event emitted
         # What was streamed since the last assistant message (``partial``).
         self._draft_text: list[str] = []
         self._draft_reasoning: list[str] = []
@@ -157,6 +158,8 @@ class RunEmitter:
         if self._delta_streams:
             self._flush_delta_streams()
         kind = event.type
+        if kind == "iteration":
+            self.iteration = getattr(event, "iteration", None)
         if kind == "iteration" or (
             kind == "message.completed" and getattr(event, "message", {}).get("role") == "assistant"
         ):

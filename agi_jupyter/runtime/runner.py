@@ -148,7 +148,8 @@ class AgentLoop:
         extras = deps.config.request_extras.body_for(run.provider or "", run.model or "")
         text = ""
         for iteration in range(int(state.get("iteration", 0)) + 1, max_iterations + 1):
-            emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
+            if emitter.iteration != iteration:  # (the first may be out: ``first_iteration``)
+                emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
             # One trip to the store thread for what the request needs (each costs a wake-up
             # of that thread and of the loop: the time to the first token).
             if first is not None:
@@ -488,6 +489,21 @@ class AgentLoop:
             approved=approved,
             record=record,
         )
+
+    def first_iteration(self, run: Run, inputs: AttemptInputs) -> ev.Iteration | None:
+        """The ``iteration`` event of the attempt's first model call, when ``inputs`` (read
+        in the claim's trip) are that call's: no call waited and none was left unanswered, so
+        nothing is emitted before it. The run manager writes it there with the attempt's
+        first events (one transaction, no write of its own beside the model request);
+        ``run_attempt`` then does not emit it again. None when it must come from the loop."""
+        if inputs[2] is None:
+            return None
+        state = run.loop_state or {}
+        iteration = int(state.get("iteration", 0)) + 1
+        max_iterations = int(state.get("max_iterations") or self.deps.config.max_iterations)
+        if iteration > max_iterations:
+            return None
+        return ev.Iteration(iteration=iteration, max_iterations=max_iterations)
 
     def attempt_inputs(self, run: Run, session: Session) -> AttemptInputs:
         """(the run's tool calls, the session's messages, the budget statuses) as an attempt

@@ -368,10 +368,11 @@ class RunManager:
             begun = e
         return _Claim(fence, run, emitter, begun)
 
-    @staticmethod
-    def _announce(emitter: RunEmitter, begun: _Begun) -> None:
+    def _announce(self, emitter: RunEmitter, begun: _Begun) -> None:
         """The attempt's first events, stored in one transaction after its user message: the
-        run's metadata (first attempt), ``running``, the user message (store thread)."""
+        run's metadata (first attempt), ``running``, the user message, and for a run of the
+        native loop whose first model call's inputs were read here its ``iteration``
+        (``AgentLoop.first_iteration``) (store thread)."""
         run, session = begun.run, begun.session
         with emitter.together():
             if emitter.seq == 0:
@@ -387,6 +388,11 @@ class RunManager:
             emitter.emit(ev.RunStatusEvent(status="running"))
             if begun.message is not None:
                 emitter.emit(ev.MessageCompleted(message=message_to_dict(begun.message)))
+            first = (
+                None if begun.inputs is None else self.agent_loop.first_iteration(run, begun.inputs)
+            )
+            if first is not None:
+                emitter.emit(first)
 
     async def _attempt(self, run: Run, emitter: RunEmitter, begun: _Begun | Exception) -> Run:
         """One attempt of a claimed run (the claim counted it in ``run.attempt``); ``begun``:
