@@ -32,6 +32,7 @@ from agi_jupyter.providers._common import (
     stream_error,
 )
 from agi_jupyter.providers.base import ProviderEvent, ProviderRequest
+from agi_jupyter.providers.h1_transport import raw_body, stream_client
 from agi_jupyter.providers.retry import stream_with_retry
 from agi_jupyter.providers.sse import SseEvent, sse_events
 
@@ -49,9 +50,7 @@ class HttpAdapter(ABC):
     def __init__(self, config: AdapterConfig, *, http_client: httpx2.AsyncClient | None = None):
         self.name = config.name
         self.config = config
-        self.client = http_client or httpx2.AsyncClient(
-            timeout=httpx2.Timeout(config.timeout), follow_redirects=True
-        )
+        self.client = http_client or stream_client(config.timeout)
         self._url = self.base_url + self.path
         self._headers = {
             "Accept": "application/json",
@@ -146,7 +145,7 @@ def body_chunks(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
     one."""
     encoding = response.headers.get("content-encoding", "").strip().lower()
     if encoding in ("", "identity") and not response.is_stream_consumed:
-        return response.aiter_raw()
+        return raw_body(response) or response.aiter_raw()
     return response.aiter_bytes()
 
 
