@@ -65,6 +65,7 @@ class _Connection(asyncio.Protocol):
         self.headers: list[tuple[bytes, bytes]] = []
         self.headers_done = False
         self.complete = False
+        self.keep_alive = False
         self.framed = False  # a content-length or chunked body: EOF before its end is an error
         self.body: list[bytes] = []
         self.buffered = 0
@@ -141,6 +142,8 @@ class _Connection(asyncio.Protocol):
         if self.status < 200:  # an interim answer (103 Early Hints): the real one follows
             self.reason, self.headers, self.framed = b"", [], False
             return
+        # asked now: llhttp forgets the message's flags once it is ready for the next one
+        self.keep_alive = self.parser.should_keep_alive()
         self.complete = True
 
     # --- for the transport and the body reader --------------------------------------------------
@@ -203,7 +206,7 @@ class _Connection(asyncio.Protocol):
             self.complete
             and not self.closed
             and self.error is None
-            and self.parser.should_keep_alive()
+            and self.keep_alive
             and self.transport is not None
             and not self.transport.is_closing()
         )
