@@ -32,6 +32,11 @@ import httptools
 import httpx2
 
 _HIGH_WATER = 1 << 20  # bytes of body buffered before the socket stops being read
+# After a read of a body, the socket is not read again for this long: the events a fast stream
+# sends meanwhile arrive in one read and one wake of the reader, not one each (a read costs
+# ~10 µs of asyncio's own work, more than parsing and mapping an event). A token the model
+# sends later than that is read at once, so only events closer together wait, by at most this.
+_COALESCE = 0.001
 _MAX_IDLE = 16  # idle connections kept per origin
 _NOT_HERE = (b"HEAD", b"CONNECT")  # a body-less answer to HEAD llhttp cannot be told about
 
@@ -51,7 +56,8 @@ class _Connection(asyncio.Protocol):
         self.closed = False  # the socket is gone (or going)
         self.error: Exception | None = None
         self.waiter: asyncio.Future[None] | None = None
-        self.paused = False
+        self.paused = False  # by the high-water mark
+        self.coalescing: asyncio.TimerHandle | None = None  # reads paused for _COALESCE
         self.write_paused: asyncio.Future[None] | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.timeout = 0.0  # the read timeout the timer checks
@@ -80,16 +86,28 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.received = True
         self.last = self.loop.time()
+        before = self.buffered
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             self._fail(httpx2.RemoteProtocolError("the server switched protocols"))
         except httptools.HttpParserError as error:
             self._fail(httpx2.RemoteProtocolError(f"invalid HTTP/1.1 answer: {error}"))
-        if self.buffered > _HIGH_WATER and not self.paused and self.transport is not None:
-            self.paused = True
-            self.transport.pause_reading()
+        transport = self.transport
+        if transport is not None and not self.paused and self.coalescing is None:
+            if self.buffered > _HIGH_WATER:
+                self.paused = True
+                transport.pause_reading()
+            elif self.buffered > before and not self.complete and not self.closed:
+                # a read of the body (not of the head only: the first event is not held up)
+                transport.pause_reading()
+                self.coalescing = self.loop.call_later(_COALESCE, self._coalesced)
         self._wake()
+
+    def _coalesced(self) -> None:
+        self.coalescing = None
+        if self.transport is not None and not self.paused and not self.closed:
+            self.transport.resume_reading()
 
     def eof_received(self) -> bool:
         return False  # close our side too; connection_lost follows
@@ -186,9 +204,13 @@ class _Connection(asyncio.Protocol):
             self.timer = self.loop.call_at(deadline, self._check_timeout)
 
     def stop_timer(self) -> None:
+        """No timer left running; reading resumed (an idle connection must see its EOF)."""
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
+        if self.coalescing is not None:
+            self.coalescing.cancel()
+            self._coalesced()
 
     def take_body(self) -> bytes:
         """The body bytes buffered since the last call, joined."""
@@ -198,7 +220,8 @@ class _Connection(asyncio.Protocol):
         self.buffered = 0
         if self.paused and self.transport is not None:
             self.paused = False
-            self.transport.resume_reading()
+            if self.coalescing is None:
+                self.transport.resume_reading()
         return data
 
     def reusable(self) -> bool:
