@@ -5,7 +5,8 @@ the chunked transfer encoding). httpcore2 + h11 handle each chunk as an event in
 ~8.5 µs of CPU per chunk here, which by itself is 0.3x of the anthropic SDK's whole loop.
 ``httptools`` (llhttp in C, uvicorn's parser) parses the bytes of each socket read in one call;
 the body chunks of one read are handed to the reader joined, so the per-chunk cost is a C
-callback and a list append, and what is left per read is asyncio's.
+callback and a list append, and what is left per read is asyncio's (~10 µs), which resting the
+socket 1 ms after each read of a body (``_COALESCE``) keeps to a few reads per fast stream.
 
 What it keeps from httpx2's own transport: TLS (the same SSL context: ``SSL_CERT_FILE``/
 ``SSL_CERT_DIR`` or the system's certificates), keep-alive (idle connections pooled per
