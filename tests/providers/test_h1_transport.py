@@ -306,6 +306,35 @@ async def test_head_and_chunked_uploads_go_to_the_fallback_transport() -> None:
     assert transport.handled == 0
 
 
+EVENTS = [b"data: %d\n\n" % i for i in range(30)]
+
+
+async def paced(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A streamed answer whose chunks come one by one, some together, some 2 ms apart: the
+    transport's 1 ms rest after a read must neither lose nor reorder any."""
+    await read_request(reader)
+    writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+    for i, event in enumerate(EVENTS):
+        writer.write(b"%x\r\n%s\r\n" % (len(event), event))
+        await writer.drain()
+        if i % 3 == 0:
+            await asyncio.sleep(0.002)
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
+    await reader.read()
+
+
+async def read_paced(client: httpx2.AsyncClient, url: str) -> bytes:
+    async with client.stream("GET", url) as response:
+        return b"".join([part async for part in response.aiter_raw()])
+
+
+@pytest.mark.asyncio
+async def test_a_paced_stream_arrives_whole_and_in_order() -> None:
+    async with serving(paced) as (_, url), httpx2.AsyncClient(transport=H1Transport()) as client:
+        assert await read_paced(client, url) == b"".join(EVENTS)
+
+
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 (openssl, in a temporary directory)."""
@@ -331,9 +360,20 @@ async def test_https_verifies_the_server_certificate(certificate: tuple[Path, Pa
             assert (await client.get(url)).content == CHUNKED_BODY
             assert (await client.get(url)).content == b"hello"
         assert server.connections == 1
-        async with httpx2.AsyncClient(transport=H1Transport()) as client:  # system CAs only
-            with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
-                await client.get(url)
+    trusting = H1Transport(verify=ssl.create_default_context(cafile=str(cert)))
+    async with (
+        serving(paced, server_context) as (_, url),
+        httpx2.AsyncClient(transport=trusting) as client,
+    ):
+        assert await read_paced(client, url) == b"".join(EVENTS)  # reads paused under TLS too
+    async with (
+        serving(answering(SIZED), server_context) as (_, url),
+        httpx2.AsyncClient(
+            transport=H1Transport()  # the system's CAs only
+        ) as client,
+    ):
+        with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            await client.get(url)
 
 
 @pytest.mark.asyncio
