@@ -15,8 +15,12 @@ import httpx2
 import pytest
 
 from agi_jupyter.errors import ProviderDisconnected
+from agi_jupyter.providers.anthropic_http import AnthropicHttpProvider
+from agi_jupyter.providers.base import TextDelta
 from agi_jupyter.providers.h1_transport import H1Transport, _Connection, stream_client
 from agi_jupyter.providers.openai_chat_http import HttpChatProvider
+from agi_jupyter.providers.openai_responses_http import HttpResponsesProvider
+from agi_jupyter.testing import FakeLLMServer, Turn
 from tests.providers.wire_common import REQUEST, config, outcome
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -407,3 +411,30 @@ async def test_a_proxy_from_the_environment_is_honoured(monkeypatch: pytest.Monk
     assert error is None
     assert "via proxy" in repr(events)
     assert targets == [b"http://model.test/v1/chat/completions"]  # the absolute form: a proxy
+
+
+@pytest.mark.asyncio
+async def test_the_three_wire_adapters_stream_through_it(
+    fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By default (no proxy in the environment) each wire adapter's client sends through
+    ``H1Transport``, and one connection serves two answers."""
+    for name in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY", "https_proxy", "HTTPS_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("http_proxy", raising=False)
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    adapters = [
+        HttpChatProvider(config(base_url=fake_llm.openai_base_url)),
+        HttpResponsesProvider(config("openai", fake_llm.openai_base_url)),
+        AnthropicHttpProvider(config("anthropic", fake_llm.anthropic_base_url)),
+    ]
+    for adapter in adapters:
+        transport = adapter.client._transport
+        assert isinstance(transport, H1Transport)
+        for _ in range(2):
+            fake_llm.enqueue(Turn(chunks=["a", "b", "c"]))
+            events = [event async for event in adapter.stream(REQUEST)]
+            assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "abc"
+        assert transport.handled == 2
+        assert sum(len(conns) for conns in transport._idle.values()) == 1  # kept alive
+        await adapter.aclose()
