@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 JSON = dict[str, Any]
 
@@ -217,8 +217,47 @@ class Session:
     updated_at: str = ""
 
 
-@dataclass(kw_only=True)
-class Message:
+# --- fields decoded on first read ------------------------------------------------------------
+#
+# A stored message's ``meta`` and ``parts`` are JSON texts in the store. Most readers of a
+# history look at roles and texts only, and decoding those texts into dicts and part records
+# for every message was most of what loading a long history cost (benchmarks/README.md,
+# history_floor.py). So a store may leave them undecoded (``list_messages(lazy=True)``): the
+# record then holds the text it read in one of the slots below, its ``meta`` and ``parts``
+# slots unset, and the first read of either field decodes both (``Message.__getattr__``, which
+# Python calls only when a slot is unset, so a decoded record costs nothing extra). Equality,
+# ``repr``, ``dataclasses.asdict`` / ``replace``, pickling and copying all read the fields, so
+# they see decoded values.
+
+PARTS_JSON = "_parts_json"
+"""``Message.meta`` and ``Message.parts`` not decoded yet: the JSON texts of the meta object
+(``null`` for none) and of the array of all its parts, joined by a comma."""
+TEXTS_JSON = "_texts_json"
+"""As ``PARTS_JSON``, for a message that keeps only its non-empty text parts (the simple
+history view). Such a message has one exactly when its ``text`` (its text parts joined, stored
+with them) is not empty."""
+
+MessageDecoder = Callable[[str, bool], tuple[JSON, list[Part]]]
+"""Decodes a message's stored ``meta,parts`` text (``PARTS_JSON``) into its meta and parts;
+``True``: only its non-empty text parts (``TEXTS_JSON``). Registered by the store, which knows
+the stored form (``Message.decoder``)."""
+
+
+class _Undecoded:
+    """The slots of the stored texts of a ``Message`` left undecoded (``PARTS_JSON`` or
+    ``TEXTS_JSON``); unset in a decoded one."""
+
+    __slots__ = (PARTS_JSON, TEXTS_JSON)
+    # Read as None when unset (``Message.__getattr__``).
+    _parts_json: str | None
+    _texts_json: str | None
+
+
+# Slotted: a long history is tens of thousands of these, and a record without an instance
+# dict is cheaper to make, to free and to hold (benchmarks/README.md, history_floor.py). So a
+# message takes no attributes besides its fields.
+@dataclass(kw_only=True, slots=True)
+class Message(_Undecoded):
     id: str
     session_id: str
     role: Role
@@ -230,69 +269,69 @@ class Message:
     created_at: str = ""
     updated_at: str = ""
 
-    def __getstate__(self) -> dict[str, Any]:
-        """Its ``__dict__``, decoded first if the store left it undecoded (``Deferred``): a
-        pickle or a copy holds plain values, and unpickles without the store's decoder."""
+    decoder: ClassVar[MessageDecoder | None] = None
+
+    if not TYPE_CHECKING:  # to mypy, a __getattr__ would make any attribute of a message valid
+
+        def __getattr__(self, name: str) -> Any:
+            """``meta`` or ``parts`` read while unset: decoded from the stored text, both at
+            once, and set, so that later reads are ordinary slot reads. A field assigned since
+            the record was read is kept. Two threads may both decode a record; each sets equal
+            values, and the text is dropped once either finished. (Hot for a caller reading
+            every message of a lazy history: a call as few as can be.)"""
+            if name in ("meta", "parts"):
+                stored = self._parts_json  # None when unset (below)
+                text_only = stored is None
+                if text_only:
+                    stored = self._texts_json
+                decoder = Message.decoder
+                if stored is not None and decoder is not None:
+                    meta, parts = decoder(stored, text_only)
+                    if name == "meta":
+                        self.meta = value = meta
+                        try:  # assigned since it was read?
+                            object.__getattribute__(self, "parts")
+                        except AttributeError:
+                            self.parts = parts
+                    else:
+                        self.parts = value = parts
+                        try:
+                            object.__getattribute__(self, "meta")
+                        except AttributeError:
+                            self.meta = meta
+                    try:
+                        delattr(self, TEXTS_JSON if text_only else PARTS_JSON)
+                    except AttributeError:  # another thread decoded it meanwhile
+                        return object.__getattribute__(self, name)
+                    return value
+                if _is_set(self, name):  # decoded by another thread meanwhile
+                    return object.__getattribute__(self, name)
+            elif name in (PARTS_JSON, TEXTS_JSON):
+                return None  # not undecoded (``undecoded``): a hot test, so it does not raise
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+        """Its fields, decoded first if the store left them undecoded: a pickle or a copy
+        holds plain values, and unpickles without the store's decoder."""
         _ = self.meta, self.parts
-        return self.__dict__
+        return None, {f: getattr(self, f) for f in _MESSAGE_FIELDS if _is_set(self, f)}
 
 
-# --- fields decoded on first read ------------------------------------------------------------
-#
-# A stored message's ``meta`` and ``parts`` are JSON texts in the store. Most readers of a
-# history look at roles and texts only, and decoding those texts into dicts and part records
-# for every message was most of what loading a long history cost (benchmarks/README.md,
-# history_floor.py). So a store may leave them undecoded (``list_messages(lazy=True)``): the
-# record's ``__dict__`` then holds the text it read under one of the keys below instead of
-# those two fields, and the first read of either field swaps in the whole ``__dict__``
-# decoded, as ``__init__`` would have made it. Equality, ``repr``, ``dataclasses.asdict`` /
-# ``replace``, pickling and copying all read the fields, so they see decoded values.
-
-PARTS_JSON = "_parts_json"
-"""``Message.meta`` and ``Message.parts`` not decoded yet: the JSON texts of the meta object
-(``null`` for none) and of the array of all its parts, joined by a comma."""
-TEXTS_JSON = "_texts_json"
-"""As ``PARTS_JSON``, for a message that keeps only its non-empty text parts (the simple
-history view). Such a message has one exactly when its ``text`` (its text parts joined, stored
-with them) is not empty."""
+_MESSAGE_FIELDS = tuple(f.name for f in fields(Message))
 
 
-class Deferred:
-    """A record field that may be left undecoded until it is first read.
-
-    A non-data descriptor (no ``__set__``): once the field is in the instance ``__dict__``
-    (put there by ``__init__``, an assignment or the decoding), attribute lookup finds it there
-    and this is never called again, so a decoded record costs nothing extra. Until then, the
-    decoder registered for the record's class (by the store, which knows the stored form) makes
-    the record's decoded ``__dict__`` from the undecoded one, or returns None when that holds
-    nothing undecoded. Two threads reading the same undecoded record for the first time may
-    each decode it; the records stay equal.
-    """
-
-    decoders: ClassVar[dict[type[Any], Callable[[dict[str, Any]], dict[str, Any] | None]]] = {}
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __get__(self, record: object | None, owner: type | None = None) -> Any:
-        if record is None:
-            return self
-        decode = self.decoders.get(type(record))
-        state = None if decode is None else decode(record.__dict__)
-        if state is None:
-            raise AttributeError(f"{type(record).__name__!r} object has no attribute {self.name!r}")
-        record.__dict__ = state
-        return state[self.name]
+def _is_set(record: object, name: str) -> bool:
+    """Whether slot ``name`` of ``record`` holds a value (without calling ``__getattr__``)."""
+    try:
+        object.__getattribute__(record, name)
+    except AttributeError:
+        return False
+    return True
 
 
-# Set after @dataclass made the class, so that the fields keep their default_factory.
-Message.meta = Deferred("meta")  # type: ignore[assignment]
-Message.parts = Deferred("parts")  # type: ignore[assignment]
-
-
-def undecoded(record: object, key: str) -> bool:
+def undecoded(record: Message, key: str) -> bool:
     """Whether ``record`` still holds fields in the stored form ``key`` (``PARTS_JSON``...)."""
-    return key in record.__dict__
+    return getattr(record, key) is not None
 
 
 @dataclass(kw_only=True)

@@ -8,7 +8,7 @@ each round so that the machine's drift hits every path alike:
   order), rows fetched and dropped, nothing decoded: the floor;
 - ``bare'``: the same SELECT again, so ``bare'/bare`` is the A/A noise of this run;
 - ``history(view="full")`` and ``history(view="simple")``: the records a caller gets, whose
-  ``meta`` and ``parts`` are decoded when first read (``records.Deferred``);
+  ``meta`` and ``parts`` are decoded when first read (``records.Message.__getattr__``);
 
 and, with ``--more``, for information (not the goal): ``iter``, the same SELECT with its rows
 iterated and each dropped at once (never all held, so the rows cost less than a list of them);
@@ -20,28 +20,39 @@ batches).
 Each timed call includes freeing its result. The medians over the rounds (round 0 warms up and
 is dropped) and the ratios to ``bare`` are printed; the goal is <= 1.5x for both views.
 
+``--postgres``: the same on a throwaway PostgreSQL server (tests/postgres_server.py) through
+``PostgresStore``; ``bare`` is then its SELECT through the store's connection (psycopg). The
+CPU times are this process's (the client's), not the server's.
+
     .venv/bin/python benchmarks/history_floor.py [--messages 10000] [--repeat 15] [--more]
+    .venv/bin/python benchmarks/history_floor.py --postgres
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.*
 
 from agi_jupyter.app import Agi
-from agi_jupyter.records import Message, TextPart
-from agi_jupyter.store import SqliteStore
+from agi_jupyter.records import Message, Role, TextPart
+from agi_jupyter.store import SqliteStore, Store
+from agi_jupyter.store.postgres import PostgresStore
 from agi_jupyter.store.rows import MESSAGE_SELECT
+from tests.postgres_server import PostgresServer, binaries
 
 
-def build(store: SqliteStore, count: int) -> str:
+def build(store: Store, count: int) -> str:
     session = store.create_session(title="plain chat")
     for i in range(count):
-        role = "user" if i % 2 == 0 else "assistant"
+        role: Role = "user" if i % 2 == 0 else "assistant"
         text = f"Message {i}: " + ("a plain sentence of a chat, " * 4)
         meta = {"provider": "fake", "model": "echo"} if role == "assistant" else None
         store.add_message(session.id, role, [TextPart(text=text)], meta=meta)
@@ -57,6 +68,36 @@ def bare_fetch(store: SqliteStore, session_id: str) -> None:
             " ORDER BY created_at, rowid LIMIT -1",
             [session_id],
         ).fetchall()
+
+
+def bare_fetch_pg(store: PostgresStore, session_id: str) -> None:
+    """The SELECT of ``PostgresStore.list_messages``, rows fetched and dropped."""
+    with store._read() as conn:
+        conn.execute(
+            f"SELECT {MESSAGE_SELECT} FROM messages WHERE session_id = %s"
+            " ORDER BY created_at, pos LIMIT %s",
+            [session_id, None],
+        ).fetchall()
+
+
+@contextlib.contextmanager
+def postgres() -> Iterator[dict[str, str]]:
+    """A throwaway PostgreSQL server with an empty database: the environment that selects it."""
+    bin_dir = binaries()
+    if bin_dir is None:
+        raise SystemExit("PostgreSQL is not installed (apt-get install postgresql)")
+    server = PostgresServer(bin_dir)
+    server.start()
+    try:
+        server.admin("CREATE DATABASE bench")
+        yield {"AGI_DATABASE_URL": server.socket_url("bench")}
+    finally:
+        server.stop()
+
+
+def database_env(use_postgres: bool) -> contextlib.AbstractContextManager[dict[str, str]]:
+    """The environment that selects the backend: PostgreSQL (``postgres``) or SQLite."""
+    return postgres() if use_postgres else contextlib.nullcontext({})
 
 
 def iter_fetch(store: SqliteStore, session_id: str) -> None:
@@ -90,30 +131,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--more", action="store_true", help="also the paths for information")
+    parser.add_argument("--postgres", action="store_true", help="on PostgreSQL, not SQLite")
     args = parser.parse_args(argv)
     with (
+        database_env(args.postgres) as database,
         tempfile.TemporaryDirectory() as home,
         tempfile.TemporaryDirectory() as project,
-        Agi(project, env={"HOME": home}) as agi,
+        Agi(project, env={"HOME": home, **database}) as agi,
     ):
         store = agi.store
-        assert isinstance(store, SqliteStore)
         session_id = build(store, args.messages)
         assert len(agi.history(session_id, view="simple")) == args.messages
+        bare: Callable[[], object]
+        if isinstance(store, PostgresStore):
+            pg_store = store
+            bare = lambda: bare_fetch_pg(pg_store, session_id)  # noqa: E731
+        else:
+            assert isinstance(store, SqliteStore)
+            sqlite_store = store
+            bare = lambda: bare_fetch(sqlite_store, session_id)  # noqa: E731
         paths: dict[str, Callable[[], object]] = {
-            "bare": lambda: bare_fetch(store, session_id),
-            "bare'": lambda: bare_fetch(store, session_id),
+            "bare": bare,
+            "bare'": bare,
             "full": lambda: agi.history(session_id, view="full"),
             "simple": lambda: agi.history(session_id, view="simple"),
         }
         more: dict[str, Callable[[], object]] = {
-            "iter": lambda: iter_fetch(store, session_id),
+            "iter": lambda: iter_fetch(sqlite_store, session_id),
             "full+parts": lambda: read_all(agi.history(session_id, view="full")),
             "simple+texts": lambda: read_all(agi.history(session_id, view="simple")),
             "eager full": lambda: agi.history(session_id, view="full", lazy=False),
             "eager simple": lambda: agi.history(session_id, view="simple", lazy=False),
             "eager+parts": lambda: read_all(agi.history(session_id, view="full", lazy=False)),
         }
+        if args.postgres:
+            del more["iter"]  # SQLite's
         if args.more:
             paths.update(more)
         cpu: dict[str, list[float]] = {name: [] for name in paths}
@@ -123,7 +175,10 @@ def main(argv: list[str] | None = None) -> int:
                 if round_:
                     cpu[name].append(spent)
         floor = statistics.median(cpu["bare"])
-        print(f"{args.messages:,} plain-text messages, {args.repeat} rounds, CPU medians:")
+        backend = "PostgreSQL (client CPU)" if args.postgres else "SQLite"
+        print(
+            f"{args.messages:,} plain-text messages, {backend}, {args.repeat} rounds, CPU medians:"
+        )
         for name, values in cpu.items():
             median = statistics.median(values)
             print(f"  {name:<12} {median * 1000:7.1f} ms  {median / floor:5.2f}x bare")

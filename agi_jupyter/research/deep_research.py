@@ -7,6 +7,11 @@
 
 Every step that finishes a run is a compare-and-set on the run's version, so concurrent ticks,
 pollers and webhook deliveries in any number of processes complete a run exactly once.
+
+All of it runs on the runtime loop, which runs every agent of the process, so its store calls
+go to the store thread (``RuntimeDeps.stored``): parking a run is the attempt's ending, a
+``RunEmitter.section`` there, and completing one (the claim, the report, the run's end) is one
+call there, whole, its events published as they are stored.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from agi_jupyter import events as ev
+from agi_jupyter.aio import regardless
 from agi_jupyter.errors import Conflict, ProviderError, RunLost
 from agi_jupyter.providers.base import Usage
 from agi_jupyter.providers.catalog import cost_usd
@@ -26,6 +32,7 @@ from agi_jupyter.records import (
     ArtifactRefPart,
     Part,
     Run,
+    Session,
     TextPart,
     WebhookEvent,
     utc_now,
@@ -76,9 +83,7 @@ class DeepResearch:
 
     async def start(self, run: Run, emitter: RunEmitter) -> Run:
         """Create the background response and park the run until it finishes."""
-        store = self.deps.store
-        prompt = store.get_message(run.input_message_id).text if run.input_message_id else ""
-        session = store.get_session(run.session_id)
+        prompt, session = await self.deps.stored(self._inputs, run)
         response = await self.client.create(
             model=run.model or self.settings.model,
             prompt=prompt,
@@ -87,6 +92,22 @@ class DeepResearch:
             instructions=run.system_prompt or session.system_prompt,
         )
         response_id = str(response["id"])
+        # Parking is the attempt's ending: it runs whole, and a cancellation meanwhile finds
+        # the run parked (as when it comes once ``start`` returned).
+        run = await regardless(emitter.section(self._park, run, response_id, emitter))
+        if not self.settings.webhooks:
+            self._watch(run.id)
+        return run
+
+    def _inputs(self, run: Run) -> tuple[str, Session]:
+        """The run's prompt and session (store thread)."""
+        store = self.deps.store
+        prompt = store.get_message(run.input_message_id).text if run.input_message_id else ""
+        return prompt, store.get_session(run.session_id)
+
+    def _park(self, run: Run, response_id: str, emitter: RunEmitter) -> Run:
+        """Record the response and give the run up until it finishes (store thread)."""
+        store = self.deps.store
         # Announced before the update that gives up ownership (the fence stops holding).
         emitter.emit(ev.RunStatusEvent(status=PARKED))
         try:
@@ -103,8 +124,6 @@ class DeepResearch:
         except Conflict:  # the same response (an idempotent replay) already belongs to a run
             log.warning("response %s of run %s is already recorded", response_id, run.id)
             run = store.update_run(run.id, status=PARKED, owner=None, fence=emitter.fence)
-        if not self.settings.webhooks:
-            self._watch(run.id)
         return run
 
     async def on_cancelled(self, run: Run) -> None:
@@ -134,13 +153,14 @@ class DeepResearch:
             task.add_done_callback(lambda _t: self._watchers.pop(run_id, None))
 
     async def _watch_loop(self, run_id: str) -> None:
+        get_run = self.deps.store.get_run
         while True:
-            run = self.deps.store.get_run(run_id)
+            run = await self.deps.stored(get_run, run_id)
             if run.status != PARKED:
                 return
             await asyncio.sleep(_seconds_until(run.next_attempt_at))
             try:
-                await self.poll(self.deps.store.get_run(run_id))
+                await self.poll(await self.deps.stored(get_run, run_id))
             except ProviderError as e:
                 log.warning("polling run %s: %s", run_id, e.message)
             except Exception:
@@ -153,16 +173,24 @@ class DeepResearch:
         if run.status != PARKED or not run.provider_response_id:
             return False
         next_poll = iso_in(self.settings.next_poll_in)
-        if not self.deps.store.update_run_if(run.id, run.version, next_attempt_at=next_poll):
+        moved = self.deps.store.update_run_if
+        if not await self.deps.stored(moved, run.id, run.version, next_attempt_at=next_poll):
             return False  # another poller took this round
         response = await self.client.retrieve(run.provider_response_id)
         if response.get("status") in PENDING:
             return False
-        return self.complete(self.deps.store.get_run(run.id), response)
+        return await self.complete(run.id, response)
 
-    def complete(self, run: Run, response: JSON, *, webhook_event_id: str | None = None) -> bool:
-        """Claim a parked run (``processing_webhook``) and end it from its final response."""
+    async def complete(
+        self, run_id: str, response: JSON, *, webhook_event_id: str | None = None
+    ) -> bool:
+        """Claim a parked run (``processing_webhook``) and end it from its final response, in
+        one call on the store thread (whole, even when the caller is cancelled meanwhile)."""
+        return await self.deps.stored(self._complete, run_id, response, webhook_event_id)
+
+    def _complete(self, run_id: str, response: JSON, webhook_event_id: str | None) -> bool:
         store = self.deps.store
+        run = store.get_run(run_id)
         changes: JSON = {"status": "processing_webhook", "next_attempt_at": None}
         if webhook_event_id:
             changes["last_webhook_event_id"] = webhook_event_id
@@ -233,9 +261,9 @@ class DeepResearch:
         """Process unprocessed webhook events, poll due parked runs, and put runs left in
         ``processing_webhook`` by a dead process back to waiting. Returns (events processed,
         runs completed)."""
-        self._unstick(max_runs)
+        await self.deps.stored(self._unstick, max_runs)
         events, completed = await self.process_webhooks(max_webhook_events)
-        for run in self._due_parked(max_runs):
+        for run in await self.deps.stored(self._due_parked, max_runs):
             try:
                 completed += await self.poll(run)
             except ProviderError as e:
@@ -247,7 +275,8 @@ class DeepResearch:
         looked past (up to ``ORPHAN_SCAN`` of them), so they cannot hold newer ones back."""
         processed = completed = 0
         scan = limit + ORPHAN_SCAN
-        for event in self.deps.store.list_unprocessed_webhook_events(limit=scan):
+        unprocessed = self.deps.store.list_unprocessed_webhook_events
+        for event in await self.deps.stored(unprocessed, limit=scan):
             if processed >= limit:
                 break
             try:
@@ -261,15 +290,15 @@ class DeepResearch:
 
     async def _process(self, event: WebhookEvent) -> tuple[bool, bool]:
         """(whether the event is now processed, whether it completed a run)."""
-        store = self.deps.store
+        store, stored = self.deps.store, self.deps.stored
         if not event.type.startswith("response.") or not event.response_id:
-            return store.mark_webhook_event_processed(event.id), False
-        run = store.get_run_by_response_id(event.response_id)
+            return await stored(store.mark_webhook_event_processed, event.id), False
+        run = await stored(store.get_run_by_response_id, event.response_id)
         if run is None:  # it may arrive before its run stored the response id: wait a while
             if not _older_than(event.received_at, self.settings.orphan_grace):
                 return False, False
             error = f"no run has response id {event.response_id}"
-            return store.mark_webhook_event_processed(event.id, error=error), False
+            return await stored(store.mark_webhook_event_processed, event.id, error=error), False
         if run.status == "processing_webhook":
             return False, False  # someone is finishing it; look again at the next tick
         finished = False
@@ -277,18 +306,18 @@ class DeepResearch:
             response = await self.client.retrieve(event.response_id)
             if response.get("status") in PENDING:
                 return False, False  # not visible as finished yet: look again next tick
-            finished = self.complete(
-                store.get_run(run.id), response, webhook_event_id=event.event_id
-            )
-        return store.mark_webhook_event_processed(event.id), finished
+            finished = await self.complete(run.id, response, webhook_event_id=event.event_id)
+        return await stored(store.mark_webhook_event_processed, event.id), finished
 
     def _due_parked(self, limit: int) -> list[Run]:
+        """Parked runs whose next poll is due (store thread)."""
         now = utc_now()
         parked = self.deps.store.list_runs(statuses=[PARKED], limit=max(limit, 50)).items
         due = [r for r in parked if (r.next_attempt_at or "") <= now]
         return due[:limit]
 
     def _unstick(self, limit: int) -> None:
+        """Runs left in ``processing_webhook`` by a process that died go back (store thread)."""
         store = self.deps.store
         for run in store.list_runs(statuses=["processing_webhook"], limit=limit).items:
             if _older_than(run.updated_at, self.settings.stuck_after):

@@ -342,12 +342,6 @@ class RunEmitter:
             raise RunLost(f"run {self.run_id} was taken over; its events are not sent")
         self._raise_failure()
 
-    async def write_inline(self) -> None:
-        """From now on write inline (for code that emits, then calls the store itself,
-        expecting the events stored first: the executors and the SDK adapters)."""
-        await self.drain()
-        self.writer = None
-
     async def section(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)`` — code that calls the store and emits — on the store
         thread, after every write before it: its events are stored there as it emits them

@@ -6,7 +6,6 @@ from dataclasses import replace
 from typing import Literal
 
 from agi_jupyter.records import (
-    TEXTS_JSON,
     ChatMessage,
     Message,
     Part,
@@ -84,19 +83,35 @@ def history_view(messages: list[Message], view: HistoryView) -> list[Message]:
     a message that keeps all its parts is returned as it is, the others as copies."""
     if view == "full":
         return messages
-    undecoded_texts = TEXTS_JSON  # records.undecoded, inlined: these loops are hot
-    if all(undecoded_texts in m.__dict__ for m in messages):
-        # Read with ``list_messages(text_only=True, lazy=True)`` (``Agi.history``): each
-        # message's parts are its non-empty text parts, not decoded yet; it has some exactly
-        # when its text (its text parts joined) is not empty. Kept as they are, undecoded.
-        return [m for m in messages if m.text and m.role in ("user", "assistant")]
+    # Whether a message is undecoded (``records.undecoded``) is cheap to ask of one that is
+    # and dear (~1 µs, an AttributeError inside ``Message.__getattr__``) of one that is not:
+    # asked of each message only when the first one is.
+    if messages and messages[0]._texts_json is not None:
+        return _simple_of_undecoded(messages)
+    return _simple(messages)
+
+
+def _simple_of_undecoded(messages: list[Message]) -> list[Message]:
+    """The simple view of messages read with ``list_messages(text_only=True, lazy=True)``
+    (``Agi.history``): user and assistant messages whose parts are their non-empty text parts,
+    not decoded yet; such a message has some exactly when its text (its text parts joined) is
+    not empty. Kept as they are, undecoded. (A message read from ``message_parts`` is
+    decoded: ``_simple``.)"""
+    simple = []
+    for m in messages:
+        if m._texts_json is not None:
+            if m.text:
+                simple.append(m)
+        else:
+            simple.extend(_simple([m]))
+    return simple
+
+
+def _simple(messages: list[Message]) -> list[Message]:
+    """The simple view of any messages (an undecoded one is decoded)."""
     simple = []
     for m in messages:
         if m.role not in ("user", "assistant"):
-            continue
-        if undecoded_texts in m.__dict__:  # as above
-            if m.text:
-                simple.append(m)
             continue
         texts: list[Part] = [p for p in m.parts if isinstance(p, TextPart) and p.text]
         if texts:

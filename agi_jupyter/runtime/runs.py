@@ -26,10 +26,11 @@ import logging
 from collections.abc import Coroutine
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agi_jupyter import events as ev
 from agi_jupyter.aio import complete
+from agi_jupyter.aio import regardless as _regardless
 from agi_jupyter.errors import AgiError, RunLost, RunTerminal
 from agi_jupyter.records import Message, Run, RunFence, Session, part_from_dict, session_for_run
 from agi_jupyter.runtime import endings
@@ -52,7 +53,6 @@ __all__ = ["RunManager", "TickResult", "run_to_dict"]
 RESUME_SEQ_GAP = 1000
 
 Stop = Literal["release", "lost"]
-T = TypeVar("T")
 
 
 @dataclass
@@ -87,6 +87,8 @@ class RunExecutor(Protocol):
     already stored); it either ends the run through ``RunManager.finish`` or parks it in a
     waiting status (``waiting_webhook``) and returns it. Raising an ``AgiError`` goes through
     the usual retry policy. ``on_cancelled`` is told about runs of its type that were cancelled.
+    It makes no store call on the loop: ``RuntimeDeps.stored`` for a call, ``emitter.section``
+    for code that calls the store and emits (its ending).
     """
 
     async def start(self, run: Run, emitter: RunEmitter) -> Run: ...
@@ -365,7 +367,6 @@ class RunManager:
                     emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
             executor = self.executors.get(run.type)
             if executor is not None:
-                await emitter.write_inline()  # (executors emit, then call the store inline)
                 return await executor.start(run, emitter)
             result = await self.agent_runner.run_attempt(run, emitter, session, begun.inputs)
         except asyncio.CancelledError:
@@ -622,24 +623,6 @@ class RunManager:
         for executor in self.executors.values():
             await executor.aclose()
         self.leases.close()
-
-
-async def _regardless(ending: Coroutine[Any, Any, T]) -> T:
-    """The result of an attempt's ending even when the task is cancelled meanwhile: the run
-    is ending already (a cancel now finds it ended; a takeover fails its fenced writes). With
-    the ending's writes on the store thread there is time for the lease keeper to see the
-    run ended and report it lost, which must not turn a finished run's task into a cancelled
-    one."""
-    future = asyncio.ensure_future(ending)
-    current = asyncio.current_task()
-    while True:
-        try:
-            return await asyncio.shield(future)
-        except asyncio.CancelledError:
-            if future.cancelled():
-                raise
-            if current is not None:
-                current.uncancel()
 
 
 def _cancel_error() -> dict[str, Any]:

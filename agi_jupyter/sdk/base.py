@@ -154,15 +154,19 @@ ToolRunner = Callable[[str, str, JSON], Awaitable["ToolOutcome"]]
 class SdkRunParams:
     """Everything an adapter needs for one attempt of one run.
 
-    ``on_history`` records canonical history and emits the matching live events;
-    ``on_event`` emits extra live events that have no history (``tool.call.delta`` chunks).
+    ``on_history`` records canonical history and emits the matching live events (awaited:
+    what it stores is written on the store thread, and the events that follow a write are
+    emitted once it is made); ``on_event`` emits extra live events that have no history
+    (``tool.call.delta`` chunks).
     ``call_tool(tool_call_id, name, arguments)`` runs one of *our* tools with the agent's
     gating, path confinement, redaction and artifacts (the claude adapter exposes them over
     MCP); ``tools`` are the ones offered. ``state`` is the adapter's saved session state
-    (e.g. the SDK's own session or thread id, for resuming) and ``save_state`` replaces it.
+    (e.g. the SDK's own session or thread id, for resuming) and ``save_state`` replaces it
+    (awaited, on the store thread).
     ``on_handle`` publishes the live handle that ``queue_message`` / ``abort`` act on.
     ``emitter`` is the run's emitter, for the native adapter, which writes history itself.
     ``result()`` flushes the history and gives what ``run`` returns (text, usage, cost, turns).
+    Nothing here calls the store on the runtime loop, which runs every agent of the process.
     """
 
     run: Run
@@ -174,14 +178,14 @@ class SdkRunParams:
     system_prompt: str
     tools: list[AnyTool]
     max_turns: int
-    on_history: Callable[[HistoryEvent], None]
+    on_history: Callable[[HistoryEvent], Awaitable[None]]
     on_event: Callable[[Event], object]
     call_tool: ToolRunner
     state: JSON
-    save_state: Callable[[JSON], None]
+    save_state: Callable[[JSON], Awaitable[None]]
     on_handle: Callable[[object], None]
     emitter: RunEmitter
-    result: Callable[[], AttemptResult]
+    result: Callable[[], Awaitable[AttemptResult]]
 
 
 class SdkAdapter(ABC):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal
 
 from agi_jupyter import budget
 from agi_jupyter.agents import build_system_prompt
+from agi_jupyter.aio import complete
 from agi_jupyter.errors import UsageError
 from agi_jupyter.records import JSON, Run, Session, TextPart, session_for_run
 from agi_jupyter.runtime.runner import allowed_tool_names
@@ -84,45 +85,59 @@ class SdkDispatch:
             found = await self.deps.stored(self.deps.store.get_session, run.session_id)
         session = session_for_run(found, run)
         adapter = self.adapter(session.sdk)
-        if session.sdk != "native":  # (they emit, then call the store inline)
-            await emitter.write_inline()
         adapter.check_available()
-        if session.sdk != "native":  # the native loop checks before every model call
-            deps = self.deps
-            budget.check_start(budget.statuses(deps.store, session, deps.config.budgets))
+        if isinstance(adapter, NativeAdapter):
+            # Our own loop (it checks budgets before every model call), given the session
+            # read already: a trip to the store thread less before the first model request.
+            await self._prepare_tools(session)
+            return await adapter.loop.run_attempt(run, emitter, found, inputs)
+        return await self._run_sdk(adapter, run, session, emitter)
+
+    async def _prepare_tools(self, session: Session) -> None:
         agent = self.deps.agents[session.agent]
         await self.deps.registry.prepare(allowed_tool_names(agent, session, self.deps.registry))
-        history: list[CanonicalHistory] = []
 
-        def prepare() -> SdkRunParams:
-            params, assembler = self._params(adapter, run, session, emitter)
-            history.append(assembler)
-            return params
-
+    async def _run_sdk(
+        self, adapter: SdkAdapter, run: Run, session: Session, emitter: RunEmitter
+    ) -> AttemptResult:
+        """An attempt of another SDK, its history assembled by ``CanonicalHistory``. Every
+        store call goes through the store thread (``deps.stored``), in order with the
+        emitter's writes: the loop runs every agent of the process."""
+        deps = self.deps
+        statuses, prompt = await deps.stored(self._before, run, session)
+        budget.check_start(statuses)
+        await self._prepare_tools(session)
+        params, history = self._params(adapter, run, session, emitter, prompt)
         try:
-            if isinstance(adapter, NativeAdapter):
-                # Our own loop, given the session read already (a trip to the store thread
-                # less before the first model request).
-                result = await adapter.loop.run_attempt(run, emitter, found, inputs)
-            else:
-                result = await adapter.execute(run, emitter, prepare)
+            result = await adapter.execute(run, emitter, lambda: params)
         finally:
             self._live.pop(run.id, None)
-            if history:
-                history[0].flush()  # whatever arrived before a failure stays in history
+            await history.flush()  # whatever arrived before a failure stays in history
         if run.id in self._aborted:
             self._aborted.discard(run.id)
             # Interrupted: the SDK stopped cleanly, and the run ends ``cancelled`` whether or
             # not the run manager's cancel reached the task first.
             raise asyncio.CancelledError
-        if history:
-            self.deps.store.update_run(
-                run.id, usage=result.usage, cost_usd=result.cost_usd, fence=emitter.fence
+        # The attempt's result stands even when a cancellation lands meanwhile (it is
+        # delivered after, where the run ends with it).
+        await complete(
+            deps.stored(
+                deps.store.update_run,
+                run.id,
+                usage=result.usage,
+                cost_usd=result.cost_usd,
+                fence=emitter.fence,
             )
+        )
         return result
 
+    def _before(self, run: Run, session: Session) -> tuple[list[budget.BudgetStatus], str]:
+        """The session's budgets and the run's prompt, in one trip (store thread)."""
+        deps = self.deps
+        return budget.statuses(deps.store, session, deps.config.budgets), self._prompt(run)
+
     def _params(
-        self, adapter: SdkAdapter, run: Run, session: Session, emitter: RunEmitter
+        self, adapter: SdkAdapter, run: Run, session: Session, emitter: RunEmitter, prompt: str
     ) -> tuple[SdkRunParams, CanonicalHistory]:
         deps = self.deps
         agent = deps.agents[session.agent]
@@ -140,6 +155,7 @@ class SdkDispatch:
             deps.store,
             emitter,
             run,
+            stored=deps.stored,
             sdk=adapter.id,
             redactor=deps.redactor,
             max_iterations=max_turns,
@@ -162,13 +178,16 @@ class SdkDispatch:
         def on_handle(handle: object) -> None:
             self._live[run.id] = _Live(adapter, handle)
 
+        async def save_state(new: JSON) -> None:
+            await deps.stored(self._save_state, session.id, adapter.id, new)
+
         params = SdkRunParams(
             run=run,
             session=session,
             agent=agent,
             config=deps.config,
             project=deps.config.project,
-            prompt=self._prompt(run),
+            prompt=prompt,
             system_prompt=system,
             tools=tools,
             max_turns=max_turns,
@@ -176,7 +195,7 @@ class SdkDispatch:
             on_event=emitter.emit,
             call_tool=call_tool,
             state=dict((session.metadata.get(STATE_KEY) or {}).get(adapter.id) or {}),
-            save_state=lambda new: self._save_state(session.id, adapter.id, new),
+            save_state=save_state,
             on_handle=on_handle,
             emitter=emitter,
             result=history.result,
@@ -184,12 +203,14 @@ class SdkDispatch:
         return params, history
 
     def _prompt(self, run: Run) -> str:
+        """The text of the run's user message (store thread)."""
         if not run.input_message_id:
             return ""
         message = self.deps.store.get_message(run.input_message_id)
         return "".join(p.text for p in message.parts if isinstance(p, TextPart))
 
     def _save_state(self, session_id: str, sdk: str, state: JSON) -> None:
+        """Replace the adapter's state in the session's metadata (store thread)."""
         session = self.deps.store.get_session(session_id)
         metadata = dict(session.metadata)
         states = dict(metadata.get(STATE_KEY) or {})

@@ -58,13 +58,13 @@ class ExternalAdapter(SdkAdapter):
             )
         call_id, name = str(call["id"]), str(call["name"])
         arguments = dict(call.get("arguments") or {})
-        params.on_history(ToolCallEvent(id=call_id, name=name, arguments=arguments))
-        params.on_history(
+        await params.on_history(ToolCallEvent(id=call_id, name=name, arguments=arguments))
+        await params.on_history(
             TurnMeta(provider=PROVIDER, model=params.run.model, stop_reason="tool_use")
         )
         outcome = await params.call_tool(call_id, name, arguments)
-        params.on_history(
+        await params.on_history(
             ToolResultEvent(id=call_id, name=name, output=outcome.output, is_error=not outcome.ok)
         )
-        params.on_history(TurnDone())
-        return params.result()
+        await params.on_history(TurnDone())
+        return await params.result()

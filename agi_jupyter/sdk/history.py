@@ -21,14 +21,19 @@ stored.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from agi_jupyter import events as ev
+from agi_jupyter.aio import complete
 from agi_jupyter.providers.base import Usage
 from agi_jupyter.providers.catalog import cost_usd
 from agi_jupyter.records import (
     JSON,
+    Artifact,
+    Message,
     Part,
     ReasoningPart,
     Run,
@@ -48,12 +53,25 @@ from agi_jupyter.sdk.base import (
     TurnMeta,
     UserInput,
 )
+from agi_jupyter.tools.base import ArtifactDraft
 from agi_jupyter.tools.diffs import DIFF_KINDS
 
 if TYPE_CHECKING:
+    from agi_jupyter.records import RunFence
     from agi_jupyter.runtime.emitter import RunEmitter
     from agi_jupyter.store import Store
     from agi_jupyter.tools import Redactor, ToolOutcome
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class StoreCalls(Protocol):
+    """Makes a store call off the runtime loop and awaits it (``RuntimeDeps.stored``)."""
+
+    def __call__(
+        self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> Awaitable[T]: ...
 
 
 # The meta every assistant message carries, whatever ran it (providers may add their own keys,
@@ -74,8 +92,13 @@ class _Draft:
         return not (self.thinking or self.text or self.calls)
 
 
+# What stores nothing when it arrives (a tool call is stored with its message, at the flush).
+_UNSTORED = (AssistantText, AssistantThinking, ToolCallEvent)
+
+
 class CanonicalHistory:
-    """Receives one run's history events (``__call__``) and writes history + live events.
+    """Receives one run's history events (``await history(event)``) and writes history + live
+    events.
 
     Used on the runtime loop only. ``result()`` gives the attempt's result for the run manager.
     """
@@ -86,11 +109,13 @@ class CanonicalHistory:
         emitter: RunEmitter,
         run: Run,
         *,
+        stored: StoreCalls,
         sdk: str,
         redactor: Redactor,
         max_iterations: int,
     ) -> None:
         self.store = store
+        self.stored = stored
         self.emitter = emitter
         self.run = run
         self.sdk = sdk
@@ -106,29 +131,59 @@ class CanonicalHistory:
         self._call_names: dict[str, str] = {}
         self._outcomes: dict[str, ToolOutcome] = {}  # results of our own tools, by call id
         self._answered: set[str] = set()
+        self._steps = asyncio.Lock()  # one step at a time, in the order they were reported
+        self._waiting = 0  # steps asked for and not done (a chunk then waits behind them)
 
     # --- intake ------------------------------------------------------------------------------
 
-    def __call__(self, event: HistoryEvent) -> None:
-        if isinstance(event, AssistantText):
-            if event.text:
-                self._current().text.append(event.text)
-                # Per chunk for the live view; the stored text is redacted whole (flush).
-                self.emitter.emit(ev.TextDelta(delta=self.redactor.redact_text(event.text)))
-        elif isinstance(event, AssistantThinking):
-            text = self.redactor.redact_text(event.text)
-            part = ReasoningPart(text=text, signature=event.signature)
-            self._current().thinking.append(part)
-            self.emitter.emit(ev.ReasoningDone(text=text))
+    async def __call__(self, event: HistoryEvent) -> None:
+        if self._waiting == 0 and isinstance(event, _UNSTORED):
+            await self._handle(event)  # the per-token path: stores nothing, never waits
+            return
+        await self._step(self._handle, event)
+
+    def record_outcome(self, outcome: ToolOutcome) -> None:
+        """Remember what one of our own tools did, for its ``tool_calls`` row and artifact."""
+        self._outcomes[outcome.tool_call_id] = outcome
+
+    async def flush(self) -> None:
+        """Write the assistant message being assembled (if any)."""
+        await self._step(self._flush)
+
+    async def result(self) -> AttemptResult:
+        await self.flush()
+        return AttemptResult(
+            self.final_text, dict(self.usage), self.cost_usd, max(self.iterations, 1)
+        )
+
+    async def _step(
+        self, fn: Callable[P, Awaitable[None]], /, *args: P.args, **kwargs: P.kwargs
+    ) -> None:
+        """``fn`` after the steps before it, whole even when the task is cancelled meanwhile
+        (the cancellation is delivered after it)."""
+        self._waiting += 1
+        try:
+            await complete(self._serially(fn(*args, **kwargs)))
+        finally:
+            self._waiting -= 1
+
+    async def _serially(self, work: Awaitable[None]) -> None:
+        async with self._steps:
+            await work
+
+    async def _handle(self, event: HistoryEvent) -> None:
+        if isinstance(event, AssistantText | AssistantThinking):
+            self._take(event)
         elif isinstance(event, ToolCallEvent):
             self._tool_call(event)
         elif isinstance(event, ToolResultEvent):
-            self._tool_result(event)
+            await self._tool_result(event)
         elif isinstance(event, TurnMeta):
-            self._meta(event)
+            await self._meta(event)
         elif isinstance(event, UserInput):
-            self.flush()
-            message = self.store.add_message(
+            await self._flush()
+            message = await self.stored(
+                self.store.add_message,
                 self.run.session_id,
                 "user",
                 [TextPart(text=event.text)],
@@ -137,17 +192,18 @@ class CanonicalHistory:
             )
             self.emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
         elif isinstance(event, TurnDone):
-            self.flush()
+            await self._flush()
 
-    def record_outcome(self, outcome: ToolOutcome) -> None:
-        """Remember what one of our own tools did, for its ``tool_calls`` row and artifact."""
-        self._outcomes[outcome.tool_call_id] = outcome
-
-    def result(self) -> AttemptResult:
-        self.flush()
-        return AttemptResult(
-            self.final_text, dict(self.usage), self.cost_usd, max(self.iterations, 1)
-        )
+    def _take(self, event: AssistantText | AssistantThinking) -> None:
+        if isinstance(event, AssistantText):
+            if event.text:
+                self._current().text.append(event.text)
+                # Per chunk for the live view; the stored text is redacted whole (flush).
+                self.emitter.emit(ev.TextDelta(delta=self.redactor.redact_text(event.text)))
+            return
+        text = self.redactor.redact_text(event.text)
+        self._current().thinking.append(ReasoningPart(text=text, signature=event.signature))
+        self.emitter.emit(ev.ReasoningDone(text=text))
 
     # --- assembling --------------------------------------------------------------------------
 
@@ -175,56 +231,39 @@ class CanonicalHistory:
         )
         self.emitter.emit(ev.ToolCallArgumentsDone(tool_call_id=event.id, arguments=arguments))
 
-    def _tool_result(self, event: ToolResultEvent) -> None:
+    async def _tool_result(self, event: ToolResultEvent) -> None:
         if event.id not in self._call_names:
             # A result whose call was never reported: record the call, so history stays valid.
             self._tool_call(ToolCallEvent(id=event.id, name=event.name))
         if event.id not in self._call_rows:
-            self.flush()
+            await self._flush()
         name = self._call_names.get(event.id, event.name)
         outcome = self._outcomes.pop(event.id, None)
         # Our own tool's output as it produced it (the SDK's copy may be wrapped or trimmed).
         output = outcome.output if outcome is not None else self.redactor.redact_text(event.output)
         artifact = outcome.artifact if outcome is not None else None
+        draft = None
         if artifact is None and event.artifact is not None:
-            draft = event.artifact
-            artifact = self.store.create_artifact(
-                draft.kind,
-                run_id=self.run.id,
-                session_id=self.run.session_id,
-                title=draft.title,
-                mime=draft.mime,
-                data=self.redactor.redact_json(draft.data) if draft.data else None,
-                text=self.redactor.redact_text(draft.text) if draft.text else None,
-            )
+            draft = self._redacted(event.artifact)
         ok = not event.is_error
         status = outcome.status if outcome is not None else ("completed" if ok else "failed")
         result: Any = outcome.result if outcome is not None else (event.result or output)
         if isinstance(result, dict):
             result = self.redactor.redact_json(result)
         row = self._call_rows.get(event.id)
+        change: JSON | None = None
         if row is not None and event.id not in self._answered:
-            self.store.update_tool_call(
-                row,
-                status=status,
-                result=result,
-                is_error=not ok,
-                started_at=outcome.started_at if outcome is not None else None,
-                finished_at=utc_now(),
-                fence=self.emitter.fence,
-            )
+            change = {
+                "status": status,
+                "result": result,
+                "is_error": not ok,
+                "started_at": outcome.started_at if outcome is not None else None,
+            }
         self._answered.add(event.id)
         part = ToolResultPart(
-            tool_call_id=event.id,
-            name=name,
-            output=output,
-            is_error=not ok,
-            artifact_id=artifact.id if artifact is not None else None,
-            status=status,
+            tool_call_id=event.id, name=name, output=output, is_error=not ok, status=status
         )
-        self.store.add_message(
-            self.run.session_id, "tool", [part], run_id=self.run.id, fence=self.emitter.fence
-        )
+        artifact = await self.stored(self._write_result, part, artifact, draft, row, change)
         summary: JSON | None = None
         if artifact is not None:
             summary = {
@@ -246,7 +285,42 @@ class CanonicalHistory:
             )
         )
 
-    def _meta(self, meta: TurnMeta) -> None:
+    def _redacted(self, draft: ArtifactDraft) -> ArtifactDraft:
+        return replace(
+            draft,
+            data=self.redactor.redact_json(draft.data) if draft.data else None,
+            text=self.redactor.redact_text(draft.text) if draft.text else None,
+        )
+
+    def _write_result(
+        self,
+        part: ToolResultPart,
+        artifact: Artifact | None,
+        draft: ArtifactDraft | None,
+        row: str | None,
+        change: JSON | None,
+    ) -> Artifact | None:
+        """A tool's result in one trip (store thread): the artifact the SDK reported, the
+        call's row, the ``tool`` message."""
+        store, fence = self.store, self.emitter.fence
+        if draft is not None:
+            artifact = store.create_artifact(
+                draft.kind,
+                run_id=self.run.id,
+                session_id=self.run.session_id,
+                title=draft.title,
+                mime=draft.mime,
+                data=draft.data,
+                text=draft.text,
+            )
+        if artifact is not None:
+            part.artifact_id = artifact.id
+        if row is not None and change is not None:
+            store.update_tool_call(row, finished_at=utc_now(), fence=fence, **change)
+        store.add_message(self.run.session_id, "tool", [part], run_id=self.run.id, fence=fence)
+        return artifact
+
+    async def _meta(self, meta: TurnMeta) -> None:
         cost = meta.cost_usd
         if cost is None:
             usage = Usage(input_tokens=meta.input_tokens, output_tokens=meta.output_tokens)
@@ -254,18 +328,6 @@ class CanonicalHistory:
         self.usage["input_tokens"] += meta.input_tokens
         self.usage["output_tokens"] += meta.output_tokens
         self.cost_usd += cost or 0.0
-        self.store.add_session_usage(
-            self.run.session_id,
-            input_tokens=meta.input_tokens,
-            output_tokens=meta.output_tokens,
-            cost_usd=cost or 0.0,
-            fence=self.emitter.fence,
-        )
-        self.emitter.emit(
-            ev.UsageEvent(
-                input_tokens=meta.input_tokens, output_tokens=meta.output_tokens, cost_usd=cost
-            )
-        )
         stamped = TurnMeta(
             provider=meta.provider,
             model=meta.model,
@@ -279,9 +341,21 @@ class CanonicalHistory:
             self._draft.meta = stamped
         else:
             self._pending_meta = stamped  # usage reported before any content: keep it for later
+        await self.stored(
+            self.store.add_session_usage,
+            self.run.session_id,
+            input_tokens=meta.input_tokens,
+            output_tokens=meta.output_tokens,
+            cost_usd=cost or 0.0,
+            fence=self.emitter.fence,
+        )
+        self.emitter.emit(
+            ev.UsageEvent(
+                input_tokens=meta.input_tokens, output_tokens=meta.output_tokens, cost_usd=cost
+            )
+        )
 
-    def flush(self) -> None:
-        """Write the assistant message being assembled (if any)."""
+    async def _flush(self) -> None:
         draft, self._draft = self._draft, None
         if draft is None or draft.empty():
             return
@@ -298,25 +372,16 @@ class CanonicalHistory:
         )
         meta = draft.meta or self._pending_meta
         self._pending_meta = None
-        message = self.store.add_message(
-            self.run.session_id,
-            "assistant",
+        message, rows = await self.stored(
+            _write_assistant,
+            self.store,
+            self.run,
             parts,
-            run_id=self.run.id,
-            meta=self._meta_dict(meta),
-            fence=self.emitter.fence,
+            self._meta_dict(meta),
+            draft.calls,
+            self.emitter.fence,
         )
-        for call in draft.calls:
-            row = self.store.create_tool_call(
-                self.run.id,
-                call.id,
-                call.name,
-                call.arguments,
-                message_id=message.id,
-                status="running",
-                fence=self.emitter.fence,
-            )
-            self._call_rows[call.id] = row.id
+        self._call_rows.update(rows)
         self.emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
 
     def _meta_dict(self, meta: TurnMeta | None) -> JSON:
@@ -339,3 +404,31 @@ class CanonicalHistory:
             )
             data.update(meta.extra)
         return data
+
+
+def _write_assistant(
+    store: Store,
+    run: Run,
+    parts: list[Part],
+    meta: JSON,
+    calls: list[ToolCallEvent],
+    fence: RunFence | None,
+) -> tuple[Message, dict[str, str]]:
+    """An assistant message and its calls' ``tool_calls`` rows in one trip (store thread);
+    the rows by call id."""
+    message = store.add_message(
+        run.session_id, "assistant", parts, run_id=run.id, meta=meta, fence=fence
+    )
+    rows = {}
+    for call in calls:
+        row = store.create_tool_call(
+            run.id,
+            call.id,
+            call.name,
+            call.arguments,
+            message_id=message.id,
+            status="running",
+            fence=fence,
+        )
+        rows[call.id] = row.id
+    return message, rows

@@ -165,8 +165,9 @@ class Store(Protocol):
         """``text_only``: only user and assistant messages, each with only its non-empty text
         parts (the simple history view; a message left with no parts is still listed).
         ``lazy``: each message's ``meta`` and ``parts`` are decoded when first read
-        (``records.Deferred``): cheaper for a reader of roles and texts (``Agi.history``),
-        dearer for one that reads every message's parts (about twice the eager decoding)."""
+        (``records.Message.__getattr__``): cheaper for a reader of roles and texts
+        (``Agi.history``), dearer for one that reads every message's parts (about twice the
+        eager decoding)."""
         ...
 
     # --- runs -----------------------------------------------------------------------------

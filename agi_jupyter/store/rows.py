@@ -213,8 +213,23 @@ _DIRECT_PARTS: dict[str, tuple[type[Any], frozenset[str]]] = {
     for kind, cls in _PART_CLASSES.items()
     if plain_dataclass(cls)
 }
-if not plain_dataclass(Message):  # ``messages_from_cursor`` makes messages without ``__init__``
-    raise TypeError("records.Message must stay a plain dataclass (see plain_dataclass)")
+# ``messages_from_cursor`` makes messages without ``__init__``, assigning their slots in this
+# order (the undecoded ones' ``meta`` and ``parts`` left unset): any other field would be left
+# unset too.
+_ASSIGNED = [
+    "id",
+    "session_id",
+    "role",
+    "run_id",
+    "status",
+    "text",
+    "meta",
+    "parts",
+    "created_at",
+    "updated_at",
+]
+if [f.name for f in dataclasses.fields(Message)] != _ASSIGNED:
+    raise TypeError("records.Message's fields changed: update messages_from_cursor")
 
 # What ``messages_from_cursor`` reads, in this order: a message's columns but ``session_id`` (the
 # same for a whole history, so given once); ``updated_at`` as NULL when it equals
@@ -294,52 +309,20 @@ def _parts(datas: list[dict[str, Any]]) -> list[Part]:
     return typing.cast(list[Part], datas)
 
 
-_UNDECODED = (records.PARTS_JSON, records.TEXTS_JSON)
-
-
 def _texts_of(datas: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The stored dicts of the non-empty text parts."""
     return [d for d in datas if d.get("type") == "text" and d.get("text")]
 
 
-def decode_message(state: dict[str, Any]) -> dict[str, Any] | None:
-    """The decoded ``__dict__`` of a message left undecoded by ``messages_from_cursor(lazy=
-    True)`` (``records.Deferred``), in field order as ``__init__`` makes it; a field assigned
-    since it was read is kept. None when ``state`` holds nothing undecoded."""
-    key = (
-        records.PARTS_JSON
-        if records.PARTS_JSON in state
-        else records.TEXTS_JSON
-        if records.TEXTS_JSON in state
-        else None
-    )
-    if key is None:
-        return None
-    meta, datas = _loads("[" + state[key] + "]")
-    decoded = {
-        "id": state["id"],
-        "session_id": state["session_id"],
-        "role": state["role"],
-        "run_id": state["run_id"],
-        "status": state["status"],
-        "text": state["text"],
-        "meta": state.get("meta", meta or {}),
-        "parts": (
-            state["parts"]
-            if "parts" in state
-            else _parts(_texts_of(datas) if key == records.TEXTS_JSON else datas)
-        ),
-        "created_at": state["created_at"],
-        "updated_at": state["updated_at"],
-    }
-    if len(state) != len(decoded) - 1:  # attributes set on the record besides its fields
-        for name, value in state.items():
-            if name not in decoded and name not in _UNDECODED:
-                decoded[name] = value
-    return decoded
+def decode_message(stored: str, text_only: bool) -> tuple[records.JSON, list[Part]]:
+    """The meta and parts of a message left undecoded by ``messages_from_cursor(lazy=True)``
+    (``records.Message.__getattr__``): its stored ``meta,parts`` text; ``text_only``: its
+    non-empty text parts only."""
+    meta, datas = _loads("[" + stored + "]")
+    return meta or {}, _parts(_texts_of(datas) if text_only else datas)
 
 
-records.Deferred.decoders[Message] = decode_message
+records.Message.decoder = decode_message
 
 
 class RowSource(typing.Protocol):
@@ -358,13 +341,14 @@ def messages_from_cursor(
     ``parts`` column is NULL: their ``parts`` are left empty for the caller to read from
     ``message_parts``. ``text_only``: the messages keep only their non-empty text parts.
 
-    Each record is a bare instance given its ``__dict__``, not built by ``__init__``:
-    per-object overhead is what dominates a long history (``plain_dataclass``). ``lazy``: each
-    message's ``meta`` and ``parts`` are left as the JSON texts read, decoded when first read
-    (``records.Deferred``): a history is then little more than the rows of its SELECT, and a
-    reader of roles and texts never pays for decoding the rest; but decoding them one message
-    at a time costs more than the eager read, which decodes the texts of a batch of rows with
-    one ``orjson.loads`` call.
+    Each record is a bare instance whose slots are assigned one by one, not built by
+    ``__init__`` (its parts: bare instances given their ``__dict__``, ``plain_dataclass``):
+    per-object overhead is what dominates a long history. ``lazy``: each message's ``meta``
+    and ``parts`` are left as the JSON texts read, decoded when first read
+    (``records.Message.__getattr__``): a history is then little more than the rows of its
+    SELECT, and a reader of roles and texts never pays for decoding the rest; but decoding
+    them one message at a time costs more than the eager read, which decodes the texts of a
+    batch of rows with one ``orjson.loads`` call.
     """
     if lazy:
         return _deferred_messages(cursor, session_id, text_only=text_only)
@@ -395,18 +379,16 @@ def messages_from_cursor(
                         part = records.part_from_dict(data)
                     parts[i] = part
             message = new(Message)
-            message.__dict__ = {  # in field order, as __init__ fills __dict__
-                "id": id_,
-                "session_id": session_id,
-                "role": role,
-                "run_id": run_id,
-                "status": status,
-                "text": text or "",
-                "meta": meta or {},
-                "parts": parts,
-                "created_at": created_at,
-                "updated_at": created_at if updated_at is None else updated_at,
-            }
+            message.id = id_
+            message.session_id = session_id
+            message.role = role
+            message.run_id = run_id
+            message.status = status
+            message.text = text or ""
+            message.meta = meta or {}
+            message.parts = parts
+            message.created_at = created_at
+            message.updated_at = created_at if updated_at is None else updated_at
             messages.append(message)
     return messages, missing
 
@@ -416,39 +398,29 @@ def _deferred_messages(
 ) -> tuple[list[Message], list[int]]:
     """``messages_from_cursor(lazy=True)``. The rows are iterated, not fetched as one list:
     each row tuple is freed as soon as its record holds its values."""
-    key = records.TEXTS_JSON if text_only else records.PARTS_JSON
     no_parts = _NO_PARTS
     new = object.__new__
     messages: list[Message] = []
     missing: list[int] = []
     for id_, role, run_id, status, text, created_at, updated_at, stored in cursor:
+        # The slots assigned one by one: a specialized store each, cheaper than any call.
         message = new(Message)
-        if not stored.endswith(no_parts):
-            message.__dict__ = {
-                "id": id_,
-                "session_id": session_id,
-                "role": role,
-                "run_id": run_id,
-                "status": status,
-                "text": text or "",
-                key: stored,
-                "created_at": created_at,
-                "updated_at": created_at if updated_at is None else updated_at,
-            }
-        else:  # its parts are read from ``message_parts`` by the caller
+        message.id = id_
+        message.session_id = session_id
+        message.role = role
+        message.run_id = run_id
+        message.status = status
+        message.text = text or ""
+        if stored.endswith(no_parts):  # its parts are read from ``message_parts`` by the caller
             missing.append(len(messages))
-            message.__dict__ = {
-                "id": id_,
-                "session_id": session_id,
-                "role": role,
-                "run_id": run_id,
-                "status": status,
-                "text": text or "",
-                "meta": _loads("[" + stored + "]")[0] or {},
-                "parts": [],
-                "created_at": created_at,
-                "updated_at": created_at if updated_at is None else updated_at,
-            }
+            message.meta = _loads("[" + stored + "]")[0] or {}
+            message.parts = []
+        elif text_only:
+            message._texts_json = stored
+        else:
+            message._parts_json = stored
+        message.created_at = created_at
+        message.updated_at = created_at if updated_at is None else updated_at
         messages.append(message)
     return messages, missing
 

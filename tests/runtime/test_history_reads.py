@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from agi_jupyter.records import (
     PARTS_JSON,
     TEXTS_JSON,
@@ -11,6 +13,7 @@ from agi_jupyter.records import (
     ToolResultPart,
     undecoded,
 )
+from agi_jupyter.runtime.history import history_view
 from tests.runtime.conftest import MakeAgi
 
 
@@ -57,3 +60,41 @@ def test_lazy_and_eager_history_views_are_the_same(make_agi: MakeAgi) -> None:
     assert full == eager_full
     assert full[1].meta == {"model": "echo"}
     assert [m.role for m in full] == ["user", "assistant", "tool", "assistant", "assistant"]
+
+
+def test_simple_view_of_mixed_lists_is_the_same(make_agi: MakeAgi) -> None:
+    """``history_view`` asks whether each message is undecoded only when the first one is; a
+    list mixing decoded and undecoded messages, in either order, gives the same view."""
+    agi = make_agi()
+    session = agi.new_session(model="fake:echo")
+    store = agi.store
+    store.add_message(session.id, "user", [TextPart(text="q"), TextPart(text="")])
+    store.add_message(session.id, "assistant", [ReasoningPart(text="r"), TextPart(text="a")])
+    store.add_message(session.id, "assistant", [ToolCallPart(tool_call_id="c", name="x")])
+    store.add_message(session.id, "user", [TextPart(text="q2")])
+    eager = store.list_messages(session.id, text_only=True)
+    lazy = store.list_messages(session.id, text_only=True, lazy=True)
+    want = history_view(eager, "simple")
+    assert [m.text for m in want] == ["q", "a", "q2"]
+    undecoded_first = [lazy[0], eager[1], lazy[2], eager[3]]
+    decoded_first = [eager[0], lazy[1], eager[2], lazy[3]]
+    view = history_view(undecoded_first, "simple")
+    assert view[0] is lazy[0]  # kept as it is,
+    assert undecoded(view[0], TEXTS_JSON)  # undecoded
+    assert view == want
+    assert history_view(decoded_first, "simple") == want  # the undecoded ones decoded
+
+
+def test_messages_are_slotted_records(make_agi: MakeAgi) -> None:
+    """No instance dict (what keeps a long history cheap, benchmarks/history_floor.py): a
+    message takes no attributes besides its fields, decoded or not."""
+    agi = make_agi()
+    session = agi.new_session(model="fake:echo")
+    agi.store.add_message(session.id, "user", [TextPart(text="q")])
+    (lazy,) = agi.history(session.id, view="full")
+    (eager,) = agi.history(session.id, view="full", lazy=False)
+    for m in (lazy, eager):
+        assert not hasattr(m, "__dict__")
+        with pytest.raises(AttributeError):
+            m.note = "x"  # type: ignore[attr-defined]
+    assert lazy == eager

@@ -10,6 +10,8 @@ What a prompt makes it do (by words in the prompt):
 - ``outside``: also tries to read ``/etc/hostname`` and says what the client answered;
 - ``env``: says its ``ACP_TEST_TOKEN`` and ``OPENAI_API_KEY`` variables;
 - ``slow``: answers a little, then waits for ``session/cancel`` and returns ``cancelled``;
+- ``paced``: streams its answer as 60 chunks ``w0 `` .. ``w59 ``, 30 ms apart, before the
+  ``Turn N`` line (a model's pace);
 - ``crash``: exits in the middle of the turn.
 """
 
@@ -102,6 +104,10 @@ class TestAgent(Agent):
             await say(f"token={token} openai={os.environ.get('OPENAI_API_KEY', '<unset>')} ")
         await self._edit(session_id, first)
         await self._terminal(session_id)
+        if "paced" in text:
+            for i in range(60):
+                await say(f"w{i} ")
+                await asyncio.sleep(0.03)
         await say(f"Turn {self.turns[session_id]}: {first}")
         cost = Cost(amount=0.01 * self.turns[session_id], currency="USD")
         await self.conn.session_update(

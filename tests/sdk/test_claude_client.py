@@ -14,6 +14,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -23,6 +24,12 @@ from agi_jupyter.app import Agi
 from agi_jupyter.records import ReasoningPart, Session, TextPart, ToolCallPart, ToolResultPart
 from agi_jupyter.sdk.claude import ClaudeAdapter
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Fault, Turn
+from tests.runtime.blocked_store import (
+    ENOUGH,
+    assert_stored_as_streamed,
+    sqlite_write_lock,
+    stream_blocked,
+)
 from tests.sdk.conftest import MakeAgi
 
 MODEL = "claude-haiku-4-5"
@@ -427,3 +434,20 @@ def test_a_close_cancelled_again_midway_still_closes_the_client_whole(
     query = asyncio.run(scenario())
     assert query._message_receive._closed
     wait_until(lambda: not claude_processes(), timeout=10)
+
+
+def test_claude_streams_while_the_store_is_blocked(
+    claude_agi: Agi, fake_llm: FakeLLMServer, project: Path
+) -> None:
+    """The real CLI's answer reaches the stream while SQLite's write lock is held elsewhere:
+    the adapter's history waits on the store thread, not on the runtime loop."""
+    chunks = [f"w{i} " for i in range(120)]
+    fake_llm.enqueue(Turn(chunks=chunks, fault=Fault(stall_between_events=0.03)))
+    session = new_session(claude_agi)
+
+    seen = stream_blocked(claude_agi, lambda: sqlite_write_lock(project), "go", session.id)
+
+    assert seen.beats > 0
+    assert seen.deltas >= ENOUGH
+    assert_stored_as_streamed(claude_agi, seen.events)
+    assert stored(claude_agi, session.id) == [("user", "go"), ("assistant", "".join(chunks))]

@@ -10,7 +10,8 @@ over a real store.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from agi_jupyter.records import (
 from agi_jupyter.runtime.bus import EventBus
 from agi_jupyter.runtime.emitter import RunEmitter
 from agi_jupyter.runtime.runner import AttemptResult
+from agi_jupyter.runtime.store_thread import StoreThread
 from agi_jupyter.sdk.base import (
     AssistantText,
     AssistantThinking,
@@ -163,10 +165,25 @@ class Harness:
     history_events: list[HistoryEvent] = field(default_factory=list)
     live: list[dict[str, Any]] = field(default_factory=list)
     states: list[JSON] = field(default_factory=list)
-    result: Callable[[], AttemptResult] = field(default=lambda: AttemptResult("", {}, 0.0, 0))
+    attempt: Callable[[], Awaitable[AttemptResult]] | None = None
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop)
 
     def feed(self, *messages: object) -> list[bool]:
-        return [self.stream.feed(m) for m in messages]
+        """Feed the messages as the client does, on the harness's own loop."""
+        return self.loop.run_until_complete(self.afeed(*messages))
+
+    async def afeed(self, *messages: object) -> list[bool]:
+        """``feed`` for a test running on its own loop; each message in a turn of the loop of
+        its own, as the client reads them (deltas of one turn would go out as one)."""
+        done = []
+        for message in messages:
+            done.append(await self.stream.feed(message))
+            await asyncio.sleep(0)
+        return done
+
+    def result(self) -> AttemptResult:
+        assert self.attempt is not None
+        return self.loop.run_until_complete(self.attempt())
 
     def roles(self) -> list[str]:
         return [m.role for m in self.store.list_messages(self.session_id)]
@@ -178,6 +195,8 @@ class Harness:
 @pytest.fixture
 def harness(tmp_path: Path) -> Iterator[Any]:
     stores: list[SqliteStore] = []
+    harnesses: list[Harness] = []
+    threads = StoreThread()
 
     def make(state: JSON | None = None, tools: tuple[str, ...] = ("fs.read",)) -> Harness:
         project = tmp_path / f"proj{len(stores)}"
@@ -190,19 +209,29 @@ def harness(tmp_path: Path) -> Iterator[Any]:
             store, bus, run_id=run.id, session_id=session.id, persist_deltas=False, last_seq=0
         )
         history = CanonicalHistory(
-            store, emitter, run, sdk="claude", redactor=Redactor({}), max_iterations=10
+            store,
+            emitter,
+            run,
+            stored=threads.call,
+            sdk="claude",
+            redactor=Redactor({}),
+            max_iterations=10,
         )
         events: list[HistoryEvent] = []
 
-        def on_history(event: HistoryEvent) -> None:
+        async def on_history(event: HistoryEvent) -> None:
             events.append(event)
-            history(event)
+            await history(event)
+
+        async def save_state(state: JSON) -> None:
+            harness.states.append(state)
 
         async def call_tool(tool_call_id: str, name: str, arguments: JSON) -> ToolOutcome:
             raise AssertionError("the CLI runs the tools in these tests")
 
         ids = ToolUseIds()
         harness = Harness(store, None, ids, session.id, run.id, events)  # type: ignore[arg-type]
+        harnesses.append(harness)
         bus.subscribe_run(run.id, harness.live.append)
         params = SdkRunParams(
             run=run,
@@ -218,16 +247,19 @@ def harness(tmp_path: Path) -> Iterator[Any]:
             on_event=emitter.emit,
             call_tool=call_tool,
             state=dict(state or {}),
-            save_state=harness.states.append,
+            save_state=save_state,
             on_handle=lambda handle: None,
             emitter=emitter,
             result=history.result,
         )
-        harness.result = history.result
+        harness.attempt = history.result
         harness.stream = ClaudeStream(params, ToolNameMap(list(tools)), ids)
         return harness
 
     yield make
+    threads.close()
+    for harness in harnesses:
+        harness.loop.close()
     for store in stores:
         store.close()
 
@@ -390,8 +422,8 @@ def test_claude_tool_loop_transcript_builds_full_history(harness: Any) -> None:
 async def test_claude_tool_use_ids_reach_the_mcp_handler(harness: Any) -> None:
     h = harness(tools=("fs.read", "fs.list"))
     # The handler may be called before the assistant message is read: it waits for it.
-    claim = pytest.importorskip("asyncio").ensure_future(h.ids.claim("fs.read", {"path": "b"}))
-    h.feed(
+    claim = asyncio.ensure_future(h.ids.claim("fs.read", {"path": "b"}))
+    await h.afeed(
         assistant(
             ToolUseBlock(id="toolu_a", name="mcp__agi__fs_read", input={"path": "a"}),
             ToolUseBlock(id="toolu_b", name="mcp__agi__fs_read", input={"path": "b"}),
@@ -400,10 +432,12 @@ async def test_claude_tool_use_ids_reach_the_mcp_handler(harness: Any) -> None:
     )
     assert await claim == "toolu_b"  # same tool, matched by its arguments
     # A call the CLI rejected before calling us is settled by its result and never claimed.
-    h.feed(
+    await h.afeed(
         UserMessage(content=[ToolResultBlock(tool_use_id="toolu_a", content="bad", is_error=True)])
     )
-    h.feed(assistant(ToolUseBlock(id="toolu_d", name="mcp__agi__fs_read", input={"path": "d"})))
+    await h.afeed(
+        assistant(ToolUseBlock(id="toolu_d", name="mcp__agi__fs_read", input={"path": "d"}))
+    )
     assert await h.ids.claim("fs.read", {"path": "other"}) == "toolu_d"
     assert await h.ids.claim("fs.list", {}) == "toolu_c"
     h.ids.claim_timeout = 0.05

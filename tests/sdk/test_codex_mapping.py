@@ -9,6 +9,7 @@ event types and a non-JSON line.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from agi_jupyter.providers.catalog import cost_usd
 from agi_jupyter.records import ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from agi_jupyter.runtime.bus import EventBus
 from agi_jupyter.runtime.emitter import RunEmitter
+from agi_jupyter.runtime.store_thread import StoreThread
 from agi_jupyter.sdk.base import (
     AssistantText,
     AssistantThinking,
@@ -58,6 +60,7 @@ class Replay:
 @pytest.fixture
 def replay(tmp_path: Path) -> Iterator[Any]:
     stores: list[SqliteStore] = []
+    threads = StoreThread()
 
     def run(name: str, *, baseline: CodexUsage | None = None) -> Replay:
         store = open_store(tmp_path / f"proj-{name}")
@@ -71,19 +74,30 @@ def replay(tmp_path: Path) -> Iterator[Any]:
             store, bus, run_id=run.id, session_id=session.id, persist_deltas=False, last_seq=0
         )
         history = CanonicalHistory(
-            store, emitter, run, sdk="codex", redactor=Redactor({}), max_iterations=10
+            store,
+            emitter,
+            run,
+            stored=threads.call,
+            sdk="codex",
+            redactor=Redactor({}),
+            max_iterations=10,
         )
         mapper = CodexMapper(
             project=RECORDED_PROJECT, model="gpt-5", id_prefix="cx_", baseline=baseline
         )
         events: list[HistoryEvent] = []
-        for line in (TRANSCRIPTS / f"codex_{name}.jsonl").read_text().splitlines():
-            for event in mapper.feed(line):
-                events.append(event)
-                history(event)
+
+        async def play() -> None:  # as the adapter does, on a loop
+            for line in (TRANSCRIPTS / f"codex_{name}.jsonl").read_text().splitlines():
+                for event in mapper.feed(line):
+                    events.append(event)
+                    await history(event)
+
+        asyncio.run(play())
         return Replay(store, mapper, events, live, session.id, run.id)
 
     yield run
+    threads.close()
     for store in stores:
         store.close()
 

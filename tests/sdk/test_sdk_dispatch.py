@@ -77,24 +77,24 @@ class ScriptedAdapter(SdkAdapter):
         params.on_handle(self)
         for event in self.script:
             if isinstance(event, ToolCallEvent) and event.name == "fs.read":
-                params.on_history(event)
+                await params.on_history(event)
                 outcome = await params.call_tool(event.id, event.name, event.arguments)
                 self.tool_outputs.append(outcome.output)
                 continue
-            params.on_history(event)
+            await params.on_history(event)
         self.started.set()
         # ``release`` is set from the test's thread, so poll it rather than await an event.
         while self.hold and not self.release.is_set() and not self.aborted:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
         for text in self.queued:
-            params.on_history(TurnDone())
-            params.on_history(UserInput(text=text))
-            params.on_history(AssistantText(text=f"re: {text}"))
-        params.on_history(TurnDone())
+            await params.on_history(TurnDone())
+            await params.on_history(UserInput(text=text))
+            await params.on_history(AssistantText(text=f"re: {text}"))
+        await params.on_history(TurnDone())
         new_state = {"session_id": f"s{len(self.saved_states) + 1}"}
-        params.save_state(new_state)
+        await params.save_state(new_state)
         self.saved_states.append(new_state)
-        return params.result()
+        return await params.result()
 
     async def queue_message(self, handle: object, text: str) -> None:
         self.queued.append(text)

@@ -91,3 +91,16 @@ def run(store: Store, session: Session) -> Run:
 def count(store: Store, sql: str, *params: Any) -> int:
     """The single number a counting query returns (through the protocol's ``query``)."""
     return int(store.query(sql, params).rows[0][0])
+
+
+def slots_set(record: object) -> list[str]:
+    """The names of the record's slots that hold a value, in order (read without decoding)."""
+    names = [n for cls in type(record).__mro__ for n in cls.__dict__.get("__slots__", ())]
+    held = []
+    for name in names:
+        try:
+            object.__getattribute__(record, name)
+        except AttributeError:
+            continue
+        held.append(name)
+    return held

@@ -27,7 +27,7 @@ from agi_jupyter.records import (
 from agi_jupyter.runtime.history import history_view
 from agi_jupyter.store import Store
 from agi_jupyter.store.rows import MESSAGES
-from tests.store.conftest import count
+from tests.store.conftest import count, slots_set
 
 ALL_PARTS: list[Part] = [
     ReasoningPart(text="think", signature="sig", provider_data={"id": "rs_1"}),
@@ -152,7 +152,7 @@ def test_text_only_lists_user_and_assistant_text(store: Store, session: Session)
     assert store.list_messages(session.id, text_only=True, after_id=user.id) == [listed[1]]
 
 
-# --- meta and parts decoded on first read (records.Deferred) -----------------------------------
+# --- meta and parts decoded on first read (records.Message.__getattr__) ------------------------
 
 
 def test_lazy_listing_decodes_meta_and_parts_when_first_read(
@@ -170,7 +170,7 @@ def test_lazy_listing_decodes_meta_and_parts_when_first_read(
         assert undecoded(m, PARTS_JSON)
     assert listed[1].parts == ALL_PARTS  # decodes both fields of the message
     assert not undecoded(listed[1], PARTS_JSON)
-    assert list(vars(listed[1])) == list(vars(written[1]))  # as __init__ makes it
+    assert slots_set(listed[1]) == slots_set(written[1])  # as __init__ makes it
     assert listed[1].parts is listed[1].parts  # decoded once, then an ordinary field
     assert listed[1].meta == {"model": "m", "n": [1]}
     assert undecoded(listed[0], PARTS_JSON)
@@ -204,11 +204,12 @@ def test_undecoded_messages_copy_compare_and_convert_as_decoded_ones(
     assert "_parts_json" not in pickle.dumps(fresh(session.id)[0]).decode("latin-1")
     assigned = fresh(session.id)[0]
     assigned.parts = [TextPart(text="new")]  # an assignment replaces the undecoded value
-    assigned.note = "set by a caller"  # type: ignore[attr-defined]
     assert assigned.parts == [TextPart(text="new")]
     assert assigned.meta == {"model": "m"}  # decoding the meta keeps what was assigned
     assert assigned.parts == [TextPart(text="new")]
-    assert assigned.note == "set by a caller"  # type: ignore[attr-defined]
+    assert slots_set(assigned) == slots_set(m)
+    with pytest.raises(AttributeError):  # a record takes no attributes besides its fields
+        assigned.note = "set by a caller"  # type: ignore[attr-defined]
     meta_set = fresh(session.id)[0]
     meta_set.meta = {"set": True}
     assert meta_set.parts == ALL_PARTS

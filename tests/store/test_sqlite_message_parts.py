@@ -39,6 +39,7 @@ from agi_jupyter.runtime.history import history_view
 from agi_jupyter.store import MIGRATIONS, SqliteStore, migrations, open_store, rows
 from agi_jupyter.store.migrations import MIGRATIONS_TABLE, applied_names
 from agi_jupyter.store.rows import MESSAGES, dumps, part_row, parts_json
+from tests.store.conftest import slots_set
 
 ALL_PARTS: list[Part] = [
     ReasoningPart(text="think", signature="sig", provider_data={"id": "rs_1", "n": [1, 2.5]}),
@@ -87,13 +88,13 @@ def assert_in_sync(store: SqliteStore) -> None:
 
 
 def assert_same_objects(loaded: list[Message], expected: list[Message]) -> None:
-    """Equal records, and the same instance dicts (keys in the same order) as ``__init__``
-    makes: the fast reader builds them without it (and a lazy read, once compared, which
-    reads every field, has decoded them)."""
+    """Equal records, with the same slots set as ``__init__`` sets, and parts with the same
+    instance dicts (keys in the same order): the fast reader builds them without it (and a
+    lazy read, once compared, which reads every field, has decoded them)."""
     assert loaded == expected
     for got, want in zip(loaded, expected, strict=True):
         assert type(got) is Message
-        assert list(vars(got).items()) == list(vars(want).items())
+        assert slots_set(got) == slots_set(want)  # fields only: nothing left undecoded
         for got_part, want_part in zip(got.parts, want.parts, strict=True):
             assert type(got_part) is type(want_part)
             assert list(vars(got_part).items()) == list(vars(want_part).items())

@@ -94,15 +94,15 @@ class AcpAdapter(SdkAdapter):
         base = float(params.state.get("cost_usd") or 0.0) if same_session else 0.0
         cost = None if mapper.cost is None else max(mapper.cost - base, 0.0)
         for event in mapper.finish(response, cost):
-            params.on_history(event)
-        params.save_state(
+            await params.on_history(event)
+        await params.save_state(
             {
                 "session_id": live.session_id,
                 "agent": live.agent_name,
                 "cost_usd": mapper.cost if mapper.cost is not None else base,
             }
         )
-        result = params.result()
+        result = await params.result()
         if response.stop_reason == "max_turn_requests":
             return replace(result, max_iterations_reached=True)
         return result

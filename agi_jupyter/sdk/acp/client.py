@@ -116,7 +116,7 @@ class AgiClient:
         if turn is None:
             return  # a session/load replay, or a late update after the turn: not this run's
         for event in turn.mapper(update):
-            turn.params.on_history(event)
+            await turn.params.on_history(event)
 
     async def request_permission(
         self,

@@ -80,7 +80,7 @@ async def run_claude(params: SdkRunParams) -> AttemptResult:
         # go on in a new Claude session rather than fail the run forever.
         log.warning("claude session %s not found; starting a new one", resume)
         params.state = {}
-        params.save_state({})
+        await params.save_state({})
         return await _attempt(params, None)
 
 
@@ -103,15 +103,15 @@ async def _attempt(params: SdkRunParams, resume: str | None) -> AttemptResult:
         live = ClaudeLive(client, stream)
         params.on_handle(live)  # only now: a queued message must follow the prompt
         async for message in client.receive_messages():
-            if stream.feed(message):
+            if await stream.feed(message):
                 break
         else:
             raise ProviderDisconnected("the claude CLI ended its output before the answer")
         if live.aborted:
             # Interrupted for a new message: the dispatcher ends the run ``cancelled``, with
             # what it has in history.
-            return params.result()
-        return _outcome(params, stream)
+            return await params.result()
+        return await _outcome(params, stream)
     except asyncio.CancelledError:
         await _stop(client, interrupt=live is not None and not stream.done)
         raise
@@ -125,14 +125,16 @@ async def _attempt(params: SdkRunParams, resume: str | None) -> AttemptResult:
         raise ProviderDisconnected(f"lost the claude CLI: {_first_line(e)}") from e
     finally:
         stream.done = True  # no more queued messages: the caller queues a run instead
-        stream.flush_waiting()
-        await complete(_disconnect(client))
+        try:
+            await stream.flush_waiting()
+        finally:  # (a run taken over meanwhile fails its writes: the CLI is closed anyway)
+            await complete(_disconnect(client))
 
 
-def _outcome(params: SdkRunParams, stream: ClaudeStream) -> AttemptResult:
+async def _outcome(params: SdkRunParams, stream: ClaudeStream) -> AttemptResult:
     """The attempt's result, or the error of its last turn."""
     result = stream.result
-    attempt = params.result()
+    attempt = await params.result()
     if result is None or not result.is_error:
         return attempt
     if result.subtype == "error_max_turns":

@@ -82,64 +82,68 @@ class ClaudeStream:
 
     # --- reading -----------------------------------------------------------------------------
 
-    def feed(self, message: object) -> bool:
+    async def feed(self, message: object) -> bool:
         """Take one SDK message; True when the run has nothing left to wait for."""
-        self._take_started(taken_uuids(message))
+        await self._take_started(taken_uuids(message))
         if self._after_result and self.waiting and starts_answer(message):
-            self._start(self.waiting[0])  # a CLI that reports no uuids: next answer, next message
+            # A CLI that reports no uuids: the next answer is the next message's.
+            await self._start(self.waiting[0])
         session_id = session_id_of(message)
         if session_id is not None:
             self.started = True
-            self._announce_session(session_id)
+            await self._announce_session(session_id)
         if isinstance(message, AssistantMessage):
             self._after_result = False
         mapped = self.mapper(message)
+        # All of the message's calls are known before history may wait for the store: the
+        # MCP handler of one of them, called meanwhile, matches among them by its arguments.
         for event in mapped.history:
             if isinstance(event, ToolCallEvent):
                 self.ids.expect(event.name, event.id, event.arguments)
             elif isinstance(event, ToolResultEvent):
                 self.ids.settle(event.id)
-            self.params.on_history(event)
+        for event in mapped.history:
+            await self.params.on_history(event)
         for live in mapped.live:
             self.params.on_event(live)
         if isinstance(message, ResultMessage):
             self.result = message
-            self._save_state()
+            await self._save_state()
             self._after_result = True
             if not self.waiting or message.is_error:
                 self.done = True
         return self.done
 
-    def flush_waiting(self) -> None:
+    async def flush_waiting(self) -> None:
         """Store queued messages the CLI never started on (the run ends without them), so the
         user's words are not lost from history."""
         for queued in list(self.waiting):
-            self._start(queued)
+            await self._start(queued)
 
-    def _take_started(self, uuids: list[str]) -> None:
+    async def _take_started(self, uuids: list[str]) -> None:
         known = [q.uuid for q in self.waiting]
         started = [u for u in uuids if u in known]
         if not started:
             return
         last = max(known.index(u) for u in started)
         for queued in self.waiting[: last + 1]:  # earlier ones were merged in before it
-            self._start(queued)
+            await self._start(queued)
 
-    def _start(self, queued: Queued) -> None:
+    async def _start(self, queued: Queued) -> None:
         self.waiting.remove(queued)
         self._after_result = False
-        self.params.on_history(UserInput(text=queued.text))
+        await self.params.on_history(UserInput(text=queued.text))
 
-    def _announce_session(self, session_id: str) -> None:
+    async def _announce_session(self, session_id: str) -> None:
         if session_id != self.session_id:
             # A new Claude session (first run, or the resumed one was gone): costs restart.
             self.session_id = session_id
             self.mapper.cost_base = 0.0
-            self._save_state()
+            await self._save_state()
 
-    def _save_state(self) -> None:
+    async def _save_state(self) -> None:
         if self.session_id is None:
             return
-        self.params.save_state(
+        await self.params.save_state(
             {"session_id": self.session_id, "total_cost_usd": self.mapper.cost_base}
         )

@@ -167,7 +167,7 @@ class CodexAdapter(SdkAdapter):
         try:
             return await self._attempt(params, launch, str(thread_id) if thread_id else None)
         except _ThreadGone:
-            params.save_state({})  # forget it: this run starts the session's new thread
+            await params.save_state({})  # forget it: this run starts the session's new thread
             return await self._attempt(params, launch, None)
 
     def _launch(self, params: SdkRunParams) -> _Launch:
@@ -229,10 +229,10 @@ class CodexAdapter(SdkAdapter):
                 if error is None:
                     await proc.wait()
         except asyncio.CancelledError:
-            _report(params, mapper.finish())  # answer the calls in flight, then stop codex
+            await _report(params, mapper.finish())  # answer the calls in flight, then stop codex
             raise
         except TimeoutError:
-            _report(params, mapper.finish())
+            await _report(params, mapper.finish())
             raise ProviderError(
                 f"codex did not finish within {launch.options.timeout:g} s "
                 '(session metadata {"codex": {"timeout": ...}})'
@@ -242,7 +242,7 @@ class CodexAdapter(SdkAdapter):
             await _finish_drain(drain)
         if error is not None:
             raise error
-        return self._outcome(params, launch, mapper, proc.returncode, stderr.text, thread_id)
+        return await self._outcome(params, launch, mapper, proc.returncode, stderr.text, thread_id)
 
     async def _follow(
         self,
@@ -262,19 +262,19 @@ class CodexAdapter(SdkAdapter):
                 continue  # a line over LINE_LIMIT was dropped: skip it like any unreadable line
             if not line:
                 return None
-            _report(params, mapper.feed(line))
+            await _report(params, mapper.feed(line))
             if mapper.thread_id and mapper.thread_id != saved:
                 saved = mapper.thread_id
-                params.save_state(_state(mapper.thread_id, mapper.baseline))
+                await params.save_state(_state(mapper.thread_id, mapper.baseline))
             if mapper.reconnects >= launch.options.reconnect_limit:
-                _report(params, mapper.finish())
+                await _report(params, mapper.finish())
                 message = launch.redactor.redact_text(mapper.last_error or "")
                 return ProviderDisconnected(
                     f"codex could not reach the model API ({mapper.reconnects} reconnect "
                     f"attempts failed): {message}"
                 )
 
-    def _outcome(
+    async def _outcome(
         self,
         params: SdkRunParams,
         launch: _Launch,
@@ -286,13 +286,13 @@ class CodexAdapter(SdkAdapter):
         redact = launch.redactor.redact_text
         if mapper.completed:
             if mapper.thread_id and mapper.totals is not None:
-                params.save_state(_state(mapper.thread_id, mapper.totals))
-            return params.result()
+                await params.save_state(_state(mapper.thread_id, mapper.totals))
+            return await params.result()
         if mapper.failure is not None:
             raise classify(redact(mapper.failure))
         if thread_id and not mapper.thread_id and _THREAD_GONE.search(stderr):
             raise _ThreadGone(thread_id)
-        _report(params, mapper.finish())
+        await _report(params, mapper.finish())
         warnings = mapper.warnings[-1:]
         detail = redact(
             mapper.last_error or _last_lines(stderr) or "".join(warnings) or "no output"
@@ -354,9 +354,9 @@ def _state(thread_id: str, totals: CodexUsage) -> JSON:
     return {"thread_id": thread_id, "usage": totals.to_json()}
 
 
-def _report(params: SdkRunParams, events: list[HistoryEvent]) -> None:
+async def _report(params: SdkRunParams, events: list[HistoryEvent]) -> None:
     for event in events:
-        params.on_history(event)
+        await params.on_history(event)
 
 
 async def _spawn(argv: list[str], env: dict[str, str], cwd: Path) -> asyncio.subprocess.Process:
