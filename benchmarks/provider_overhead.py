@@ -10,13 +10,17 @@ work of building a 20,000-event stream does not hide it).
 
     .venv/bin/python benchmarks/provider_overhead.py [--chunks 20000] [--repeat 7]
         [--adapter NAME ...] [--noise] [--replay] [--wire sdk|http] [--floor]
+        [--transport h1|httpx]
 
 ``--wire http`` (the default) measures the adapters that read the wire with httpx2 + orjson
 (``openai_chat_http``, ``openai_responses_http``, ``anthropic_http``; the goal there is <= 0.3x
 the raw SDK loop, issue 20); ``--wire sdk`` the SDK adapters. The raw loop is always the
 SDK's. ``--noise`` runs the raw loop on both sides (an A/A run: the noise floor of this
-machine); ``--floor`` puts on the adapter side the answer read by httpx2 alone (no SSE, JSON or
-mapping: what any reader built on httpx2 pays); ``--replay`` records one real answer, then
+machine); ``--floor`` puts on the adapter side the answer's bytes read and nothing else (no SSE,
+JSON or mapping: what any reader built on that HTTP client pays); ``--transport`` picks the
+adapter side's HTTP/1.1 transport under httpx2: ``h1`` (the default, as the adapters have it:
+``providers/h1_transport.py``, httptools) or ``httpx`` (httpx2's own, httpcore2 + h11);
+``--replay`` records one real answer, then
 replays it from memory through ``httpx2.MockTransport`` for both paths, which takes the socket
 and the server process out of the measurement.
 """
@@ -49,7 +53,7 @@ from agi_jupyter.providers.anthropic_http import AnthropicHttpProvider
 from agi_jupyter.providers.anthropic_messages import AnthropicProvider
 from agi_jupyter.providers.openai_chat import OpenAIChatProvider
 from agi_jupyter.providers.openai_chat_http import HttpChatProvider
-from agi_jupyter.providers.openai_http import HttpAdapter
+from agi_jupyter.providers.openai_http import HttpAdapter, body_chunks
 from agi_jupyter.providers.openai_responses import OpenAIResponsesProvider
 from agi_jupyter.providers.openai_responses_http import HttpResponsesProvider
 from agi_jupyter.records import ChatMessage, TextPart
@@ -124,13 +128,13 @@ def count_adapter(event: Any) -> int:
 
 
 async def body_reads(provider: HttpAdapter, request: ProviderRequest) -> AsyncIterator[bytes]:
-    """The adapter's request, its answer read with httpx2 and nothing else (no SSE, no JSON, no
-    mapping): the floor of any reader built on httpx2 (``--floor``)."""
+    """The adapter's request, its answer's bytes read as the adapter reads them and nothing else
+    (no SSE, no JSON, no mapping): the floor of any reader on that client (``--floor``)."""
     params = provider.request_params(request)
     headers = {**provider._headers, **params.pop("extra_headers", {})}
     content = orjson.dumps({**params, **params.pop("extra_body", {})})
     async with provider.client.stream("POST", provider._url, content=content, headers=headers) as r:
-        async for chunk in r.aiter_raw():
+        async for chunk in body_chunks(r):
             yield chunk
 
 
@@ -159,7 +163,7 @@ def start_server() -> tuple[subprocess.Popen[str], str]:
     return process, line.partition("=")[2]
 
 
-def make_provider(name: str, url: str, wire: WirePath = "sdk") -> Adapter:
+def make_provider(name: str, url: str, wire: WirePath = "sdk", transport: str = "h1") -> Adapter:
     known = KNOWN_PROVIDERS[name]
     base_url = url if known.wire == "anthropic" else url + "/v1"
     settings = ProviderSettings(
@@ -173,6 +177,8 @@ def make_provider(name: str, url: str, wire: WirePath = "sdk") -> Adapter:
     )
     provider = create_provider(settings, retry=RetryPolicy(max_retries=0), timeout=120, wire=wire)
     assert isinstance(provider, SdkAdapter | HttpAdapter)
+    if isinstance(provider, HttpAdapter) and transport == "httpx":  # httpx2's own transport
+        provider.client = httpx2.AsyncClient(timeout=httpx2.Timeout(120), follow_redirects=True)
     return provider
 
 
@@ -314,15 +320,19 @@ async def main(
     replay: bool = False,
     wire: WirePath = "http",
     floor: bool = False,
+    transport: str = "h1",
 ) -> None:
     process, url = start_server()
     fake = FakeLLMClient(url, timeout=60)
     try:
         mode = "A/A noise floor: raw loop on both sides" if noise else "adapter vs raw SDK loop"
         if floor:
-            mode = "httpx2 reading the body alone vs raw SDK loop"
+            mode = "the body's bytes read alone vs raw SDK loop"
         source = "replayed from memory" if replay else f"fake server at {url}"
-        print(f"{chunks} chunks per turn, {repeat} rounds (medians), {mode}, {source}, wire {wire}")
+        print(
+            f"{chunks} chunks per turn, {repeat} rounds (medians), {mode}, {source}, "
+            f"wire {wire}, transport {transport}"
+        )
         for name in adapters:
             if replay:
                 raw_provider = await replay_provider(name, url, fake, chunks)
@@ -330,7 +340,7 @@ async def main(
                 enqueue: Callable[[Turn], None] = no_enqueue
             else:
                 raw_provider, enqueue = make_provider(name, url), fake.enqueue
-                provider = make_provider(name, url, wire)
+                provider = make_provider(name, url, wire, transport)
             try:
                 args = (raw_provider, provider, enqueue)
                 raw, adapter = await bench_adapter(*args, chunks, repeat, noise, floor)
@@ -362,7 +372,22 @@ if __name__ == "__main__":
     parser.add_argument(
         "--floor", action="store_true", help="the adapter side reads the body with httpx2 only"
     )
+    parser.add_argument(
+        "--transport",
+        choices=["h1", "httpx"],
+        default="h1",
+        help="the adapter side's HTTP/1.1 transport (h1: the adapters' default, httptools)",
+    )
     args = parser.parse_args()
     adapters = args.adapter or list(ADAPTERS)
-    run = main(args.chunks, args.repeat, adapters, args.noise, args.replay, args.wire, args.floor)
+    run = main(
+        args.chunks,
+        args.repeat,
+        adapters,
+        args.noise,
+        args.replay,
+        args.wire,
+        args.floor,
+        args.transport,
+    )
     asyncio.run(run)

@@ -20,8 +20,12 @@ counted):
 4. ``Agi.history(view="full")`` of a 10,000-message session (goal <= 50 ms).
 
     .venv/bin/python benchmarks/runtime_overhead.py [--chunks 20000] [--repeat 5] [--noise]
-        [--persist-deltas on|off] [--wire http|sdk]
+        [--persist-deltas on|off] [--wire http|sdk] [--api chat|anthropic]
         [--skip-history]
+
+``--api anthropic`` runs measurements 1 and 3 on Anthropic Messages instead: ``Agi`` on the
+``anthropic`` provider, the raw loop the ``anthropic`` SDK's ``messages.create`` stream (the
+tool loop is then skipped).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from agi_jupyter.app import Agi
@@ -58,6 +63,8 @@ def start_server() -> tuple[subprocess.Popen[str], str]:
 
 class RawClient:
     """The raw SDK loop: one ``AsyncOpenAI`` client on one event loop, reused across calls."""
+
+    model = "openai-chat:gpt-4o-mini"  # what Agi's side asks for
 
     def __init__(self, base_url: str) -> None:
         import openai
@@ -100,6 +107,44 @@ class RawClient:
     def close(self) -> None:
         self.loop.run_until_complete(self.client.close())
         self.loop.close()
+
+
+class RawAnthropic(RawClient):
+    """The raw loop of the anthropic SDK (``--api anthropic``): one ``AsyncAnthropic`` client."""
+
+    model = "anthropic:claude-haiku-4-5"
+
+    def __init__(self, base_url: str) -> None:
+        import anthropic
+
+        self.loop = asyncio.new_event_loop()
+        self.client = anthropic.AsyncAnthropic(  # type: ignore[assignment]
+            api_key="sk-bench", base_url=base_url, max_retries=0
+        )
+
+    async def _messages(self) -> AsyncIterator[bool]:
+        """Each event of one streamed answer: whether it is a text delta."""
+        stream = await self.client.messages.create(  # type: ignore[attr-defined]
+            model="claude-haiku-4-5",
+            max_tokens=32_000,
+            messages=[{"role": "user", "content": "go"}],
+            stream=True,
+        )
+        async for event in stream:
+            yield event.type == "content_block_delta" and event.delta.type == "text_delta"
+
+    async def _first(self) -> float:
+        start = time.perf_counter()
+        first = 0.0
+        async for is_text in self._messages():
+            if not first and is_text:
+                first = time.perf_counter() - start
+        return first
+
+    async def _stream(self, requests: int) -> None:
+        for _ in range(requests):
+            async for _is_text in self._messages():
+                pass
 
 
 def timed(fn: object) -> float:
@@ -147,7 +192,7 @@ def first_token(
     for pair in range(pairs + 2):  # the first two pairs warm up
         for side in ("raw", "ours") if pair % 2 else ("ours", "raw"):
             fake.enqueue(answer_turn(20))
-            session_id = agi.new_session(agent="plan", model="openai-chat:gpt-4o-mini").id
+            session_id = agi.new_session(agent="plan", model=raw_client.model).id
             took = raw_client.first() if side == "raw" else ours(session_id)
             if pair >= 2:
                 (raw_s if side == "raw" else ours_s).append(took)
@@ -173,16 +218,24 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="how Agi reads the stream (AGI_WIRE; default: the configured default, http)",
     )
+    parser.add_argument(
+        "--api",
+        choices=["chat", "anthropic"],
+        default="chat",
+        help="the wire API of measurements 1 and 3 (anthropic: no tool loop)",
+    )
     args = parser.parse_args(argv)
     process, url = start_server()
     fake = FakeLLMClient(url, timeout=60)
     base_url = url + "/v1"
     env = {"HOME": tempfile.mkdtemp(), "OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": base_url}
+    if args.api == "anthropic":
+        env |= {"ANTHROPIC_API_KEY": "sk-bench", "ANTHROPIC_BASE_URL": url}
     if args.wire is not None:
         env["AGI_WIRE"] = args.wire
     if args.persist_deltas is not None:
         env["AGI_PERSIST_DELTAS"] = "1" if args.persist_deltas == "on" else "0"
-    raw_client = RawClient(base_url)
+    raw_client = RawAnthropic(url) if args.api == "anthropic" else RawClient(base_url)
     try:
         with tempfile.TemporaryDirectory() as project, Agi(project, env=env) as agi:
             # A new session per answer (made before the clock starts), so the request carries
@@ -201,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
                 for side in order:
                     fake.enqueue(answer_turn(args.chunks))
                     raw_side = side == "raw"
-                    session_id = agi.new_session(agent="plan", model="openai-chat:gpt-4o-mini").id
+                    session_id = agi.new_session(agent="plan", model=raw_client.model).id
                     took = cpu_timed(lambda: raw_client.stream(1)) if raw_side else cpu_timed(ours)
                     if round_:
                         (raw_runs if side == "raw" else our_runs).append(took)
@@ -231,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{(our_first - raw_first) * 1000:+.2f} ms (goal <= 2 ms); median of the "
                 f"pairs' differences {added * 1000:+.2f} ms"
             )
-            if args.noise:
+            if args.noise or args.api == "anthropic":
                 return 0
             raw, ours_t = [], []
             for _ in range(args.repeat):

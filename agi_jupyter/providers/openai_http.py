@@ -2,7 +2,8 @@
 
 The request the SDK path would send (its body, ``extra_body`` merged in as the SDK's
 ``extra_json`` does, ``Authorization: Bearer``, ``Idempotency-Key``) is POSTed with httpx2 (the
-SDK's own HTTP client, without the SDK); the SSE stream is cut into events from the raw bytes
+SDK's own HTTP client, without the SDK, over ``h1_transport.H1Transport``: llhttp instead of h11,
+see there); the SSE stream is cut into events from the raw bytes
 (``sse.py``) and each event decoded by orjson into a dict, which a subclass maps onto
 ``ProviderEvent``s. No ``openai`` import: the per-event model validation that costs the SDK
 most of its CPU is what this path leaves out. Errors map to the same typed errors as
@@ -32,6 +33,7 @@ from agi_jupyter.providers._common import (
     stream_error,
 )
 from agi_jupyter.providers.base import ProviderEvent, ProviderRequest
+from agi_jupyter.providers.h1_transport import raw_body, stream_client
 from agi_jupyter.providers.retry import stream_with_retry
 from agi_jupyter.providers.sse import SseEvent, sse_events
 
@@ -49,9 +51,7 @@ class HttpAdapter(ABC):
     def __init__(self, config: AdapterConfig, *, http_client: httpx2.AsyncClient | None = None):
         self.name = config.name
         self.config = config
-        self.client = http_client or httpx2.AsyncClient(
-            timeout=httpx2.Timeout(config.timeout), follow_redirects=True
-        )
+        self.client = http_client or stream_client(config.timeout)
         self._url = self.base_url + self.path
         self._headers = {
             "Accept": "application/json",
@@ -141,12 +141,12 @@ class OpenAIHttpAdapter(HttpAdapter):
 
 
 def body_chunks(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
-    """The body as it arrives: httpx2's raw iterator (a layer less per chunk) unless the server
-    compressed it or the body was already read (a transport that buffers it), when the decoded
-    one."""
+    """The body as it arrives: ``H1Transport``'s own iterator, or else httpx2's raw one (a layer
+    less per chunk), unless the server compressed it or the body was already read (a transport
+    that buffers it), when the decoded one."""
     encoding = response.headers.get("content-encoding", "").strip().lower()
     if encoding in ("", "identity") and not response.is_stream_consumed:
-        return response.aiter_raw()
+        return raw_body(response) or response.aiter_raw()
     return response.aiter_bytes()
 
 

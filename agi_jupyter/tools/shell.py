@@ -40,7 +40,8 @@ KILL_GRACE = 2.0
 CHUNK = 64 * 1024
 LIVE_LIMIT = 256 * 1024  # bytes of each stream sent live; the rest only goes to the artifact
 LIVE_INTERVAL = 0.05  # seconds between two live chunks of one stream
-WATCHDOG = 'read _ ; kill -9 -"$1" 2>/dev/null'  # dash's kill takes no "--"
+# The first line is the group to kill; then wait for the end of the pipe. dash's kill takes no "--".
+WATCHDOG = 'read group || exit 0; read _ ; kill -9 -"$group" 2>/dev/null'
 
 
 class ShellRunArgs(ToolArgs):
@@ -207,14 +208,19 @@ def _kill_session(sid: int) -> None:
 
 class _Watchdog:
     """A ``/bin/sh`` that kills the command's group once the pipe it reads is closed, which
-    happens when this process dies (the pipe's write end is ours alone and not inherited)."""
+    happens when this process dies (the pipe's write end is ours alone and not inherited).
+
+    It is started before the command and told the group the moment the command exists
+    (``watch``): started after it, an owner killed while the watchdog was still starting left
+    the command running (a load flake of ``test_the_command_dies_when_its_owner_is_killed``).
+    The window left is the spawn's own return to this loop (its pipes connecting)."""
 
     def __init__(self, process: asyncio.subprocess.Process, write_end: int) -> None:
         self.process = process
         self.write_end = write_end
 
     @classmethod
-    async def start(cls, pgid: int) -> _Watchdog:
+    async def start(cls) -> _Watchdog:
         read_end, write_end = os.pipe()
         try:
             process = await asyncio.create_subprocess_exec(
@@ -222,7 +228,6 @@ class _Watchdog:
                 "-c",
                 WATCHDOG,
                 "agi-shell-watchdog",
-                str(pgid),
                 stdin=read_end,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,
@@ -234,6 +239,11 @@ class _Watchdog:
         finally:
             os.close(read_end)
         return cls(process, write_end)
+
+    def watch(self, pgid: int) -> None:
+        """The group to kill if this process dies (a line: ``read`` waits for its end)."""
+        with contextlib.suppress(BrokenPipeError):  # it was killed: nothing watches, as before
+            os.write(self.write_end, f"{pgid}\n".encode())
 
     async def stop(self) -> None:
         """The command is gone: stop watching (killed first, so it never kills a group id
@@ -316,8 +326,13 @@ class ShellRun(Tool[ShellRunArgs]):
         cwd = resolve_in_project(ctx.project, args.cwd)
         if not cwd.is_dir():
             raise ToolError(f"the working folder {args.cwd!r} does not exist")
-        process, exited = await _spawn(args.command, cwd)
-        watchdog = await _Watchdog.start(process.pid)
+        watchdog = await _Watchdog.start()
+        try:
+            process, exited = await _spawn(args.command, cwd)
+        except BaseException:
+            await watchdog.stop()
+            raise
+        watchdog.watch(process.pid)
         # Both tails together stay under the artifact threshold, so they reach the model whole.
         limit = min(TAIL_CHARS, ctx.config.artifact_threshold // 3)
         out, err = (_Capture(c, ctx, _Tail(limit), _Live(c, ctx)) for c in ("stdout", "stderr"))

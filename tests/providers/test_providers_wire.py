@@ -25,6 +25,7 @@ from tests.providers.wire_common import (
     client_for,
     config,
     dropping_answer,
+    served_client,
     sse_answer,
     status_answer,
 )
@@ -175,7 +176,7 @@ async def test_both_chat_paths_yield_the_same(case: str) -> None:
     sdk_seen: list[httpx2.Request] = []
     http_seen: list[httpx2.Request] = []
     sdk = OpenAIChatProvider(config(), http_client=client_for(STREAMS[case], sdk_seen))
-    http = HttpChatProvider(config(), http_client=client_for(STREAMS[case], http_seen))
+    http = HttpChatProvider(config(), http_client=served_client(STREAMS[case], http_seen))
     await assert_same(sdk, http, sdk_seen, http_seen)
 
 
@@ -380,7 +381,7 @@ async def test_both_responses_paths_yield_the_same(case: str) -> None:
     sdk_seen: list[httpx2.Request] = []
     http_seen: list[httpx2.Request] = []
     sdk = OpenAIResponsesProvider(config(), http_client=client_for(RESPONSES[case], sdk_seen))
-    http = HttpResponsesProvider(config(), http_client=client_for(RESPONSES[case], http_seen))
+    http = HttpResponsesProvider(config(), http_client=served_client(RESPONSES[case], http_seen))
     await assert_same(sdk, http, sdk_seen, http_seen)
 
 

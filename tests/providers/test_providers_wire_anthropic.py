@@ -36,6 +36,7 @@ from tests.providers.wire_common import (
     config,
     dropping_answer,
     outcome,
+    served_client,
     sse_answer,
     status_answer,
 )
@@ -229,7 +230,7 @@ def pair(
     cfg = config("anthropic", "http://model.test")
     return (
         AnthropicProvider(cfg, http_client=client_for(answers, sdk_seen)),
-        AnthropicHttpProvider(cfg, http_client=client_for(answers, http_seen)),
+        AnthropicHttpProvider(cfg, http_client=served_client(answers, http_seen)),
     )
 
 

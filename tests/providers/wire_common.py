@@ -1,12 +1,17 @@
 """What the differential tests of the two wire paths (SDK, the reference, and HTTP) share:
-answers served byte for byte through ``httpx2.MockTransport`` and the comparison of what both
-paths yield, raise and send."""
+answers served byte for byte (to the SDK path through ``httpx2.MockTransport``, to the HTTP
+path over a real socket through its own transport, ``served_client``) and the comparison of what
+both paths yield, raise and send."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 
+import h11
 import httpx2
 
 from agi_jupyter.errors import ProviderDisconnected, ProviderError, ProviderHTTPError
@@ -20,6 +25,7 @@ from agi_jupyter.providers import (
     ToolCallEnd,
     ToolCallStart,
 )
+from agi_jupyter.providers.h1_transport import H1Transport
 from agi_jupyter.records import ChatMessage, TextPart
 
 REQUEST = ProviderRequest(
@@ -66,6 +72,110 @@ def client_for(answers: list[Answer], seen: list[httpx2.Request]) -> httpx2.Asyn
         return queue.pop(0)()
 
     return httpx2.AsyncClient(transport=httpx2.MockTransport(handle))
+
+
+class ServedTransport(H1Transport):
+    """The HTTP path's own transport (``H1Transport``), its requests sent over a socket to a
+    local server (h11, another HTTP/1.1 implementation) that answers them with ``answers`` in
+    order: a streamed 200 in chunks of one SSE event each (as the APIs send them), a dropping
+    answer as its bytes and then the connection closed mid-body, any other answer with a
+    content-length. What the server read is recorded in ``seen`` with the URL the client
+    addressed (its ``Host`` header and target). ``connections``: how many it accepted."""
+
+    def __init__(self, answers: list[Answer], seen: list[httpx2.Request]) -> None:
+        super().__init__()
+        self.answers = list(answers)
+        self.seen = seen
+        self.connections = 0
+        self._server: asyncio.Server | None = None
+        self._port = 0
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self._server is None:
+            self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+            self._port = self._server.sockets[0].getsockname()[1]
+        request.url = request.url.copy_with(scheme="http", host="127.0.0.1", port=self._port)
+        return await super().handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        conn = h11.Connection(h11.SERVER)
+        try:
+            while True:
+                request = await _next_request(conn, reader)
+                if request is None:
+                    return
+                if not await self._answer(conn, writer, *request):
+                    return
+                conn.start_next_cycle()
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    async def _answer(
+        self, conn: h11.Connection, writer: asyncio.StreamWriter, head: h11.Request, body: bytes
+    ) -> bool:
+        """Sends the next answer; False: the connection is to be closed."""
+        headers = [(bytes(k), bytes(v)) for k, v in head.headers]
+        host = dict(headers)[b"host"].decode()
+        url = f"http://{host}{bytes(head.target).decode()}"
+        method = bytes(head.method).decode()
+        self.seen.append(httpx2.Request(method, url, headers=headers, content=body))
+        answer = self.answers.pop(0)()
+        status, raw_headers = answer.status_code, answer.headers.raw
+        if isinstance(answer.stream, Dropping):
+            kept = [(k, v) for k, v in raw_headers if k.lower() != b"content-length"]
+            writer.write(conn.send(h11.Response(status_code=status, headers=kept)) or b"")
+            writer.write(conn.send(h11.Data(data=answer.stream.data)) or b"")
+            await writer.drain()
+            return False
+        content = await answer.aread()
+        if status == 200 and b"event-stream" in answer.headers.get("content-type", "").encode():
+            kept = [(k, v) for k, v in raw_headers if k.lower() != b"content-length"]
+            kept.append((b"transfer-encoding", b"chunked"))
+            writer.write(conn.send(h11.Response(status_code=status, headers=kept)) or b"")
+            for event in re.split(rb"(?<=\n\n)|(?<=\r\n\r\n)", content):
+                if event:
+                    writer.write(conn.send(h11.Data(data=event)) or b"")
+                    await writer.drain()
+        else:
+            writer.write(conn.send(h11.Response(status_code=status, headers=raw_headers)) or b"")
+            writer.write(conn.send(h11.Data(data=content)) or b"")
+        writer.write(conn.send(h11.EndOfMessage()) or b"")
+        await writer.drain()
+        return True
+
+
+async def _next_request(
+    conn: h11.Connection, reader: asyncio.StreamReader
+) -> tuple[h11.Request, bytes] | None:
+    """The next request on the connection, with its body; None when the client closed it."""
+    head: h11.Request | None = None
+    body = b""
+    while True:
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            conn.receive_data(await reader.read(65536))
+        elif isinstance(event, h11.Request):
+            head = event
+        elif isinstance(event, h11.Data):
+            body += bytes(event.data)
+        elif isinstance(event, h11.EndOfMessage) and head is not None:
+            return head, body
+        else:  # ConnectionClosed (the client closed the connection), or what cannot follow
+            return None
+
+
+def served_client(answers: list[Answer], seen: list[httpx2.Request]) -> httpx2.AsyncClient:
+    """A client for the HTTP path: ``answers`` over a socket, through its own transport."""
+    return httpx2.AsyncClient(transport=ServedTransport(answers, seen))
 
 
 def config(name: str = "compat", base_url: str = "http://model.test/v1") -> AdapterConfig:

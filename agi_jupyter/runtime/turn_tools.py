@@ -1,0 +1,386 @@
+"""The tool steps of an attempt: run a turn's tool calls, settle the calls that waited for a
+person, and answer the calls a crash left without a result.
+
+Each call's row is created before it runs (``waiting_approval`` for those the tool policy says a
+person must decide), and its result is stored the moment it ends, in one trip to the store
+thread with the row's update: a call that completed keeps its result whatever happens to its
+siblings, and one that ran is recorded even when the run is cancelled meanwhile. Edits
+(``Tool.in_order``) run one after another in the order the model made them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from agi_jupyter import events as ev
+from agi_jupyter.records import (
+    JSON,
+    Message,
+    Run,
+    Session,
+    ToolCall,
+    ToolCallPart,
+    ToolResultPart,
+    utc_now,
+)
+from agi_jupyter.runtime.endings import INTERRUPTED, AwaitingApproval
+from agi_jupyter.runtime.history import unanswered_tool_calls
+from agi_jupyter.runtime.toolcalls import run_tool
+from agi_jupyter.tools.diffs import DIFF_KINDS
+from agi_jupyter.tools.executor import ToolOutcome
+from agi_jupyter.tools.policy import ToolPolicy
+from agi_jupyter.tools.registry import is_allowed
+
+if TYPE_CHECKING:
+    from agi_jupyter.agents import Agent
+    from agi_jupyter.providers import base as pb
+    from agi_jupyter.runtime.deps import RuntimeDeps
+    from agi_jupyter.runtime.emitter import RunEmitter
+
+
+class ToolSteps:
+    """The tool steps of ``AgentLoop`` attempts. Stateless between runs; one per loop."""
+
+    def __init__(self, deps: RuntimeDeps) -> None:
+        self.deps = deps
+
+    async def run_tools(
+        self,
+        run: Run,
+        session: Session,
+        agent: Agent,
+        allowed: list[str],
+        assistant: Message,
+        calls: list[pb.ToolCallEnd],
+        emitter: RunEmitter,
+        iteration: int | None = None,
+    ) -> None:
+        """Run the turn's calls concurrently; those the tool policy says a person must decide
+        wait instead (``approval.requested``), and the run then waits for the decisions."""
+        policy = ToolPolicy.for_session(agent, session, self.deps.config)
+        asks = {
+            c.tool_call_id
+            for c in calls
+            if c.parse_error is None
+            and c.name in self.deps.registry
+            and is_allowed(c.name, allowed)
+            and policy.decide(c.name) == "ask"
+        }
+        rows = [
+            await self.deps.stored(
+                self.deps.store.create_tool_call,
+                run.id,
+                c.tool_call_id,
+                c.name,
+                self.deps.redactor.redact_json(c.arguments),
+                message_id=assistant.id,
+                status="waiting_approval" if c.tool_call_id in asks else "running",
+                fence=emitter.fence,
+            )
+            for c in calls
+        ]
+        for call in calls:
+            if call.tool_call_id in asks:
+                emitter.emit(
+                    ev.ApprovalRequested(
+                        tool_call_id=call.tool_call_id,
+                        name=call.name,
+                        arguments=self.deps.redactor.redact_json(call.arguments),
+                        review_mode=policy.review_mode,
+                    )
+                )
+        await self._in_turn_order(
+            [
+                (
+                    call.name,
+                    functools.partial(
+                        self._run_one_tool,
+                        run,
+                        session,
+                        call.tool_call_id,
+                        call.name,
+                        call.arguments,
+                        row.id,
+                        allowed,
+                        emitter,
+                        iteration,
+                        parse_error=call.parse_error,
+                    ),
+                )
+                for call, row in zip(calls, rows, strict=True)
+                if call.tool_call_id not in asks
+            ]
+        )
+        if asks:
+            raise AwaitingApproval(run.id)
+
+    async def _run_one_tool(
+        self,
+        run: Run,
+        session: Session,
+        tool_call_id: str,
+        name: str,
+        arguments: JSON,
+        row_id: str,
+        allowed: list[str],
+        emitter: RunEmitter,
+        iteration: int | None = None,
+        *,
+        parse_error: str | None = None,
+        approved: bool = False,
+    ) -> None:
+        """Run one call and store its result at once (not when its siblings end): a call
+        that completed keeps its result whatever happens to the others, and a call that ran
+        has its result stored even when the run is cancelled (closed) meanwhile."""
+        store, fence = self.deps.store, emitter.fence
+
+        async def record(outcome: ToolOutcome) -> None:
+            def finished() -> None:
+                store.update_tool_call(
+                    row_id,
+                    status=outcome.status,
+                    result=outcome.result,
+                    is_error=not outcome.ok,
+                    started_at=outcome.started_at,
+                    finished_at=outcome.finished_at,
+                    fence=fence,
+                )
+
+            await self._save_tool_result(run, session, outcome, emitter, before=finished)
+
+        await run_tool(
+            self.deps,
+            run,
+            session,
+            emitter,
+            tool_call_id=tool_call_id,
+            name=name,
+            arguments=arguments,
+            allowed=allowed,
+            parse_error=parse_error,
+            turn=iteration,
+            approved=approved,
+            record=record,
+        )
+
+    async def settle_approvals(
+        self,
+        run: Run,
+        session: Session,
+        allowed: list[str],
+        emitter: RunEmitter,
+        iteration: int | None,
+        waiting: list[ToolCall],
+    ) -> None:
+        """Execute the approved calls that waited (once: each is marked ``running`` before it
+        starts, so an attempt that dies meanwhile leaves it to be answered as interrupted) and
+        answer the denied ones with the denial; any call still undecided parks the run."""
+        store, stored = self.deps.store, self.deps.stored
+        if any(c.approval is None for c in waiting):
+            raise AwaitingApproval(run.id)
+        # The arguments as the model sent them (the rows hold their redacted copy).
+        sent = {
+            part.tool_call_id: part.arguments
+            for message in await stored(store.list_messages, session.id)
+            if message.run_id == run.id and message.role == "assistant"
+            for part in message.parts
+            if isinstance(part, ToolCallPart)
+        }
+        await self._in_turn_order(
+            [
+                (
+                    call.name,
+                    functools.partial(
+                        self._settle_one,
+                        run,
+                        session,
+                        call,
+                        sent.get(call.tool_call_id, call.args),
+                        allowed,
+                        emitter,
+                        iteration,
+                    ),
+                )
+                for call in waiting
+            ]
+        )
+
+    async def _in_turn_order(self, jobs: list[tuple[str, Callable[[], Awaitable[None]]]]) -> None:
+        """Run a turn's calls (tool name, job) concurrently, except those of ``in_order``
+        tools (edits of files and notebooks): they run one after another in the order the
+        model made them, so their changes apply, are recorded and are undone in that order."""
+        registry = self.deps.registry
+
+        def in_order(name: str) -> bool:
+            tool = registry.get(name)
+            return tool is not None and tool.in_order
+
+        ordered = [job for name, job in jobs if in_order(name)]
+
+        async def one_after_another() -> None:
+            for job in ordered:
+                await job()
+
+        await asyncio.gather(
+            one_after_another(), *(job() for name, job in jobs if not in_order(name))
+        )
+
+    async def _settle_one(
+        self,
+        run: Run,
+        session: Session,
+        call: ToolCall,
+        arguments: JSON,
+        allowed: list[str],
+        emitter: RunEmitter,
+        iteration: int | None,
+    ) -> None:
+        approval = call.approval or {}
+        decision = str(approval.get("decision"))
+        message = approval.get("message")
+        emitter.emit(
+            ev.ApprovalDecided(
+                tool_call_id=call.tool_call_id,
+                name=call.name,
+                decision=decision,
+                message=str(message) if message else None,
+            )
+        )
+        store, stored = self.deps.store, self.deps.stored
+        if decision != "deny":
+            await stored(store.update_tool_call, call.id, status="running", fence=emitter.fence)
+            await self._run_one_tool(
+                run,
+                session,
+                call.tool_call_id,
+                call.name,
+                arguments,
+                call.id,
+                allowed,
+                emitter,
+                iteration,
+                approved=True,
+            )
+            return
+        text = "A person denied this tool call; it was not run."
+        if message:
+            text += f" Their message: {message}"
+        error: JSON = {"code": "TOOL_DENIED", "message": text}
+        now = utc_now()
+        outcome = ToolOutcome(
+            tool_call_id=call.tool_call_id,
+            name=call.name,
+            status="denied",
+            ok=False,
+            output=text,
+            result={"ok": False, "output": text, "error": error},
+            arguments=call.args,
+            error=error,
+            started_at=now,
+            finished_at=now,
+        )
+        await stored(
+            store.update_tool_call,
+            call.id,
+            status="denied",
+            result=outcome.result,
+            is_error=True,
+            finished_at=now,
+            fence=emitter.fence,
+        )
+        await self._save_tool_result(run, session, outcome, emitter)
+
+    async def _save_tool_result(
+        self,
+        run: Run,
+        session: Session,
+        outcome: ToolOutcome,
+        emitter: RunEmitter,
+        *,
+        before: Callable[[], None] | None = None,
+    ) -> None:
+        """Store the result message (after ``before``, in the same trip to the store thread)
+        and emit it."""
+        artifact_id = outcome.artifact.id if outcome.artifact else None
+        part = ToolResultPart(
+            tool_call_id=outcome.tool_call_id,
+            name=outcome.name,
+            output=outcome.output,
+            is_error=not outcome.ok,
+            artifact_id=artifact_id,
+            status=outcome.status,
+        )
+        store, fence = self.deps.store, emitter.fence
+
+        def write() -> None:
+            if before is not None:
+                before()
+            store.add_message(session.id, "tool", [part], run_id=run.id, fence=fence)
+
+        await self.deps.stored(write)
+        summary = None
+        if outcome.artifact is not None:
+            a = outcome.artifact
+            summary = {"id": a.id, "kind": a.kind, "title": a.title, "size": a.size}
+            if a.kind in DIFF_KINDS and a.data:
+                summary["summary"] = a.data.get("summary")
+        emitter.emit(
+            ev.ToolCallOutput(
+                tool_call_id=outcome.tool_call_id,
+                name=outcome.name,
+                ok=outcome.ok,
+                output=outcome.output,
+                status=outcome.status,
+                artifact=summary,
+            )
+        )
+
+    async def answer_dangling_tool_calls(
+        self, run: Run, messages: list[Message], emitter: RunEmitter
+    ) -> None:
+        """Give tool calls interrupted by a crash an error result, so history stays valid."""
+        unanswered = list(unanswered_tool_calls(messages))
+        if not unanswered:
+            return
+        store, stored = self.deps.store, self.deps.stored
+        rows = {
+            c.tool_call_id: c
+            for c in await stored(store.list_tool_calls, session_id=run.session_id)
+        }
+        for message, call in unanswered:
+            part = ToolResultPart(
+                tool_call_id=call.tool_call_id,
+                name=call.name,
+                output=INTERRUPTED,
+                is_error=True,
+                status="failed",
+            )
+            row = rows.get(call.tool_call_id)
+            if row is not None and row.status in ("pending", "running"):
+                await stored(
+                    store.update_tool_call,
+                    row.id,
+                    status="failed",
+                    is_error=True,
+                    fence=emitter.fence,
+                )
+            await stored(
+                store.add_message,
+                message.session_id,
+                "tool",
+                [part],
+                run_id=run.id,
+                fence=emitter.fence,
+            )
+            emitter.emit(
+                ev.ToolCallOutput(
+                    tool_call_id=call.tool_call_id,
+                    name=call.name,
+                    ok=False,
+                    output=part.output,
+                    status="failed",
+                )
+            )
