@@ -59,7 +59,7 @@ from agi_jupyter.records import (
 from agi_jupyter.research import DeepResearch, ResearchSettings
 from agi_jupyter.runtime.bus import EventBus
 from agi_jupyter.runtime.deps import ProviderPool, RuntimeDeps
-from agi_jupyter.runtime.follow import afollow_run, follow_run
+from agi_jupyter.runtime.follow import afollow_run, follow_run, is_new
 from agi_jupyter.runtime.history import HistoryView, history_view
 from agi_jupyter.runtime.loop_thread import BackgroundLoop
 from agi_jupyter.runtime.redacted_store import redacted_store
@@ -408,7 +408,8 @@ class Agi:
         if route == "interrupt":
             self._interrupt_active_runs(ses.id, keep=run.id)
         if start:
-            self.loop.submit(self._spawn(run.id))
+            # (A callback, not a coroutine: no task and no future of its own to start it.)
+            self.loop.loop.call_soon_threadsafe(self._start_created, run)
         return run, 0
 
     def research(
@@ -439,14 +440,15 @@ class Agi:
         ``pending_approvals`` and ``decide``). Stopping early is safe: the run goes on and
         persists."""
         run, after_seq = self._submit(prompt, **options)
-        return follow_run(self.store, self.bus, run.id, after_seq=after_seq)
+        return follow_run(self.store, self.bus, run.id, after_seq=after_seq, fresh=is_new(run))
 
     async def astream(
         self, prompt: str | Sequence[Part], **options: Any
     ) -> AsyncIterator[dict[str, Any]]:
         """``stream`` for callers on their own asyncio loop."""
         run, after_seq = self._submit(prompt, **options)
-        async for event in afollow_run(self.store, self.bus, run.id, after_seq=after_seq):
+        events = afollow_run(self.store, self.bus, run.id, after_seq=after_seq, fresh=is_new(run))
+        async for event in events:
             yield event
 
     def ask(self, prompt: str | Sequence[Part], **options: Any) -> RunResult:
@@ -582,6 +584,10 @@ class Agi:
 
     async def _spawn(self, run_id: str) -> None:
         self.runs_manager.spawn(run_id)
+
+    def _start_created(self, run: Run) -> None:
+        """Start driving a run just created (on the loop), without reading it again."""
+        self.runs_manager.spawn(run.id, created=run)
 
     def _interrupt_active_runs(self, session_id: str, *, keep: str) -> None:
         # A run waiting for an approval is interrupted too: the new message replaces the turn.

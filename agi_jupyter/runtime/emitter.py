@@ -128,6 +128,7 @@ class RunEmitter:
         self._outbox: deque[tuple[int, JSON]] = deque()  # (write it waits for, event)
         self._failure: BaseException | None = None  # a write failed: raised at the next emit
         self._deferred: list[JSON] | None = None  # in a ``section``: published when it ends
+        self.iteration: int | None = None  # of the last ``iteration`` event emitted
         # What was streamed since the last assistant message (``partial``).
         self._draft_text: list[str] = []
         self._draft_reasoning: list[str] = []
@@ -157,6 +158,8 @@ class RunEmitter:
         if self._delta_streams:
             self._flush_delta_streams()
         kind = event.type
+        if kind == "iteration":
+            self.iteration = getattr(event, "iteration", None)
         if kind == "iteration" or (
             kind == "message.completed" and getattr(event, "message", {}).get("role") == "assistant"
         ):
@@ -351,14 +354,25 @@ class RunEmitter:
         await self.drain()
         if self.writer is None:
             return fn(*args, **kwargs)
-        self._deferred = []
+        self.defer()
         try:
             return await self.writer.call(fn, *args, **kwargs)
         finally:
-            deferred, self._deferred = self._deferred, None
-            if not self.lost:
-                for data in deferred:
-                    self.bus.publish(self.session_id, data)
+            self.publish_deferred()
+
+    def defer(self) -> None:
+        """Start a section in a trip to the store thread already under way (the emitter of
+        a run just claimed, made in the claim's trip, before anything else emitted on it):
+        events are written inline and published when ``publish_deferred`` is called on the
+        loop once the trip returned."""
+        self._deferred = []
+
+    def publish_deferred(self) -> None:
+        """End the section: publish its events, in order (on the loop)."""
+        deferred, self._deferred = self._deferred, None
+        if not self.lost:
+            for data in deferred or ():
+                self.bus.publish(self.session_id, data)
 
     def partial(self) -> tuple[str, str]:
         """The text and the reasoning streamed since the last assistant message or iteration

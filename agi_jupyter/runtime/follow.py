@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import events as ev
 from agi_jupyter.events import DELTA_TYPES, event_to_dict
-from agi_jupyter.records import RunEvent, utc_now
+from agi_jupyter.records import Run, RunEvent, utc_now
 
 if TYPE_CHECKING:
     from agi_jupyter.runtime.bus import EventBus
@@ -75,11 +75,22 @@ class _Cursor:
             return False
         return not self.store.list_run_events(self.run_id, after_seq=self.last)
 
-    def catch_up(self, live: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def catch_up(self, live: list[dict[str, Any]], *, fresh: bool = False) -> list[dict[str, Any]]:
         """``from_store``, merged by ``seq`` with ``live`` events (those the bus kept of the
         run, and those that reached the follower since it subscribed): the first batch of a
-        follower, which may start after the run published events it never stored."""
-        return self.from_store(live)
+        follower, which may start after the run published events it never stored.
+
+        ``fresh``: the run was just created by the caller, in this process. Every event it
+        stored so far was published on this bus first or is about to be (a coarse event is
+        published once stored), so the bus alone is read: no store read on the consumer's
+        thread (tornado's loop, the caller's) while the run starts. Were the run executed by
+        another process instead (not started here, taken by a tick elsewhere), nothing
+        reaches the bus and the store is read once it has been quiet for ``POLL_INTERVAL``,
+        from the start."""
+        if not fresh:
+            return self.from_store(live)
+        by_seq = {int(e["seq"]): e for e in live if int(e.get("seq", 0)) > self.last}
+        return [by_seq[seq] for seq in sorted(by_seq) if self.accept(by_seq[seq])]
 
     def from_store(self, live: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         """Persisted events not yet seen (with ``live`` ones merged in by ``seq``); a synthetic
@@ -107,6 +118,12 @@ class _Cursor:
                 if self.accept(data):
                     accepted.append(data)
         return accepted
+
+
+def is_new(run: Run) -> bool:
+    """Whether ``run`` is as its creator stored it (never claimed): what ``submit`` returns for
+    a new run, not for a running turn a message joined. Its follower may be ``fresh``."""
+    return run.status == "queued" and run.attempt == 0
 
 
 RunCursor = _Cursor
@@ -304,15 +321,16 @@ def _has_delta(events: list[dict[str, Any]]) -> bool:
 
 
 def follow_run(
-    store: Store, bus: EventBus, run_id: str, *, after_seq: int = 0
+    store: Store, bus: EventBus, run_id: str, *, after_seq: int = 0, fresh: bool = False
 ) -> Iterator[dict[str, Any]]:
-    """Yield the run's events after ``after_seq`` until ``run.final`` (blocking iterator)."""
+    """Yield the run's events after ``after_seq`` until ``run.final`` (blocking iterator).
+    ``fresh``: the caller just created the run here (see ``_Cursor.catch_up``)."""
     cursor = _Cursor(store, run_id, after_seq)
     mailbox = _ThreadMailbox()
     unsubscribe = bus.subscribe_run(run_id, mailbox)
     try:
         recent = bus.recent(run_id)
-        yield from cursor.catch_up([*recent, *mailbox.drain()])
+        yield from cursor.catch_up([*recent, *mailbox.drain()], fresh=fresh)
         streaming = False
         while not cursor.done:
             events = mailbox.take(POLL_INTERVAL, linger=streaming)
@@ -329,7 +347,7 @@ def follow_run(
 
 
 async def afollow_run_batches(
-    store: Store, bus: EventBus, run_id: str, *, after_seq: int = 0
+    store: Store, bus: EventBus, run_id: str, *, after_seq: int = 0, fresh: bool = False
 ) -> AsyncGenerator[list[dict[str, Any]], None]:
     """``afollow_run`` a batch at a time: every event that is available together, so a writer
     (the server's NDJSON/SSE streams) can send them in one write."""
@@ -338,7 +356,7 @@ async def afollow_run_batches(
     unsubscribe = bus.subscribe_run(run_id, mailbox)
     try:
         recent = bus.recent(run_id)
-        batch = cursor.catch_up([*recent, *mailbox.drain()])
+        batch = cursor.catch_up([*recent, *mailbox.drain()], fresh=fresh)
         if batch:
             yield batch
         streaming = False
@@ -357,10 +375,10 @@ async def afollow_run_batches(
 
 
 async def afollow_run(
-    store: Store, bus: EventBus, run_id: str, *, after_seq: int = 0
+    store: Store, bus: EventBus, run_id: str, *, after_seq: int = 0, fresh: bool = False
 ) -> AsyncGenerator[dict[str, Any], None]:
     """The same as ``follow_run`` for a consumer on its own asyncio loop (e.g. tornado's)."""
-    batches = afollow_run_batches(store, bus, run_id, after_seq=after_seq)
+    batches = afollow_run_batches(store, bus, run_id, after_seq=after_seq, fresh=fresh)
     try:
         async for batch in batches:
             for event in batch:

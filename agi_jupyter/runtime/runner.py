@@ -28,6 +28,7 @@ from agi_jupyter.records import (
     Part,
     ReasoningPart,
     Run,
+    RunFence,
     Session,
     TextPart,
     ToolCall,
@@ -139,7 +140,8 @@ class AgentLoop:
         extras = deps.config.request_extras.body_for(run.provider or "", run.model or "")
         text = ""
         for iteration in range(int(state.get("iteration", 0)) + 1, max_iterations + 1):
-            emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
+            if emitter.iteration != iteration:  # (the first may be out: ``first_iteration``)
+                emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
             # One trip to the store thread for what the request needs (each costs a wake-up
             # of that thread and of the loop: the time to the first token).
             if first is not None:
@@ -159,13 +161,11 @@ class AgentLoop:
             turn = await self._stream_turn(provider, request, emitter, names)
             usage = turn.usage
             cost = None if usage is None else cost_usd(run.provider or "", run.model or "", usage)
-            # (Nothing else emits on the emitter between turns: the block may await.)
-            with emitter.together():
-                assistant = await self._save_turn(run, session, turn, cost, emitter)
             add_turn_usage(usage_total, turn)
             cost_total += cost or 0.0
             text = turn.text
-            # Saved before the tools run: a resumed attempt continues after this model turn.
+            # Saved before the tools run, in the assistant message's trip to the store thread:
+            # a resumed attempt continues after this model turn.
             state = {
                 "iteration": iteration,
                 "max_iterations": max_iterations,
@@ -175,7 +175,9 @@ class AgentLoop:
                 # least this one's (a call without usage leaves the run's usage unknown).
                 "last_input_tokens": turn.usage.input_tokens if turn.usage else 0,
             }
-            await self._save_state(run, state, emitter)
+            # (Nothing else emits on the emitter between turns: the block may await.)
+            with emitter.together():
+                assistant = await self._save_turn(run, session, turn, cost, emitter, state)
             if turn.tool_calls:
                 await self.tools.run_tools(
                     run, session, agent, allowed, assistant, turn.tool_calls, emitter, iteration
@@ -186,13 +188,16 @@ class AgentLoop:
         return AttemptResult(text, usage_total, cost_total, max_iterations, True)
 
     async def _save_state(self, run: Run, state: JSON, emitter: RunEmitter) -> None:
-        await self.deps.stored(
-            self.deps.store.update_run,
+        await self.deps.stored(self._write_state, run, state, emitter.fence)
+
+    def _write_state(self, run: Run, state: JSON, fence: RunFence | None) -> None:
+        """Save the loop state, the usage and the cost so far on the run (store thread)."""
+        self.deps.store.update_run(
             run.id,
             loop_state=state,
             usage=state["usage"],
             cost_usd=state["cost_usd"],
-            fence=emitter.fence,
+            fence=fence,
         )
 
     # --- budgets -----------------------------------------------------------------------------
@@ -296,9 +301,11 @@ class AgentLoop:
         turn: TurnResult,
         cost: float | None,
         emitter: RunEmitter,
+        state: JSON,
     ) -> Message:
-        """Store the assistant message and the usage of a model turn in one trip to the store
-        thread; emit the message, the usage and the budgets' spent and remaining."""
+        """Store the assistant message and the usage of a model turn, then the run's loop
+        ``state`` after it, in one trip to the store thread; emit the message, the usage and
+        the budgets' spent and remaining."""
         parts: list[Part] = [*turn.reasoning]
         if turn.text:
             parts.append(TextPart(text=turn.text))
@@ -337,6 +344,7 @@ class AgentLoop:
                     cost_usd=cost or 0.0,
                     fence=fence,
                 )
+            self._write_state(run, state, fence)
             return message, self._statuses_now(session)
 
         message, found = await self.deps.stored(write)
@@ -354,6 +362,21 @@ class AgentLoop:
         return message
 
     # --- the attempt's inputs --------------------------------------------------------------
+
+    def first_iteration(self, run: Run, inputs: AttemptInputs) -> ev.Iteration | None:
+        """The ``iteration`` event of the attempt's first model call, when ``inputs`` (read
+        in the claim's trip) are that call's: no call waited and none was left unanswered, so
+        nothing is emitted before it. The run manager writes it there with the attempt's
+        first events (one transaction, no write of its own beside the model request);
+        ``run_attempt`` then does not emit it again. None when it must come from the loop."""
+        if inputs[2] is None:
+            return None
+        state = run.loop_state or {}
+        iteration = int(state.get("iteration", 0)) + 1
+        max_iterations = int(state.get("max_iterations") or self.deps.config.max_iterations)
+        if iteration > max_iterations:
+            return None
+        return ev.Iteration(iteration=iteration, max_iterations=max_iterations)
 
     def attempt_inputs(self, run: Run, session: Session) -> AttemptInputs:
         """(the run's tool calls, the session's messages, the budget statuses) as an attempt

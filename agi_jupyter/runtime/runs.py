@@ -154,10 +154,17 @@ class RunManager:
         return bool(self._tasks)
 
     def spawn(
-        self, run_id: str, *, wait_for_session: bool = True, claimed: RunFence | None = None
+        self,
+        run_id: str,
+        *,
+        wait_for_session: bool = True,
+        claimed: RunFence | None = None,
+        created: Run | None = None,
     ) -> asyncio.Task[Run]:
         """Start driving a run in this process (on the loop); returns the existing task if any.
-        ``claimed``: the run was claimed already (a tick), with this fence.
+        ``claimed``: the run was claimed already (a tick), with this fence. ``created``: the
+        run as its creator just stored it (``Agi.submit``): the first read is skipped (a trip
+        to the store thread before the first token; the claim's trip reads it again).
 
         A tick's claim is made on the store thread, so a task started here meanwhile (a
         ``submit``) may find the run claimed and be about to return: the claimed run is then
@@ -165,7 +172,7 @@ class RunManager:
         task = self._tasks.get(run_id)
         if task is not None and claimed is None and not task.done():
             return task
-        coro = self._drive(run_id, wait_for_session, claimed)
+        coro = self._drive(run_id, wait_for_session, claimed, created)
         if task is not None:
             coro = self._after(task, coro)
         task = asyncio.get_running_loop().create_task(coro)
@@ -202,22 +209,35 @@ class RunManager:
             current.cancel()
         return await coro
 
-    async def _drive(self, run_id: str, wait_for_session: bool, claimed: RunFence | None) -> Run:
+    async def _drive(
+        self,
+        run_id: str,
+        wait_for_session: bool,
+        claimed: RunFence | None,
+        created: Run | None = None,
+    ) -> Run:
         try:
-            return await self._drive_until_done(run_id, wait_for_session, claimed)
+            return await self._drive_until_done(run_id, wait_for_session, claimed, created)
         finally:
             self._stops.pop(run_id, None)
 
     async def _drive_until_done(
-        self, run_id: str, wait_for_session: bool, claimed: RunFence | None
+        self,
+        run_id: str,
+        wait_for_session: bool,
+        claimed: RunFence | None,
+        created: Run | None = None,
     ) -> Run:
         store, stored = self.deps.store, self.deps.stored
         if claimed is not None:
+            created = None  # (the claimed attempt may have changed it)
             run = await self._execute_claimed(claimed)
             if run.status != "queued" or run_id in self._stops:
                 return run
         while True:
-            run = await stored(store.get_run, run_id)
+            # A run just created is queued: its claim (``_claim_if_free``) reads it again.
+            run = created if created is not None else await stored(store.get_run, run_id)
+            created = None
             if run.status != "queued":
                 return run
             try:
@@ -308,6 +328,7 @@ class RunManager:
         if claim is None:
             claim = await complete(self.deps.stored(self._setup, fence))
         run, emitter = claim.run, claim.emitter
+        emitter.publish_deferred()  # the events written in the claim's trip
         self._fences[run_id], self._emitters[run_id] = fence, emitter
         loop = asyncio.get_running_loop()
 
@@ -334,37 +355,55 @@ class RunManager:
         error is raised in ``_attempt`` (store thread)."""
         run = self.deps.store.get_run(fence.run_id)
         emitter = self._emitter(run, fence, on_loop=True)
+        # The attempt's first events are written here too, and published once the trip is
+        # back on the loop (``_execute_claimed``): no trip of their own, whose write would
+        # compete with the model request for the GIL. (A write that finds the run taken over
+        # marks the emitter lost; ``on_lost`` then finds no fence of this run held yet.)
+        emitter.defer()
         begun: _Begun | Exception
         try:
             begun = self._begin(run, fence)
+            self._announce(emitter, begun)
         except Exception as e:  # (an AgiError ends the run; RunLost stops it)
             begun = e
         return _Claim(fence, run, emitter, begun)
+
+    def _announce(self, emitter: RunEmitter, begun: _Begun) -> None:
+        """The attempt's first events, stored in one transaction after its user message: the
+        run's metadata (first attempt), ``running``, the user message, and for a run of the
+        native loop whose first model call's inputs were read here its ``iteration``
+        (``AgentLoop.first_iteration``) (store thread)."""
+        run, session = begun.run, begun.session
+        with emitter.together():
+            if emitter.seq == 0:
+                emitter.emit(
+                    ev.RunMeta(
+                        session_id=run.session_id,
+                        agent=run.agent or session.agent,
+                        provider=run.provider or "",
+                        model=run.model or "",
+                        attempt=run.attempt,
+                    )
+                )
+            emitter.emit(ev.RunStatusEvent(status="running"))
+            if begun.message is not None:
+                emitter.emit(ev.MessageCompleted(message=message_to_dict(begun.message)))
+            first = (
+                None if begun.inputs is None else self.agent_loop.first_iteration(run, begun.inputs)
+            )
+            if first is not None:
+                emitter.emit(first)
 
     async def _attempt(self, run: Run, emitter: RunEmitter, begun: _Begun | Exception) -> Run:
         """One attempt of a claimed run (the claim counted it in ``run.attempt``); ``begun``:
         what ``_begin`` did in the claim's trip (or the error it raised)."""
         try:
-            # The session (for the run's metadata and the attempt) and the queued prompt
-            # turned into the session's user message, read and written in the claim's trip.
-            # The events below are stored after that message, as when they were emitted first.
+            # The session (for the run's metadata and the attempt), the queued prompt turned
+            # into the session's user message and the attempt's first events, read and written
+            # in the claim's trip (``_begin``, ``_announce``).
             if isinstance(begun, Exception):
                 raise begun
-            session, message, run = begun.session, begun.message, begun.run
-            with emitter.together():
-                if emitter.seq == 0:
-                    emitter.emit(
-                        ev.RunMeta(
-                            session_id=run.session_id,
-                            agent=run.agent or session.agent,
-                            provider=run.provider or "",
-                            model=run.model or "",
-                            attempt=run.attempt,
-                        )
-                    )
-                emitter.emit(ev.RunStatusEvent(status="running"))
-                if message is not None:
-                    emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
+            session, run = begun.session, begun.run
             executor = self.executors.get(run.type)
             if executor is not None:
                 return await executor.start(run, emitter)

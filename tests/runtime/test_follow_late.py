@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agi_jupyter.runtime.follow import afollow_run_batches
+from agi_jupyter.runtime.follow import afollow_run_batches, follow_run, is_new
 from agi_jupyter.testing import FakeLLMServer, Fault, Turn
 from tests.runtime.conftest import MakeAgi
 
@@ -73,3 +73,29 @@ def test_the_async_follower_of_a_reply_joins_late_without_loss(
         return [event async for batch in batches for event in batch]
 
     _check_complete(asyncio.run(collect()))
+
+
+def test_a_fresh_follower_of_a_run_executed_elsewhere_gets_every_event(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer
+) -> None:
+    """A follower told the run is new (``fresh``: no store read to start) of a run that another
+    process executes: nothing reaches its bus, and the store, read once the bus was quiet,
+    gives it every event from the first."""
+    fake_llm.enqueue(Turn(chunks=WORDS))
+    here, elsewhere = make_agi(), make_agi()
+    session = here.new_session(model="openai-chat:gpt-4o-mini")
+    run = here.submit("talk", session=session.id, start=False)
+    events: list[dict[str, Any]] = []
+    follower = threading.Thread(
+        target=lambda: events.extend(follow_run(here.store, here.bus, run.id, fresh=is_new(run)))
+    )
+    follower.start()
+    assert is_new(run)
+    assert elsewhere.tick().executed == 1
+    follower.join(60)
+    assert not follower.is_alive()
+    _check_complete(events)
+    assert events[0]["type"] == "run.meta"
+    assert [e["seq"] for e in events if e["type"] != "output.text.delta"] == [
+        e.seq for e in here.store.list_run_events(run.id) if e.type != "output.text.delta"
+    ]

@@ -7,6 +7,7 @@ from typing import Any
 
 from agi_jupyter.errors import NotFound
 from agi_jupyter.records import ImagePart, Part, TextPart
+from agi_jupyter.runtime.follow import is_new
 from agi_jupyter.server.handlers.base import AgiHandler, cursor_not_found, protected
 from agi_jupyter.server.handlers.replies import reply_to_run
 from agi_jupyter.server.models import ImageInput, MessageCreate, PageQuery, TextInput
@@ -64,7 +65,7 @@ class MessagesHandler(AgiHandler):
             max_iterations=body.max_iterations,
             **_where(body),
         )
-        await reply_to_run(self, agi, run.id, fmt)
+        await reply_to_run(self, agi, run.id, fmt, fresh=is_new(run))
 
 
 def _where(body: MessageCreate) -> dict[str, Any]:

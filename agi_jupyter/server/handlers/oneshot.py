@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from agi_jupyter.errors import UsageError
 from agi_jupyter.records import Run, TextPart
+from agi_jupyter.runtime.follow import is_new
 from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.handlers.replies import reply_to_run
 from agi_jupyter.server.models import ChatTurn, OneShotRequest
@@ -50,4 +51,4 @@ class OneShotHandler(AgiHandler):
         fmt = self.format("json")
         agi = await self.agi()
         run = await self.call(start_one_shot, agi, body)
-        await reply_to_run(self, agi, run.id, fmt)
+        await reply_to_run(self, agi, run.id, fmt, fresh=is_new(run))

@@ -55,12 +55,19 @@ def _rejection(status: str, error: dict[str, Any] | None) -> ApiError | None:
 
 
 async def reply_to_run(
-    handler: AgiHandler, agi: Agi, run_id: str, fmt: Format, *, after_seq: int = 0
+    handler: AgiHandler,
+    agi: Agi,
+    run_id: str,
+    fmt: Format,
+    *,
+    after_seq: int = 0,
+    fresh: bool = False,
 ) -> None:
     """Stream the run's events from ``after_seq`` (``run.meta`` first, ``run.final`` last),
-    or wait for the end and answer with the run's result."""
+    or wait for the end and answer with the run's result. ``fresh``: the run was just
+    created here (``follow.is_new``): no store read on tornado's loop to start following."""
     # The follower's batches, not Agi.afollow's single events: each batch leaves in one write.
-    batches = afollow_run_batches(agi.store, agi.bus, run_id, after_seq=after_seq)
+    batches = afollow_run_batches(agi.store, agi.bus, run_id, after_seq=after_seq, fresh=fresh)
     if fmt != "json":
         await handler.send_batches(fmt, batches, event_id=seq_of)
         return

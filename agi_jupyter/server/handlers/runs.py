@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.errors import NotFound, NoUserMessage, UsageError
 from agi_jupyter.records import Part, Run, TextPart
-from agi_jupyter.runtime.follow import stored_event_to_dict
+from agi_jupyter.runtime.follow import is_new, stored_event_to_dict
 from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.handlers.replies import events_of, reply_to_run, seq_of
 from agi_jupyter.server.models import (
@@ -103,7 +103,7 @@ class SessionRunsStreamHandler(AgiHandler):
         fmt = self.format("ndjson")
         agi = await self.agi()
         run = await self.call(_start_stream, agi, session_id, body)
-        await reply_to_run(self, agi, run.id, fmt)
+        await reply_to_run(self, agi, run.id, fmt, fresh=is_new(run))
 
 
 class RunHandler(AgiHandler):
