@@ -16,38 +16,30 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import notebook
 from agi_jupyter.agents import load_agents
-from agi_jupyter.budget import Budget, every_status
+from agi_jupyter.app_catalogue import CatalogueApi
+from agi_jupyter.app_sessions import SessionsApi
 from agi_jupyter.config import (
     Config,
     find_project,
     global_config_dir,
     load_config,
-    not_configured_message,
     reference_values,
 )
 from agi_jupyter.errors import (
-    AgentNotFound,
     NoPendingApproval,
-    ProviderNotConfigured,
     RunTerminal,
-    SdkModelMismatch,
     UsageError,
 )
-from agi_jupyter.events import SessionUpdated, event_to_dict
 from agi_jupyter.mcp.config import load_mcp_servers, secrets_of
 from agi_jupyter.mcp.servers import McpServers
 from agi_jupyter.records import (
-    ACTIVE_RUN_STATUSES,
-    Message,
     Page,
     Part,
-    QueueMode,
     Run,
     Session,
     TextPart,
@@ -60,11 +52,9 @@ from agi_jupyter.research import DeepResearch, ResearchSettings
 from agi_jupyter.runtime.bus import EventBus
 from agi_jupyter.runtime.deps import ProviderPool, RuntimeDeps
 from agi_jupyter.runtime.follow import afollow_run, follow_run, is_new
-from agi_jupyter.runtime.history import HistoryView, history_view
 from agi_jupyter.runtime.loop_thread import BackgroundLoop
 from agi_jupyter.runtime.redacted_store import redacted_store
 from agi_jupyter.runtime.result import RunResult as RunResult  # re-exported
-from agi_jupyter.runtime.runner import allowed_tool_names
 from agi_jupyter.runtime.runs import RunManager, TickResult
 from agi_jupyter.runtime.store_thread import StoreThread
 from agi_jupyter.sdk.acp.settings import AcpAgents
@@ -72,11 +62,10 @@ from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
 from agi_jupyter.store import Store, create_store
 from agi_jupyter.tools import Redactor, ToolRegistry, builtin_tools
-from agi_jupyter.tools.policy import check_review_mode, check_rules, with_approved
+from agi_jupyter.tools.policy import with_approved
 from agi_jupyter.tools.redact import install_log_redaction
 
 if TYPE_CHECKING:
-    from agi_jupyter.agents import Agent
     from agi_jupyter.tools import AnyTool
 
 
@@ -84,7 +73,7 @@ CANCEL_WAIT = 10.0  # seconds ``cancel`` waits for the runtime loop before recor
 CONTROL_WAIT = 5.0  # seconds a caller waits for the runtime loop to take a control request
 
 
-class Agi:
+class Agi(SessionsApi, CatalogueApi):
     """One project's runtime: its store, providers, tools, agents and runs."""
 
     def __init__(
@@ -163,157 +152,6 @@ class Agi:
             project_key=self.config.store_key,
         )
         return redacted_store(store, self.redactor)
-
-    # --- sessions ------------------------------------------------------------------------------
-
-    def new_session(
-        self,
-        *,
-        agent: str | None = None,
-        model: str | None = None,
-        title: str | None = None,
-        system_prompt: str | None = None,
-        thinking_level: str | None = None,
-        queue_mode: QueueMode = "queue",
-        notebook_path: str | None = None,
-        tools: Sequence[str] = (),
-        metadata: Mapping[str, Any] | None = None,
-        sdk: str | None = None,
-        review_mode: str | None = None,
-        permissions: Mapping[str, str] | None = None,
-        budget: Mapping[str, Any] | None = None,
-    ) -> Session:
-        """A new session. ``sdk`` picks the agent SDK that runs it (``native``, ``claude``,
-        ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``).
-        ``review_mode``: ``ask``, ``auto-edit`` or ``auto`` (default: the configured
-        ``review_mode``, see README "Tool policy and review modes"); ``permissions``: the
-        session's tool rules (name or glob -> allow | ask | deny), over the agent's.
-        ``budget`` (``{"max_tokens": N, "max_usd": X}``) caps what its runs may spend
-        (default: ``budgets.session`` of the config; see ``agi_jupyter.budget``)."""
-        chosen = Budget.parse(budget) if budget is not None else self.config.budgets.session
-        agent_name = agent or self.config.default_agent
-        agent_def = self._check_agent(agent_name)
-        provider, model_name = self.config.resolve_model(model or self._agent_model(agent_name))
-        if queue_mode not in ("queue", "interrupt"):
-            raise UsageError(f"queue_mode must be 'queue' or 'interrupt', not {queue_mode!r}")
-        tool_config: dict[str, Any] = {"extra_tools": list(tools)} if tools else {}
-        if review_mode is not None:
-            tool_config["review_mode"] = check_review_mode(review_mode)
-        if permissions:
-            tool_config["permissions"] = check_rules(permissions)
-        sdk_name = sdk or agent_def.sdk or self.config.default_sdk
-        # An SDK that cannot run the model is refused now, not when the first run fails: a
-        # 400 when both were asked for, a 409 when a default (the agent's, the project's) is
-        # what does not fit.
-        try:
-            self.sdk.adapter(sdk_name).check_model(provider, model_name)
-        except SdkModelMismatch as e:
-            if not (sdk and model):
-                e.http_status = 409
-            raise
-        return self.store.create_session(
-            title=title,
-            agent=agent_name,
-            sdk=sdk_name,
-            provider=provider,
-            model=model_name,
-            system_prompt=system_prompt,
-            thinking_level=thinking_level,
-            queue_mode=queue_mode,
-            tool_config=tool_config,
-            metadata=dict(metadata or {}),
-            notebook_path=notebook_path,
-            budget=chosen.to_dict() if chosen else None,
-        )
-
-    def session(self, session_id: str) -> Session:
-        return self.store.get_session(session_id)
-
-    def update_session(
-        self,
-        session_id: str,
-        *,
-        agent: str | None = None,
-        model: str | None = None,
-        tools: Sequence[str] | None = None,
-        review_mode: str | None = None,
-        permissions: Mapping[str, str] | None = None,
-        **fields: Any,
-    ) -> Session:
-        """Change a session (title, agent, sdk, model, system_prompt, thinking_level, queue_mode,
-        notebook_path, metadata, extra tools, review mode, tool permissions — replaced whole,
-        budget — None removes it); session streams see ``session.updated``."""
-        changes = dict(fields)
-        if "budget" in changes:
-            chosen = Budget.parse(changes["budget"])
-            changes["budget"] = chosen.to_dict() if chosen else None
-        if agent is not None:
-            self._check_agent(agent)
-            changes["agent"] = agent
-        if model is not None:
-            changes["provider"], changes["model"] = self.config.resolve_model(model)
-        if changes.get("sdk") is not None or model is not None:
-            self._check_sdk_change(session_id, changes)
-        if tools is not None or review_mode is not None or permissions is not None:
-            tool_config = dict(self.store.get_session(session_id).tool_config)
-            if tools is not None:
-                tool_config.pop("extra_tools", None)
-                if tools:
-                    tool_config["extra_tools"] = list(tools)
-            if review_mode is not None:
-                tool_config["review_mode"] = check_review_mode(review_mode)
-            if permissions is not None:
-                tool_config["permissions"] = check_rules(permissions)
-            changes["tool_config"] = tool_config
-        if changes.get("queue_mode", "queue") not in ("queue", "interrupt"):
-            raise UsageError("queue_mode must be 'queue' or 'interrupt'")
-        ses = self.store.update_session(session_id, **changes)
-        event = SessionUpdated(session=asdict(ses), ts=utc_now())
-        self.bus.publish(ses.id, self.redactor.redact_json(event_to_dict(event)))
-        return ses
-
-    def _check_sdk_change(self, session_id: str, changes: Mapping[str, Any]) -> None:
-        """The session's SDK must run its model after the change: ``SdkModelMismatch``
-        (400) when the change itself mismatches them, 409 when it conflicts with what the
-        session already has."""
-        ses = self.store.get_session(session_id)
-        sdk = changes.get("sdk") or ses.sdk
-        provider = changes.get("provider") or ses.provider or self.config.resolve_model()[0]
-        model = changes.get("model") or ses.model or ""
-        try:
-            self.sdk.adapter(sdk).check_model(provider, model)
-        except SdkModelMismatch as e:
-            if not ("sdk" in changes and "provider" in changes):
-                e.http_status = 409  # the stored half of the pair is what it conflicts with
-            raise
-
-    def delete_session(self, session_id: str) -> None:
-        """Cancel the session's active runs, then delete it with everything it holds."""
-        self.store.get_session(session_id)
-        active = self.store.list_runs(
-            session_id=session_id, statuses=sorted(ACTIVE_RUN_STATUSES), limit=200
-        ).items
-        for run in active:
-            with contextlib.suppress(RunTerminal):
-                self.cancel(run.id)
-        self.store.delete_session(session_id)
-
-    def sessions(self, *, limit: int = 50, cursor: str | None = None) -> Page[Session]:
-        return self.store.list_sessions(limit=limit, cursor=cursor)
-
-    def history(
-        self, session_id: str, *, view: HistoryView = "simple", lazy: bool = True
-    ) -> list[Message]:
-        """A session's messages: ``simple`` (user and assistant text parts) or ``full``.
-
-        ``lazy`` (the default): each message's ``meta`` and ``parts`` are decoded when first
-        read, which makes reading roles and texts about as cheap as the SQL query; a caller
-        that reads every message's parts pays about twice the decoding of ``lazy=False``
-        (benchmarks/README.md, history_floor.py)."""
-        if view not in ("simple", "full"):
-            raise UsageError(f"view must be 'simple' or 'full', not {view!r}")
-        messages = self.store.list_messages(session_id, text_only=view == "simple", lazy=lazy)
-        return history_view(messages, view)
 
     # --- runs ----------------------------------------------------------------------------------
 
@@ -601,38 +439,7 @@ class Agi:
                         self.loop.run(self.sdk.abort(run.id), timeout=CONTROL_WAIT)
                     self.cancel(run.id)
 
-    # --- catalogue -----------------------------------------------------------------------------
-
-    def agents(self) -> dict[str, Agent]:
-        return dict(self.deps.agents)
-
-    def tools(self, agent: str | None = None) -> list[AnyTool]:
-        """All tools, or those ``agent`` is offered; MCP servers they need are started first
-        (one that fails is left out: see ``mcp_servers``)."""
-        registry = self.deps.registry
-        allowed = (
-            ["*"] if agent is None else allowed_tool_names(self._check_agent(agent), None, registry)
-        )
-        self.loop.run(registry.prepare(allowed))
-        if agent is None:
-            return list(registry.all())
-        return registry.offered(allowed, self.deps.features)
-
-    def mcp_servers(self) -> list[dict[str, Any]]:
-        """The configured MCP servers: state (not started, running, exited, failed, stopped),
-        error with its stderr tail (redacted), and their tools."""
-        return self.mcp.status()
-
-    def sdks(self) -> list[dict[str, Any]]:
-        """The agent SDKs: id, display name, capability flags, and whether they are installed."""
-        return self.sdk.describe()
-
-    def stats(self) -> dict[str, Any]:
-        return self.store.stats()
-
-    def budgets(self) -> list[dict[str, Any]]:
-        """Spent and remaining of every budget: sessions that have one, configured notebooks."""
-        return every_status(self.store, self.config.budgets)
+    # --- lifecycle ---------------------------------------------------------------------------
 
     def load_default_model(self) -> None:
         """Create the default model's client now (importing its SDK) on the runtime's loop,
@@ -672,44 +479,3 @@ class Agi:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # --- helpers -------------------------------------------------------------------------------
-
-    def _check_agent(self, name: str) -> Agent:
-        agent = self.deps.agents.get(name)
-        if agent is None:
-            known = ", ".join(sorted(self.deps.agents))
-            raise AgentNotFound(f"unknown agent {name!r} (known: {known})")
-        return agent
-
-    def _agent_model(self, agent: str) -> str | None:
-        return self.deps.agents[agent].model
-
-    def _session_for(
-        self, session: str | Session | None, *, agent: str | None, model: str | None
-    ) -> Session:
-        if session is None:
-            return self.new_session(agent=agent, model=model)
-        ses = session if isinstance(session, Session) else self.store.get_session(session)
-        if agent is not None and agent != ses.agent:
-            self._check_agent(agent)
-            ses = self.store.update_session(ses.id, agent=agent)
-        return ses
-
-    def _model_for(self, session: Session, model: str | None, *, sdk: bool) -> tuple[str, str]:
-        if model:
-            provider, name = self.config.resolve_model(model)
-            try:
-                if sdk:
-                    self.sdk.adapter(session.sdk).check_model(provider, name)
-            except SdkModelMismatch as e:
-                e.http_status = 409  # it conflicts with the session's SDK
-                raise
-        elif session.provider and session.model:
-            provider, name = session.provider, session.model
-        else:
-            provider, name = self.config.resolve_model()
-        settings = self.config.provider(provider)
-        if not settings.configured:
-            raise ProviderNotConfigured(not_configured_message(provider))
-        return provider, name
