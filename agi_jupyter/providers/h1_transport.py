@@ -6,7 +6,8 @@ the chunked transfer encoding). httpcore2 + h11 handle each chunk as an event in
 ``httptools`` (llhttp in C, uvicorn's parser) parses the bytes of each socket read in one call;
 the body chunks of one read are handed to the reader joined, so the per-chunk cost is a C
 callback and a list append, and what is left per read is asyncio's (~10 µs), which resting the
-socket 1 ms after each read of a body (``_COALESCE``) keeps to a few reads per fast stream.
+socket 1 ms after each read of a body (``_COALESCE``, not after the first few: the first
+token is not held) keeps to a few reads per fast stream.
 
 What it keeps from httpx2's own transport: TLS (the same SSL context: ``SSL_CERT_FILE``/
 ``SSL_CERT_DIR`` or the system's certificates), keep-alive (idle connections pooled per
@@ -38,6 +39,10 @@ _HIGH_WATER = 1 << 20  # bytes of body buffered before the socket stops being re
 # ~10 µs of asyncio's own work, more than parsing and mapping an event). A token the model
 # sends later than that is read at once, so only events closer together wait, by at most this.
 _COALESCE = 0.001
+# The first reads of a body are never held: the first token of an Anthropic answer comes after
+# ``message_start`` and ``content_block_start`` (and perhaps a ``ping``), each a read of its own
+# when the server sends them apart; resting after those delayed it by up to _COALESCE each.
+_PROMPT_READS = 4
 _MAX_IDLE = 16  # idle connections kept per origin
 _NOT_HERE = (b"HEAD", b"CONNECT")  # a body-less answer to HEAD llhttp cannot be told about
 
@@ -77,6 +82,7 @@ class _Connection(asyncio.Protocol):
         self.body: list[bytes] = []
         self.buffered = 0
         self.received = False  # any byte of this response arrived
+        self.body_reads = 0  # reads that brought body bytes (the first _PROMPT_READS are not held)
 
     # --- asyncio.Protocol ----------------------------------------------------------------
 
@@ -100,9 +106,12 @@ class _Connection(asyncio.Protocol):
                 self.paused = True
                 transport.pause_reading()
             elif self.buffered > before and not self.complete and not self.closed:
-                # a read of the body (not of the head only: the first event is not held up)
-                transport.pause_reading()
-                self.coalescing = self.loop.call_later(_COALESCE, self._coalesced)
+                # a read of the body (not of the head only, nor one of the first few: the first
+                # events are not held up)
+                self.body_reads += 1
+                if self.body_reads > _PROMPT_READS:
+                    transport.pause_reading()
+                    self.coalescing = self.loop.call_later(_COALESCE, self._coalesced)
         self._wake()
 
     def _coalesced(self) -> None:

@@ -17,7 +17,13 @@ import pytest
 from agi_jupyter.errors import ProviderDisconnected
 from agi_jupyter.providers.anthropic_http import AnthropicHttpProvider
 from agi_jupyter.providers.base import TextDelta
-from agi_jupyter.providers.h1_transport import H1Transport, _Connection, stream_client
+from agi_jupyter.providers.h1_transport import (
+    _COALESCE,
+    _PROMPT_READS,
+    H1Transport,
+    _Connection,
+    stream_client,
+)
 from agi_jupyter.providers.openai_chat_http import HttpChatProvider
 from agi_jupyter.providers.openai_responses_http import HttpResponsesProvider
 from agi_jupyter.testing import FakeLLMServer, Turn
@@ -438,3 +444,41 @@ async def test_the_three_wire_adapters_stream_through_it(
         assert transport.handled == 2
         assert sum(len(conns) for conns in transport._idle.values()) == 1  # kept alive
         await adapter.aclose()
+
+
+@pytest.mark.asyncio
+async def test_the_first_reads_of_a_body_are_not_held_and_later_ones_are() -> None:
+    """The first events of an answer go to the reader as they arrive (an Anthropic answer's
+    first token is its fourth event or so): only reads after the first ``_PROMPT_READS`` of
+    a body rest the socket for ``_COALESCE``."""
+    head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+    events = [b"data: %d\n\n" % n for n in range(_PROMPT_READS + 2)]
+    sent = asyncio.Queue[bytes]()
+    for piece in [head, *(b"%x\r\n%s\r\n" % (len(e), e) for e in events), b"0\r\n\r\n"]:
+        sent.put_nowait(piece)
+    go = asyncio.Event()
+
+    async def one_piece_per_go(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while not sent.empty():
+            await go.wait()
+            go.clear()
+            writer.write(sent.get_nowait())
+            await writer.drain()
+        await reader.read()
+
+    async with serving(one_piece_per_go) as (_, url):
+        loop = asyncio.get_running_loop()
+        port = int(url.rsplit(":", 1)[1])
+        _, conn = await loop.create_connection(lambda: _Connection(loop), "127.0.0.1", port)
+        held = []
+        for _ in range(1 + len(events)):  # the head, then one event a read
+            go.set()
+            await conn.wait(10)
+            held.append(conn.coalescing is not None)
+            conn.take_body()
+            if conn.coalescing is not None:  # as a reader would: the rest ends, reading resumes
+                await asyncio.sleep(_COALESCE * 2)
+        assert held == [False] * (1 + _PROMPT_READS) + [True] * (len(events) - _PROMPT_READS)
+        assert conn.body_reads == len(events)
+        assert conn.transport is not None
+        conn.transport.close()
