@@ -29,8 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agi_jupyter import events as ev
-from agi_jupyter.aio import complete
-from agi_jupyter.aio import regardless as _regardless
+from agi_jupyter.aio import complete, regardless
 from agi_jupyter.errors import AgiError, RunLost, RunTerminal
 from agi_jupyter.records import Message, Run, RunFence, Session, part_from_dict, session_for_run
 from agi_jupyter.runtime import endings
@@ -198,15 +197,7 @@ class RunManager:
     async def _after(previous: asyncio.Task[Run], coro: Coroutine[Any, Any, Run]) -> Run:
         """``coro`` once ``previous`` ended; a cancellation that comes meanwhile is delivered
         to it (the claimed run's attempt then ends the run), not lost with the claim."""
-        cancelled = False
-        while not previous.done():
-            try:
-                await asyncio.wait({previous})
-            except asyncio.CancelledError:
-                cancelled = True
-        current = asyncio.current_task()
-        if cancelled and current is not None:
-            current.cancel()
+        await complete(asyncio.wait({previous}))
         return await coro
 
     async def _drive(
@@ -344,7 +335,7 @@ class RunManager:
         except RunLost:
             emitter.mark_lost()
             log.warning("run %s was taken over by another process; stopped here", run_id)
-            return await _regardless(self.deps.stored(self.deps.store.get_run, run_id))
+            return await regardless(self.deps.stored(self.deps.store.get_run, run_id))
         finally:
             self.leases.drop(fence)
             self._fences.pop(run_id, None)
@@ -413,27 +404,25 @@ class RunManager:
             if stop == "lost":
                 raise RunLost(f"run {run.id} was taken over") from None
             if stop == "release":
-                return await _regardless(
+                return await regardless(
                     emitter.section(endings.release, self.deps, run.id, emitter)
                 )
-            return await _regardless(
+            return await regardless(
                 emitter.section(self._finish, run.id, emitter, "cancelled", _cancel_error())
             )
         except endings.AwaitingApproval:
-            return await _regardless(
+            return await regardless(
                 emitter.section(endings.await_approval, self.deps, run.id, emitter)
             )
         except RunLost:
             raise
         except AgiError as e:
-            return await _regardless(emitter.section(self._after_error, run.id, emitter, e))
+            return await regardless(emitter.section(self._after_error, run.id, emitter, e))
         except Exception as e:
             log.exception("run %s failed with an unexpected error", run.id)
             error = {"code": "INTERNAL_ERROR", "message": f"{type(e).__name__}: {e}"}
-            return await _regardless(
-                emitter.section(self._finish, run.id, emitter, "failed", error)
-            )
-        return await _regardless(emitter.section(self._succeed, run.id, emitter, result))
+            return await regardless(emitter.section(self._finish, run.id, emitter, "failed", error))
+        return await regardless(emitter.section(self._succeed, run.id, emitter, result))
 
     def _begin(self, run: Run, fence: RunFence | None) -> _Begun:
         """The run's session, the queued prompt turned into the session's user message (once
@@ -449,10 +438,11 @@ class RunManager:
                 run.id, input_message_id=message.id, loop_state=state, fence=fence
             )
         inputs = None
-        if run.type not in self.executors and session_for_run(session, run).sdk == "native":
+        effective = session_for_run(session, run)
+        if run.type not in self.executors and effective.sdk == "native":
             # Read now, not in a trip of their own once the attempt starts: nothing this
             # attempt does before its first model call writes what they read.
-            inputs = self.agent_loop.attempt_inputs(run, session_for_run(session, run))
+            inputs = self.agent_loop.attempt_inputs(run, effective)
         return _Begun(session, message, run, inputs)
 
     # --- what the lease keeper reports (called on the loop) ------------------------------------
