@@ -85,6 +85,10 @@ def test_schemathesis_finds_nothing(server: LabServer, tmp_path: Path) -> None:
         f"Authorization: token {server.token}",
         "--checks",
         "all",
+        # ST112 (a response slower than 10 s) measures the machine's load, not the contract:
+        # timing belongs to benchmarks/. A hang still fails, as a request timeout (30 s).
+        "--exclude-checks",
+        "max_response_time",
         "--max-examples",
         os.environ.get("SCHEMATHESIS_EXAMPLES", "15"),
         "--max-time",
