@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agi_jupyter.errors import BudgetExceeded, UsageError
+from agi_jupyter.errors import BudgetExceeded, BudgetNotRaised, UsageError
 from agi_jupyter.records import JSON, Session
 
 if TYPE_CHECKING:
@@ -261,6 +261,45 @@ def refusal(status: BudgetStatus, call: NextCall) -> str | None:
                 "over the budget"
             )
     return None
+
+
+def raisable(status: BudgetStatus, call: NextCall) -> bool:
+    """Whether a larger budget can let ``call`` be made under ``status``: a session budget
+    (notebook budgets are the config's) whose spend is measured (known usage, and a catalog
+    price when it has ``max_usd``). Review mode ``ask`` then asks for one instead of failing."""
+    if status.scope != "session" or call.usage_unknown:
+        return False
+    return status.budget.max_usd is None or call.cheapest_usd_per_mtok is not None
+
+
+def question(refused: list[BudgetStatus], call: NextCall, reason: str) -> JSON:
+    """The budget question a run waits on (``loop_state["budget_question"]``): the budgets
+    that refused the call (spent, limit), the call's lower bound, and why."""
+    return {
+        "reason": reason,
+        "budgets": [s.to_dict() for s in refused],
+        "input_tokens_at_least": call.input_tokens_at_least,
+        "decision": None,
+    }
+
+
+def raised(current: Budget | None, given: Budget | None) -> Budget:
+    """``current`` with the limits of ``given``; ``BudgetNotRaised`` unless ``given`` sets
+    at least one limit and each it sets is above the current one."""
+    if given is None:
+        raise BudgetNotRaised(
+            "the run waits for a larger budget: approve with max_tokens and/or max_usd "
+            "above the session's budget, or deny"
+        )
+    old = current or Budget()
+    for name in ("max_tokens", "max_usd"):
+        new, was = getattr(given, name), getattr(old, name)
+        if new is not None and was is not None and new <= was:
+            raise BudgetNotRaised(f"{name} {new} is not above the session's {was}")
+    return Budget(
+        given.max_tokens if given.max_tokens is not None else old.max_tokens,
+        given.max_usd if given.max_usd is not None else old.max_usd,
+    )
 
 
 def check_start(found: list[BudgetStatus]) -> None:
