@@ -425,6 +425,11 @@ class ApprovalDecision(Body):
     message: str | None = Field(
         None, max_length=10_000, description="Given to the model with a denial."
     )
+    budget: BudgetBody | None = Field(
+        None,
+        description="For a run waiting for a larger budget (its budget question): the "
+        "session's new limits, each above the current one (else 400 BUDGET_NOT_RAISED).",
+    )
 
 
 # --- notebooks: undo, changes, the labextension's notebook bridge ------------------------------

@@ -585,15 +585,29 @@ export interface components {
              * @default null
              */
             message?: string | null;
+            /**
+             * @description For a run waiting for a larger budget (its budget question): the session's new limits, each above the current one (else 400 BUDGET_NOT_RAISED).
+             * @default null
+             */
+            budget?: components["schemas"]["BudgetBody"] | null;
         };
         /**
          * ApprovalList
-         * @description The run's tool calls waiting for a decision (empty when none waits).
+         * @description The run's tool calls waiting for a decision (empty when none waits), and the budget
+         *     question it waits on (review mode ask: ``reason``, ``budgets`` with spent and limits,
+         *     ``input_tokens_at_least``; null when none).
          */
         ApprovalList: {
             run: components["schemas"]["Run"];
             /** Approvals */
             approvals: components["schemas"]["PendingApproval"][];
+            /**
+             * Budget
+             * @default null
+             */
+            budget: {
+                [key: string]: unknown;
+            } | null;
         };
         /**
          * ApprovalRequested
@@ -774,7 +788,9 @@ export interface components {
         /**
          * BudgetEvent
          * @description A budget of the run's session or notebook: spent and remaining after a model call, or
-         *     ``exceeded`` when the next call was refused (the run then fails ``BUDGET_EXCEEDED``).
+         *     ``exceeded`` when the next call was refused (the run then fails ``BUDGET_EXCEEDED``), with
+         *     ``asking`` in review mode ``ask``: the run waits (``waiting_approval``) for a person to
+         *     raise the session's budget (``agi approve RUN --max-tokens N``) or deny (it then fails).
          */
         BudgetEvent: {
             /**
@@ -834,6 +850,16 @@ export interface components {
              * @default false
              */
             exceeded: boolean;
+            /**
+             * Asking
+             * @default false
+             */
+            asking: boolean;
+            /**
+             * Reason
+             * @default null
+             */
+            reason: string | null;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
