@@ -38,6 +38,8 @@ HELP = """\
 %agi cancel RUN                    cancel a run
 %agi approve RUN [--always] [--tool-call ID]
                                    approve the tool calls RUN waits on; it resumes here
+%agi approve RUN --max-tokens N [--max-usd X]
+                                   RUN waits for a larger budget: raise the session's
 %agi deny RUN [-m MESSAGE] [--tool-call ID]
                                    deny them (the model gets the denial and MESSAGE)
 %agi undo RUN [--turn N] [--force] restore the notebooks and files the run changed (as
@@ -84,6 +86,8 @@ def _parser() -> Any:
     approve.add_argument("run")
     approve.add_argument("--always", action="store_true")
     approve.add_argument("--tool-call")
+    approve.add_argument("--max-tokens", type=int)
+    approve.add_argument("--max-usd", type=float)
     deny = sub.add_parser("deny", add_help=False)
     deny.add_argument("run")
     deny.add_argument("--message", "-m")
@@ -230,7 +234,9 @@ def cmd_runs(ctx: KernelContext, args: argparse.Namespace) -> Table:
         )
         status: str = r.status
         if r.status == "waiting_approval":
-            names = ", ".join(c.name for c in ctx.agi.pending_approvals(r.id))
+            names = ", ".join(c.name for c in ctx.agi.pending_approvals(r.id)) or (
+                "a larger budget" if ctx.agi.pending_budget(r.id) else ""
+            )
             status = f"{status}: {names} (%agi approve|deny {r.id})"
         rows.append(
             [
@@ -283,7 +289,10 @@ def cmd_approve(ctx: KernelContext, args: argparse.Namespace) -> Any:
     from agi_jupyter.kernel.approvals import decide_and_follow, show
 
     decision = "approve_always" if args.always else "approve"
-    return show(ctx, decide_and_follow(ctx, args.run, decision, tool_call_id=args.tool_call))
+    raw = {"max_tokens": args.max_tokens, "max_usd": args.max_usd}
+    budget = {k: v for k, v in raw.items() if v is not None} or None
+    view = decide_and_follow(ctx, args.run, decision, tool_call_id=args.tool_call, budget=budget)
+    return show(ctx, view)
 
 
 def cmd_deny(ctx: KernelContext, args: argparse.Namespace) -> Any:
