@@ -4,7 +4,9 @@ A budget is ``max_tokens`` (input + output tokens) and/or ``max_usd`` (list-pric
 the provider catalog). A *session* budget is stored with the session (``sessions.budget``,
 set when it is created: API, ``new_session(budget=)``, ``%agi new --max-tokens``, ``agi
 --max-tokens``; default ``budgets.session`` of the config). A *notebook* budget is config
-only (``budgets.notebooks``, keyed by the notebook's path relative to the project) and counts
+(``budgets.notebooks``, keyed by the notebook's path relative to the project) or set from a
+front door (``%agi budget --notebook``, ``PUT /agi/v1/notebook-budgets``: stored in the store's
+``notebook_budgets``, winning over the config's, seen by every process at once) and counts
 what every session of that notebook spent.
 
 The rule (``check``), applied by the native agent loop before each model call: the call is
@@ -105,6 +107,18 @@ class BudgetSettings:
     def for_notebook(self, path: str | None) -> Budget | None:
         return self.notebooks.get(notebook_key(path)) if path else None
 
+    def with_stored(self, store: Store) -> BudgetSettings:
+        """These settings with the notebook budgets set from a front door (the store's, which
+        win over the config's: set later, and seen by every process at once)."""
+        stored = {
+            notebook_key(path): budget
+            for path, raw in store.notebook_budgets().items()
+            if (budget := Budget.parse(raw)) is not None
+        }
+        if not stored:
+            return self
+        return BudgetSettings(self.session, {**self.notebooks, **stored})
+
 
 def notebook_key(path: str | None) -> str:
     """A notebook path as budgets key it: relative, ``/``-separated, no leading ``./``."""
@@ -176,6 +190,7 @@ def session_budget(session: Session) -> Budget | None:
 def statuses(store: Store, session: Session, settings: BudgetSettings) -> list[BudgetStatus]:
     """The budgets that apply to a session's runs, with what was spent so far."""
     found: list[BudgetStatus] = []
+    settings = settings.with_stored(store)
     own = session_budget(session)
     if own is not None:
         tokens = session.input_tokens + session.output_tokens
@@ -208,8 +223,9 @@ def notebook_spent(store: Store, path: str) -> tuple[int, float]:
 
 def every_status(store: Store, settings: BudgetSettings) -> list[JSON]:
     """Every budget of the project with its spend: each session that has one (with its id),
-    then each notebook of the config (``agi stats``)."""
+    then each notebook budget (config and stored: ``agi stats``)."""
     found: list[JSON] = []
+    settings = settings.with_stored(store)
     cursor: str | None = None
     for _ in range(10_000):  # bounded: 100 sessions a page
         page = store.list_sessions(limit=100, cursor=cursor)
