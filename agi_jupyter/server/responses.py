@@ -189,6 +189,12 @@ class ProviderList(Out):
     providers: list[ProviderInfo]
 
 
+class NotebookBudgets(Out):
+    """Every notebook budget by path (the config's, with the stored ones over them)."""
+
+    notebook_budgets: dict[str, JSONObject]
+
+
 class Stats(Out):
     model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
     sessions: int = 0
