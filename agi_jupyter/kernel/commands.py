@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from IPython.core.error import UsageError as IPythonUsageError
 
+from agi_jupyter.errors import UsageError
 from agi_jupyter.kernel._ipython import MagicArgumentParser, is_terminal
 from agi_jupyter.kernel.tables import Table, Text
 
@@ -29,9 +30,10 @@ HELP = """\
                                    start a new notebook session (S: native, claude, codex, acp;
                                    R: ask, auto-edit, auto — which tool calls wait for you;
                                    N, X: its token / cost budget)
-%agi budget [--max-tokens N] [--max-usd X] [--none]
+%agi budget [--notebook] [--max-tokens N] [--max-usd X] [--none]
                                    spent and remaining of the session's and notebook's budgets;
                                    with options: set (or remove) the session's budget first
+                                   (--notebook: this notebook's, for every process)
 %agi history [ID] [--full]         messages of a session (--full: tool calls, reasoning)
 %agi runs [ID]                     runs of a session
 %agi show RUN                      a run's answer and tool calls
@@ -76,6 +78,7 @@ def _parser() -> Any:
     budget.add_argument("--max-tokens", type=int)
     budget.add_argument("--max-usd", type=float)
     budget.add_argument("--none", action="store_true")
+    budget.add_argument("--notebook", action="store_true")
     history = sub.add_parser("history", add_help=False)
     history.add_argument("id", nargs="?")
     history.add_argument("--full", action="store_true")
@@ -176,7 +179,12 @@ def cmd_budget(ctx: KernelContext, args: argparse.Namespace) -> None:
     session = ctx.current_session()
     limits = (("max_tokens", args.max_tokens), ("max_usd", args.max_usd))
     budget = {k: v for k, v in limits if v is not None}
-    if budget or args.none:
+    if args.notebook and (budget or args.none):
+        path = session.notebook_path or ctx.notebook_path()
+        if not path:
+            raise UsageError("this kernel does not know its notebook's path: no notebook budget")
+        ctx.agi.set_notebook_budget(path, budget or None)
+    elif budget or args.none:
         session = ctx.agi.update_session(session.id, budget=budget or None)
     lines = budget_lines(ctx, session)
     for line in lines or ["no budget applies to this notebook's session"]:
