@@ -86,7 +86,8 @@ def test_schemathesis_finds_nothing(server: LabServer, tmp_path: Path) -> None:
         "--checks",
         "all",
         # ST112 (a response slower than 10 s) measures the machine's load, not the contract:
-        # timing belongs to benchmarks/. A hang still fails, as a request timeout (30 s).
+        # timing belongs to benchmarks/. A hang still fails, as a request timeout. (A JSON
+        # reply waits for its run: one took 28 s once under a full CI, cause not reproduced.)
         "--exclude-checks",
         "max_response_time",
         "--max-examples",
@@ -96,7 +97,7 @@ def test_schemathesis_finds_nothing(server: LabServer, tmp_path: Path) -> None:
         "--seed",
         os.environ.get("SCHEMATHESIS_SEED", "20261123"),
         "--request-timeout",
-        "30",
+        "90",
         "--workers",
         "1",
     ]
