@@ -19,13 +19,25 @@ than returning it to the pool. Anything it does not handle goes to a plain
 ``CONNECT``, a request body without a length (chunked upload), ``Upgrade``. With a proxy set
 in the environment the adapters do not use this transport at all (``stream_client``: httpx2's
 own client, which honours ``HTTPS_PROXY``/``NO_PROXY``). HTTP/2 is not spoken (httpx2's
-default is HTTP/1.1 too). Unlike httpcore2's pool, the number of connections open at once
-is not capped (idle ones are: ``_MAX_IDLE`` per origin).
+default is HTTP/1.1 too).
+
+The pool honours ``httpx2.Limits`` as httpcore2's does (``limits``, by default httpx2's client
+default): at most ``max_connections`` connections open at once across origins (a runaway of
+500 concurrent runs against one local server opens 100 sockets, not 500), at most
+``max_keepalive_connections`` of them idle. A request beyond the cap waits, first come first
+served, for a connection of its origin to come back idle (reused rather than a new one opened)
+or for one to close (then it opens its own; a full pool closes an idle connection of another
+origin to make room), up to the request's ``pool`` timeout: ``httpx2.PoolTimeout``, which the
+adapters map, as every transport error, to a retryable ``ProviderDisconnected``. A waiter
+cancelled or timed out after it was handed a connection or a slot hands it on.
+(``keepalive_expiry`` is not honoured: an idle connection is kept until it is reused or found
+closed, and a reused one the server had closed is retried once on a new connection.)
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import ssl
 import urllib.request
 from collections.abc import AsyncGenerator
@@ -43,7 +55,8 @@ _COALESCE = 0.001
 # ``message_start`` and ``content_block_start`` (and perhaps a ``ping``), each a read of its own
 # when the server sends them apart; resting after those delayed it by up to _COALESCE each.
 _PROMPT_READS = 4
-_MAX_IDLE = 16  # idle connections kept per origin
+# httpx2's own client default (``httpx2._config.DEFAULT_LIMITS``, not exported)
+DEFAULT_LIMITS = httpx2.Limits(max_connections=100, max_keepalive_connections=20)
 _NOT_HERE = (b"HEAD", b"CONNECT")  # a body-less answer to HEAD llhttp cannot be told about
 
 Origin = tuple[str, str, int]
@@ -292,24 +305,36 @@ class _Body(httpx2.AsyncByteStream):
         if conn.reusable() and not conn.body:
             self._transport.put_idle(self._origin, conn)
         else:
-            conn.abort()
+            self._transport.discard(conn)
 
 
 class H1Transport(httpx2.AsyncBaseTransport):
     """HTTP/1.1 with ``httptools`` for what it handles, ``fallback`` for the rest (see the
     module's docstring). ``verify``: as httpx2's (True: the default context, honouring
-    ``SSL_CERT_FILE``/``SSL_CERT_DIR``; an ``ssl.SSLContext``; False: no verification)."""
+    ``SSL_CERT_FILE``/``SSL_CERT_DIR``; an ``ssl.SSLContext``; False: no verification).
+    ``limits``: the pool's (see the module's docstring), the fallback's too."""
 
     def __init__(
         self,
         *,
         verify: ssl.SSLContext | bool = True,
+        limits: httpx2.Limits = DEFAULT_LIMITS,
         fallback: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
         self._verify = verify
         self._ssl: ssl.SSLContext | None = None
-        self.fallback = fallback or httpx2.AsyncHTTPTransport(verify=verify)
+        self.fallback = fallback or httpx2.AsyncHTTPTransport(verify=verify, limits=limits)
+        self._max_open = limits.max_connections
+        self._max_idle = limits.max_keepalive_connections
         self._idle: dict[Origin, list[_Connection]] = {}
+        self._idle_count = 0
+        # connections open (idle, in use, or a slot granted to one being opened)
+        self.open = 0
+        # requests waiting for a connection, first come first served: each future gets an idle
+        # connection of its origin, or None (a slot to open one)
+        self._waiters: collections.deque[tuple[Origin, asyncio.Future[_Connection | None]]] = (
+            collections.deque()
+        )
         self.handled = 0  # requests this transport served itself (the rest: fallback)
 
     def applies(self, request: httpx2.Request) -> bool:
@@ -334,10 +359,16 @@ class H1Transport(httpx2.AsyncBaseTransport):
         origin = (scheme, url.host, url.port or (443 if scheme == "https" else 80))
         payload = _head(request) + b"".join([part async for part in stream])
         for attempt in (0, 1):
-            conn = self._take_idle(origin)
+            conn = await self._acquire(origin, timeouts.get("pool"))
             reused = conn is not None
-            if conn is None:
-                conn = await self._connect(origin, timeouts.get("connect"))
+            if conn is not None:
+                conn.reset()
+            else:  # a slot of the pool: open a connection in it
+                try:
+                    conn = await self._connect(origin, timeouts.get("connect"))
+                except BaseException:
+                    self._free_slot()
+                    raise
             try:
                 await self._send(conn, payload, timeouts.get("write"))
                 while not conn.headers_done:
@@ -345,12 +376,12 @@ class H1Transport(httpx2.AsyncBaseTransport):
                         raise conn.error
                     await conn.wait(timeouts.get("read"))
             except httpx2.RemoteProtocolError:
-                conn.abort()
+                self.discard(conn)
                 if reused and not conn.received and not attempt:
                     continue  # an idle connection the server closed meanwhile: once more, fresh
                 raise
             except BaseException:
-                conn.abort()
+                self.discard(conn)
                 raise
             body = _Body(self, origin, conn, timeouts.get("read"))
             return httpx2.Response(
@@ -363,9 +394,10 @@ class H1Transport(httpx2.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         idle, self._idle = self._idle, {}
+        self._idle_count = 0
         for conns in idle.values():
             for conn in conns:
-                conn.abort()
+                self._drop(conn)
         await self.fallback.aclose()
 
     # --- the pool ------------------------------------------------------------------------
@@ -375,18 +407,105 @@ class H1Transport(httpx2.AsyncBaseTransport):
         loop = asyncio.get_running_loop()
         while conns:
             conn = conns.pop()
+            self._idle_count -= 1
             if conn.loop is loop and conn.reusable():
-                conn.reset()
                 return conn
-            conn.abort()
+            self._drop(conn)
         return None
 
+    def _room(self) -> bool:
+        """Whether a connection may be opened (no idle one of the origin was left): under the
+        cap, or at it with an idle connection of another origin, which is closed for it."""
+        if self._max_open is None or self.open < self._max_open:
+            return True
+        for conns in self._idle.values():
+            if conns:
+                self._idle_count -= 1
+                self._drop(conns.pop(0))  # the longest idle
+                return True
+        return False
+
+    async def _acquire(self, origin: Origin, limit: float | None) -> _Connection | None:
+        """An idle connection of ``origin``, or None: a slot taken to open one in."""
+        if not self._waiters:  # else others wait already: in turn
+            conn = self._take_idle(origin)
+            if conn is not None:
+                return conn
+            if self._room():
+                self.open += 1
+                return None
+        return await self._wait(origin, limit)
+
+    async def _wait(self, origin: Origin, limit: float | None) -> _Connection | None:
+        """Queue for an idle connection of ``origin`` or a slot (None), ``limit`` seconds at
+        most: ``httpx2.PoolTimeout``. What a waiter is handed after it stopped waiting
+        (cancelled, timed out) goes to the next."""
+        waiter: asyncio.Future[_Connection | None] = asyncio.get_running_loop().create_future()
+        entry = (origin, waiter)
+        self._waiters.append(entry)
+        self._dispatch()
+        try:
+            async with asyncio.timeout(limit):
+                return await waiter
+        except BaseException as error:
+            if waiter.done() and not waiter.cancelled():
+                conn = waiter.result()
+                if conn is None:
+                    self._free_slot()
+                else:
+                    self.put_idle(origin, conn)
+            else:
+                waiter.cancel()
+                if entry in self._waiters:
+                    self._waiters.remove(entry)
+            if isinstance(error, TimeoutError):
+                message = f"no connection free within {limit} s (max_connections={self._max_open})"
+                raise httpx2.PoolTimeout(message) from error
+            raise
+
+    def _dispatch(self) -> None:
+        """Hand the waiters, in turn, an idle connection of their origin or a free slot."""
+        waiters = self._waiters
+        while waiters:
+            origin, waiter = waiters[0]
+            if waiter.done():  # gone (cancelled)
+                waiters.popleft()
+                continue
+            conn = self._take_idle(origin)
+            if conn is None:
+                if not self._room():
+                    return
+                self.open += 1
+            waiters.popleft()
+            waiter.set_result(conn)
+
     def put_idle(self, origin: Origin, conn: _Connection) -> None:
-        conns = self._idle.setdefault(origin, [])
-        if len(conns) >= _MAX_IDLE:
-            conn.abort()
-        else:
-            conns.append(conn)
+        """``conn`` is free: to a waiter of its origin, or idle (beyond
+        ``max_keepalive_connections`` idle ones, closed)."""
+        self._idle.setdefault(origin, []).append(conn)
+        self._idle_count += 1
+        if self._waiters:
+            self._dispatch()
+        if self._max_idle is not None and self._idle_count > self._max_idle:
+            conns = self._idle[origin] or next(c for c in self._idle.values() if c)
+            self._idle_count -= 1
+            self.discard(conns.pop(0))
+
+    def _drop(self, conn: _Connection) -> None:
+        """Close ``conn`` and free its slot."""
+        conn.abort()
+        self.open -= 1
+
+    def discard(self, conn: _Connection) -> None:
+        """Close ``conn`` (in use, not idle) and give its slot to a waiter."""
+        self._drop(conn)
+        if self._waiters:
+            self._dispatch()
+
+    def _free_slot(self) -> None:
+        self.open -= 1
+        if self._waiters:
+            self._dispatch()
 
     def _context(self) -> ssl.SSLContext:
         if self._ssl is None:

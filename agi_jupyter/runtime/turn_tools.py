@@ -224,9 +224,9 @@ class ToolSteps:
             for job in ordered:
                 await job()
 
-        await asyncio.gather(
-            one_after_another(), *(job() for name, job in jobs if not in_order(name))
-        )
+        tasks = [asyncio.ensure_future(one_after_another())]
+        tasks += [asyncio.ensure_future(job()) for name, job in jobs if not in_order(name)]
+        await _all_of(tasks)
 
     async def _settle_one(
         self,
@@ -384,3 +384,22 @@ class ToolSteps:
                     status="failed",
                 )
             )
+
+
+async def _all_of(tasks: list[asyncio.Task[None]]) -> None:
+    """Wait for every task; when one fails or this task is cancelled, cancel the rest and
+    still wait for all of them before raising. (``asyncio.gather`` raises at the first
+    cancelled child: the attempt's ending then settled a sibling call as ``cancelled`` while
+    that call, which had run, was still storing its result: the result was lost.)"""
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            if not task.cancelling():  # (once: a second cancel would cut a call's cleanup)
+                task.cancel()
+        while not all(task.done() for task in tasks):
+            try:
+                await asyncio.wait(tasks)
+            except asyncio.CancelledError:
+                continue  # (a second cancellation: the first is raised below)
+        raise

@@ -5,8 +5,9 @@ exited, timed out or was cancelled) the whole group is killed, and so is every p
 the command's session: background children (``server &``) do not outlive the call, and a
 child that still holds the output pipe does not make a finished command look "timed out". A
 watchdog process (``/bin/sh`` waiting on a pipe only this process holds) kills the group too
-when the owning process dies without cleaning up (``kill -9``, a crash). Only a process that
-starts a session of its own (``setsid``) escapes.
+when the owning process dies without cleaning up (``kill -9``, a crash), at any moment: the
+command's first process reports its group to the watchdog itself before the command runs (see
+``_Watchdog``). Only a process that starts a session of its own (``setsid``) escapes.
 
 Output: chunks go to ``ctx.emit`` as ``tool.call.delta`` events, coalesced to at most one per
 ``LIVE_INTERVAL`` per stream and only for the first ``LIVE_LIMIT`` bytes of each. The model
@@ -42,6 +43,12 @@ LIVE_LIMIT = 256 * 1024  # bytes of each stream sent live; the rest only goes to
 LIVE_INTERVAL = 0.05  # seconds between two live chunks of one stream
 # The first line is the group to kill; then wait for the end of the pipe. dash's kill takes no "--".
 WATCHDOG = 'read group || exit 0; read _ ; kill -9 -"$group" 2>/dev/null'
+# The command's first process ($1: the command; its stdin: the watchdog's pipe): it writes its
+# pid, its group (a session and group of its own), to the watchdog, lets go of the pipe and only
+# then becomes ``/bin/sh -c command`` (same pid; the command sees $0 = /bin/sh, no arguments, a
+# /dev/null stdin, as before). SIGPIPE is ignored for the write alone: a watchdog killed from
+# outside leaves the command unwatched, not unrun, and the command gets SIGPIPE's default back.
+REPORT = 'trap "" PIPE; echo $$ >&0 2>/dev/null; trap - PIPE; exec /bin/sh -c "$1" </dev/null'
 
 
 class ShellRunArgs(ToolArgs):
@@ -208,16 +215,23 @@ def _kill_session(sid: int) -> None:
 
 class _Watchdog:
     """A ``/bin/sh`` that kills the command's group once the pipe it reads is closed, which
-    happens when this process dies (the pipe's write end is ours alone and not inherited).
+    happens when this process dies (the pipe's write end is ours and not inherited, but by the
+    command's first process for the moment it takes to report its group).
 
-    It is started before the command and told the group the moment the command exists
-    (``watch``): started after it, an owner killed while the watchdog was still starting left
-    the command running (a load flake of ``test_the_command_dies_when_its_owner_is_killed``).
-    The window left is the spawn's own return to this loop (its pipes connecting)."""
+    Started before the command, it learns the group from the command's own first process
+    (``REPORT``: the pipe's write end is that process's stdin), before anything of the command
+    runs, rather than from this process once the spawn returned to its loop: killed between the
+    fork and that return (``Popen`` waiting for the exec, the pipes connecting), the owner left
+    the command running. Now, dead before the fork: the pipe ends, no group is read, the
+    watchdog exits and there is no command; dead after it: the child still holds the pipe,
+    writes its group, lets go, the pipe ends and the group is killed. Also considered:
+    ``PR_SET_PDEATHSIG`` (kills only the first process, not its background children, and fires
+    on the death of the forking *thread*), and a ``preexec_fn`` reporting the pid (Python code
+    between fork and exec, unsafe with the threads this process runs)."""
 
     def __init__(self, process: asyncio.subprocess.Process, write_end: int) -> None:
         self.process = process
-        self.write_end = write_end
+        self.write_end = write_end  # the command's stdin at its spawn (``REPORT``)
 
     @classmethod
     async def start(cls) -> _Watchdog:
@@ -239,11 +253,6 @@ class _Watchdog:
         finally:
             os.close(read_end)
         return cls(process, write_end)
-
-    def watch(self, pgid: int) -> None:
-        """The group to kill if this process dies (a line: ``read`` waits for its end)."""
-        with contextlib.suppress(BrokenPipeError):  # it was killed: nothing watches, as before
-            os.write(self.write_end, f"{pgid}\n".encode())
 
     async def stop(self) -> None:
         """The command is gone: stop watching (killed first, so it never kills a group id
@@ -292,18 +301,21 @@ class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
 
 
 async def _spawn(
-    command: str, cwd: Path
+    command: str, cwd: Path, watchdog: _Watchdog
 ) -> tuple[asyncio.subprocess.Process, asyncio.Future[None]]:
-    """``create_subprocess_exec`` of ``/bin/sh -c command`` in its own session, and a future
-    done when the shell exits (whoever still holds its output pipes)."""
+    """``create_subprocess_exec`` of ``/bin/sh -c command`` in its own session, its group
+    reported to ``watchdog`` first (``REPORT``), and a future done when the shell exits
+    (whoever still holds its output pipes)."""
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.subprocess_exec(
         lambda: _Protocol(loop),
         "/bin/sh",
         "-c",
+        REPORT,
+        "agi-shell",
         command,
         cwd=cwd,
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=watchdog.write_end,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
@@ -328,11 +340,10 @@ class ShellRun(Tool[ShellRunArgs]):
             raise ToolError(f"the working folder {args.cwd!r} does not exist")
         watchdog = await _Watchdog.start()
         try:
-            process, exited = await _spawn(args.command, cwd)
+            process, exited = await _spawn(args.command, cwd, watchdog)
         except BaseException:
             await watchdog.stop()
             raise
-        watchdog.watch(process.pid)
         # Both tails together stay under the artifact threshold, so they reach the model whole.
         limit = min(TAIL_CHARS, ctx.config.artifact_threshold // 3)
         out, err = (_Capture(c, ctx, _Tail(limit), _Live(c, ctx)) for c in ("stdout", "stderr"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import ssl
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -482,3 +483,161 @@ async def test_the_first_reads_of_a_body_are_not_held_and_later_ones_are() -> No
         assert conn.body_reads == len(events)
         assert conn.transport is not None
         conn.transport.close()
+
+
+class Holding:
+    """A keep-alive server that answers each request only when the test releases one (a token
+    in ``release``), and counts the connections open at once (``peak``) and the requests it
+    holds (``held``)."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Queue[None]()
+        self.open = 0
+        self.peak = 0
+        self.held = 0
+
+    async def __call__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.open += 1
+        self.peak = max(self.peak, self.open)
+        try:
+            while True:
+                try:
+                    await read_request(reader)
+                except asyncio.IncompleteReadError:
+                    return
+                if reader.at_eof():
+                    return
+                self.held += 1
+                await self.release.get()
+                self.held -= 1
+                writer.write(SIZED)
+                await writer.drain()
+        finally:
+            self.open -= 1
+
+
+async def until(condition: Callable[[], bool], seconds: float = 10) -> None:
+    """Waits (bounded) until ``condition()`` holds."""
+    for _ in range(int(seconds / 0.005)):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("the condition never held")
+
+
+@pytest.mark.asyncio
+async def test_open_connections_are_capped_and_the_waiters_reuse_them() -> None:
+    """``max_connections`` N, N + k requests at once against a server that holds its answers:
+    N sockets are accepted, k requests wait, and each released connection serves a waiter
+    (kept alive: no new socket)."""
+    cap, extra = 3, 4
+    holding = Holding()
+    async with serving(holding) as (server, url):
+        transport = H1Transport(limits=httpx2.Limits(max_connections=cap))
+        async with httpx2.AsyncClient(transport=transport, timeout=30) as client:
+            requests = [asyncio.create_task(client.get(url)) for _ in range(cap + extra)]
+            await until(lambda: holding.held == cap)
+            assert server.connections == cap
+            assert len(transport._waiters) == extra
+            assert transport.open == cap
+            for _ in range(cap + extra):
+                holding.release.put_nowait(None)
+            responses = await asyncio.wait_for(asyncio.gather(*requests), 30)
+            assert [r.content for r in responses] == [b"hello"] * (cap + extra)
+            assert transport.open == cap  # all idle now
+        assert holding.peak == cap
+        assert server.connections == cap
+        assert transport.open == 0
+
+
+@pytest.mark.asyncio
+async def test_a_request_that_finds_no_connection_in_time_is_a_retryable_pool_timeout() -> None:
+    holding = Holding()
+    async with serving(holding) as (server, url):
+        transport = H1Transport(limits=httpx2.Limits(max_connections=1))
+        timeout = httpx2.Timeout(10, pool=0.1)
+        async with httpx2.AsyncClient(transport=transport, timeout=timeout) as client:
+            first = asyncio.create_task(client.get(url))  # holds the only connection
+            await until(lambda: holding.held == 1)
+            with pytest.raises(httpx2.PoolTimeout):
+                await client.get(url)
+            assert not transport._waiters
+            chat = HttpChatProvider(config(base_url=url + "/v1"), http_client=client)
+            events, error = await outcome(chat, REQUEST)  # closes the client: all at the end
+            assert events == []
+            assert isinstance(error, ProviderDisconnected)
+            assert error.retryable
+            assert "PoolTimeout" in str(error)
+            holding.release.put_nowait(None)
+            assert (await asyncio.wait_for(first, 10)).content == b"hello"
+        assert server.connections == 1
+        assert transport.open == 0
+
+
+@pytest.mark.asyncio
+async def test_a_waiter_cancelled_before_or_after_it_was_served_leaks_no_slot() -> None:
+    eof = asyncio.Event()
+    async with serving(held_open(eof)) as (server, url):
+        transport = H1Transport(limits=httpx2.Limits(max_connections=1))
+        async with httpx2.AsyncClient(transport=transport, timeout=10) as client:
+
+            async def status() -> int:
+                async with client.stream("GET", url) as response:
+                    return response.status_code
+
+            first = await client.send(client.build_request("GET", url), stream=True)
+            cancelled = asyncio.create_task(status())  # waits, then is cancelled while waiting
+            await until(lambda: len(transport._waiters) == 1)
+            cancelled.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await cancelled
+            assert not transport._waiters
+            served = asyncio.create_task(status())  # handed the slot, cancelled before it ran
+            behind = asyncio.create_task(status())
+            await until(lambda: len(transport._waiters) == 2)
+            await first.aclose()  # mid-body: the connection closes, its slot goes to `served`
+            assert served.done() is False
+            assert len(transport._waiters) == 1
+            served.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await served
+            assert await asyncio.wait_for(behind, 10) == 200  # the slot was handed on
+            assert not transport._waiters
+            assert transport.open == 0  # `behind` closed its stream mid-body too
+        assert server.connections == 2  # `first`'s and `behind`'s
+
+
+@pytest.mark.asyncio
+async def test_a_body_the_server_does_not_read_is_a_write_timeout_and_its_connection_closed() -> (
+    None
+):
+    read_now = asyncio.Event()
+    closed = asyncio.Event()
+
+    async def deaf(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_now.wait()  # reads nothing until the client timed out
+        with contextlib.suppress(ConnectionError):
+            while await reader.read(1 << 20):
+                pass  # what the client sent before it closed, then its close
+        closed.set()
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # inherited by its accepts
+    listener.bind(("127.0.0.1", 0))
+    server = Server(deaf)
+    server.server = await asyncio.start_server(server._serve, sock=listener)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        transport = H1Transport()
+        timeout = httpx2.Timeout(10, write=0.3)
+        async with httpx2.AsyncClient(transport=transport, timeout=timeout) as client:
+            body = b"x" * (32 << 20)  # more than the kernel buffers on both sides hold
+            with pytest.raises(httpx2.WriteTimeout):
+                await client.post(url, content=body)
+            assert transport.open == 0
+            assert not any(transport._idle.values())
+            read_now.set()
+            await asyncio.wait_for(closed.wait(), 10)  # the server saw the connection end
+    finally:
+        read_now.set()
+        await server.stop()

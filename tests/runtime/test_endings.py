@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from pydantic import BaseModel
 from agi_jupyter.records import ToolCallPart, ToolResultPart
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Fault, Turn
 from agi_jupyter.tools import ToolContext, tool
+from tests.runtime.blocked_store import blocked_store
 from tests.runtime.conftest import MakeAgi
 from tests.runtime.test_runs import wait_until
 
@@ -28,12 +31,34 @@ STARTED: list[str] = []
 FINISHED: list[str] = []
 
 
+CANCELLED: list[str] = []
+
+
 @tool("test.wait", description="Wait, then say so.")
 async def wait_tool(args: WaitArgs, ctx: ToolContext) -> str:
     STARTED.append(args.label)
-    await asyncio.sleep(args.seconds)
+    try:
+        await asyncio.sleep(args.seconds)
+    except asyncio.CancelledError:
+        CANCELLED.append(args.label)
+        raise
     FINISHED.append(args.label)
     return f"waited {args.label}"
+
+
+# The store blocked by ``hold_tool`` (a context manager entered, exited by the test) and how.
+BLOCK: list[Any] = []
+HELD: list[Any] = []
+
+
+@tool("test.hold", description="Block the store, then answer at length.")
+async def hold_tool(args: WaitArgs, ctx: ToolContext) -> str:
+    STARTED.append(args.label)
+    held = BLOCK[0]()
+    held.__enter__()
+    HELD.append(held)
+    FINISHED.append(args.label)
+    return "held " * ctx.config.artifact_threshold  # (stored as an artifact: a write)
 
 
 def _deltas_seen(agi: Any, run_id: str, count: int) -> threading.Event:
@@ -222,7 +247,8 @@ def test_close_releases_a_running_run_and_the_next_process_resumes_it(
     session = first.new_session(tools=["test.wait"], model="openai-chat:gpt-4o-mini")
     run = first.submit("work", session=session.id)
     # The close may land between "done before" returning and its result being stored: the
-    # result is stored all the same (aio.complete in the executor), never left "cancelled".
+    # result is stored all the same (aio.complete in the executor, and the turn waits for every
+    # call before its ending: see the next test), never left "cancelled".
     wait_until(lambda: FINISHED == ["done before"] and len(STARTED) == 2, timeout=60)
     first.close()  # a graceful stop: the run goes back to the queue, not to "cancelled"
 
@@ -244,3 +270,51 @@ def test_close_releases_a_running_run_and_the_next_process_resumes_it(
     assert len(fake_llm.requests) == 2  # the first model turn was not asked again
     finals = [e for e in second.store.list_run_events(run.id) if e.type == "run.final"]
     assert len(finals) == 1
+
+
+def test_a_call_that_ran_keeps_its_result_when_a_sibling_is_cut_short_by_the_stop(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer, project: Path, backend: str
+) -> None:
+    """The stop cancels the turn's calls: "cut short" ends at once, while "held" has run and
+    still stores its result (its large output waits for the store). The attempt's ending
+    must wait for it: before, the first cancelled call ended the turn, the ending settled
+    "held" as ``cancelled`` (its result lost: the fenced write came after the release)."""
+    STARTED.clear()
+    FINISHED.clear()
+    CANCELLED.clear()
+    fake_llm.enqueue(
+        Turn(
+            tool_calls=[
+                FakeToolCall("test_hold", {"seconds": 0.0, "label": "held"}),
+                FakeToolCall("test_wait", {"seconds": 30, "label": "cut short"}),
+            ]
+        ),
+        Turn(text="resumed and finished"),
+    )
+    first = make_agi(tools=[wait_tool, hold_tool])
+    BLOCK[:] = [blocked_store(first, project, backend)]
+    session = first.new_session(tools=["test.wait", "test.hold"], model="openai-chat:gpt-4o-mini")
+    run = first.submit("work", session=session.id)
+    wait_until(lambda: FINISHED == ["held"] and len(STARTED) == 2, timeout=60)
+    closing = threading.Thread(target=first.close)
+    closing.start()
+    wait_until(lambda: CANCELLED == ["cut short"], timeout=30)
+    time.sleep(0.3)  # (time for an ending that does not wait to queue its writes first)
+    HELD.pop().__exit__(None, None, None)
+    closing.join(timeout=60)
+    assert not closing.is_alive()
+
+    second = make_agi(tools=[wait_tool, hold_tool])
+    calls = {c.args["label"]: c.status for c in second.store.list_tool_calls(run_id=run.id)}
+    assert calls == {"held": "completed", "cut short": "cancelled"}
+    results = [
+        p
+        for m in second.store.list_messages(session.id)
+        for p in m.parts
+        if isinstance(p, ToolResultPart) and p.name == "test.hold"
+    ]
+    assert [r.status for r in results] == ["completed"]
+    assert "stored as artifact" in results[0].output
+    assert second.tick().executed == 1
+    assert second.run(run.id).status == "succeeded"
+    assert STARTED == ["held", "cut short"]  # the call that ran did not run again

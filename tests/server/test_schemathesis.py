@@ -85,10 +85,12 @@ def test_schemathesis_finds_nothing(server: LabServer, tmp_path: Path) -> None:
         f"Authorization: token {server.token}",
         "--checks",
         "all",
-        # ST112 (a response slower than 10 s) measures the machine's load, not the contract:
-        # timing belongs to benchmarks/. A hang still fails, as a request timeout (30 s).
-        "--exclude-checks",
-        "max_response_time",
+        # `all` includes ST112, a response slower than 10 s unless told: that measures the
+        # machine's load, not the contract (timing belongs to benchmarks/). A JSON reply waits
+        # for its run, and one took 28 s once under a full CI (not reproduced alone). The
+        # limit is the request timeout's: only a hang fails.
+        "--max-response-time",
+        "90",
         "--max-examples",
         os.environ.get("SCHEMATHESIS_EXAMPLES", "15"),
         "--max-time",
@@ -96,7 +98,7 @@ def test_schemathesis_finds_nothing(server: LabServer, tmp_path: Path) -> None:
         "--seed",
         os.environ.get("SCHEMATHESIS_SEED", "20261123"),
         "--request-timeout",
-        "30",
+        "90",
         "--workers",
         "1",
     ]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -207,6 +210,70 @@ async def test_the_command_dies_when_its_owner_is_killed(project: Path) -> None:
         if owner.returncode is None:
             owner.kill()
             await owner.wait()
+
+
+# The owner, SIGKILLed by itself the moment the command's process exists: right after
+# ``Popen`` (fork and exec) returns, before asyncio's spawn returns to the loop. It writes the
+# command's pid (its group, its session) first, for the test to watch.
+HOOK = """
+import os, signal, subprocess, sys
+from pathlib import Path
+
+spawn = subprocess.Popen.__init__
+
+def spawn_then_die(self, args, *rest, **options):
+    spawn(self, args, *rest, **options)
+    if "agi-shell-watchdog" not in args:
+        Path(sys.argv[1], "spawned.pid").write_text(str(self.pid))
+        os.kill(os.getpid(), signal.SIGKILL)
+
+subprocess.Popen.__init__ = spawn_then_die
+"""
+KILLED_AT_SPAWN = HOOK + OWNER
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live processes (zombies aside) of process group ``pgid``, found in ``/proc``."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):  # state ppid pgrp
+            members.append(int(entry.name))
+    return members
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_the_command_dies_when_its_owner_is_killed_right_after_the_spawn(
+    project: Path,
+) -> None:
+    """No window between the spawn and the watchdog knowing the group: the owner dies before
+    its spawn returns to the loop, and the command's group is killed all the same."""
+    command = "sleep 300 & sleep 300; wait"
+    owner = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", KILLED_AT_SPAWN, str(project), command
+    )
+    pgid = 0
+    try:
+        assert await asyncio.wait_for(owner.wait(), 60) == -9  # it killed itself
+        pgid = int(await wait_for_file(project / "spawned.pid", 5))
+        for _ in range(500):  # bounded: 10 s
+            if not group_members(pgid):
+                break
+            await asyncio.sleep(0.02)
+        assert group_members(pgid) == []
+    finally:
+        if owner.returncode is None:
+            owner.kill()
+            await owner.wait()
+        if pgid:  # a failure leaves no sleeping processes behind
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
 
 
 @pytest.mark.slow
