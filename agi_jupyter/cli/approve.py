@@ -81,33 +81,32 @@ def ask_person(name: str, args: dict[str, Any]) -> tuple[Decision, str | None]:
     return ("approve_always" if answer == "a" else "approve"), None
 
 
-def ask_budget(agi: Agi, run_id: str, question: dict[str, Any]) -> None:
-    """Offer to raise the session's budget the run waits on: new limits, or deny."""
+def ask_budget_answer(run_id: str, question: dict[str, Any]) -> tuple[Decision, Any]:
+    """Offer to raise the session's budget the run waits on: (``approve``, the new limits)
+    or (``deny``, None) when no new limit is given."""
     click.echo(f"\nrun {run_id} needs a larger budget:", err=True)
     click.echo("\n".join(budget_lines(question)), err=True)
     tokens = click.prompt(
-        "new max tokens (empty: keep; 0 with no new max usd: deny)",
-        default="",
-        show_default=False,
-        err=True,
-    )
+        "new max tokens (empty: keep)", default="", show_default=False, err=True
+    ).strip()
     usd = click.prompt("new max usd (empty: keep)", default="", show_default=False, err=True)
     budget: dict[str, Any] = {}
-    if tokens.strip() and tokens.strip() != "0":
+    if tokens:
         budget["max_tokens"] = int(tokens)
     if usd.strip():
         budget["max_usd"] = float(usd)
     if not budget:
-        agi.decide(run_id, "deny")
-        return
-    agi.decide(run_id, "approve", budget=budget)
+        click.echo("no new limit: denied (the run fails BUDGET_EXCEEDED)", err=True)
+        return "deny", None
+    return "approve", budget
 
 
 def ask_on_terminal(agi: Agi, run_id: str) -> None:
     """Ask about each call the run waits on, and record each answer."""
     question = agi.pending_budget(run_id)
     if question is not None:
-        ask_budget(agi, run_id, question)
+        decision, budget = ask_budget_answer(run_id, question)
+        agi.decide(run_id, decision, budget=budget)
         return
     for call in agi.pending_approvals(run_id):
         decision, message = ask_person(call.name, call.args)
