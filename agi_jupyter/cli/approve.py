@@ -87,14 +87,14 @@ def ask_budget_answer(run_id: str, question: dict[str, Any]) -> tuple[Decision, 
     click.echo(f"\nrun {run_id} needs a larger budget:", err=True)
     click.echo("\n".join(budget_lines(question)), err=True)
     tokens = click.prompt(
-        "new max tokens (empty: keep)", default="", show_default=False, err=True
-    ).strip()
-    usd = click.prompt("new max usd (empty: keep)", default="", show_default=False, err=True)
+        "new max tokens (0: keep)", type=click.IntRange(min=0), default=0, err=True
+    )
+    usd = click.prompt("new max usd (0: keep)", type=click.FloatRange(min=0), default=0.0, err=True)
     budget: dict[str, Any] = {}
     if tokens:
-        budget["max_tokens"] = int(tokens)
-    if usd.strip():
-        budget["max_usd"] = float(usd)
+        budget["max_tokens"] = tokens
+    if usd:
+        budget["max_usd"] = usd
     if not budget:
         click.echo("no new limit: denied (the run fails BUDGET_EXCEEDED)", err=True)
         return "deny", None
