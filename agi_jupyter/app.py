@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi_jupyter import budget as budgets
 from agi_jupyter import notebook
 from agi_jupyter.agents import load_agents
 from agi_jupyter.app_catalogue import CatalogueApi
@@ -38,6 +39,7 @@ from agi_jupyter.errors import (
 from agi_jupyter.mcp.config import load_mcp_servers, secrets_of
 from agi_jupyter.mcp.servers import McpServers
 from agi_jupyter.records import (
+    JSON,
     Page,
     Part,
     Run,
@@ -353,6 +355,16 @@ class Agi(SessionsApi, CatalogueApi):
             if c.status == "waiting_approval" and c.approval is None
         ]
 
+    def pending_budget(self, run_id: str) -> JSON | None:
+        """The budget question the run waits on (``waiting_approval``, review mode ``ask``):
+        ``reason``, ``budgets`` (each: scope, spent, limit), ``input_tokens_at_least`` (the
+        bound of the refused call); None when it waits for no budget."""
+        run = self.store.get_run(run_id)
+        question = (run.loop_state or {}).get("budget_question")
+        if run.status != "waiting_approval" or not question or question.get("decision"):
+            return None
+        return dict(question)
+
     def decide(
         self,
         run_id: str,
@@ -361,16 +373,29 @@ class Agi(SessionsApi, CatalogueApi):
         tool_call_id: str | None = None,
         message: str | None = None,
         resume: bool = True,
+        budget: Mapping[str, Any] | None = None,
     ) -> list[ToolCall]:
         """Decide the run's tool calls waiting for approval (all, or ``tool_call_id``):
         ``approve``, ``deny`` (``message`` goes to the model with the denial) or
         ``approve_always`` (also approves the tool for the rest of the session). Once no call
         is left undecided the run is queued; ``resume``: and executed here (any other process
         that ticks may take it instead). Returns the calls decided; ``NoPendingApproval`` when
-        nothing was waiting."""
+        nothing was waiting.
+
+        A run waiting for a larger budget (its budget question, ``pending_budget``): approve
+        with ``budget`` (``{"max_tokens": N, "max_usd": X}``, each given above the session's:
+        else ``BudgetNotRaised``) raises the session's budget and queues the run; deny queues
+        it to fail ``BUDGET_EXCEEDED``. Returns no calls then."""
         if decision not in ("approve", "deny", "approve_always"):
             raise UsageError(f"decision must be approve, deny or approve_always, not {decision!r}")
         run = self.store.get_run(run_id)
+        if tool_call_id is None and self.pending_budget(run_id) is not None:
+            self._decide_budget(run, decision, budget, message)
+            if resume and self.store.get_run(run_id).status == "queued":
+                self.loop.submit(self.runs_manager.resume(run_id))
+            return []
+        if budget is not None:
+            raise NoPendingApproval(f"run {run_id} waits for no budget decision")
         waiting = [
             c
             for c in self.pending_approvals(run_id)
@@ -390,6 +415,26 @@ class Agi(SessionsApi, CatalogueApi):
         if resume and self.store.get_run(run_id).status == "queued":
             self.loop.submit(self.runs_manager.resume(run_id))
         return decided
+
+    def _decide_budget(
+        self, run: Run, decision: str, budget: Mapping[str, Any] | None, message: str | None
+    ) -> None:
+        """Answer the run's budget question: the session's budget raised first (a decision
+        that loses the race below leaves it raised, as asked), then the answer written into
+        the question and the run queued, on its version (one decision wins)."""
+        state = dict(run.loop_state or {})
+        answer: JSON = {"decision": "deny" if decision == "deny" else "approve"}
+        if decision != "deny":
+            session = self.store.get_session(run.session_id)
+            new = budgets.raised(budgets.session_budget(session), budgets.Budget.parse(budget))
+            self.update_session(session.id, budget=new.to_dict())
+            answer["budget"] = new.to_dict()
+        answer.update(message=message, decided_at=utc_now())
+        state["budget_question"] = {**state["budget_question"], "decision": answer}
+        if not self.store.update_run_if(
+            run.id, run.version, status="queued", next_attempt_at=utc_now(), loop_state=state
+        ):
+            raise NoPendingApproval(f"run {run.id} was decided meanwhile")
 
     def undo(
         self, run_id: str, *, force: bool = False, turn: int | None = None

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.budget import Budget
+from agi_jupyter.budget import Budget, notebook_key
 from agi_jupyter.config import Config, not_configured_message
 from agi_jupyter.errors import (
     AgentNotFound,
@@ -21,7 +21,16 @@ from agi_jupyter.errors import (
     UsageError,
 )
 from agi_jupyter.events import SessionUpdated, event_to_dict
-from agi_jupyter.records import ACTIVE_RUN_STATUSES, Message, Page, QueueMode, Run, Session, utc_now
+from agi_jupyter.records import (
+    ACTIVE_RUN_STATUSES,
+    JSON,
+    Message,
+    Page,
+    QueueMode,
+    Run,
+    Session,
+    utc_now,
+)
 from agi_jupyter.runtime.history import HistoryView, history_view
 from agi_jupyter.tools.policy import check_review_mode, check_rules
 
@@ -110,6 +119,24 @@ class SessionsApi:
 
     def session(self, session_id: str) -> Session:
         return self.store.get_session(session_id)
+
+    def notebook_budgets(self) -> dict[str, JSON]:
+        """Every notebook budget by path: the config's, with those set from a front door
+        (stored, ``set_notebook_budget``) over them."""
+        settings = self.config.budgets.with_stored(self.store)
+        return {path: budget.to_dict() for path, budget in sorted(settings.notebooks.items())}
+
+    def set_notebook_budget(self, path: str, budget: Mapping[str, Any] | None) -> JSON | None:
+        """Set the budget of the notebook ``path`` (relative to the project) for every process:
+        stored, it wins over ``budgets.notebooks`` of the config. None (or empty) removes the
+        stored one (a config budget then applies again). Returns the stored budget."""
+        key = notebook_key(path)
+        if not key or key == "." or "\x00" in key:
+            raise UsageError("a notebook budget needs the notebook's path")
+        chosen = Budget.parse(budget) if budget else None
+        stored = chosen.to_dict() if chosen else None
+        self.store.set_notebook_budget(key, stored)
+        return stored
 
     def update_session(
         self,

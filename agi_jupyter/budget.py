@@ -4,7 +4,9 @@ A budget is ``max_tokens`` (input + output tokens) and/or ``max_usd`` (list-pric
 the provider catalog). A *session* budget is stored with the session (``sessions.budget``,
 set when it is created: API, ``new_session(budget=)``, ``%agi new --max-tokens``, ``agi
 --max-tokens``; default ``budgets.session`` of the config). A *notebook* budget is config
-only (``budgets.notebooks``, keyed by the notebook's path relative to the project) and counts
+(``budgets.notebooks``, keyed by the notebook's path relative to the project) or set from a
+front door (``%agi budget --notebook``, ``PUT /agi/v1/notebook-budgets``: stored in the store's
+``notebook_budgets``, winning over the config's, seen by every process at once) and counts
 what every session of that notebook spent.
 
 The rule (``check``), applied by the native agent loop before each model call: the call is
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agi_jupyter.errors import BudgetExceeded, UsageError
+from agi_jupyter.errors import BudgetExceeded, BudgetNotRaised, UsageError
 from agi_jupyter.records import JSON, Session
 
 if TYPE_CHECKING:
@@ -105,6 +107,18 @@ class BudgetSettings:
     def for_notebook(self, path: str | None) -> Budget | None:
         return self.notebooks.get(notebook_key(path)) if path else None
 
+    def with_stored(self, store: Store) -> BudgetSettings:
+        """These settings with the notebook budgets set from a front door (the store's, which
+        win over the config's: set later, and seen by every process at once)."""
+        stored = {
+            notebook_key(path): budget
+            for path, raw in store.notebook_budgets().items()
+            if (budget := Budget.parse(raw)) is not None
+        }
+        if not stored:
+            return self
+        return BudgetSettings(self.session, {**self.notebooks, **stored})
+
 
 def notebook_key(path: str | None) -> str:
     """A notebook path as budgets key it: relative, ``/``-separated, no leading ``./``."""
@@ -176,6 +190,7 @@ def session_budget(session: Session) -> Budget | None:
 def statuses(store: Store, session: Session, settings: BudgetSettings) -> list[BudgetStatus]:
     """The budgets that apply to a session's runs, with what was spent so far."""
     found: list[BudgetStatus] = []
+    settings = settings.with_stored(store)
     own = session_budget(session)
     if own is not None:
         tokens = session.input_tokens + session.output_tokens
@@ -208,8 +223,9 @@ def notebook_spent(store: Store, path: str) -> tuple[int, float]:
 
 def every_status(store: Store, settings: BudgetSettings) -> list[JSON]:
     """Every budget of the project with its spend: each session that has one (with its id),
-    then each notebook of the config (``agi stats``)."""
+    then each notebook budget (config and stored: ``agi stats``)."""
     found: list[JSON] = []
+    settings = settings.with_stored(store)
     cursor: str | None = None
     for _ in range(10_000):  # bounded: 100 sessions a page
         page = store.list_sessions(limit=100, cursor=cursor)
@@ -261,6 +277,45 @@ def refusal(status: BudgetStatus, call: NextCall) -> str | None:
                 "over the budget"
             )
     return None
+
+
+def raisable(status: BudgetStatus, call: NextCall) -> bool:
+    """Whether a larger budget can let ``call`` be made under ``status``: a session budget
+    (notebook budgets are the config's) whose spend is measured (known usage, and a catalog
+    price when it has ``max_usd``). Review mode ``ask`` then asks for one instead of failing."""
+    if status.scope != "session" or call.usage_unknown:
+        return False
+    return status.budget.max_usd is None or call.cheapest_usd_per_mtok is not None
+
+
+def question(refused: list[BudgetStatus], call: NextCall, reason: str) -> JSON:
+    """The budget question a run waits on (``loop_state["budget_question"]``): the budgets
+    that refused the call (spent, limit), the call's lower bound, and why."""
+    return {
+        "reason": reason,
+        "budgets": [s.to_dict() for s in refused],
+        "input_tokens_at_least": call.input_tokens_at_least,
+        "decision": None,
+    }
+
+
+def raised(current: Budget | None, given: Budget | None) -> Budget:
+    """``current`` with the limits of ``given``; ``BudgetNotRaised`` unless ``given`` sets
+    at least one limit and each it sets is above the current one."""
+    if given is None:
+        raise BudgetNotRaised(
+            "the run waits for a larger budget: approve with max_tokens and/or max_usd "
+            "above the session's budget, or deny"
+        )
+    old = current or Budget()
+    for name in ("max_tokens", "max_usd"):
+        new, was = getattr(given, name), getattr(old, name)
+        if new is not None and was is not None and new <= was:
+            raise BudgetNotRaised(f"{name} {new} is not above the session's {was}")
+    return Budget(
+        given.max_tokens if given.max_tokens is not None else old.max_tokens,
+        given.max_usd if given.max_usd is not None else old.max_usd,
+    )
 
 
 def check_start(found: list[BudgetStatus]) -> None:

@@ -2,7 +2,8 @@
 
     AgiError                      code, message, http_status, retryable
     ├── UsageError                VALIDATION_ERROR (400): the caller passed something wrong
-    │   └── SdkModelMismatch      SDK_MODEL_MISMATCH (400): the session's SDK cannot run the model
+    │   ├── SdkModelMismatch      SDK_MODEL_MISMATCH (400): the session's SDK cannot run the model
+    │   └── BudgetNotRaised       BUDGET_NOT_RAISED (400): approving a budget question needs more
     ├── ConfigError               CONFIG_ERROR (400): a config file or setting is invalid
     │   ├── ProviderNotConfigured PROVIDER_NOT_CONFIGURED (400): no key / SDK / base URL
     │   └── SdkNotAvailable       SDK_NOT_AVAILABLE (400): an agent SDK / CLI is not installed
@@ -55,6 +56,13 @@ class SdkModelMismatch(UsageError):
     codex SDK OpenAI Responses models)."""
 
     code = "SDK_MODEL_MISMATCH"
+
+
+class BudgetNotRaised(UsageError):
+    """A run waits for a larger budget, and its approval gave none (or one no larger than the
+    budget it has): raise ``max_tokens`` and/or ``max_usd``, or deny."""
+
+    code = "BUDGET_NOT_RAISED"
 
 
 class ConfigError(AgiError):

@@ -146,7 +146,9 @@ class UsageEvent(BaseEvent):
 @dataclass(kw_only=True)
 class BudgetEvent(BaseEvent):
     """A budget of the run's session or notebook: spent and remaining after a model call, or
-    ``exceeded`` when the next call was refused (the run then fails ``BUDGET_EXCEEDED``)."""
+    ``exceeded`` when the next call was refused (the run then fails ``BUDGET_EXCEEDED``), with
+    ``asking`` in review mode ``ask``: the run waits (``waiting_approval``) for a person to
+    raise the session's budget (``agi approve RUN --max-tokens N``) or deny (it then fails)."""
 
     scope: str  # session | notebook
     notebook_path: str | None = None
@@ -157,6 +159,8 @@ class BudgetEvent(BaseEvent):
     remaining_tokens: int | None = None
     remaining_usd: float | None = None
     exceeded: bool = False
+    asking: bool = False
+    reason: str | None = None  # why the call was refused (with ``exceeded``)
     type: Literal["budget"] = "budget"
 
 

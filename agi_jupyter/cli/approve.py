@@ -26,8 +26,28 @@ if TYPE_CHECKING:
     from agi_jupyter.records import ToolCall
 
 
+def budget_lines(question: dict[str, Any]) -> list[str]:
+    """A budget question as text: the budgets that refused the next call and why."""
+    from agi_jupyter.budget import describe
+
+    lines = [f"  {describe(b)}" for b in question.get("budgets") or []]
+    lines.append(f"  {question.get('reason')}")
+    return lines
+
+
 def waiting_message(agi: Agi, run_id: str) -> str:
     """What a run waits for and how to decide it (printed before exiting with code 5)."""
+    question = agi.pending_budget(run_id)
+    if question is not None:
+        return "\n".join(
+            [
+                f"run {run_id} is waiting for a larger budget (review mode ask):",
+                *budget_lines(question),
+                f"raise it with `agi approve {run_id} --max-tokens N [--max-usd X]` or "
+                f"`agi deny {run_id}` (or the side panel, or POST /agi/v1/runs/{{id}}/approvals "
+                'with {"decision": "approve", "budget": {...}}); it waits until then',
+            ]
+        )
     calls = agi.pending_approvals(run_id)
     lines = [f"run {run_id} is waiting for approval of {len(calls)} tool call(s):"]
     lines += [f"  {c.tool_call_id}  {c.name} {one_line(compact_json(c.args), 100)}" for c in calls]
@@ -61,8 +81,33 @@ def ask_person(name: str, args: dict[str, Any]) -> tuple[Decision, str | None]:
     return ("approve_always" if answer == "a" else "approve"), None
 
 
+def ask_budget_answer(run_id: str, question: dict[str, Any]) -> tuple[Decision, Any]:
+    """Offer to raise the session's budget the run waits on: (``approve``, the new limits)
+    or (``deny``, None) when no new limit is given."""
+    click.echo(f"\nrun {run_id} needs a larger budget:", err=True)
+    click.echo("\n".join(budget_lines(question)), err=True)
+    tokens = click.prompt(
+        "new max tokens (0: keep)", type=click.IntRange(min=0), default=0, err=True
+    )
+    usd = click.prompt("new max usd (0: keep)", type=click.FloatRange(min=0), default=0.0, err=True)
+    budget: dict[str, Any] = {}
+    if tokens:
+        budget["max_tokens"] = tokens
+    if usd:
+        budget["max_usd"] = usd
+    if not budget:
+        click.echo("no new limit: denied (the run fails BUDGET_EXCEEDED)", err=True)
+        return "deny", None
+    return "approve", budget
+
+
 def ask_on_terminal(agi: Agi, run_id: str) -> None:
     """Ask about each call the run waits on, and record each answer."""
+    question = agi.pending_budget(run_id)
+    if question is not None:
+        decision, budget = ask_budget_answer(run_id, question)
+        agi.decide(run_id, decision, budget=budget)
+        return
     for call in agi.pending_approvals(run_id):
         decision, message = ask_person(call.name, call.args)
         agi.decide(run_id, decision, tool_call_id=call.tool_call_id, message=message)
@@ -86,6 +131,7 @@ def _decide(
     message: str | None,
     detach: bool,
     project: Path | None,
+    budget: dict[str, Any] | None = None,
 ) -> None:
     from agi_jupyter.cli.ask import exit_for
     from agi_jupyter.cli.stream import Progress, StreamPrinter
@@ -94,9 +140,16 @@ def _decide(
         after = agi.store.list_run_events(run_id)
         last = after[-1].seq if after else 0
         decided: list[ToolCall] = agi.decide(
-            run_id, decision, tool_call_id=tool_call, message=message, resume=not detach
+            run_id,
+            decision,
+            tool_call_id=tool_call,
+            message=message,
+            resume=not detach,
+            budget=budget,
         )
-        names = ", ".join(f"{c.name} ({c.tool_call_id})" for c in decided)
+        names = ", ".join(f"{c.name} ({c.tool_call_id})" for c in decided) or (
+            f"budget {budget}" if budget else "budget"
+        )
         click.echo(f"{decision}: {names}", err=True)
         run = agi.run(run_id)
         if detach or run.status == "waiting_approval":
@@ -122,13 +175,35 @@ _DETACH = click.option(
 @click.argument("run_id", metavar="RUN")
 @_TOOL_CALL
 @click.option("--always", is_flag=True, help="Also approve the tool for the rest of the session.")
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="A run waiting for a larger budget: the session's new token limit.",
+)
+@click.option(
+    "--max-usd",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="X",
+    help="A run waiting for a larger budget: the session's new cost limit (USD).",
+)
 @_DETACH
 @project_option
 def approve(
-    run_id: str, tool_call: str | None, always: bool, detach: bool, project: Path | None
+    run_id: str,
+    tool_call: str | None,
+    always: bool,
+    max_tokens: int | None,
+    max_usd: float | None,
+    detach: bool,
+    project: Path | None,
 ) -> None:
-    """Approve the tool calls RUN waits on, then resume it here (exit codes as `agi ask`)."""
-    _decide(run_id, "approve_always" if always else "approve", tool_call, None, detach, project)
+    """Approve the tool calls RUN waits on — or, when it waits for a larger budget, raise the
+    session's (--max-tokens/--max-usd) — then resume it here (exit codes as `agi ask`)."""
+    raw = {"max_tokens": max_tokens, "max_usd": max_usd}
+    budget = {k: v for k, v in raw.items() if v is not None} or None
+    decision = "approve_always" if always else "approve"
+    _decide(run_id, decision, tool_call, None, detach, project, budget)
 
 
 @click.command()

@@ -133,6 +133,7 @@ def runs(session_id: str | None, limit: int, project: Path | None, as_json: bool
         items = agi.runs(session_id, limit=limit).items
         waiting = {
             r.id: [c.name for c in agi.pending_approvals(r.id)]
+            or (["a larger budget"] if agi.pending_budget(r.id) else [])
             for r in items
             if r.status == "waiting_approval"
         }

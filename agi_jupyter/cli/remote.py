@@ -158,18 +158,25 @@ def follow_with_approvals(client: ServerClient, run_id: str, printer: StreamPrin
     """Each time the run stops to wait for approval: ask here on a terminal, send the
     decisions (the server's runner resumes the run) and stream the rest; without a terminal,
     print how to decide and exit with code 5, leaving the run waiting."""
-    from agi_jupyter.cli.approve import ask_person, can_ask
+    from agi_jupyter.cli.approve import ask_budget_answer, ask_person, budget_lines, can_ask
 
     run_path = f"runs/{quote(run_id, safe='')}"
     while client.call("GET", run_path)["run"]["status"] == "waiting_approval":
-        waiting = client.call("GET", f"{run_path}/approvals")["approvals"]
+        listed = client.call("GET", f"{run_path}/approvals")
+        waiting, question = listed["approvals"], listed.get("budget")
         if not can_ask():
             names = ", ".join(str(a["name"]) for a in waiting)
+            what = f"approval of {names}" if waiting else "a larger budget"
+            if question:
+                what += " (" + "; ".join(line.strip() for line in budget_lines(question)) + ")"
             fail(
-                f"run {run_id} is waiting for approval of {names}; decide with "
+                f"run {run_id} is waiting for {what}; decide with "
                 f"POST {client.url(run_path + '/approvals')} (or the side panel)",
                 EXIT_WAITING,
             )
+        if question and not waiting:
+            decision, budget = ask_budget_answer(run_id, question)
+            client.call("POST", f"{run_path}/approvals", {"decision": decision, "budget": budget})
         for call in waiting:
             decision, message = ask_person(str(call["name"]), dict(call["arguments"]))
             body = {"tool_call_id": call["tool_call_id"], "decision": decision}

@@ -30,6 +30,7 @@ def decide_and_follow(
     *,
     tool_call_id: str | None = None,
     message: str | None = None,
+    budget: dict[str, Any] | None = None,
 ) -> RunView:
     """Record the decision, resume the run here once nothing is left undecided, and return
     the view of what the run did after it (its continuation)."""
@@ -41,8 +42,10 @@ def decide_and_follow(
     for stored_event in stored:  # the run's header and tool blocks, so the view reads whole
         if stored_event.type in _CONTEXT:
             view.apply({"type": stored_event.type, "run_id": run_id, **stored_event.payload})
-    decided = ctx.agi.decide(run_id, decision, tool_call_id=tool_call_id, message=message)
-    names = ", ".join(c.name for c in decided)
+    decided = ctx.agi.decide(
+        run_id, decision, tool_call_id=tool_call_id, message=message, budget=budget
+    )
+    names = ", ".join(c.name for c in decided) or (f"budget {budget}" if budget else "budget")
     print(f"agi: {decision.replace('_', ' ')} {names}", file=sys.stderr)
     for event in follow_with_dispatch(ctx.agi, run_id, ctx.dispatcher, after_seq=after):
         view.apply(event)
@@ -73,6 +76,9 @@ def show_buttons(ctx: KernelContext, run_id: str) -> None:
         return
     from agi_jupyter.kernel._ipython import display
 
+    if ctx.agi.pending_budget(run_id) is not None:
+        display(budget_buttons(ctx, run_id, widgets))
+        return
     message = widgets.Text(placeholder="message to the model with a denial (optional)")
     buttons = {
         "approve": widgets.Button(description="Approve", button_style="success"),
@@ -104,3 +110,37 @@ def show_buttons(ctx: KernelContext, run_id: str) -> None:
     box = widgets.VBox([widgets.HBox([*buttons.values(), message]), output])
     box.add_class("agi-approval")
     display(box)
+
+
+def budget_buttons(ctx: KernelContext, run_id: str, widgets: Any) -> Any:
+    """New max tokens / max USD and Raise / Deny, for a run waiting for a larger budget."""
+    tokens = widgets.IntText(description="max tokens", value=0)
+    usd = widgets.FloatText(description="max USD", value=0.0)
+    buttons = {
+        "approve": widgets.Button(description="Raise budget", button_style="success"),
+        "deny": widgets.Button(description="Deny", button_style="danger"),
+    }
+    output = widgets.Output()
+
+    def click(decision: str) -> Any:
+        def handler(_button: Any) -> None:
+            raw = {"max_tokens": tokens.value or None, "max_usd": usd.value or None}
+            budget = {k: v for k, v in raw.items() if v} if decision == "approve" else None
+            with output:
+                try:
+                    view = decide_and_follow(ctx, run_id, decision, budget=budget)
+                except Exception as e:  # BUDGET_NOT_RAISED: shown, the inputs stay usable
+                    print(f"agi: {getattr(e, 'message', e)}", file=sys.stderr)
+                    return
+                for button in buttons.values():
+                    button.disabled = True
+                show(ctx, view)
+
+        return handler
+
+    for decision, button in buttons.items():
+        button.add_class(f"agi-budget-{decision}")
+        button.on_click(click(decision))
+    box = widgets.VBox([widgets.HBox([tokens, usd, *buttons.values()]), output])
+    box.add_class("agi-approval")
+    return box

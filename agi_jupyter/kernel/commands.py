@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from IPython.core.error import UsageError as IPythonUsageError
 
+from agi_jupyter.errors import UsageError
 from agi_jupyter.kernel._ipython import MagicArgumentParser, is_terminal
 from agi_jupyter.kernel.tables import Table, Text
 
@@ -29,15 +30,18 @@ HELP = """\
                                    start a new notebook session (S: native, claude, codex, acp;
                                    R: ask, auto-edit, auto — which tool calls wait for you;
                                    N, X: its token / cost budget)
-%agi budget [--max-tokens N] [--max-usd X] [--none]
+%agi budget [--notebook] [--max-tokens N] [--max-usd X] [--none]
                                    spent and remaining of the session's and notebook's budgets;
                                    with options: set (or remove) the session's budget first
+                                   (--notebook: this notebook's, for every process)
 %agi history [ID] [--full]         messages of a session (--full: tool calls, reasoning)
 %agi runs [ID]                     runs of a session
 %agi show RUN                      a run's answer and tool calls
 %agi cancel RUN                    cancel a run
 %agi approve RUN [--always] [--tool-call ID]
                                    approve the tool calls RUN waits on; it resumes here
+%agi approve RUN --max-tokens N [--max-usd X]
+                                   RUN waits for a larger budget: raise the session's
 %agi deny RUN [-m MESSAGE] [--tool-call ID]
                                    deny them (the model gets the denial and MESSAGE)
 %agi undo RUN [--turn N] [--force] restore the notebooks and files the run changed (as
@@ -74,6 +78,7 @@ def _parser() -> Any:
     budget.add_argument("--max-tokens", type=int)
     budget.add_argument("--max-usd", type=float)
     budget.add_argument("--none", action="store_true")
+    budget.add_argument("--notebook", action="store_true")
     history = sub.add_parser("history", add_help=False)
     history.add_argument("id", nargs="?")
     history.add_argument("--full", action="store_true")
@@ -84,6 +89,8 @@ def _parser() -> Any:
     approve.add_argument("run")
     approve.add_argument("--always", action="store_true")
     approve.add_argument("--tool-call")
+    approve.add_argument("--max-tokens", type=int)
+    approve.add_argument("--max-usd", type=float)
     deny = sub.add_parser("deny", add_help=False)
     deny.add_argument("run")
     deny.add_argument("--message", "-m")
@@ -172,7 +179,12 @@ def cmd_budget(ctx: KernelContext, args: argparse.Namespace) -> None:
     session = ctx.current_session()
     limits = (("max_tokens", args.max_tokens), ("max_usd", args.max_usd))
     budget = {k: v for k, v in limits if v is not None}
-    if budget or args.none:
+    if args.notebook and (budget or args.none):
+        path = session.notebook_path or ctx.notebook_path()
+        if not path:
+            raise UsageError("this kernel does not know its notebook's path: no notebook budget")
+        ctx.agi.set_notebook_budget(path, budget or None)
+    elif budget or args.none:
         session = ctx.agi.update_session(session.id, budget=budget or None)
     lines = budget_lines(ctx, session)
     for line in lines or ["no budget applies to this notebook's session"]:
@@ -230,7 +242,9 @@ def cmd_runs(ctx: KernelContext, args: argparse.Namespace) -> Table:
         )
         status: str = r.status
         if r.status == "waiting_approval":
-            names = ", ".join(c.name for c in ctx.agi.pending_approvals(r.id))
+            names = ", ".join(c.name for c in ctx.agi.pending_approvals(r.id)) or (
+                "a larger budget" if ctx.agi.pending_budget(r.id) else ""
+            )
             status = f"{status}: {names} (%agi approve|deny {r.id})"
         rows.append(
             [
@@ -283,7 +297,10 @@ def cmd_approve(ctx: KernelContext, args: argparse.Namespace) -> Any:
     from agi_jupyter.kernel.approvals import decide_and_follow, show
 
     decision = "approve_always" if args.always else "approve"
-    return show(ctx, decide_and_follow(ctx, args.run, decision, tool_call_id=args.tool_call))
+    raw = {"max_tokens": args.max_tokens, "max_usd": args.max_usd}
+    budget = {k: v for k, v in raw.items() if v is not None} or None
+    view = decide_and_follow(ctx, args.run, decision, tool_call_id=args.tool_call, budget=budget)
+    return show(ctx, view)
 
 
 def cmd_deny(ctx: KernelContext, args: argparse.Namespace) -> Any:

@@ -309,9 +309,23 @@ _LIVE_STATUS = {
 
 
 def approval_hint(view: RunView, *, markdown: bool = False) -> str:
-    """How to decide the calls the run waits on (the buttons do the same)."""
-    names = ", ".join(b.name for b in view.waiting) or "a tool call"
+    """How to decide the calls the run waits on (the buttons do the same), or the budget
+    question it waits on (a ``budget`` event with ``asking``)."""
     tick = "`" if markdown else ""
+    asking = [b for b in view.budgets.values() if b.get("asking")]
+    if asking and not view.waiting:
+        from agi_jupyter.budget import describe
+
+        spent = "; ".join(describe(b) for b in asking)
+        reason = str(asking[0].get("reason") or "")
+        raise_it = f"{tick}%agi approve {view.run_id} --max-tokens N --max-usd X{tick}"
+        deny = f"{tick}%agi deny {view.run_id}{tick}"
+        text = (
+            f"Waiting for a larger budget ({spent}; {reason}): {raise_it} (either limit) or "
+            f"{deny}. The run waits, also across kernel restarts, until you decide."
+        )
+        return text
+    names = ", ".join(b.name for b in view.waiting) or "a tool call"
     approve = f"{tick}%agi approve {view.run_id}{tick}"
     deny = f"{tick}%agi deny {view.run_id} -m 'why'{tick}"
     if markdown:

@@ -191,9 +191,11 @@ class ChatWidget(anywidget.AnyWidget):
         tool_call_id: str | None = None,
         message: str | None = None,
         run_id: str | None = None,
+        budget: dict[str, Any] | None = None,
     ) -> None:
         """Decide a waiting tool call (what the Approve / Deny / Always buttons do; default:
-        every call the newest run waits on); once nothing is left undecided the run resumes
+        every call the newest run waits on) — or the budget question it waits on (``budget``:
+        the session's new limits); once nothing is left undecided the run resumes
         in this kernel and streams on here."""
         run_id = run_id or self._last_run_id
         if not run_id:
@@ -202,7 +204,7 @@ class ChatWidget(anywidget.AnyWidget):
         stored = agi.store.list_run_events(run_id)
         after = stored[-1].seq if stored else 0
         self._ctx.dispatcher.capture_loop()
-        agi.decide(run_id, decision, tool_call_id=tool_call_id, message=message)
+        agi.decide(run_id, decision, tool_call_id=tool_call_id, message=message, budget=budget)
         if agi.run(run_id).status == "waiting_approval":
             return  # other calls of the run still wait
         self.running = run_id
@@ -410,6 +412,14 @@ class _Stream:
                 {**e, "streaming": False} if e.get("streaming") else e for e in w.transcript
             ]
             text = f"waiting for your approval · {self.run_id}"
+            asking = [b for b in self.budgets.values() if b.get("asking")]
+            if asking:
+                spent = "; ".join(describe(b) for b in asking)
+                text = (
+                    f"waiting for a larger budget ({spent}) · {self.run_id}: "
+                    f"%agi approve {self.run_id} --max-tokens N [--max-usd X] or "
+                    f"%agi deny {self.run_id}"
+                )
             w._append({"id": w._new_id("i"), "role": "info", "text": text})
         w.status = "waiting_approval"
 

@@ -16,6 +16,11 @@ changes nothing. What each ending leaves behind:
   waiting call has a decision, which queues it (``store.decide_tool_calls``); the attempt
   that resumes it executes or refuses the calls before calling the model again. The park
   does not count as an attempt (``max_attempts`` grows by one).
+- **waiting for a budget** (review mode ``ask``, the next model call would go over the
+  session's budget): the question (``loop_state["budget_question"]``: the budgets that refused,
+  spent, limit, the call's bound) is saved with the run in ``waiting_approval``, no owner, like
+  a tool approval; a decision (``Agi.decide``: a larger budget, or deny) is written into it and
+  queues the run, and the attempt that resumes it goes on (or fails ``BUDGET_EXCEEDED``).
 - **released** (a graceful stop of this process): the tool calls in flight are answered as
   interrupted, and the run goes back to ``queued`` with no owner and ``next_attempt_at`` now, so
   the next process or any tick resumes it from ``loop_state`` at once.
@@ -55,6 +60,15 @@ SKIPPED = "The tool call was not run: its run ended first."
 
 class AwaitingApproval(Exception):
     """Raised by an attempt that left tool calls waiting for a person's decision."""
+
+
+class AwaitingBudget(AwaitingApproval):
+    """Raised by an attempt whose next model call needs a larger budget (review mode ``ask``):
+    ``state`` is the run's loop state with the ``budget_question`` to save."""
+
+    def __init__(self, run_id: str, state: JSON) -> None:
+        super().__init__(run_id)
+        self.state = state
 
 
 def run_to_dict(run: Run) -> dict[str, Any]:
@@ -129,6 +143,22 @@ def await_approval(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> Run:
     ):
         return deps.store.get_run(run_id)
     return run
+
+
+def await_budget(deps: RuntimeDeps, run_id: str, emitter: RunEmitter, state: JSON) -> Run:
+    """Park the run in ``waiting_approval`` (no owner) with its budget question in
+    ``loop_state``, until a person answers it (``Agi.decide``). Not an attempt either."""
+    emitter.emit(ev.RunStatusEvent(status="waiting_approval"))
+    run = deps.store.get_run(run_id)
+    return deps.store.update_run(
+        run_id,
+        status="waiting_approval",
+        owner=None,
+        next_attempt_at=None,
+        loop_state=state,
+        max_attempts=run.max_attempts + 1,
+        fence=emitter.fence,
+    )
 
 
 def release(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> Run:

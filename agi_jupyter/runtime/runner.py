@@ -36,6 +36,7 @@ from agi_jupyter.records import (
     part_to_dict,
     session_for_run,
 )
+from agi_jupyter.runtime.endings import AwaitingBudget
 from agi_jupyter.runtime.history import conversation, unanswered_tool_calls
 from agi_jupyter.runtime.toolnames import ToolNames
 from agi_jupyter.runtime.turn_tools import ToolSteps
@@ -114,6 +115,7 @@ class AgentLoop:
             system = f"{system}\n\n{deps.redactor.redact_text(context)}" if context else system
         provider = await deps.providers.aget(run.provider or "fake")
         state: JSON = dict(run.loop_state or {})
+        self._answered_budget(run, state.pop("budget_question", None), state)
         usage_total = dict(state.get("usage") or {"input_tokens": 0, "output_tokens": 0})
         cost_total = float(state.get("cost_usd") or 0.0)
         # Calls that waited for a person: executed or refused now, as decided (the model
@@ -148,7 +150,7 @@ class AgentLoop:
                 (found, history), first = first, None
             else:
                 found, history = await stored(self._turn_inputs, session)
-            self._check_budget(run, state, emitter, found)
+            self._check_budget(run, state, emitter, found, policy.review_mode)
             request = pb.ProviderRequest(
                 model=run.model or "",
                 messages=[names.encode_message(m) for m in conversation(history)],
@@ -207,9 +209,17 @@ class AgentLoop:
         return self._statuses_now(session), self.deps.store.list_messages(session.id)
 
     def _check_budget(
-        self, run: Run, state: JSON, emitter: RunEmitter, found: list[budgets.BudgetStatus]
+        self,
+        run: Run,
+        state: JSON,
+        emitter: RunEmitter,
+        found: list[budgets.BudgetStatus],
+        review_mode: str = "ask",
     ) -> None:
-        """Refuse the next model call when it would go over a budget (``BUDGET_EXCEEDED``)."""
+        """Refuse the next model call when it would go over a budget: ``BUDGET_EXCEEDED``, or
+        in review mode ``ask`` the run waits for a person to raise the session's budget
+        (``AwaitingBudget``) when a larger one can help (a session budget refused, with
+        measured spend)."""
         if not found:
             return
         info = lookup(run.provider or "", run.model or "")
@@ -218,11 +228,34 @@ class AgentLoop:
             cheapest_usd_per_mtok=None if info is None else info.cached_input_per_mtok,
             usage_unknown=bool((state.get("usage") or {}).get("unknown_turns")),
         )
-        for status in found:
-            reason = budgets.refusal(status, call)
-            if reason is not None:
-                emitter.emit(budget_event(status, exceeded=True))
-                raise BudgetExceeded(reason)
+        refused = [
+            (status, reason)
+            for status in found
+            if (reason := budgets.refusal(status, call)) is not None
+        ]
+        if not refused:
+            return
+        asking = review_mode == "ask" and all(
+            budgets.raisable(status, call) for status, _ in refused
+        )
+        for status, reason in refused:
+            emitter.emit(budget_event(status, exceeded=True, asking=asking, reason=reason))
+        if not asking:
+            raise BudgetExceeded(refused[0][1])
+        question = budgets.question([s for s, _ in refused], call, refused[0][1])
+        raise AwaitingBudget(run.id, {**state, "budget_question": question})
+
+    def _answered_budget(self, run: Run, question: JSON | None, state: JSON) -> None:
+        """Take up the answer to the run's budget question as its attempt starts: a denial
+        fails the run (``BUDGET_EXCEEDED``); an approval raised the session's budget (the
+        check before the next call reads it); still unanswered: the run waits again."""
+        if not question:
+            return
+        decision = (question.get("decision") or {}).get("decision")
+        if decision == "deny":
+            raise BudgetExceeded(f"{question.get('reason')} (a larger budget was denied)")
+        if decision is None:
+            raise AwaitingBudget(run.id, {**state, "budget_question": question})
 
     def _statuses_now(self, session: Session) -> list[budgets.BudgetStatus]:
         """The budgets that apply and what was spent (store calls: on the store thread)."""
@@ -419,7 +452,13 @@ def allowed_tool_names(agent: Agent, session: Session | None, registry: ToolRegi
     return names
 
 
-def budget_event(status: budgets.BudgetStatus, *, exceeded: bool = False) -> ev.BudgetEvent:
+def budget_event(
+    status: budgets.BudgetStatus,
+    *,
+    exceeded: bool = False,
+    asking: bool = False,
+    reason: str | None = None,
+) -> ev.BudgetEvent:
     return ev.BudgetEvent(
         scope=status.scope,
         notebook_path=status.notebook_path,
@@ -430,6 +469,8 @@ def budget_event(status: budgets.BudgetStatus, *, exceeded: bool = False) -> ev.
         remaining_tokens=status.remaining_tokens,
         remaining_usd=status.remaining_usd,
         exceeded=exceeded,
+        asking=asking,
+        reason=reason,
     )
 
 

@@ -410,6 +410,10 @@ class RunManager:
             return await regardless(
                 emitter.section(self._finish, run.id, emitter, "cancelled", _cancel_error())
             )
+        except endings.AwaitingBudget as e:
+            return await regardless(
+                emitter.section(endings.await_budget, self.deps, run.id, emitter, e.state)
+            )
         except endings.AwaitingApproval:
             return await regardless(
                 emitter.section(endings.await_approval, self.deps, run.id, emitter)

@@ -250,6 +250,17 @@ class BudgetBody(Body):
     max_usd: float | None = Field(None, gt=0, description="List-price cost in USD.")
 
 
+class NotebookBudgetUpdate(Body):
+    """Set (or with ``budget`` null remove) the stored budget of one notebook."""
+
+    path: str = Field(
+        min_length=1, max_length=4096, description="The notebook's path relative to the project."
+    )
+    budget: BudgetBody | None = Field(
+        description="Its token/cost budget (wins over the config's); null removes it."
+    )
+
+
 class SessionCreate(Body):
     model_config = ConfigDict(json_schema_extra=SDK_MODEL_RULES)
 
@@ -424,6 +435,11 @@ class ApprovalDecision(Body):
     )
     message: str | None = Field(
         None, max_length=10_000, description="Given to the model with a denial."
+    )
+    budget: BudgetBody | None = Field(
+        None,
+        description="For a run waiting for a larger budget (its budget question): the "
+        "session's new limits, each above the current one (else 400 BUDGET_NOT_RAISED).",
     )
 
 

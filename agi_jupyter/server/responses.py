@@ -67,10 +67,13 @@ class PendingApproval(Out):
 
 
 class ApprovalList(Out):
-    """The run's tool calls waiting for a decision (empty when none waits)."""
+    """The run's tool calls waiting for a decision (empty when none waits), and the budget
+    question it waits on (review mode ask: ``reason``, ``budgets`` with spent and limits,
+    ``input_tokens_at_least``; null when none)."""
 
     run: Run
     approvals: list[PendingApproval]
+    budget: JSONObject | None = None
 
 
 class ApprovalResult(Out):
@@ -184,6 +187,12 @@ class ProviderInfo(Out):
 class ProviderList(Out):
     default_model: str
     providers: list[ProviderInfo]
+
+
+class NotebookBudgets(Out):
+    """Every notebook budget by path (the config's, with the stored ones over them)."""
+
+    notebook_budgets: dict[str, JSONObject]
 
 
 class Stats(Out):

@@ -17,6 +17,7 @@ from agi_jupyter.server.handlers.artifacts import ArtifactContentHandler, Artifa
 from agi_jupyter.server.handlers.base import AgiHandler
 from agi_jupyter.server.handlers.catalog import (
     AgentsHandler,
+    NotebookBudgetsHandler,
     ProvidersHandler,
     SdksHandler,
     StatsHandler,
@@ -56,6 +57,7 @@ from agi_jupyter.server.models import (
     BridgeQuery,
     HistoryQuery,
     MessageCreate,
+    NotebookBudgetUpdate,
     NotebookReply,
     OneShotRequest,
     PageQuery,
@@ -82,6 +84,7 @@ from agi_jupyter.server.responses import (
     Deleted,
     History,
     MessagePage,
+    NotebookBudgets,
     NotebookRequest,
     ProviderList,
     RunEvents,
@@ -231,6 +234,13 @@ ROUTES: tuple[Route, ...] = (
           response=SdkList),
     Route("GET", f"{V1}/stats", StatsHandler, "getStats", "Counts, tokens and cost", "catalog",
           response=Stats),
+    Route("GET", f"{V1}/notebook-budgets", NotebookBudgetsHandler, "listNotebookBudgets",
+          "Every notebook budget by path (the config's, with the stored ones over them)",
+          "catalog", response=NotebookBudgets),
+    Route("PATCH", f"{V1}/notebook-budgets", NotebookBudgetsHandler, "setNotebookBudget",
+          "Set (budget null: remove) a notebook's stored budget, seen by every process",
+          "catalog", body=NotebookBudgetUpdate, response=NotebookBudgets,
+          errors=("VALIDATION_ERROR",)),
     Route("GET", f"{V1}/tasks", TasksHandler, "listTasks", "The project's tasks", "catalog",
           query=TasksQuery, response=TaskPage),
     # the labextension's notebook bridge (open tabs without real-time collaboration)

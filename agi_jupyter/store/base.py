@@ -367,6 +367,17 @@ class Store(Protocol):
     def list_capabilities(self) -> list[Capability]: ...
     def delete_capability(self, name: str) -> bool: ...
 
+    # --- notebook budgets (set from a front door; win over the config's) ---------------------
+
+    def set_notebook_budget(self, path: str, budget: JSON | None) -> None:
+        """Store the budget of the notebook ``path`` (a ``budget.notebook_key``); None
+        removes it."""
+        ...
+
+    def notebook_budgets(self) -> dict[str, JSON]:
+        """The stored notebook budgets, by path."""
+        ...
+
     # --- queries and notifications --------------------------------------------------------
 
     def query(self, sql: str, params: Sequence[Any] = (), *, max_rows: int = 200) -> QueryResult:

@@ -485,3 +485,16 @@ def m015_sessions_budget(db: Database) -> None:
     """A session's token/cost budget (JSON ``{"max_tokens", "max_usd"}``, NULL: none)."""
     if "budget" not in db.table("sessions").columns_dict:
         db.table("sessions").add_column("budget", str)
+
+
+@migration
+def m016_notebook_budgets(db: Database) -> None:
+    """Notebook budgets set from a front door (``%agi budget --notebook``, REST): by the
+    notebook's path relative to the project, JSON ``{"max_tokens", "max_usd"}``; they win over
+    ``budgets.notebooks`` of the config (a store row: every process sees it at once)."""
+    db.table("notebook_budgets").create(
+        {"path": str, "budget": str, "updated_at": str},
+        pk="path",
+        not_null={"budget", "updated_at"},
+        if_not_exists=True,
+    )

@@ -26,6 +26,8 @@ export interface RunView {
   iteration: number | null;
   /** Spent and limit of each budget that applies (by scope: session, notebook). */
   budgets: Record<string, string>;
+  /** The budget question the run waits on (review mode ask: a larger session budget, or deny). */
+  budgetAsk: string | null;
   createdAt: string | null;
   completedAt: string | null;
   /** The highest event `seq` applied; where a resumed stream starts (`after_seq`). */
@@ -71,6 +73,7 @@ export function emptyRun(id: string): RunView {
     costUsd: 0,
     iteration: null,
     budgets: {},
+    budgetAsk: null,
     createdAt: null,
     completedAt: null,
     lastSeq: 0,

@@ -392,6 +392,22 @@ export class PanelModel extends PanelStore {
 
   /** Approve or deny what a run waits on (one call, or all of them): the server's runner
    * resumes the run once nothing is left undecided, and the session stream shows it. */
+  /** Answer a run's budget question: a larger session budget, or deny (it then fails). */
+  async decideBudget(runId: string, decision: 'approve' | 'deny', budget?: { max_tokens?: number; max_usd?: number }): Promise<void> {
+    try {
+      const body = { decision, budget: decision === 'approve' ? (budget ?? null) : null };
+      const run = await this.client.decideApproval(this.state.project, runId, body);
+      if (run && typeof run.id === 'string') {
+        this.dispatch({ type: 'run', run });
+      }
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'NO_PENDING_APPROVAL') {
+        return;
+      }
+      this.reportError(error);
+    }
+  }
+
   async decideApproval(
     runId: string,
     decision: 'approve' | 'deny' | 'approve_always',

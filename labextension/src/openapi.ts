@@ -402,6 +402,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agi/v1/notebook-budgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every notebook budget by path (the config's, with the stored ones over them) */
+        get: operations["listNotebookBudgets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Set (budget null: remove) a notebook's stored budget, seen by every process */
+        patch: operations["setNotebookBudget"];
+        trace?: never;
+    };
     "/agi/v1/tasks": {
         parameters: {
             query?: never;
@@ -585,15 +603,29 @@ export interface components {
              * @default null
              */
             message?: string | null;
+            /**
+             * @description For a run waiting for a larger budget (its budget question): the session's new limits, each above the current one (else 400 BUDGET_NOT_RAISED).
+             * @default null
+             */
+            budget?: components["schemas"]["BudgetBody"] | null;
         };
         /**
          * ApprovalList
-         * @description The run's tool calls waiting for a decision (empty when none waits).
+         * @description The run's tool calls waiting for a decision (empty when none waits), and the budget
+         *     question it waits on (review mode ask: ``reason``, ``budgets`` with spent and limits,
+         *     ``input_tokens_at_least``; null when none).
          */
         ApprovalList: {
             run: components["schemas"]["Run"];
             /** Approvals */
             approvals: components["schemas"]["PendingApproval"][];
+            /**
+             * Budget
+             * @default null
+             */
+            budget: {
+                [key: string]: unknown;
+            } | null;
         };
         /**
          * ApprovalRequested
@@ -774,7 +806,9 @@ export interface components {
         /**
          * BudgetEvent
          * @description A budget of the run's session or notebook: spent and remaining after a model call, or
-         *     ``exceeded`` when the next call was refused (the run then fails ``BUDGET_EXCEEDED``).
+         *     ``exceeded`` when the next call was refused (the run then fails ``BUDGET_EXCEEDED``), with
+         *     ``asking`` in review mode ``ask``: the run waits (``waiting_approval``) for a person to
+         *     raise the session's budget (``agi approve RUN --max-tokens N``) or deny (it then fails).
          */
         BudgetEvent: {
             /**
@@ -834,6 +868,16 @@ export interface components {
              * @default false
              */
             exceeded: boolean;
+            /**
+             * Asking
+             * @default false
+             */
+            asking: boolean;
+            /**
+             * Reason
+             * @default null
+             */
+            reason: string | null;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -1249,6 +1293,31 @@ export interface components {
          * @description One part of a message, discriminated by ``type``.
          */
         MessagePart: components["schemas"]["TextPart"] | components["schemas"]["ReasoningPart"] | components["schemas"]["ToolCallPart"] | components["schemas"]["ToolResultPart"] | components["schemas"]["ImagePart"] | components["schemas"]["ErrorPart"] | components["schemas"]["ArtifactRefPart"];
+        /**
+         * NotebookBudgetUpdate
+         * @description Set (or with ``budget`` null remove) the stored budget of one notebook.
+         */
+        NotebookBudgetUpdate: {
+            /**
+             * Path
+             * @description The notebook's path relative to the project.
+             */
+            path: string;
+            /** @description Its token/cost budget (wins over the config's); null removes it. */
+            budget: components["schemas"]["BudgetBody"] | null;
+        };
+        /**
+         * NotebookBudgets
+         * @description Every notebook budget by path (the config's, with the stored ones over them).
+         */
+        NotebookBudgets: {
+            /** Notebook Budgets */
+            notebook_budgets: {
+                [key: string]: {
+                    [key: string]: unknown;
+                };
+            };
+        };
         /**
          * NotebookReply
          * @description A JupyterLab tab's answer to a notebook request (of this server, or of a kernel).
@@ -4734,6 +4803,132 @@ export interface operations {
             };
             /** @description Error codes: PROJECT_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listNotebookBudgets: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotebookBudgets"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    setNotebookBudget: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NotebookBudgetUpdate"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotebookBudgets"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -68,7 +68,12 @@ function RunRow(props: { run: RunView; chat: ChatState; model: PanelModel }): JS
         </code>
         {meta.length ? ` · ${meta.join(' · ')}` : ''}
       </div>
-      {run.status === 'waiting_approval' ? (
+      {run.status === 'waiting_approval' && run.budgetAsk ? (
+        <div className="jp-AgiRun-waiting">
+          <span className="jp-AgiDim">{trans.__('Waiting for a larger budget: %1', run.budgetAsk)}</span>
+          <BudgetBar runId={run.id} model={props.model} />
+        </div>
+      ) : run.status === 'waiting_approval' ? (
         <div className="jp-AgiRun-waiting">
           <span className="jp-AgiDim">{trans.__('Waiting for your approval')}</span>
           <ApprovalBar runId={run.id} model={props.model} />
@@ -76,6 +81,56 @@ function RunRow(props: { run: RunView; chat: ChatState; model: PanelModel }): JS
       ) : null}
       {run.error && run.status !== 'succeeded' ? <div className="jp-AgiBlockError">{run.error}</div> : null}
     </li>
+  );
+}
+
+/** New max tokens / max USD and Raise / Deny for a run waiting for a larger budget. */
+function BudgetBar(props: { runId: string; model: PanelModel }): JSX.Element {
+  const trans = useTrans();
+  const [tokens, setTokens] = useState('');
+  const [usd, setUsd] = useState('');
+  const [busy, setBusy] = useState(false);
+  const decide = (decision: 'approve' | 'deny'): void => {
+    const budget: { max_tokens?: number; max_usd?: number } = {};
+    if (Number(tokens) > 0) {
+      budget.max_tokens = Math.floor(Number(tokens));
+    }
+    if (Number(usd) > 0) {
+      budget.max_usd = Number(usd);
+    }
+    setBusy(true);
+    void props.model.decideBudget(props.runId, decision, budget).finally(() => setBusy(false));
+  };
+  return (
+    <div className="jp-AgiApproval jp-AgiBudgetAsk" data-run-id={props.runId}>
+      <input
+        className="jp-mod-styled jp-AgiBudgetAsk-tokens"
+        type="number"
+        min={1}
+        value={tokens}
+        disabled={busy}
+        placeholder={trans.__('max tokens')}
+        aria-label={trans.__('New max tokens')}
+        onChange={e => setTokens(e.target.value)}
+      />
+      <input
+        className="jp-mod-styled jp-AgiBudgetAsk-usd"
+        type="number"
+        min={0}
+        step="any"
+        value={usd}
+        disabled={busy}
+        placeholder={trans.__('max USD')}
+        aria-label={trans.__('New max USD')}
+        onChange={e => setUsd(e.target.value)}
+      />
+      <Button small className="jp-AgiApproval-approve" disabled={busy} onClick={() => decide('approve')}>
+        {trans.__('Raise budget')}
+      </Button>
+      <Button small className="jp-AgiApproval-deny" disabled={busy} onClick={() => decide('deny')}>
+        {trans.__('Deny')}
+      </Button>
+    </div>
   );
 }
 

@@ -136,7 +136,10 @@ function applyRunEvent(state: ChatState, runId: string, event: AgiEvent): ChatSt
       return applyUsage(state, runId, event.input_tokens, event.output_tokens, event.cost_usd);
     case 'budget': {
       const budgets = { ...(state.runs[runId]?.budgets ?? {}), [event.scope]: formatBudget(event) };
-      return patchRun(state, runId, { budgets });
+      // An asking refusal is the question the run now waits on; any later budget event (after
+      // the next model call) means it was answered.
+      const budgetAsk = event.asking ? `${formatBudget(event)}: ${event.reason ?? ''}` : null;
+      return patchRun(state, runId, { budgets, budgetAsk });
     }
     case 'message.completed':
     case 'message.created': {

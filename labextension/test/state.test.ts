@@ -255,6 +255,25 @@ describe('stopping and failing', () => {
     expect(state.items[1]?.blocks.find(b => b.kind === 'error')).toMatchObject({ code: 'BUDGET_EXCEEDED' });
   });
 
+  it('keeps the budget question a run waits on until a later budget event answers it', () => {
+    const budget = { type: 'budget' as const, run_id: R, scope: 'session', max_tokens: 100, max_usd: null };
+    const asked = run(
+      initialState(),
+      events([
+        ...RUN_EVENTS.slice(0, 5),
+        { ...budget, seq: 6, spent_tokens: 60, spent_usd: 0, exceeded: true, asking: true, reason: 'too big' },
+        { type: 'run.status', run_id: R, seq: 7, status: 'waiting_approval' }
+      ])
+    );
+    expect(asked.runs[R]?.budgetAsk).toBe('session budget: 60/100 tokens: too big');
+    expect(asked.runs[R]?.status).toBe('waiting_approval');
+    const answered = reduce(asked, {
+      type: 'event',
+      event: wire({ ...budget, max_tokens: 1000, seq: 8, spent_tokens: 135, spent_usd: 0 })
+    });
+    expect(answered.runs[R]?.budgetAsk).toBeNull();
+  });
+
   it('never moves a run back from an ended status', () => {
     let state = run(initialState(), events([{ type: 'run.status', run_id: R, seq: 1, status: 'cancelled' }]));
     state = reduce(state, { type: 'event', event: wire({ type: 'run.status', run_id: R, seq: 2, status: 'running' }) });

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from agi_jupyter.app import Agi
-from agi_jupyter.testing import FakeLLMServer, Fault, Turn
+from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Fault, Turn
 from tests.cli.conftest import AGI, RunCli, process_env
 from tests.cli.terminal import approve_one_call_and_deny_the_next
 
@@ -200,3 +200,19 @@ def test_on_a_terminal_agi_server_asks_about_a_call_that_needs_approval(
     approve_one_call_and_deny_the_next(
         fake_llm, project, "--server", served.url, "--token", served.token
     )
+
+
+def test_a_run_waiting_for_a_larger_budget_through_the_server_exits_5(
+    served: Served, run_cli: RunCli, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_list", {"path": "."})], usage=(50, 10)),
+        Turn(text="never asked for", usage=(70, 5)),
+    )
+    server = ("--server", served.url, "--token", served.token)
+
+    waiting = run_cli(*server, "-a", "build", "--review-mode", "ask", "--max-tokens", "100", "ls")
+
+    assert waiting.exit_code == 5, waiting.stderr
+    assert "waiting for a larger budget (session budget: 60/100 tokens" in waiting.stderr
+    assert len(fake_llm.requests) == 1

@@ -56,3 +56,46 @@ def test_a_denial_after_a_kernel_restart_reaches_the_model(
     agi = context_for(shell).agi
     assert agi.run(run_id).status == "succeeded"
     assert "leave the namespace alone" in str(fake_llm.requests[-1].body)
+
+
+def test_a_cell_waiting_for_a_larger_budget_is_raised_with_the_magic(
+    cell: RunCell, ctx: Any, fake_llm: FakeLLMServer
+) -> None:
+    cell("%agi new --agent build --review-mode ask --max-tokens 100")
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_list", {"path": "."})], usage=(50, 10)),
+        Turn(text="Listed.", usage=(70, 5)),
+    )
+    run = cell("%%agi\nlist the files")
+    (waiting,) = ctx.agi.runs(limit=1).items
+    assert waiting.status == "waiting_approval"
+    markdown = run.outputs[0]["data"]["text/markdown"]
+    assert "Waiting for a larger budget (session budget: 60/100 tokens" in markdown
+    assert f"%agi approve {waiting.id} --max-tokens N" in markdown
+    widgets = [o for o in run.outputs if "application/vnd.jupyter.widget-view+json" in o["data"]]
+    assert len(widgets) == 1  # max tokens / max USD, Raise budget / Deny
+    assert "a larger budget" in str(cell("%agi runs").value.rows)
+    assert len(fake_llm.requests) == 1
+
+    raised = cell(f"%agi approve {waiting.id} --max-tokens 1000")
+
+    assert ctx.agi.run(waiting.id).status == "succeeded"
+    assert "Listed." in raised.outputs[-1]["data"]["text/markdown"]
+    assert len(fake_llm.requests) == 2
+
+
+def test_a_denied_budget_fails_the_cell_run(
+    cell: RunCell, ctx: Any, fake_llm: FakeLLMServer
+) -> None:
+    cell("%agi new --agent build --review-mode ask --max-tokens 100")
+    fake_llm.enqueue(Turn(tool_calls=[FakeToolCall("fs_list", {"path": "."})], usage=(50, 10)))
+    cell("%%agi\nlist the files")
+    (waiting,) = ctx.agi.runs(limit=1).items
+
+    cell(f"%agi deny {waiting.id}")
+
+    run = ctx.agi.run(waiting.id)
+    assert run.status == "failed"
+    assert run.error is not None
+    assert run.error["code"] == "BUDGET_EXCEEDED"
+    assert len(fake_llm.requests) == 1

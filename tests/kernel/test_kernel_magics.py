@@ -396,3 +396,22 @@ def test_models_lists_a_local_servers_models(
     (project / ".agi" / "config.json").write_text(json.dumps(config))
     table = cell("%agi models").value
     assert ["compat:gpt-fake", "", "", "", "served"] in table.rows
+
+
+def test_the_magic_sets_the_notebooks_budget_for_every_process(
+    cell: RunCell, ctx: Any, shell: Any, project: Path, fake_llm: FakeLLMServer
+) -> None:
+    shell.user_ns["__session__"] = str(project / "work" / "nb.ipynb")
+    cell("%agi new")
+    set_ = cell("%agi budget --notebook --max-tokens 50")
+    assert "agi: notebook work/nb.ipynb budget: 0/50 tokens (50 tokens left)" in set_.stdout
+    assert ctx.agi.store.notebook_budgets() == {"work/nb.ipynb": {"max_tokens": 50}}
+    fake_llm.enqueue(Turn(text="one", usage=(40, 10)))
+    assert cell("%%agi\none").value.run.status == "succeeded"
+
+    refused = cell("%%agi\ntwo")
+
+    assert refused.value.run.error["code"] == "BUDGET_EXCEEDED"
+    assert len(fake_llm.requests) == 1
+    assert "no budget applies" in cell("%agi budget --notebook --none").stdout
+    assert ctx.agi.store.notebook_budgets() == {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agi_jupyter.budget import Budget, BudgetStatus, NextCall, refusal
-from agi_jupyter.errors import UsageError
+from agi_jupyter.errors import BudgetNotRaised, NoPendingApproval, UsageError
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 from tests.runtime.conftest import MakeAgi
 
@@ -130,3 +130,69 @@ def test_unknown_usage_is_not_counted_as_zero() -> None:
     reason = refusal(status, NextCall(input_tokens_at_least=10, usage_unknown=True))
     assert reason is not None
     assert "spend is unknown" in reason
+
+
+def _park_on_budget(make_agi: MakeAgi, fake_llm: FakeLLMServer) -> tuple[str, str]:
+    """A ``build`` session in review mode ask with 100 tokens: its second call would go over."""
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_list", {"path": "."})], usage=(50, 10)),
+        Turn(text="listed", usage=(70, 5)),
+    )
+    agi = make_agi()
+    session = agi.new_session(
+        agent="build", model=MODEL, budget={"max_tokens": 100}, review_mode="ask"
+    )
+    run = agi.ask("list the files", session=session.id).run
+    assert (run.status, run.owner, run.error) == ("waiting_approval", None, None)
+    assert agi.store.due_runs() == []  # no tick claims it until it is answered
+    question = agi.pending_budget(run.id)
+    assert question is not None
+    (asked,) = question["budgets"]
+    assert (asked["scope"], asked["spent_tokens"], asked["max_tokens"]) == ("session", 60, 100)
+    assert question["input_tokens_at_least"] == 50
+    assert "resends at least 50 tokens" in question["reason"]
+    last = _budget_events(agi, run.id)[-1]
+    assert (last["exceeded"], last["asking"]) == (True, True)
+    assert len(fake_llm.requests) == 1
+    agi.close()  # the process that ran it is gone: the question is in the store
+    return run.id, session.id
+
+
+def test_in_ask_mode_a_spent_budget_waits_and_a_larger_one_resumes_the_run(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer
+) -> None:
+    run_id, session_id = _park_on_budget(make_agi, fake_llm)
+    agi = make_agi()
+    with pytest.raises(BudgetNotRaised):
+        agi.decide(run_id, "approve")
+    with pytest.raises(BudgetNotRaised):
+        agi.decide(run_id, "approve", budget={"max_tokens": 100})
+
+    assert agi.decide(run_id, "approve", budget={"max_tokens": 1000}, resume=False) == []
+    assert agi.run(run_id).status == "queued"
+    assert agi.pending_budget(run_id) is None
+    with pytest.raises(NoPendingApproval):
+        agi.decide(run_id, "approve", budget={"max_tokens": 2000})
+    make_agi().tick()  # any process resumes it
+
+    run = agi.run(run_id)
+    assert run.status == "succeeded", run.error
+    assert agi.result(run_id).text == "listed"
+    assert len(fake_llm.requests) == 2  # the first turn was not repeated
+    assert agi.session(session_id).budget == {"max_tokens": 1000}
+
+
+def test_in_ask_mode_a_denied_budget_fails_the_run(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer
+) -> None:
+    run_id, _ = _park_on_budget(make_agi, fake_llm)
+    agi = make_agi()
+    agi.decide(run_id, "deny", resume=False)
+    agi.tick()
+
+    run = agi.run(run_id)
+    assert run.status == "failed"
+    assert run.error is not None
+    assert run.error["code"] == "BUDGET_EXCEEDED"
+    assert "denied" in str(run.error["message"])
+    assert len(fake_llm.requests) == 1

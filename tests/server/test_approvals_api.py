@@ -62,3 +62,61 @@ async def test_a_waiting_run_is_listed_decided_per_call_and_resumed(
     await wait_for(finished)
     assert (await fetch("runs", run["id"], "approvals")).data["approvals"] == []
     assert "only a" in str(fake_llm.requests[-1].body)
+
+
+async def test_a_run_waiting_for_a_larger_budget_is_answered_over_rest(
+    fetch: Fetch, fake_llm: FakeLLMServer
+) -> None:
+    created = await fetch(
+        "sessions",
+        method="POST",
+        json={
+            "agent": "build",
+            "review_mode": "ask",
+            "model": "openai-chat:gpt-4o-mini",
+            "budget": {"max_tokens": 100},
+        },
+    )
+    session = created.data["session"]
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_list", {"path": "."})], usage=(50, 10)),
+        Turn(text="listed", usage=(70, 5)),
+    )
+    reply = await fetch(
+        "sessions", session["id"], "messages", method="POST", json={"content": "list"}
+    )
+    run = reply.data["run"]
+    assert run["status"] == "waiting_approval"
+    listed = await fetch("runs", run["id"], "approvals")
+    assert listed.data["approvals"] == []
+    question = listed.data["budget"]
+    assert question["budgets"][0]["spent_tokens"] == 60
+    assert question["budgets"][0]["max_tokens"] == 100
+    assert question["input_tokens_at_least"] == 50
+
+    same = await fetch(
+        "runs", run["id"], "approvals", method="POST",
+        json={"decision": "approve", "budget": {"max_tokens": 100}},
+    )  # fmt: skip
+    assert (same.status, same.error["code"]) == (400, "BUDGET_NOT_RAISED")
+    none = await fetch("runs", run["id"], "approvals", method="POST", json={"decision": "approve"})
+    assert (none.status, none.error["code"]) == (400, "BUDGET_NOT_RAISED")
+    assert len(fake_llm.requests) == 1
+
+    raised = await fetch(
+        "runs", run["id"], "approvals", method="POST",
+        json={"decision": "approve", "budget": {"max_tokens": 1000}},
+    )  # fmt: skip
+    assert raised.status == 200, raised
+    assert raised.data["decided"] == []
+
+    async def finished() -> bool:
+        status = (await fetch("runs", run["id"])).data["run"]["status"]
+        return bool(status == "succeeded")
+
+    await wait_for(finished)
+    assert len(fake_llm.requests) == 2
+    ses = await fetch("sessions", session["id"])
+    assert ses.data["session"]["budget"] == {"max_tokens": 1000}
+    again = await fetch("runs", run["id"], "approvals")
+    assert again.data["budget"] is None

@@ -195,3 +195,39 @@ async def test_a_session_budget_stops_its_run_with_budget_exceeded(
     assert raised.data["session"]["budget"] == {"max_tokens": 500}
     removed = await fetch("sessions", session["id"], method="PATCH", json={"budget": None})
     assert removed.data["session"]["budget"] is None
+
+
+async def test_a_notebook_budget_set_over_rest_stops_the_notebooks_runs(
+    fetch: Fetch, fake_llm: FakeLLMServer
+) -> None:
+    bad = await fetch(
+        "notebook-budgets", method="PATCH", json={"path": "a.ipynb", "budget": {"max_usd": -1}}
+    )
+    assert (bad.status, bad.error["code"]) == (400, "VALIDATION_ERROR")
+    set_ = await fetch(
+        "notebook-budgets",
+        method="PATCH",
+        json={"path": "./work/a.ipynb", "budget": {"max_tokens": 50}},
+    )
+    assert set_.status == 200, set_
+    assert set_.data["notebook_budgets"] == {"work/a.ipynb": {"max_tokens": 50}}
+    created = await fetch(
+        "sessions",
+        method="POST",
+        json={"model": "openai-chat:gpt-4o-mini", "notebook_path": "work/a.ipynb"},
+    )
+    session = created.data["session"]
+    fake_llm.enqueue(Turn(text="one", usage=(40, 10)))
+    first = await fetch("sessions", session["id"], "messages", method="POST", json={"content": "1"})
+    assert first.data["run"]["status"] == "succeeded"
+    second = await fetch(
+        "sessions", session["id"], "messages", method="POST", json={"content": "2"}
+    )
+    assert second.data["run"]["error"]["code"] == "BUDGET_EXCEEDED"
+    assert "notebook work/a.ipynb budget: 50/50 tokens" in second.data["run"]["error"]["message"]
+    assert len(fake_llm.requests) == 1
+    removed = await fetch(
+        "notebook-budgets", method="PATCH", json={"path": "work/a.ipynb", "budget": None}
+    )
+    assert removed.data["notebook_budgets"] == {}
+    assert (await fetch("notebook-budgets")).data["notebook_budgets"] == {}

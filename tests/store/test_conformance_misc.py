@@ -189,3 +189,20 @@ def test_stats(store: Store, session: Session) -> None:
         "cost_usd": 0.75,
         "unknown_usage_runs": 1,
     }
+
+
+# --- notebook budgets set from a front door ------------------------------------------------------
+
+
+def test_notebook_budgets_are_set_replaced_and_removed(store: Store) -> None:
+    assert store.notebook_budgets() == {}
+    store.set_notebook_budget("work/a.ipynb", {"max_usd": 2.0})
+    store.set_notebook_budget("b.ipynb", {"max_tokens": 100})
+    store.set_notebook_budget("work/a.ipynb", {"max_tokens": 50, "max_usd": 3.5})
+    assert store.notebook_budgets() == {
+        "b.ipynb": {"max_tokens": 100},
+        "work/a.ipynb": {"max_tokens": 50, "max_usd": 3.5},
+    }
+    store.set_notebook_budget("b.ipynb", None)
+    store.set_notebook_budget("never.ipynb", None)  # removing nothing is no error
+    assert list(store.notebook_budgets()) == ["work/a.ipynb"]

@@ -90,6 +90,7 @@ def test_migrations_are_numbered_in_order() -> None:
         "m013_runs_agent",
         "m014_tool_call_approvals",
         "m015_sessions_budget",
+        "m016_notebook_budgets",
     ]
     assert len(set(names)) == len(names)
 

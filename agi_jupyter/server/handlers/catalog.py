@@ -8,11 +8,12 @@ from agi_jupyter.mcp.tools import server_of
 from agi_jupyter.model_specs import KNOWN_PROVIDERS
 from agi_jupyter.providers.local_models import list_local_models
 from agi_jupyter.server.handlers.base import AgiHandler, cursor_not_found, protected
-from agi_jupyter.server.models import TasksQuery, ToolsQuery
+from agi_jupyter.server.models import NotebookBudgetUpdate, TasksQuery, ToolsQuery
 from agi_jupyter.server.responses import (
     AgentInfo,
     AgentList,
     McpServerInfo,
+    NotebookBudgets,
     ProviderInfo,
     ProviderList,
     SdkInfo,
@@ -113,6 +114,23 @@ class StatsHandler(AgiHandler):
     async def get(self) -> None:
         agi = await self.agi()
         self.reply(Stats.model_validate(await self.call(agi.stats)))
+
+
+class NotebookBudgetsHandler(AgiHandler):
+    """Notebook budgets: listed, and set from here for every process (the store's)."""
+
+    @protected
+    async def get(self) -> None:
+        agi = await self.agi()
+        self.reply(NotebookBudgets(notebook_budgets=await self.call(agi.notebook_budgets)))
+
+    @protected
+    async def patch(self) -> None:
+        body = self.body(NotebookBudgetUpdate)
+        agi = await self.agi()
+        budget = None if body.budget is None else body.budget.model_dump(exclude_none=True)
+        await self.call(agi.set_notebook_budget, body.path, budget)
+        self.reply(NotebookBudgets(notebook_budgets=await self.call(agi.notebook_budgets)))
 
 
 class TasksHandler(AgiHandler):

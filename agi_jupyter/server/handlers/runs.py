@@ -136,7 +136,8 @@ class RunApprovalsHandler(AgiHandler):
             )
             for c in calls
         ]
-        self.reply(ApprovalList(run=run, approvals=approvals))
+        question = await self.call(agi.pending_budget, run_id)
+        self.reply(ApprovalList(run=run, approvals=approvals, budget=question))
 
     @protected
     async def post(self, run_id: str) -> None:
@@ -149,6 +150,7 @@ class RunApprovalsHandler(AgiHandler):
             tool_call_id=body.tool_call_id,
             message=body.message,
             resume=False,
+            budget=None if body.budget is None else body.budget.model_dump(exclude_none=True),
         )
         run = await self.call(agi.run, run_id)
         if run.status == "queued":

@@ -359,3 +359,15 @@ def m014_tool_call_approvals(conn: Connection) -> None:
 def m015_sessions_budget(conn: Connection) -> None:
     """A session's token/cost budget (JSON ``{"max_tokens", "max_usd"}``, NULL: none)."""
     conn.execute(f"ALTER TABLE sessions ADD COLUMN budget {TEXT}")
+
+
+@migration
+def m016_notebook_budgets(conn: Connection) -> None:
+    """Notebook budgets set from a front door (see the SQLite migration)."""
+    _table(
+        conn,
+        "notebook_budgets",
+        f"path {TEXT} PRIMARY KEY",
+        f"budget {TEXT} NOT NULL",
+        f"updated_at {TEXT} NOT NULL",
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from agi_jupyter.errors import NotFound
@@ -187,6 +188,24 @@ class PgCapabilitiesMixin(PgCore):
     def delete_capability(self, name: str) -> bool:
         with self._write() as conn:
             return conn.execute("DELETE FROM capabilities WHERE name = %s", [name]).rowcount == 1
+
+    def set_notebook_budget(self, path: str, budget: JSON | None) -> None:
+        """Store the budget of the notebook ``path`` (None removes it)."""
+        with self._write() as conn:
+            if budget is None:
+                conn.execute("DELETE FROM notebook_budgets WHERE path = %s", [path])
+                return
+            conn.execute(
+                "INSERT INTO notebook_budgets (path, budget, updated_at) VALUES (%s, %s, %s)"
+                " ON CONFLICT (path) DO UPDATE SET budget = excluded.budget,"
+                " updated_at = excluded.updated_at",
+                [path, json.dumps(budget), utc_now()],
+            )
+
+    def notebook_budgets(self) -> dict[str, JSON]:
+        """The stored notebook budgets, by path."""
+        rows = self._all("SELECT path, budget FROM notebook_budgets ORDER BY path")
+        return {str(r[0]): json.loads(r[1]) for r in rows}
 
 
 class PgStatsMixin(PgCore):
