@@ -21,21 +21,21 @@ queue up behind each other.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Coroutine
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agi_jupyter import events as ev
 from agi_jupyter.aio import complete, regardless
-from agi_jupyter.errors import AgiError, RunLost, RunTerminal
+from agi_jupyter.errors import AgiError, RunLost
 from agi_jupyter.records import Message, Run, RunFence, Session, part_from_dict, session_for_run
 from agi_jupyter.runtime import endings
 from agi_jupyter.runtime.emitter import RunEmitter
 from agi_jupyter.runtime.endings import run_to_dict
 from agi_jupyter.runtime.lease import LeaseKeeper
+from agi_jupyter.runtime.run_stops import RunStops, Stop, TickResult, cancel_error, iso_in
 from agi_jupyter.runtime.runner import AgentLoop, AttemptInputs, AttemptResult, message_to_dict
 
 if TYPE_CHECKING:
@@ -50,26 +50,6 @@ __all__ = ["RunManager", "TickResult", "run_to_dict"]
 # died) may still have reached followers, which would take new events with those seqs for
 # duplicates.
 RESUME_SEQ_GAP = 1000
-
-Stop = Literal["release", "lost"]
-
-
-@dataclass
-class TickResult:
-    executed: int = 0
-    recovered: int = 0
-    failed_stale: int = 0
-    skipped: int = 0
-    webhook_events: int = 0  # webhook deliveries processed (deep research)
-    completed_background: int = 0  # parked runs completed by a webhook or a poll
-
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-
-def _iso_in(seconds: float) -> str:
-    moment = datetime.now(UTC) + timedelta(seconds=seconds)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _seconds_until(iso: str | None) -> float:
@@ -128,8 +108,9 @@ class _Begun:
     inputs: AttemptInputs | None  # the native loop's first reads, made in the same trip
 
 
-class RunManager:
-    """Executes runs on the runtime loop. All coroutines here run on that loop."""
+class RunManager(RunStops):
+    """Executes runs on the runtime loop. All coroutines here run on that loop. Cancelling,
+    releasing and ticking runs: ``RunStops`` (``runtime.run_stops``)."""
 
     def __init__(self, deps: RuntimeDeps) -> None:
         self.deps = deps
@@ -408,7 +389,7 @@ class RunManager:
                     emitter.section(endings.release, self.deps, run.id, emitter)
                 )
             return await regardless(
-                emitter.section(self._finish, run.id, emitter, "cancelled", _cancel_error())
+                emitter.section(self._finish, run.id, emitter, "cancelled", cancel_error())
             )
         except endings.AwaitingBudget as e:
             return await regardless(
@@ -481,17 +462,17 @@ class RunManager:
                 "message": f"stopped after {result.iterations} iterations with tool calls pending",
             }
         if self.deps.store.get_run(run_id).status == "cancelled":  # asked for meanwhile
-            return self._finish(run_id, emitter, "cancelled", _cancel_error())
+            return self._finish(run_id, emitter, "cancelled", cancel_error())
         return self._finish(run_id, emitter, "succeeded", error)
 
     def _after_error(self, run_id: str, emitter: RunEmitter, error: AgiError) -> Run:
         run = self.deps.store.get_run(run_id)
         if run.status == "cancelled":  # its cancel was asked for meanwhile
-            return self._finish(run_id, emitter, "cancelled", _cancel_error())
+            return self._finish(run_id, emitter, "cancelled", cancel_error())
         if error.retryable and run.attempt < run.max_attempts:
             backoff = self.deps.config.retry_backoff
             delay = backoff[min(run.attempt, len(backoff)) - 1] if backoff else 0.0
-            return endings.requeue(self.deps, run_id, emitter, _iso_in(delay), error.to_dict())
+            return endings.requeue(self.deps, run_id, emitter, iso_in(delay), error.to_dict())
         return self._finish(run_id, emitter, "failed", error.to_dict())
 
     def emitter_for(self, run: Run) -> RunEmitter:
@@ -508,155 +489,3 @@ class RunManager:
         self, run_id: str, emitter: RunEmitter, status: str, error: dict[str, Any] | None
     ) -> Run:
         return endings.finish(self.deps, run_id, emitter, status, error)
-
-    def _take_over(self, run: Run, **changes: Any) -> RunFence | None:
-        """Become the owner of a run no live process holds (CAS on its version): the fence to
-        end it with, or None when it changed meanwhile."""
-        if not self.deps.store.update_run_if(run.id, run.version, owner=self.deps.owner, **changes):
-            return None
-        return self.deps.store.get_run(run.id).fence
-
-    def _cancel_unclaimed(self, run_id: str) -> Run:
-        run = self.deps.store.get_run(run_id)
-        if run.is_terminal or run.status != "queued":
-            return run
-        fence = self._take_over(run, status="cancelled")
-        if fence is None:
-            return self._cancel_unclaimed(run_id)
-        return self._finish(run_id, self._emitter(run, fence), "cancelled", _cancel_error())
-
-    # --- cancel and release --------------------------------------------------------------------
-
-    async def cancel(self, run_id: str) -> Run:
-        """Cancel a run: here if we run it, else by taking it over in the store.
-
-        Raises ``RunTerminal`` for a run that had already ended."""
-        if (await self.deps.stored(self.deps.store.get_run, run_id)).is_terminal:
-            raise RunTerminal(f"run {run_id} has already ended")
-        run = await self._cancel(run_id)
-        executor = self.executors.get(run.type)
-        if executor is not None and run.status == "cancelled":
-            await executor.on_cancelled(run)
-        return run
-
-    async def _cancel(self, run_id: str) -> Run:
-        task = self._tasks.get(run_id)
-        if task is not None:
-            if self._stops.get(run_id) == "release":
-                del self._stops[run_id]  # an explicit cancel wins over a release
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait({task}, timeout=30)
-            run = await self.deps.stored(self.deps.store.get_run, run_id)
-            if run.status != "queued":
-                return run
-            # A task cancelled before its first step never ran a line: the run is still
-            # queued, and nobody else will end it.
-        return await self.deps.stored(self.request_cancel, run_id)
-
-    def request_cancel(self, run_id: str) -> Run:
-        """Cancel a run that this process does not execute, from any thread, without the
-        runtime loop: a run with a live owner elsewhere is marked ``cancelled`` and its owner
-        ends it at its next heartbeat; any other run is taken over and ended here."""
-        run = self.deps.store.get_run(run_id)
-        if run.is_terminal:
-            return run
-        if run.status == "running" and not self._is_stale(run):
-            if not self.deps.store.update_run_if(run.id, run.version, status="cancelled"):
-                return self.request_cancel(run_id)  # it changed under us: look again
-            return self.deps.store.get_run(run_id)
-        fence = self._take_over(run, status="cancelled")
-        if fence is None:
-            return self.request_cancel(run_id)
-        return self._finish(run_id, self._emitter(run, fence), "cancelled", _cancel_error())
-
-    async def release_all(self, grace: float = 10.0) -> None:
-        """Hand every run this process drives back to the queue (a graceful stop): running
-        ones are released (``queued``, due now, ``loop_state`` kept) for the next process or
-        any tick to resume; queued ones stay queued."""
-        tasks = list(self._tasks.items())
-        for run_id, task in tasks:
-            self._stops.setdefault(run_id, "release")
-            task.cancel()
-        if tasks:
-            await asyncio.wait([task for _, task in tasks], timeout=grace)
-
-    # --- tick ----------------------------------------------------------------------------------
-
-    async def tick(self, *, max_runs: int = 10) -> TickResult:
-        """Recover stale runs, then claim due queued runs and execute them (at most
-        ``max_runs``), and wait for them.
-
-        Claims are atomic (``store.claim_due_runs``): concurrent tickers in several processes
-        take disjoint runs, the oldest due run of each session whose session is not busy; when
-        a run ends, the next run of its session (if due) is claimed in turn."""
-        result = TickResult()
-        await self.deps.stored(self._recover_stale, result, max_runs)
-        due = await self.deps.stored(self.deps.store.due_runs, limit=max_runs)
-        result.skipped = sum(1 for run in due if self.is_local(run.id))
-        started = 0
-        running: set[asyncio.Task[Run]] = set()
-        while True:
-            exclude = list(self._tasks)  # (read here, on the loop that changes it)
-            for run in await self.deps.stored(self._claim_due, max_runs - started, exclude):
-                started += 1
-                running.add(self.spawn(run.id, wait_for_session=False, claimed=run.fence))
-            if not running:
-                return result
-            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                if task.cancelled():
-                    continue
-                if task.exception() is not None:
-                    log.error("a run of the tick failed", exc_info=task.exception())
-                else:
-                    run = task.result()
-                    if run.owner == self.deps.owner and run.is_terminal:
-                        result.executed += 1
-
-    def _claim_due(self, limit: int, exclude: list[str]) -> list[Run]:
-        if limit <= 0:
-            return []
-        return self.deps.store.claim_due_runs(
-            owner=self.deps.owner,
-            stale_before=_iso_in(-self.deps.stale_after),
-            limit=limit,
-            exclude=exclude,
-        )
-
-    def _recover_stale(self, result: TickResult, limit: int) -> None:
-        """Runs whose owner went silent: back to the queue (taken over: the old owner's fence
-        stops holding), or failed when no attempts are left."""
-        cutoff = _iso_in(-self.deps.stale_after)
-        for run in self.deps.store.stale_runs(heartbeat_before=cutoff, limit=limit):
-            if self.is_local(run.id):
-                continue
-            if run.attempt >= run.max_attempts:
-                fence = self._take_over(run)
-                if fence is not None:
-                    error = {
-                        "code": "RUN_ABANDONED",
-                        "message": "the process running this run stopped and no attempts are left",
-                    }
-                    self._finish(run.id, self._emitter(run, fence), "failed", error)
-                    result.failed_stale += 1
-                continue
-            if self.deps.store.update_run_if(
-                run.id, run.version, status="queued", owner=None, next_attempt_at=None
-            ):
-                result.recovered += 1
-
-    async def aclose(self) -> None:
-        """Release the runs still executing here (see ``release_all``) and stop."""
-        await self.release_all()
-        tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for executor in self.executors.values():
-            await executor.aclose()
-        self.leases.close()
-
-
-def _cancel_error() -> dict[str, Any]:
-    return {"code": "RUN_CANCELLED", "message": "the run was cancelled"}
