@@ -4,7 +4,8 @@ The terminal's ``%agi budget``: with no limit given it shows spent, limit and wh
 every budget that applies (the session's own and its notebook's); ``--max-tokens`` /
 ``--max-usd`` replace the budget first, ``--none`` removes it. With ``--notebook PATH`` the
 same for the stored budget of that notebook (``Agi.set_notebook_budget``). Lines are
-formatted as ``agi stats`` prints them (``render.budget_line``).
+formatted as ``agi stats`` prints them (``render.budget_line``). ``--server``: the same over
+REST (``budget_remote``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,16 @@ if TYPE_CHECKING:
 )
 @project_option
 @json_option
+@click.option(
+    "--server",
+    metavar="URL",
+    envvar="AGI_SERVER_URL",
+    show_envvar=True,
+    help="Through a running `agi serve` or Jupyter server (--project: a folder under its root).",
+)
+@click.option(
+    "--token", metavar="TOKEN", envvar="AGI_SERVER_TOKEN", show_envvar=True, help="Its token."
+)
 def budget(
     session_id: str | None,
     max_tokens: int | None,
@@ -52,6 +63,8 @@ def budget(
     notebook: str | None,
     project: Path | None,
     as_json: bool,
+    server: str | None,
+    token: str | None,
 ) -> None:
     """Show, set or remove the token/cost budget of a session (default: the latest run's)
     or, with --notebook PATH, of a notebook.
@@ -72,12 +85,17 @@ def budget(
         raise click.UsageError("give a SESSION or --notebook PATH, not both")
     # None: only show; {}: remove (as %agi budget, the limits given replace the budget)
     change = given if (given or remove) else None
-    with open_agi(project) as agi:
-        view = (
-            _notebook(agi, notebook, change)
-            if notebook is not None
-            else _session(agi, session_id, change)
-        )
+    if server:
+        from agi_jupyter.cli.budget_remote import remote_view
+
+        view = remote_view(server, token, project, session_id, notebook, change)
+    else:
+        with open_agi(project) as agi:
+            view = (
+                _notebook(agi, notebook, change)
+                if notebook is not None
+                else _session(agi, session_id, change)
+            )
     if as_json:
         render.print_json(view)
         return

@@ -1,19 +1,23 @@
 """``agi budget``, the real ``agi`` as a process (on both store backends): shows spent, limit
 and what is left of a session's budgets (the latest run's session by default) and of a
 notebook's; sets, replaces and removes them; a budget set there stops the next run (exit 6);
-bad usage exits 2 with one line."""
+bad usage exits 2 with one line; ``--server`` does the same over REST."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agi_jupyter.app import Agi
+from agi_jupyter.cli.remote import ServerClient
 from agi_jupyter.testing import FakeLLMServer, Turn
 from tests.cli.conftest import run_agi
+from tests.cli.test_cli_faults import serve  # noqa: F401 - the fixture
 
 
 def _agi(*args: str) -> subprocess.CompletedProcess[str]:
@@ -42,7 +46,8 @@ def test_shows_sets_replaces_and_removes_the_latest_sessions_budget(
 
     set_ = _ok("budget", "--max-tokens", "100", "--max-usd", "0.5")
     assert set_.startswith("session budget: 60/100 tokens, $")
-    assert "(40 tokens, $0." in set_ and "left)" in set_
+    assert "(40 tokens, $0." in set_
+    assert set_.rstrip().endswith(" left)")
     assert agi.session(session_id).budget == {"max_tokens": 100, "max_usd": 0.5}
 
     # replaced whole, as %agi budget does: the cost limit goes
@@ -55,9 +60,7 @@ def test_shows_sets_replaces_and_removes_the_latest_sessions_budget(
         60,
         140,
     )
-    assert _ok("budget", session_id).strip() == (
-        "session budget: 60/200 tokens (140 tokens left)"
-    )
+    assert _ok("budget", session_id).strip() == ("session budget: 60/200 tokens (140 tokens left)")
 
     removed = _ok("budget", "--none")
     assert removed.strip() == f"no budget applies to session {session_id}"
@@ -134,3 +137,36 @@ def test_bad_usage_exits_2(args: list[str], message: str) -> None:
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.slow
+def test_over_a_server_the_same_view_and_changes(
+    fake_llm: FakeLLMServer,
+    agi: Agi,
+    serve: Callable[[], tuple[Any, ServerClient]],  # noqa: F811 - the fixture
+) -> None:
+    session = agi.new_session(notebook_path="n.ipynb")
+    agi.store.add_session_usage(session.id, input_tokens=50, output_tokens=10, cost_usd=0.0)
+    _server, client = serve()
+    remote = ("--server", client.base, "--token", str(client.token))
+
+    assert _ok("budget", *remote).strip() == f"no budget applies to session {session.id}"
+    assert _ok("budget", *remote, "--max-tokens", "100").strip() == (
+        "session budget: 60/100 tokens (40 tokens left)"
+    )
+    assert agi.session(session.id).budget == {"max_tokens": 100}
+    set_ = _ok("budget", *remote, "--notebook", "n.ipynb", "--max-tokens", "80")
+    assert set_.strip() == "notebook n.ipynb budget: 60/80 tokens (20 tokens left)"
+    assert agi.notebook_budgets() == {"n.ipynb": {"max_tokens": 80}}
+    assert _ok("budget", *remote, session.id).splitlines() == [
+        "session budget: 60/100 tokens (40 tokens left)",
+        "notebook n.ipynb budget: 60/80 tokens (20 tokens left)",
+    ]
+
+    _ok("budget", *remote, session.id, "--none")
+    _ok("budget", *remote, "--notebook", "n.ipynb", "--none")
+
+    assert agi.session(session.id).budget is None
+    assert agi.notebook_budgets() == {}
+    unknown = _agi("budget", *remote, "ses_nope")
+    assert unknown.returncode == 2, unknown.stderr
