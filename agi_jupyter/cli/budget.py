@@ -66,8 +66,8 @@ def budget(
     server: str | None,
     token: str | None,
 ) -> None:
-    """Show, set or remove the token/cost budget of a session (default: the latest run's)
-    or, with --notebook PATH, of a notebook.
+    """Show, set or remove the token/cost budget of a session (default: the one `agi -c`
+    continues) or, with --notebook PATH, of a notebook.
 
     \b
       agi budget                        spent, limit and left of the latest session's budgets
@@ -75,7 +75,8 @@ def budget(
       agi budget SESSION --none         remove it
       agi budget --notebook analysis/report.ipynb --max-usd 2
 
-    A run stops before its next model call once a budget is spent (exit 6).
+    A run stops before its next model call once a budget is spent (exit 6); in review mode
+    ask, a spent session budget waits for `agi approve RUN --max-tokens N` instead.
     """
     limits = {"max_tokens": max_tokens, "max_usd": max_usd}
     given = {k: v for k, v in limits.items() if v is not None}
