@@ -12,6 +12,7 @@ to a running server's REST API); modules stay small, one concern each:
     inspect.py   sessions, show, runs, run, events, cancel, tick
     catalog.py   artifacts, artifact, tools, agents, models, tasks, stats
     export.py    ``agi export``: a session as a plain notebook
+    budget.py    ``agi budget``: a session's or notebook's budget (``budget_remote.py``: REST)
     render.py    tables, JSON and one-line summaries shared by the commands
 """
 

@@ -20,6 +20,7 @@ from agi_jupyter.cli.common import (
     EXIT_CANCELLED,
     EXIT_FAILED,
     fail,
+    latest_session_id,
     open_agi,
     project_option,
     stdout_is_file,
@@ -221,10 +222,10 @@ def _existing_session(agi: Agi, options: AskOptions) -> str | None:
         return None
     if options.session:
         return agi.session(options.session).id
-    latest = agi.runs(limit=1).items
-    if not latest:
+    latest = latest_session_id(agi)
+    if latest is None:
         raise UsageError("there is no earlier session to continue")
-    return latest[0].session_id
+    return latest
 
 
 def _check_tools(agi: Agi, names: tuple[str, ...]) -> None:

@@ -113,18 +113,7 @@ def stats(project: Path | None, as_json: bool) -> None:
         return
     render.fields((key, _stat(key, value)) for key, value in data.items())
     for status in budgets:
-        click.echo(f"{status.get('session_id') or ''} {_budget_line(status)}".strip())
-
-
-def _budget_line(status: dict[str, Any]) -> str:
-    from agi_jupyter.budget import describe
-
-    left = []
-    if status.get("remaining_tokens") is not None:
-        left.append(f"{status['remaining_tokens']} tokens")
-    if status.get("remaining_usd") is not None:
-        left.append(render.usd(status["remaining_usd"]))
-    return f"{describe(status)} ({', '.join(left)} left)"
+        click.echo(f"{status.get('session_id') or ''} {render.budget_line(status)}".strip())
 
 
 def _stat(key: str, value: Any) -> object:

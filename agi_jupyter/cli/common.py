@@ -85,6 +85,13 @@ def open_agi(project: Path | None) -> Iterator[Agi]:
         agi.close()
 
 
+def latest_session_id(agi: Agi) -> str | None:
+    """The session of the latest run (None: no run yet): what ``agi -c`` continues and
+    ``agi budget`` shows when no session is named."""
+    latest = agi.runs(limit=1).items
+    return latest[0].session_id if latest else None
+
+
 def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
 

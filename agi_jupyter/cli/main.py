@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from agi_jupyter import __version__
-from agi_jupyter.cli import approve, ask, catalog, export, inspect, mcp, serve, setup, undo
+from agi_jupyter.cli import approve, ask, budget, catalog, export, inspect, mcp, serve, setup, undo
 from agi_jupyter.cli.common import exit_code_for, fail
 from agi_jupyter.errors import AgiError
 
@@ -80,6 +80,7 @@ for _command in (
     export.export,
     undo.undo,
     *approve.COMMANDS,
+    budget.budget,
 ):
     cli.add_command(_command)
 

@@ -108,6 +108,19 @@ def usd(value: float | None) -> str:
     return "-" if value is None else f"${value:.4f}"
 
 
+def budget_line(status: Mapping[str, Any]) -> str:
+    """``session budget: 60/100 tokens (40 tokens left)``: a budget status (``BudgetStatus``
+    as a dict), as ``agi stats`` and ``agi budget`` print it."""
+    from agi_jupyter.budget import describe
+
+    left = []
+    if status.get("remaining_tokens") is not None:
+        left.append(f"{status['remaining_tokens']} tokens")
+    if status.get("remaining_usd") is not None:
+        left.append(usd(status["remaining_usd"]))
+    return f"{describe(status)} ({', '.join(left)} left)"
+
+
 def model_label(provider: str | None, model: str | None) -> str:
     return f"{provider}:{model}" if provider and model else (model or provider or "-")
 
