@@ -23,6 +23,7 @@ from agi_jupyter.cli.common import (
     latest_session_id,
     open_agi,
     project_option,
+    server_options,
     stdout_is_file,
     stdout_is_terminal,
 )
@@ -97,15 +98,8 @@ class AskOptions:
 @click.option("--max-usd", type=click.FloatRange(min=0, min_open=True), help="Cost budget (USD).")
 @project_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run's events as NDJSON.")
-@click.option(
-    "--server",
-    metavar="URL",
-    envvar="AGI_SERVER_URL",
-    show_envvar=True,
-    help="Send the prompt to a running `agi serve` (--project is then a folder under its root).",
-)
-@click.option(
-    "--token", metavar="TOKEN", envvar="AGI_SERVER_TOKEN", show_envvar=True, help="Its token."
+@server_options(
+    "Send the prompt to a running `agi serve` (--project is then a folder under its root)."
 )
 def ask(
     prompt: tuple[str, ...],

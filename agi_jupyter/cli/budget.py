@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agi_jupyter.cli import render
-from agi_jupyter.cli.common import json_option, latest_session_id, open_agi, project_option
+from agi_jupyter.cli.common import (
+    json_option,
+    latest_session_id,
+    open_agi,
+    project_option,
+    server_options,
+)
 from agi_jupyter.errors import UsageError
 
 if TYPE_CHECKING:
@@ -45,15 +51,8 @@ if TYPE_CHECKING:
 )
 @project_option
 @json_option
-@click.option(
-    "--server",
-    metavar="URL",
-    envvar="AGI_SERVER_URL",
-    show_envvar=True,
-    help="Through a running `agi serve` or Jupyter server (--project: a folder under its root).",
-)
-@click.option(
-    "--token", metavar="TOKEN", envvar="AGI_SERVER_TOKEN", show_envvar=True, help="Its token."
+@server_options(
+    "Through a running `agi serve` or Jupyter server (--project: a folder under its root)."
 )
 def budget(
     session_id: str | None,

@@ -64,6 +64,25 @@ def json_option(function: F) -> F:
     )
 
 
+def server_options(help_text: str) -> Callable[[F], F]:
+    """``--server URL`` (``AGI_SERVER_URL``) and ``--token`` (``AGI_SERVER_TOKEN``): the
+    command goes through a running ``agi serve`` or Jupyter server; ``help_text`` says how."""
+
+    def decorate(function: F) -> F:
+        function = click.option(
+            "--token",
+            metavar="TOKEN",
+            envvar="AGI_SERVER_TOKEN",
+            show_envvar=True,
+            help="Its token.",
+        )(function)
+        return click.option(
+            "--server", metavar="URL", envvar="AGI_SERVER_URL", show_envvar=True, help=help_text
+        )(function)
+
+    return decorate
+
+
 def project_root(project: Path | None) -> Path:
     """The project of ``--project`` (which must exist) or of the current folder."""
     from agi_jupyter.config import find_project

@@ -15,7 +15,14 @@ from urllib.parse import quote
 import click
 
 from agi_jupyter.cli import render
-from agi_jupyter.cli.common import EXIT_CONFLICT, fail, json_option, open_agi, project_option
+from agi_jupyter.cli.common import (
+    EXIT_CONFLICT,
+    fail,
+    json_option,
+    open_agi,
+    project_option,
+    server_options,
+)
 from agi_jupyter.errors import Conflict
 
 
@@ -30,16 +37,8 @@ from agi_jupyter.errors import Conflict
 )
 @project_option
 @json_option
-@click.option(
-    "--server",
-    metavar="URL",
-    envvar="AGI_SERVER_URL",
-    show_envvar=True,
-    help="Undo through a running `agi serve` or Jupyter server (--project: a folder under "
-    "its root).",
-)
-@click.option(
-    "--token", metavar="TOKEN", envvar="AGI_SERVER_TOKEN", show_envvar=True, help="Its token."
+@server_options(
+    "Undo through a running `agi serve` or Jupyter server (--project: a folder under its root)."
 )
 def undo(
     run_id: str,

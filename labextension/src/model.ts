@@ -390,8 +390,6 @@ export class PanelModel extends PanelStore {
     }
   }
 
-  /** Approve or deny what a run waits on (one call, or all of them): the server's runner
-   * resumes the run once nothing is left undecided, and the session stream shows it. */
   /** Answer a run's budget question: a larger session budget, or deny (it then fails). */
   async decideBudget(runId: string, decision: 'approve' | 'deny', budget?: { max_tokens?: number; max_usd?: number }): Promise<void> {
     try {
@@ -408,6 +406,8 @@ export class PanelModel extends PanelStore {
     }
   }
 
+  /** Approve or deny what a run waits on (one call, or all of them): the server's runner
+   * resumes the run once nothing is left undecided, and the session stream shows it. */
   async decideApproval(
     runId: string,
     decision: 'approve' | 'deny' | 'approve_always',
