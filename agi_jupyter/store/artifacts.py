@@ -1,9 +1,12 @@
-"""Artifacts: tool outputs, diffs, reports. Large payloads live in files, small ones inline.
+"""Artifacts: tool outputs, diffs, reports. Small payloads live in the row, large ones where
+the backend keeps them (its ``Payloads``).
 
-A payload (``content`` bytes, or ``text`` encoded as UTF-8) larger than the store's
-``artifact_threshold`` is written to ``.agi/artifacts/<id>/<filename>`` and the row keeps only
-its metadata: ``path`` (relative to the project), ``size`` and ``sha256``. A smaller one stays in
-the row (``text``, or an inline ``content`` BLOB), with the same ``size`` and ``sha256``.
+A payload (``content`` bytes, or ``text`` encoded as UTF-8) up to the store's
+``artifact_threshold`` stays in the row (``text``, or an inline ``content`` BLOB), with its
+``size`` and ``sha256``. A larger one goes to the backend's ``Payloads``: on SQLite a file
+``.agi/artifacts/<id>/<filename>`` whose ``path`` (relative to the project) the row keeps
+(``FilePayloads``, here); on PostgreSQL the row's ``content`` (``postgres/artifacts.py``), so
+every replica can read it. Either way ``text`` is then left empty, so listings stay small.
 """
 
 from __future__ import annotations
@@ -12,13 +15,17 @@ import hashlib
 import mimetypes
 import os
 import re
+import shutil
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from agi_jupyter.errors import ArtifactNotFound, RunNotFound, UsageError
+from agi_jupyter.errors import ArtifactNotFound, UsageError
 from agi_jupyter.records import JSON, Artifact, new_id, utc_now
-from agi_jupyter.store.connection import AGI_DIR, ARTIFACTS_DIR, StoreCore
+from agi_jupyter.store.base import ArtifactWriter
+from agi_jupyter.store.connection import AGI_DIR, ARTIFACTS_DIR
 from agi_jupyter.store.rows import ARTIFACTS
+from agi_jupyter.store.sql import Conn, Database, insert, require_run, require_session
 
 _SELECT = f"SELECT {ARTIFACTS.select()} FROM artifacts"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -34,11 +41,43 @@ def sanitize_filename(filename: str | None) -> str:
     return safe or DEFAULT_FILENAME
 
 
+class Payloads(Protocol):
+    """Where a backend keeps the payloads larger than ``artifact_threshold``."""
+
+    def place(self, artifact: Artifact, filename: str | None, payload: bytes) -> bytes | None:
+        """Keep ``payload`` (setting ``artifact.path`` if it goes elsewhere than the row);
+        returns the row's inline ``content``."""
+        ...
+
+    def read(self, artifact_id: str, path: str) -> bytes:
+        """The payload of an artifact whose row has a ``path``."""
+        ...
+
+    def remove(self, artifact_ids: Sequence[str]) -> None:
+        """Forget the payloads of artifacts whose rows are gone (best effort)."""
+        ...
+
+    def open(
+        self, artifacts: Artifacts, artifact: Artifact, filename: str | None
+    ) -> ArtifactWriter:
+        """A writer of ``artifact``'s payload in pieces, which inserts the row on commit."""
+        ...
+
+
 def _not_found(artifact_id: str) -> ArtifactNotFound:
     return ArtifactNotFound(f"artifact {artifact_id!r} not found")
 
 
-class ArtifactsMixin(StoreCore):
+class Artifacts:
+    """The ``artifacts`` table; large payloads go to ``payloads``."""
+
+    def __init__(self, db: Database, payloads: Payloads, *, threshold: int) -> None:
+        if threshold < 0:
+            raise UsageError("artifact_threshold must be >= 0")
+        self._db = db
+        self.payloads = payloads
+        self.threshold = threshold
+
     def create_artifact(
         self,
         kind: str,
@@ -75,13 +114,14 @@ class ArtifactsMixin(StoreCore):
             updated_at=now,
         )
         inline = content
-        if payload is not None and len(payload) > self.artifact_threshold:
-            artifact.path = self._write_artifact_file(artifact.id, filename, payload)
-            artifact.text = inline = None
         try:
-            self._insert_artifact(artifact, inline)
+            if payload is not None and len(payload) > self.threshold:
+                artifact.text = None
+                inline = self.payloads.place(artifact, filename, payload)
+            with self._db.write() as conn:
+                self.insert(conn, artifact, inline)
         except BaseException:
-            self._remove_artifact_files([artifact.id])
+            self.payloads.remove([artifact.id])
             raise
         return artifact
 
@@ -95,7 +135,7 @@ class ArtifactsMixin(StoreCore):
         mime: str | None = None,
         data: JSON | None = None,
         filename: str | None = None,
-    ) -> FileArtifactWriter:
+    ) -> ArtifactWriter:
         now = utc_now()
         artifact = Artifact(
             id=new_id("art"),
@@ -108,22 +148,22 @@ class ArtifactsMixin(StoreCore):
             created_at=now,
             updated_at=now,
         )
-        return FileArtifactWriter(self, artifact, sanitize_filename(filename))
+        return self.payloads.open(self, artifact, filename)
 
     def get_artifact(self, id: str) -> Artifact:
-        row = self._one(f"{_SELECT} WHERE id = ?", [id])
+        row = self._db.one(f"{_SELECT} WHERE id = ?", [id])
         if row is None:
             raise _not_found(id)
         return ARTIFACTS.from_row(row)
 
     def read_artifact(self, id: str) -> bytes:
         """The payload: the file's bytes, the inline content or text, else ``data`` as JSON."""
-        row = self._one("SELECT path, content, text, data FROM artifacts WHERE id = ?", [id])
+        row = self._db.one("SELECT path, content, text, data FROM artifacts WHERE id = ?", [id])
         if row is None:
             raise _not_found(id)
         path, content, text, data = row
         if path is not None:
-            return self._read_artifact_file(id, path)
+            return self.payloads.read(id, path)
         if content is not None:
             return bytes(content)
         if text is not None:
@@ -143,59 +183,79 @@ class ArtifactsMixin(StoreCore):
             where.append("(session_id = ? OR run_id IN (SELECT id FROM runs WHERE session_id = ?))")
             params.extend([session_id, session_id])
         sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "")
-        rows = self._all(f"{sql} ORDER BY created_at, rowid", params)
+        rows = self._db.all(f"{sql} ORDER BY created_at, {self._db.dialect.pos}", params)
         return [ARTIFACTS.from_row(r) for r in rows]
 
-    # --- helpers --------------------------------------------------------------------------
+    def insert(self, conn: Conn, artifact: Artifact, content: bytes | None = None) -> None:
+        """The row, in a write transaction (with only ``run_id``, the session is the run's)."""
+        dialect = self._db.dialect
+        if artifact.run_id is not None:
+            owner = require_run(conn, dialect, artifact.run_id)
+            artifact.session_id = artifact.session_id or owner
+        if artifact.session_id is not None:
+            require_session(conn, dialect, artifact.session_id)
+        insert(conn, "artifacts", {**ARTIFACTS.to_row(artifact), "content": content})
 
-    def _insert_artifact(self, artifact: Artifact, inline: bytes | None) -> None:
-        with self._write() as conn:
-            if artifact.run_id is not None:
-                row = conn.execute(
-                    "SELECT session_id FROM runs WHERE id = ?", [artifact.run_id]
-                ).fetchone()
-                if row is None:
-                    raise RunNotFound(f"run {artifact.run_id!r} not found")
-                artifact.session_id = artifact.session_id or row[0]
-            if artifact.session_id is not None:
-                self._require_session(conn, artifact.session_id)
-            self._insert(conn, "artifacts", {**ARTIFACTS.to_row(artifact), "content": inline})
-
-    def _commit_artifact_file(self, artifact: Artifact) -> Artifact:
+    def commit(self, artifact: Artifact) -> Artifact:
+        """Insert the row of an artifact whose payload is in place (a writer's commit)."""
         try:
-            self._insert_artifact(artifact, None)
+            with self._db.write() as conn:
+                self.insert(conn, artifact)
         except BaseException:
-            self._remove_artifact_files([artifact.id])
+            self.payloads.remove([artifact.id])
             raise
         return artifact
 
-    def _write_artifact_file(self, artifact_id: str, filename: str | None, payload: bytes) -> str:
-        folder = self.artifacts_dir / artifact_id
+
+class FilePayloads:
+    """SQLite's ``Payloads``: files under ``<project>/.agi/artifacts/<id>/``."""
+
+    def __init__(self, project_dir: Path) -> None:
+        self.project_dir = project_dir
+        self.folder = project_dir / AGI_DIR / ARTIFACTS_DIR
+
+    def place(self, artifact: Artifact, filename: str | None, payload: bytes) -> bytes | None:
+        folder = self.folder / artifact.id
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / sanitize_filename(filename)
         partial = folder / f".{target.name}.partial"
         partial.write_bytes(payload)
         os.replace(partial, target)
-        return Path(AGI_DIR, ARTIFACTS_DIR, artifact_id, target.name).as_posix()
+        artifact.path = Path(AGI_DIR, ARTIFACTS_DIR, artifact.id, target.name).as_posix()
+        return None
 
-    def _read_artifact_file(self, artifact_id: str, path: str) -> bytes:
+    def read(self, artifact_id: str, path: str) -> bytes:
         file = (self.project_dir / path).resolve()
-        if not file.is_relative_to((self.artifacts_dir / artifact_id).resolve()):
+        if not file.is_relative_to((self.folder / artifact_id).resolve()):
             raise ArtifactNotFound(f"artifact {artifact_id!r} has an invalid path")
         try:
             return file.read_bytes()
         except FileNotFoundError as e:
             raise ArtifactNotFound(f"the file of artifact {artifact_id!r} is missing") from e
 
+    def remove(self, artifact_ids: Sequence[str]) -> None:
+        for artifact_id in artifact_ids:
+            folder = self.folder / artifact_id
+            if folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
+
+    def open(
+        self, artifacts: Artifacts, artifact: Artifact, filename: str | None
+    ) -> ArtifactWriter:
+        return FileArtifactWriter(self, artifacts, artifact, sanitize_filename(filename))
+
 
 class FileArtifactWriter:
-    """``ArtifactsMixin.open_artifact``: the bytes go to ``<id>/.<name>.partial`` as they come,
-    hashed on the way; ``commit`` renames the file into place and inserts the row."""
+    """``FilePayloads.open``: the bytes go to ``<id>/.<name>.partial`` as they come, hashed
+    on the way; ``commit`` renames the file into place and inserts the row."""
 
-    def __init__(self, store: ArtifactsMixin, artifact: Artifact, name: str) -> None:
-        self._store = store
+    def __init__(
+        self, files: FilePayloads, artifacts: Artifacts, artifact: Artifact, name: str
+    ) -> None:
+        self._files = files
+        self._artifacts = artifacts
         self._artifact = artifact
-        folder = store.artifacts_dir / artifact.id
+        folder = files.folder / artifact.id
         folder.mkdir(parents=True, exist_ok=True)
         self._target = folder / name
         self._partial = folder / f".{name}.partial"
@@ -214,8 +274,8 @@ class FileArtifactWriter:
         artifact = self._artifact
         artifact.size, artifact.sha256 = self._size, self._hash.hexdigest()
         artifact.path = Path(AGI_DIR, ARTIFACTS_DIR, artifact.id, self._target.name).as_posix()
-        return self._store._commit_artifact_file(artifact)
+        return self._artifacts.commit(artifact)
 
     def abort(self) -> None:
         self._file.close()
-        self._store._remove_artifact_files([self._artifact.id])
+        self._files.remove([self._artifact.id])

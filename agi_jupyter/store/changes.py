@@ -1,38 +1,45 @@
-"""Snapshots and changes: content-addressed blobs, the changes runs make, tab replies.
+"""Snapshots and changes: content-addressed blobs and the changes runs make (undo).
 
 ``put_blob`` stores a content once under its sha256 (a second put of the same bytes is a
 no-op), so a notebook snapshotted before every edit of a run costs one row per distinct
-content. ``changes`` rows name the before/after blobs of one change to one path; undo reads
-a run's changes in order. ``notebook_replies`` is a mailbox: a JupyterLab tab answers a
-kernel's notebook request through the server, and the kernel takes the answer from here.
+content. The blobs live in the database (SQLite BLOB, PostgreSQL ``bytea``), so any replica can
+undo a run that another executed. ``changes`` rows name the before/after blobs of one change to
+one path; undo reads a run's changes in order. ``add_change`` holds its blobs (PostgreSQL:
+``FOR KEY SHARE``) until it commits, and the collector of unreferenced blobs
+(``Sessions.delete_session``) skips locked rows: a blob about to be referenced is never
+collected under it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agi_jupyter.errors import NotFound, UsageError
-from agi_jupyter.records import JSON, Change, ChangeKind, new_id, utc_now
-from agi_jupyter.store.connection import StoreCore
+from agi_jupyter.records import Change, ChangeKind, new_id, utc_now
 from agi_jupyter.store.rows import CHANGES
+from agi_jupyter.store.sql import Database, insert, require_run
 
 _SELECT = f"SELECT {CHANGES.select()} FROM changes"
-MAX_REQUEST_ID = 200
-REPLY_TTL = timedelta(hours=1)
 
 
-class ChangesMixin(StoreCore):
-    # --- blobs ------------------------------------------------------------------------------
+def _blob_not_found(sha256: str) -> NotFound:
+    return NotFound(f"snapshot {sha256!r} not found", code="BLOB_NOT_FOUND")
+
+
+class Changes:
+    """The ``blobs`` and ``changes`` tables."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._dialect = db.dialect
 
     def put_blob(self, data: bytes) -> str:
         """Store ``data`` once; returns its sha256 (hex)."""
         if not isinstance(data, bytes | bytearray):
             raise UsageError("a blob is bytes")
         sha = hashlib.sha256(data).hexdigest()
-        with self._write() as conn:
+        with self._db.write() as conn:
             conn.execute(
                 "INSERT INTO blobs (sha256, size, data, created_at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (sha256) DO NOTHING",
@@ -41,12 +48,10 @@ class ChangesMixin(StoreCore):
         return sha
 
     def get_blob(self, sha256: str) -> bytes:
-        row = self._one("SELECT data FROM blobs WHERE sha256 = ?", [sha256])
+        row = self._db.one("SELECT data FROM blobs WHERE sha256 = ?", [sha256])
         if row is None:
-            raise NotFound(f"snapshot {sha256!r} not found", code="BLOB_NOT_FOUND")
+            raise _blob_not_found(sha256)
         return bytes(row[0])
-
-    # --- changes ----------------------------------------------------------------------------
 
     def add_change(
         self,
@@ -72,16 +77,18 @@ class ChangesMixin(StoreCore):
             created_at=utc_now(),
         )
         row = CHANGES.to_row(change)
-        with self._write() as conn:
+        with self._db.write() as conn:
             if run_id is not None:
-                self._require_run(conn, run_id)
+                require_run(conn, self._dialect, run_id)
             for sha in (before_sha, after_sha):
-                if (
-                    sha is not None
-                    and not conn.execute("SELECT 1 FROM blobs WHERE sha256 = ?", [sha]).fetchone()
-                ):
-                    raise NotFound(f"snapshot {sha!r} not found", code="BLOB_NOT_FOUND")
-            self._insert(conn, "changes", row)
+                if sha is None:
+                    continue
+                held = conn.execute(
+                    f"SELECT 1 FROM blobs WHERE sha256 = ?{self._dialect.for_key_share}", [sha]
+                ).fetchone()
+                if held is None:
+                    raise _blob_not_found(sha)
+            insert(conn, "changes", row)
         return change
 
     def list_changes(self, *, run_id: str | None = None, path: str | None = None) -> list[Change]:
@@ -91,40 +98,9 @@ class ChangesMixin(StoreCore):
             filters.append(("run_id = ?", run_id))
         if path is not None:
             filters.append(("path = ?", path))
-        where = " AND ".join(c for c, _ in filters) or "1"
-        rows = self._all(
-            f"{_SELECT} WHERE {where} ORDER BY created_at, rowid", [v for _, v in filters]
+        where = " AND ".join(c for c, _ in filters) or "TRUE"
+        rows = self._db.all(
+            f"{_SELECT} WHERE {where} ORDER BY created_at, {self._dialect.pos}",
+            [v for _, v in filters],
         )
         return [CHANGES.from_row(r) for r in rows]
-
-    # --- replies of JupyterLab tabs ----------------------------------------------------------
-
-    def put_notebook_reply(self, request_id: str, payload: JSON) -> None:
-        """Leave the answer to a notebook request (the last answer of an id wins)."""
-        if not request_id or len(request_id) > MAX_REQUEST_ID:
-            raise UsageError("request_id must be 1 to 200 characters")
-        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-        now = datetime.now(UTC)
-        expired = (now - REPLY_TTL).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        with self._write() as conn:
-            # Answers nobody took (the kernel stopped waiting, or died) do not pile up.
-            conn.execute("DELETE FROM notebook_replies WHERE created_at < ?", [expired])
-            conn.execute(
-                "INSERT INTO notebook_replies (request_id, payload, created_at) VALUES (?, ?, ?)"
-                " ON CONFLICT (request_id) DO UPDATE SET payload = excluded.payload",
-                [request_id, text, utc_now()],
-            )
-
-    def take_notebook_reply(self, request_id: str) -> JSON | None:
-        """The answer to ``request_id``, removed from the mailbox; None while there is none."""
-        if self._one("SELECT 1 FROM notebook_replies WHERE request_id = ?", [request_id]) is None:
-            return None  # the common case while waiting: a read, no write lock
-        with self._write() as conn:
-            row = conn.execute(
-                "DELETE FROM notebook_replies WHERE request_id = ? RETURNING payload",
-                [request_id],
-            ).fetchone()
-        if row is None:
-            return None
-        payload = json.loads(row[0])
-        return payload if isinstance(payload, dict) else {"value": payload}

@@ -5,15 +5,17 @@ keeps their order; artifacts and SQL queries refer to them by id) and as the ``m
 column (one JSON array per message), which every read decodes. A history is one query with no
 join, whose ``meta`` and ``parts`` texts are decoded when first read
 (``rows.messages_from_cursor``; benchmarks/history_floor.py). A message whose ``parts`` column
-is NULL (written by a version without migration m005, or whose parts rows were changed by SQL
-since) has its parts read from ``message_parts`` instead.
+is NULL (SQLite: written by a version without migration m005, or whose parts rows were changed
+by SQL since) has its parts read from ``message_parts`` instead; PostgreSQL has no such triggers
+and its column is never NULL. ``messages.text`` (for search and previews) is stored as the
+dialect can (``Dialect.text``: PostgreSQL's text cannot hold NUL); the parts are JSON, where NUL
+is escaped, so nothing is lost.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -30,11 +32,10 @@ from agi_jupyter.records import (
     parts_text,
     utc_now,
 )
-from agi_jupyter.store.connection import StoreCore
 from agi_jupyter.store.rows import (
     MESSAGE_SELECT,
     MESSAGES,
-    check_limit,
+    RowSource,
     keep_texts,
     loads_many,
     messages_from_cursor,
@@ -42,6 +43,7 @@ from agi_jupyter.store.rows import (
     part_row,
     parts_json,
 )
+from agi_jupyter.store.sql import Conn, Database, check_fence, insert, set_clause
 
 _IN_BATCH = 500  # ids per ``IN (...)`` of the message_parts fallback
 
@@ -50,7 +52,13 @@ def _not_found(message_id: str) -> NotFound:
     return NotFound(f"message {message_id!r} not found", code="MESSAGE_NOT_FOUND")
 
 
-class MessagesMixin(StoreCore):
+class Messages:
+    """The ``messages`` and ``message_parts`` tables."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._dialect = db.dialect
+
     def add_message(
         self,
         session_id: str,
@@ -78,9 +86,9 @@ class MessagesMixin(StoreCore):
             updated_at=now,
         )
         row = MESSAGES.to_row(message)
+        row["text"] = self._dialect.text(row["text"])
         dicts = [part_to_dict(p) for p in message.parts]
-        with self._write() as conn:
-            self._check_fence(conn, fence)
+        with self._db.write() as conn:
             cur = conn.execute(
                 "UPDATE sessions SET message_count = message_count + 1, updated_at = ?"
                 " WHERE id = ?",
@@ -88,8 +96,9 @@ class MessagesMixin(StoreCore):
             )
             if cur.rowcount == 0:
                 raise SessionNotFound(f"session {session_id!r} not found")
-            self._insert(conn, "messages", row)
-            self._write_parts(conn, message.id, dicts, replace=False)
+            check_fence(conn, self._dialect, fence)  # after the session row: writers lock it first
+            insert(conn, "messages", {**row, "parts": parts_json(dicts)})
+            self._write_parts(conn, message.id, dicts)
         return message
 
     def update_message(
@@ -111,31 +120,33 @@ class MessagesMixin(StoreCore):
         if meta is not None:
             changes["meta"] = meta
         if parts is not None:
-            changes["text"] = parts_text(list(parts))
+            changes["text"] = self._dialect.text(parts_text(list(parts)))
         values = MESSAGES.encode(changes)
         dicts = None if parts is None else [part_to_dict(p) for p in parts]
-        assignments = ", ".join(f"{name} = ?" for name in values)
-        with self._write() as conn:
-            self._check_fence(conn, fence)
-            cur = conn.execute(
-                f"UPDATE messages SET {assignments} WHERE id = ?", [*values.values(), id]
-            )
-            if cur.rowcount == 0:
+        if dicts is not None:
+            values["parts"] = parts_json(dicts)
+        assignments, params = set_clause(values)
+        with self._db.write() as conn:
+            # The session row first, as every writer into a session locks it (no deadlocks).
+            touched = conn.execute(
+                "UPDATE sessions SET updated_at = ?"
+                " WHERE id = (SELECT session_id FROM messages WHERE id = ?) RETURNING id",
+                [now, id],
+            ).fetchone()
+            check_fence(conn, self._dialect, fence)
+            cur = conn.execute(f"UPDATE messages SET {assignments} WHERE id = ?", [*params, id])
+            if touched is None or cur.rowcount == 0:
                 raise _not_found(id)
             if dicts is not None:
-                self._write_parts(conn, id, dicts, replace=True)
-            conn.execute(
-                "UPDATE sessions SET updated_at = ?"
-                " WHERE id = (SELECT session_id FROM messages WHERE id = ?)",
-                [now, id],
-            )
-            message = self._load_message(conn, id)
+                conn.execute("DELETE FROM message_parts WHERE message_id = ?", [id])
+                self._write_parts(conn, id, dicts)
+            message = _load_message(conn, id)
         assert message is not None  # updated in this transaction
         return message
 
     def get_message(self, id: str) -> Message:
-        with self._read() as conn:
-            message = None if conn is None else self._load_message(conn, id)
+        with self._db.read() as conn:
+            message = None if conn is None else _load_message(conn, id)
         if message is None:
             raise _not_found(id)
         return message
@@ -153,8 +164,9 @@ class MessagesMixin(StoreCore):
         session's message ``after_id`` if given. An unknown session has no messages.
         ``text_only``: user and assistant messages with only their non-empty text parts.
         ``lazy``: ``meta`` and ``parts`` decoded when first read (``Store.list_messages``)."""
-        size = check_limit(limit)
-        with self._read() as conn:
+        size = self._dialect.limit(limit)
+        pos = self._dialect.pos
+        with self._db.read() as conn:
             if conn is None:
                 if after_id is not None:
                     raise _not_found(after_id)
@@ -164,19 +176,21 @@ class MessagesMixin(StoreCore):
                 where += " AND role IN ('user', 'assistant')"
             if after_id is not None:
                 anchor = conn.execute(
-                    "SELECT created_at, rowid FROM messages WHERE id = ? AND session_id = ?",
+                    f"SELECT created_at, {pos} FROM messages WHERE id = ? AND session_id = ?",
                     [after_id, session_id],
                 ).fetchone()
                 if anchor is None:
                     raise _not_found(after_id)
-                where += " AND (created_at, rowid) > (?, ?)"
+                where += f" AND (created_at, {pos}) > (?, ?)"
                 params.extend(anchor)
             # ``text_only`` reads the whole rows and drops the other parts in Python: a plain
-            # chat's parts are all text, and filtering them in SQL (json_each) costs more than
-            # decoding them (the tool messages, with the large outputs, are not read at all).
+            # chat's parts are all text, and filtering them in SQL (JSON functions) costs more
+            # than decoding them (the tool messages, with the large outputs, are not read at
+            # all; PostgreSQL's JSON functions would also refuse values Python's ``json``
+            # writes, such as NaN).
             cursor = conn.execute(
                 f"SELECT {MESSAGE_SELECT} FROM messages WHERE {where}"
-                " ORDER BY created_at, rowid LIMIT ?",
+                f" ORDER BY created_at, {pos} LIMIT ?",
                 [*params, size],
             )
             with _gc_paused():
@@ -184,32 +198,32 @@ class MessagesMixin(StoreCore):
 
     # --- helpers --------------------------------------------------------------------------
 
-    @staticmethod
-    def _write_parts(
-        conn: sqlite3.Connection, message_id: str, dicts: list[dict[str, Any]], *, replace: bool
-    ) -> None:
-        """A message's parts as ``message_parts`` rows, then as its ``parts`` column: m005's
-        triggers clear the column whenever the rows change, so it is written last."""
-        if replace:
-            conn.execute("DELETE FROM message_parts WHERE message_id = ?", [message_id])
-        conn.executemany(
-            "INSERT INTO message_parts (id, message_id, idx, type, content) VALUES (?, ?, ?, ?, ?)",
-            [(new_id("prt"), message_id, idx, *part_row(data)) for idx, data in enumerate(dicts)],
-        )
-        conn.execute("UPDATE messages SET parts = ? WHERE id = ?", [parts_json(dicts), message_id])
+    def _write_parts(self, conn: Conn, message_id: str, dicts: list[dict[str, Any]]) -> None:
+        """A message's parts as ``message_parts`` rows; then (SQLite) its ``parts`` column
+        again: m005's triggers clear it whenever the rows change."""
+        if dicts:
+            conn.executemany(
+                "INSERT INTO message_parts (id, message_id, idx, type, content)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(new_id("prt"), message_id, i, *part_row(data)) for i, data in enumerate(dicts)],
+            )
+        if self._dialect.rewrites_parts:
+            conn.execute(
+                "UPDATE messages SET parts = ? WHERE id = ?", [parts_json(dicts), message_id]
+            )
 
-    @staticmethod
-    def _load_message(conn: sqlite3.Connection, id: str) -> Message | None:
-        found = conn.execute("SELECT session_id FROM messages WHERE id = ?", [id]).fetchone()
-        if found is None:
-            return None
-        cursor = conn.execute(f"SELECT {MESSAGE_SELECT} FROM messages WHERE id = ?", [id])
-        return _with_parts(conn, cursor, found[0])[0]
+
+def _load_message(conn: Conn, id: str) -> Message | None:
+    found = conn.execute("SELECT session_id FROM messages WHERE id = ?", [id]).fetchone()
+    if found is None:
+        return None
+    cursor = conn.execute(f"SELECT {MESSAGE_SELECT} FROM messages WHERE id = ?", [id])
+    return _with_parts(conn, cursor, str(found[0]))[0]
 
 
 def _with_parts(
-    conn: sqlite3.Connection,
-    cursor: sqlite3.Cursor,
+    conn: Conn,
+    cursor: RowSource,
     session_id: str,
     *,
     text_only: bool = False,
@@ -227,7 +241,7 @@ def _with_parts(
     return messages
 
 
-def _parts_from_rows(conn: sqlite3.Connection, message_ids: list[str]) -> dict[str, list[Part]]:
+def _parts_from_rows(conn: Conn, message_ids: list[str]) -> dict[str, list[Part]]:
     """The parts of these messages read from ``message_parts``, by message id."""
     parts: dict[str, list[Part]] = {}
     for start in range(0, len(message_ids), _IN_BATCH):

@@ -1,5 +1,5 @@
-"""Read-only SQL on a SQLite database: ``SqliteStore.query`` and the ``sql.query`` tool's own
-data database.
+"""Read-only SQL on a SQLite database: ``SqliteStore.query`` (``query``) and the ``sql.query``
+tool's own data database.
 
 A query runs on a separate connection opened with ``mode=ro`` and ``PRAGMA query_only``, so it
 can inspect the store but never change it, whatever the statement; ATTACH is refused, so it
@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from agi_jupyter.errors import UsageError
 from agi_jupyter.records import QueryResult
-from agi_jupyter.store.connection import BUSY_TIMEOUT_MS, StoreCore
+from agi_jupyter.store.connection import BUSY_TIMEOUT_MS
 
 
 def _deny_attach(action: int, *_: object) -> int:
@@ -51,17 +51,16 @@ def fetch(cursor: sqlite3.Cursor, max_rows: int) -> QueryResult:
     )
 
 
-class QueryMixin(StoreCore):
-    def query(self, sql: str, params: Sequence[Any] = (), *, max_rows: int = 200) -> QueryResult:
-        """One read-only statement on the store file (see the module docstring)."""
-        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
-            raise UsageError(f"max_rows must be a positive integer, got {max_rows!r}")
-        if not self.path.exists():
-            raise UsageError("the store is empty: nothing has been written to it yet")
-        conn = connect(self.path, read_only=True)
-        try:
-            return fetch(conn.execute(sql, list(params)), max_rows)
-        except sqlite3.Error as e:
-            raise UsageError(f"{type(e).__name__}: {e}") from None
-        finally:
-            conn.close()
+def query(path: Path, sql: str, params: Sequence[Any], *, max_rows: int) -> QueryResult:
+    """One read-only statement on the store file ``path`` (see the module docstring)."""
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+        raise UsageError(f"max_rows must be a positive integer, got {max_rows!r}")
+    if not path.exists():
+        raise UsageError("the store is empty: nothing has been written to it yet")
+    conn = connect(path, read_only=True)
+    try:
+        return fetch(conn.execute(sql, list(params)), max_rows)
+    except sqlite3.Error as e:
+        raise UsageError(f"{type(e).__name__}: {e}") from None
+    finally:
+        conn.close()

@@ -6,8 +6,9 @@ from typing import Any
 
 from agi_jupyter.errors import SessionNotFound
 from agi_jupyter.records import JSON, Page, QueueMode, RunFence, Session, new_id, utc_now
-from agi_jupyter.store.connection import StoreCore
+from agi_jupyter.store.artifacts import Payloads
 from agi_jupyter.store.rows import SESSIONS
+from agi_jupyter.store.sql import Database, check_fence, insert, page, set_clause
 
 _SELECT = f"SELECT {SESSIONS.select()} FROM sessions"
 
@@ -29,20 +30,30 @@ _CASCADE = [
     ("DELETE FROM messages WHERE session_id = ?", 1),
     ("DELETE FROM runs WHERE session_id = ?", 1),
     ("DELETE FROM sessions WHERE id = ?", 1),
-    (  # snapshots no change refers to any more
-        "DELETE FROM blobs WHERE sha256 NOT IN (SELECT before_sha FROM changes"
-        " WHERE before_sha IS NOT NULL UNION SELECT after_sha FROM changes"
-        " WHERE after_sha IS NOT NULL)",
-        0,
-    ),
 ]
+# Snapshots no change refers to any more; locked ones (PostgreSQL) are being referenced right
+# now (``Changes.add_change`` holds them): skipped, never collected under it.
+_COLLECT_BLOBS = (
+    "DELETE FROM blobs WHERE sha256 IN (SELECT sha256 FROM blobs WHERE sha256 NOT IN"
+    " (SELECT before_sha FROM changes WHERE before_sha IS NOT NULL"
+    " UNION SELECT after_sha FROM changes WHERE after_sha IS NOT NULL){lock})"
+)
 
 
 def _not_found(session_id: str) -> SessionNotFound:
     return SessionNotFound(f"session {session_id!r} not found")
 
 
-class SessionsMixin(StoreCore):
+class Sessions:
+    """The ``sessions`` table, and the cascade of a session's deletion."""
+
+    def __init__(self, db: Database, payloads: Payloads) -> None:
+        self._db = db
+        self._payloads = payloads
+        self._collect_blobs = _COLLECT_BLOBS.format(
+            lock=db.dialect.for_update + db.dialect.skip_locked
+        )
+
     def create_session(
         self,
         *,
@@ -76,12 +87,12 @@ class SessionsMixin(StoreCore):
         }
         session = Session(id=new_id("ses"), created_at=now, updated_at=now, **values)
         row = SESSIONS.to_row(session)
-        with self._write() as conn:
-            self._insert(conn, "sessions", row)
+        with self._db.write() as conn:
+            insert(conn, "sessions", row)
         return session
 
     def get_session(self, id: str) -> Session:
-        row = self._one(f"{_SELECT} WHERE id = ?", [id])
+        row = self._db.one(f"{_SELECT} WHERE id = ?", [id])
         if row is None:
             raise _not_found(id)
         return SESSIONS.from_row(row)
@@ -92,29 +103,38 @@ class SessionsMixin(StoreCore):
         """Newest first. Pass ``next_cursor`` back for the next page; sessions created
         meanwhile never shift the pages still to come."""
         filters = [] if notebook_path is None else [("notebook_path = ?", notebook_path)]
-        return self._page(SESSIONS, filters, limit=limit, cursor=cursor)
+        return page(self._db, SESSIONS, filters, limit=limit, cursor=cursor)
 
     def update_session(self, id: str, /, **changes: Any) -> Session:
         values = SESSIONS.changes(changes)
         values["updated_at"] = utc_now()
-        assignments, params = self._set_clause(values)
-        with self._write() as conn:
-            cur = conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", [*params, id])
-            if cur.rowcount == 0:
-                raise _not_found(id)
-            row = conn.execute(f"{_SELECT} WHERE id = ?", [id]).fetchone()
+        assignments, params = set_clause(values)
+        with self._db.write() as conn:
+            row = conn.execute(
+                f"UPDATE sessions SET {assignments} WHERE id = ? RETURNING {SESSIONS.select()}",
+                [*params, id],
+            ).fetchone()
+        if row is None:
+            raise _not_found(id)
         return SESSIONS.from_row(row)
 
     def delete_session(self, id: str) -> None:
-        """Delete a session with its messages, parts, runs, run events, tool calls and
-        artifacts (their files included)."""
-        with self._write() as conn:
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", [id]).fetchone() is None:
+        """Delete a session with its messages, parts, runs, run events, tool calls, changes
+        and artifacts (their files included), and the snapshots no other change refers to.
+        The session row is locked first (PostgreSQL), so writers into the session (which lock
+        it too, or hold it with ``FOR KEY SHARE``) finish before or wait and then find it
+        gone."""
+        with self._db.write() as conn:
+            found = conn.execute(
+                f"SELECT 1 FROM sessions WHERE id = ?{self._db.dialect.for_update}", [id]
+            )
+            if found.fetchone() is None:
                 raise _not_found(id)
             artifact_ids = [r[0] for r in conn.execute(_ARTIFACTS_OF, [id, id, id])]
             for sql, count in _CASCADE:
                 conn.execute(sql, [id] * count)
-        self._remove_artifact_files(artifact_ids)
+            conn.execute(self._collect_blobs)
+        self._payloads.remove(artifact_ids)
 
     def add_session_usage(
         self,
@@ -127,8 +147,7 @@ class SessionsMixin(StoreCore):
     ) -> None:
         """Add a run's usage to the session totals (an atomic increment); with ``fence``
         only while the run's owner still holds it (else ``RunLost``)."""
-        with self._write() as conn:
-            self._check_fence(conn, fence)
+        with self._db.write() as conn:
             cur = conn.execute(
                 "UPDATE sessions SET input_tokens = input_tokens + ?,"
                 " output_tokens = output_tokens + ?, cost_usd = cost_usd + ?, updated_at = ?"
@@ -137,3 +156,6 @@ class SessionsMixin(StoreCore):
             )
             if cur.rowcount == 0:
                 raise _not_found(id)
+            check_fence(
+                conn, self._db.dialect, fence
+            )  # after the session row: writers lock it first

@@ -191,8 +191,8 @@ def test_a_store_written_before_m005_reads_back_identically(project: Path) -> No
 
     with open_store(project) as store:
         assert_same_objects(store.list_messages(session_id), written)
-        assert store._db is not None
-        assert "m005_messages_parts_column" in applied_names(store._db)
+        assert store._database.utils is not None
+        assert "m005_messages_parts_column" in applied_names(store._database.utils)
         assert store.get_message(other.id) == other
         assert_in_sync(store)
         # byte for byte what add_message writes now

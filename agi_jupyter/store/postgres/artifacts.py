@@ -1,9 +1,7 @@
-"""Artifacts on PostgreSQL: every payload lives in the database, so every replica can read it.
+"""Artifacts' large payloads on PostgreSQL: in the database, so every replica can read them.
 
 There is no ``path``: a payload larger than ``artifact_threshold`` goes to the row's ``content``
-(``bytea``, stored out of line by PostgreSQL's TOAST) instead of a file under ``.agi/``, and
-``text`` is then left empty, as on SQLite, so listings stay small. ``size`` and ``sha256``
-describe the payload either way.
+(``bytea``, stored out of line by PostgreSQL's TOAST) instead of a file under ``.agi/``.
 
 ``open_artifact`` (a command's large output, written as it comes) spools the pieces to a
 temporary file, hashing them on the way, and ``commit`` moves them into the row a megabyte at
@@ -15,160 +13,48 @@ the whole payload, and a failed or aborted writer leaves nothing in the database
 from __future__ import annotations
 
 import hashlib
-import mimetypes
 import tempfile
-from typing import Any
+from collections.abc import Sequence
 
-from agi_jupyter.errors import ArtifactNotFound, UsageError
-from agi_jupyter.records import JSON, Artifact, new_id, utc_now
-from agi_jupyter.store.postgres.core import Connection, PgCore
-from agi_jupyter.store.rows import ARTIFACTS
+from agi_jupyter.errors import ArtifactNotFound
+from agi_jupyter.records import Artifact
+from agi_jupyter.store.artifacts import Artifacts
+from agi_jupyter.store.base import ArtifactWriter
+from agi_jupyter.store.postgres.core import PgDatabase
 
-_SELECT = f"SELECT {ARTIFACTS.select()} FROM artifacts"
 CHUNK = 1 << 20  # bytes moved per statement when a written artifact is committed
 SPOOL = 1 << 20  # bytes a writer keeps in memory before spooling to a temporary file
 
 
-def _not_found(artifact_id: str) -> ArtifactNotFound:
-    return ArtifactNotFound(f"artifact {artifact_id!r} not found")
+class RowPayloads:
+    """PostgreSQL's ``artifacts.Payloads``: the row's ``content``."""
 
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
 
-class PgArtifactsMixin(PgCore):
-    def create_artifact(
-        self,
-        kind: str,
-        *,
-        run_id: str | None = None,
-        session_id: str | None = None,
-        message_part_id: str | None = None,
-        title: str | None = None,
-        mime: str | None = None,
-        data: JSON | None = None,
-        text: str | None = None,
-        content: bytes | None = None,
-        filename: str | None = None,
-    ) -> Artifact:
-        if text is not None and content is not None:
-            raise UsageError("give an artifact text or content, not both")
-        payload = content if content is not None else None if text is None else text.encode()
-        now = utc_now()
-        artifact = Artifact(
-            id=new_id("art"),
-            kind=kind,
-            run_id=run_id,
-            session_id=session_id,
-            message_part_id=message_part_id,
-            title=title,
-            mime=mime or (mimetypes.guess_type(filename)[0] if filename else None),
-            size=0 if payload is None else len(payload),
-            sha256=None if payload is None else hashlib.sha256(payload).hexdigest(),
-            data=data,
-            text=text,
-            created_at=now,
-            updated_at=now,
-        )
-        inline = content
-        if payload is not None and len(payload) > self.artifact_threshold:
-            artifact.text, inline = None, payload
-        with self._write() as conn:
-            self._insert_artifact(conn, artifact, inline)
-        return artifact
+    def place(self, artifact: Artifact, filename: str | None, payload: bytes) -> bytes | None:
+        return payload
 
-    def open_artifact(
-        self,
-        kind: str,
-        *,
-        run_id: str | None = None,
-        session_id: str | None = None,
-        title: str | None = None,
-        mime: str | None = None,
-        data: JSON | None = None,
-        filename: str | None = None,
-    ) -> PgArtifactWriter:
-        now = utc_now()
-        artifact = Artifact(
-            id=new_id("art"),
-            kind=kind,
-            run_id=run_id,
-            session_id=session_id,
-            title=title,
-            mime=mime or (mimetypes.guess_type(filename)[0] if filename else None),
-            data=data,
-            created_at=now,
-            updated_at=now,
-        )
-        self._check_open()
-        return PgArtifactWriter(self, artifact)
+    def read(self, artifact_id: str, path: str) -> bytes:
+        raise ArtifactNotFound(f"artifact {artifact_id!r} has a path ({path}) but no file here")
 
-    def _insert_artifact(
-        self, conn: Connection, artifact: Artifact, content: bytes | None = None
-    ) -> None:
-        """The row (with only ``run_id``, the session is the run's)."""
-        if artifact.run_id is not None:
-            owner = self._require_run(conn, artifact.run_id)
-            artifact.session_id = artifact.session_id or owner
-        if artifact.session_id is not None:
-            self._require_session(conn, artifact.session_id)
-        self._insert(conn, "artifacts", {**ARTIFACTS.to_row(artifact), "content": content})
+    def remove(self, artifact_ids: Sequence[str]) -> None:
+        """Nothing outside the rows: their deletion removed the payloads."""
 
-    def _commit_streamed(self, artifact: Artifact, spool: Any) -> Artifact:
-        """Insert ``artifact`` with the spooled bytes as its ``content`` (see the module
-        docstring): one transaction, so the row appears whole or not at all."""
-        spool.seek(0)
-        with self._write() as conn:
-            self._insert_artifact(conn, artifact)
-            (oid,) = conn.execute("SELECT lo_create(0)").fetchone() or (None,)
-            offset = 0
-            while chunk := spool.read(CHUNK):
-                conn.execute("SELECT lo_put(%s, %s, %s)", [oid, offset, chunk])
-                offset += len(chunk)
-            conn.execute(
-                "UPDATE artifacts SET content = lo_get(%s) WHERE id = %s", [oid, artifact.id]
-            )
-            conn.execute("SELECT lo_unlink(%s)", [oid])
-        return artifact
-
-    def get_artifact(self, id: str) -> Artifact:
-        row = self._one(f"{_SELECT} WHERE id = %s", [id])
-        if row is None:
-            raise _not_found(id)
-        return ARTIFACTS.from_row(row)
-
-    def read_artifact(self, id: str) -> bytes:
-        row = self._one("SELECT content, text, data FROM artifacts WHERE id = %s", [id])
-        if row is None:
-            raise _not_found(id)
-        content, text, data = row
-        if content is not None:
-            return bytes(content)
-        if text is not None:
-            return str(text).encode()
-        return b"" if data is None else str(data).encode()
-
-    def list_artifacts(
-        self, *, run_id: str | None = None, session_id: str | None = None
-    ) -> list[Artifact]:
-        where: list[str] = []
-        params: list[Any] = []
-        if run_id is not None:
-            where.append("run_id = %s")
-            params.append(run_id)
-        if session_id is not None:
-            where.append(
-                "(session_id = %s OR run_id IN (SELECT id FROM runs WHERE session_id = %s))"
-            )
-            params.extend([session_id, session_id])
-        sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "")
-        rows = self._all(f"{sql} ORDER BY created_at, pos", params)
-        return [ARTIFACTS.from_row(r) for r in rows]
+    def open(
+        self, artifacts: Artifacts, artifact: Artifact, filename: str | None
+    ) -> ArtifactWriter:
+        self._db.check_open()
+        return PgArtifactWriter(self._db, artifacts, artifact)
 
 
 class PgArtifactWriter:
-    """``PgArtifactsMixin.open_artifact``: the pieces go to a temporary file (in memory up to
-    ``SPOOL`` bytes), hashed as they come; ``commit`` stores them, ``abort`` drops them."""
+    """``RowPayloads.open``: the pieces go to a temporary file (in memory up to ``SPOOL``
+    bytes), hashed as they come; ``commit`` stores them, ``abort`` drops them."""
 
-    def __init__(self, store: PgArtifactsMixin, artifact: Artifact) -> None:
-        self._store = store
+    def __init__(self, db: PgDatabase, artifacts: Artifacts, artifact: Artifact) -> None:
+        self._db = db
+        self._artifacts = artifacts
         self._artifact = artifact
         self._spool = tempfile.SpooledTemporaryFile(max_size=SPOOL)  # noqa: SIM115 (closed in commit/abort)
         self._hash = hashlib.sha256()
@@ -180,12 +66,27 @@ class PgArtifactWriter:
         self._size += len(data)
 
     def commit(self) -> Artifact:
+        """Insert the row with the spooled bytes as its ``content`` (see the module
+        docstring): one transaction, so the row appears whole or not at all."""
         artifact = self._artifact
         artifact.size, artifact.sha256 = self._size, self._hash.hexdigest()
+        spool = self._spool
         try:
-            return self._store._commit_streamed(artifact, self._spool)
+            spool.seek(0)
+            with self._db.write() as conn:
+                self._artifacts.insert(conn, artifact)
+                (oid,) = conn.execute("SELECT lo_create(0)").fetchone() or (None,)
+                offset = 0
+                while chunk := spool.read(CHUNK):
+                    conn.execute("SELECT lo_put(?, ?, ?)", [oid, offset, chunk])
+                    offset += len(chunk)
+                conn.execute(
+                    "UPDATE artifacts SET content = lo_get(?) WHERE id = ?", [oid, artifact.id]
+                )
+                conn.execute("SELECT lo_unlink(?)", [oid])
+            return artifact
         finally:
-            self._spool.close()
+            spool.close()
 
     def abort(self) -> None:
         self._spool.close()

@@ -1,47 +1,37 @@
-"""Connections and transactions of one ``PostgresStore``; the resource mixins build on these.
+"""The PostgreSQL ``sql.Database`` of one project, and the PostgreSQL ``Dialect``.
 
 Connections come from the project's pool in autocommit mode: a single-statement read is one
-round trip; a write runs in an explicit transaction (``_write``) at READ COMMITTED, where every
-read-modify-write either is one statement (``UPDATE ... WHERE version = %s``: PostgreSQL
+round trip; a write runs in an explicit transaction (``write``) at READ COMMITTED, where every
+read-modify-write either is one statement (``UPDATE ... WHERE version = ?``: PostgreSQL
 re-checks the condition on the newest row version) or first locks the rows it depends on
 (``FOR UPDATE`` / ``FOR KEY SHARE``), so concurrent writers in any number of processes and
-hosts serialise exactly where SQLite's single writer would. Database errors become the
-package's: a uniqueness violation ``Conflict``, a NOT NULL or bad value ``UsageError``, a lost
-or refused connection ``StoreUnavailable``.
+hosts serialise exactly where SQLite's single writer would. The shared SQL's ``?`` placeholders
+become psycopg's ``%s`` (``query.to_format``, once per statement text). Database errors become
+the package's: a uniqueness violation ``Conflict``, a NOT NULL or bad value ``UsageError``, a
+lost or refused connection ``StoreUnavailable``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Sequence
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import PoolClosed, PoolTimeout
 
-from agi_jupyter.errors import (
-    Conflict,
-    RunLost,
-    RunNotFound,
-    SessionNotFound,
-    StoreUnavailable,
-    UsageError,
-)
-from agi_jupyter.records import Page, RunFence
+from agi_jupyter.errors import Conflict, RunNotFound, StoreUnavailable, UsageError
+from agi_jupyter.store import sql
 from agi_jupyter.store.postgres import database
-from agi_jupyter.store.rows import Mapping, check_limit, decode_cursor, encode_cursor
+from agi_jupyter.store.postgres.query import to_format
+from agi_jupyter.store.rows import check_limit
+from agi_jupyter.store.sql import ClaimParams, Conn, Cursor, Database, Dialect, Params
 
 Connection = psycopg.Connection[tuple[Any, ...]]
-Params = Sequence[Any]
-R = TypeVar("R")
 
-
-def limit_value(limit: int | None, *, name: str = "limit") -> int | None:
-    """A LIMIT parameter: ``check_limit``'s -1 (no limit) is NULL in PostgreSQL."""
-    size = check_limit(limit, name=name)
-    return None if size < 0 else size
+_format = functools.lru_cache(maxsize=1024)(to_format)
 
 
 @contextlib.contextmanager
@@ -67,53 +57,146 @@ def _detail(error: Exception) -> str:
     return lines[0] if lines else type(error).__name__
 
 
-class PgCore:
-    """The pool of one project's schema, transactions, and the helpers the mixins share."""
+class PgConn:
+    """A pooled connection speaking the shared SQL (``?`` placeholders)."""
 
-    def __init__(
-        self,
-        database_url: str,
-        *,
-        project_key: str,
-        password: str | None = None,
-        artifact_threshold: int = 65536,
-    ) -> None:
-        if artifact_threshold < 0:
-            raise UsageError("artifact_threshold must be >= 0")
+    def __init__(self, conn: Connection) -> None:
+        self.raw = conn
+
+    def execute(self, sql: str, parameters: Params = (), /) -> Cursor:
+        return self.raw.execute(_format(sql), parameters)
+
+    def executemany(self, sql: str, seq_of_parameters: Sequence[Params], /) -> object:
+        with self.raw.cursor() as cur:
+            cur.executemany(_format(sql), seq_of_parameters)
+        return None
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL's spelling (see ``sql.Dialect``) for the project in ``schema``."""
+
+    name = "postgresql"
+    pos = "pos"
+    for_update = " FOR UPDATE"
+    for_share = " FOR SHARE"
+    for_key_share = " FOR KEY SHARE"
+    skip_locked = " SKIP LOCKED"
+    rewrites_parts = False  # no triggers: ``messages.parts`` is written with the row
+    stream_position = "e.session_pos"
+    stream_of_session = "run_events e WHERE e.session_id = ?"
+    stream_columns = ("session_id", "session_pos")
+
+    def __init__(self, schema: str) -> None:
+        self.schema = schema
+
+    def any_of(self, column: str) -> str:
+        return f"{column} = ANY(?)"
+
+    def any_value(self, values: Sequence[Any]) -> Any:
+        return list(values)
+
+    def limit(self, limit: int | None, *, name: str = "limit") -> int | None:
+        size = check_limit(limit, name=name)
+        return None if size < 0 else size
+
+    def text(self, value: str | None) -> str | None:
+        """PostgreSQL's text cannot hold NUL, which a prompt may contain (SQLite takes it):
+        it becomes U+FFFD (as every string parameter does, ``database._NulFreeStr``)."""
+        return None if value is None else value.replace("\x00", "\ufffd")
+
+    def notify(self, conn: Conn, when: str = "", params: Params = ()) -> None:
+        condition = f" WHERE {when}" if when else ""
+        conn.execute(f"SELECT pg_notify(?, ?){condition}", [database.CHANNEL, self.schema, *params])
+
+    def reserve_stream(self, conn: Conn, run_id: str, count: int) -> list[tuple[Any, ...]]:
+        """Bump the session's ``event_pos`` counter (``UPDATE ... RETURNING``), which locks
+        the session row until the transaction ends: appends to the runs of one session take
+        turns, and each sees every earlier append committed (see ``events.py``)."""
+        row = conn.execute(
+            "UPDATE sessions SET event_pos = event_pos + ?"
+            " WHERE id = (SELECT session_id FROM runs WHERE id = ?) RETURNING id, event_pos",
+            [count, run_id],
+        ).fetchone()
+        if row is None:
+            raise RunNotFound(f"run {run_id!r} not found")
+        session_id, end = row
+        return [(session_id, end - count + 1 + i) for i in range(count)]
+
+    def stream_cursor(self, position: int) -> str:
+        return f"p{position}"
+
+    def stream_position_of(self, cursor: str | None) -> int:
+        if cursor is None:
+            return 0
+        body = cursor[1:] if isinstance(cursor, str) and cursor.startswith("p") else ""
+        if not (body.isascii() and body.isdigit()):
+            hint = " (a number is a SQLite store's cursor)" if str(cursor).isdigit() else ""
+            raise UsageError(f"invalid session event cursor {cursor!r}{hint}")
+        return int(body)
+
+    def claim_due_runs(
+        self, db: Database, assignments: str, returning: str, params: ClaimParams
+    ) -> list[Any]:
+        """One statement: the head (oldest queued run) of each session's queue, if it is
+        due, not excluded, and its session has no running run heartbeated since ``stale``;
+        locked unless another caller holds it, then claimed if still queued. DISTINCT ON
+        keeps one run per session, so a second caller finds that session's head locked and
+        skips the session instead of taking the next one."""
+        with db.atomic() as conn:
+            return conn.execute(
+                f"{_HEADS} UPDATE runs SET {assignments} FROM picked"
+                " WHERE runs.id = picked.id AND runs.status = 'queued'"
+                f" RETURNING {returning}, runs.pos",
+                [
+                    params.due,
+                    params.exclude,
+                    params.stale,
+                    params.limit,
+                    params.owner,
+                    params.now,
+                    params.now,
+                    params.now,
+                ],
+            ).fetchall()
+
+
+_HEADS = (
+    "WITH heads AS (SELECT DISTINCT ON (session_id) id, session_id, pos, next_attempt_at"
+    " FROM runs WHERE status = 'queued' ORDER BY session_id, pos),"
+    " due AS (SELECT h.id, h.pos FROM heads h"
+    " WHERE (h.next_attempt_at IS NULL OR h.next_attempt_at <= ?)"
+    " AND NOT h.id = ANY(?)"
+    " AND NOT EXISTS (SELECT 1 FROM runs b WHERE b.session_id = h.session_id"
+    " AND b.status = 'running' AND b.heartbeat_at >= ?)"
+    " AND NOT EXISTS (SELECT 1 FROM runs w WHERE w.session_id = h.session_id"
+    " AND w.status = 'waiting_approval' AND w.pos < h.pos)),"
+    " picked AS (SELECT r.id FROM runs r JOIN due ON due.id = r.id ORDER BY due.pos"
+    " LIMIT ? FOR UPDATE OF r SKIP LOCKED)"
+)
+
+
+class PgDatabase:
+    """The pool of one project's schema (shared with the other stores of the project in this
+    process), its transactions, and its wake-up subscriptions."""
+
+    def __init__(self, database_url: str, *, project_key: str, password: str | None) -> None:
         if not project_key:
             raise UsageError("project_key must not be empty")
-        self.artifact_threshold = artifact_threshold
-        self._project = database.open_project(
-            database.conninfo(database_url, password), project_key
-        )
-        self._pool = self._project.pool
+        self.project = database.open_project(database.conninfo(database_url, password), project_key)
+        self.pool = self.project.pool
+        self._dialect = PostgresDialect(self.project.schema)
         self._closed = False
         self._unsubscribe: list[Callable[[], None]] = []
 
-    # --- public ---------------------------------------------------------------------------
-
     @property
-    def location(self) -> str:
-        return self._project.location
-
-    @property
-    def dialect(self) -> str:
-        return "postgresql"
-
-    @property
-    def schema(self) -> str:
-        """The project's schema in the shared database."""
-        return self._project.schema
-
-    @property
-    def project_key(self) -> str:
-        return self._project.key
+    def dialect(self) -> PostgresDialect:
+        return self._dialect
 
     def listen(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Wake-ups through LISTEN/NOTIFY: called when another process queues a background
         run of this project (from the listener thread)."""
-        self._check_open()
-        unsubscribe = database.listen(self._project.info, self.schema, callback)
+        self.check_open()
+        unsubscribe = database.listen(self.project.info, self.project.schema, callback)
         self._unsubscribe.append(unsubscribe)
         return unsubscribe
 
@@ -124,130 +207,43 @@ class PgCore:
         self._closed = True
         for unsubscribe in self._unsubscribe:
             unsubscribe()
-        database.release(self._project)
+        database.release(self.project)
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.location!r})"
-
-    # --- transactions ---------------------------------------------------------------------
-
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
         if self._closed:
             raise UsageError("the store is closed")
 
     @contextlib.contextmanager
-    def _connection(self) -> Iterator[Connection]:
+    def atomic(self) -> Iterator[PgConn]:
         """A pooled connection in autocommit mode (each statement its own transaction)."""
-        self._check_open()
-        with mapped_errors(), self._pool.connection() as conn:
-            yield conn
+        self.check_open()
+        with mapped_errors(), self.pool.connection() as conn:
+            yield PgConn(conn)
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[Connection]:
+    def write(self) -> Iterator[PgConn]:
         """One transaction, committed on success, rolled back on any error."""
-        with self._connection() as conn, conn.transaction():
+        with self.atomic() as conn, conn.raw.transaction():
             yield conn
 
     @contextlib.contextmanager
-    def _read(self) -> Iterator[Connection]:
+    def read(self) -> Iterator[PgConn]:
         """A consistent snapshot for several reads (REPEATABLE READ, read-only)."""
-        with self._connection() as conn:
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        with self.atomic() as conn:
+            conn.raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
                 yield conn
             finally:
-                conn.execute("ROLLBACK")
+                conn.raw.execute("ROLLBACK")
 
-    def _all(self, sql: str, params: Params = ()) -> list[Any]:
-        with self._connection() as conn:
+    def all(self, sql: str, params: Params = ()) -> list[Any]:
+        with self.atomic() as conn:
             return conn.execute(sql, params).fetchall()
 
-    def _one(self, sql: str, params: Params = ()) -> Any:
-        with self._connection() as conn:
+    def one(self, sql: str, params: Params = ()) -> Any:
+        with self.atomic() as conn:
             return conn.execute(sql, params).fetchone()
 
-    def _page(
-        self,
-        mapping: Mapping[R],
-        filters: list[tuple[str, Any]],
-        *,
-        limit: int,
-        cursor: str | None,
-    ) -> Page[R]:
-        """Newest first, by ``pos`` (the cursor encodes the last ``pos`` seen, as SQLite's
-        encodes a rowid). ``filters`` are (condition with one ``%s``, value) pairs, ANDed."""
-        size = check_limit(limit)
-        if cursor is not None:
-            filters = [*filters, ("pos < %s", decode_cursor(cursor, mapping.table))]
-        where = " AND ".join(condition for condition, _ in filters) or "TRUE"
-        rows = self._all(
-            f"SELECT {mapping.select()}, pos FROM {mapping.table} WHERE {where}"
-            " ORDER BY pos DESC LIMIT %s",
-            [*(value for _, value in filters), size + 1],
-        )
-        items = [mapping.from_row(row[:-1]) for row in rows[:size]]
-        more = len(rows) > size
-        return Page(
-            items=items,
-            next_cursor=encode_cursor(mapping.table, rows[size - 1][-1]) if more else None,
-        )
 
-    # --- helpers for the mixins -----------------------------------------------------------
-
-    @staticmethod
-    def _set_clause(values: dict[str, Any]) -> tuple[str, list[Any]]:
-        """``col = %s, ...`` for column names already validated by a ``rows.Mapping``."""
-        return ", ".join(f"{name} = %s" for name in values), list(values.values())
-
-    @staticmethod
-    def _insert(conn: Connection, table: str, row: dict[str, Any]) -> None:
-        columns = ", ".join(row)
-        marks = ", ".join("%s" for _ in row)
-        conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", list(row.values()))
-
-    @staticmethod
-    def _require_session(conn: Connection, session_id: str) -> None:
-        """The session exists, and stays until this transaction ends (a concurrent delete
-        waits): what a foreign key would guarantee."""
-        found = conn.execute(
-            "SELECT 1 FROM sessions WHERE id = %s FOR KEY SHARE", [session_id]
-        ).fetchone()
-        if found is None:
-            raise SessionNotFound(f"session {session_id!r} not found")
-
-    @staticmethod
-    def _check_fence(conn: Connection, fence: RunFence | None) -> None:
-        """Inside a write transaction, before its writes: raise ``RunLost`` unless ``fence``
-        holds (the run's owner and epoch are the fence's). ``FOR SHARE`` keeps it holding
-        until this transaction ends: a hand-over (an ``UPDATE`` of the run's owner) waits for
-        the write to commit, as SQLite's single writer would make it. Writes that update the
-        run row itself fence in their ``UPDATE``'s ``WHERE`` instead (two share locks both
-        upgrading would deadlock)."""
-        if fence is None:
-            return
-        row = conn.execute(
-            "SELECT 1 FROM runs WHERE id = %s AND owner = %s AND epoch = %s FOR SHARE",
-            [fence.run_id, fence.owner, fence.epoch],
-        ).fetchone()
-        if row is None:
-            raise RunLost(f"run {fence.run_id} is no longer owned by {fence.owner}")
-
-    @staticmethod
-    def _require_run(conn: Connection, run_id: str) -> str:
-        """The run exists (and stays, as ``_require_session``); returns its session id."""
-        row = conn.execute("SELECT session_id FROM runs WHERE id = %s FOR KEY SHARE", [run_id])
-        found = row.fetchone()
-        if found is None:
-            raise RunNotFound(f"run {run_id!r} not found")
-        return str(found[0])
+def _implements_database(db: PgDatabase) -> sql.Database:
+    return db  # mypy checks here that PgDatabase is a sql.Database

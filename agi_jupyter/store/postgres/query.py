@@ -22,7 +22,6 @@ import psycopg
 from agi_jupyter.errors import UsageError
 from agi_jupyter.records import QueryResult
 from agi_jupyter.store.postgres import database
-from agi_jupyter.store.postgres.core import PgCore
 
 STATEMENT_TIMEOUT_MS = 30_000
 
@@ -60,29 +59,29 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-class PgQueryMixin(PgCore):
-    def query(self, sql: str, params: Sequence[Any] = (), *, max_rows: int = 200) -> QueryResult:
-        """One read-only statement in the project's schema (see the module docstring)."""
-        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
-            raise UsageError(f"max_rows must be a positive integer, got {max_rows!r}")
-        self._check_open()
-        info = self._project.query_conninfo(
-            "-c default_transaction_read_only=on",
-            f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
-        )
-        conn = database.connect(info)
-        try:
-            cursor = conn.execute(to_format(sql), list(params), prepare=False, binary=True)
-            columns = [c.name for c in cursor.description or ()]
-            rows = cursor.fetchmany(max_rows + 1) if columns else []
-        except psycopg.Error as e:
-            detail = str(e).strip().splitlines()
-            raise UsageError(f"{type(e).__name__}: {detail[0] if detail else e}") from None
-        finally:
-            conn.rollback()
-            conn.close()
-        return QueryResult(
-            columns=columns,
-            rows=[tuple(_plain(v) for v in row) for row in rows[:max_rows]],
-            truncated=len(rows) > max_rows,
-        )
+def query(
+    project: database.Project, sql: str, params: Sequence[Any], *, max_rows: int
+) -> QueryResult:
+    """One read-only statement in the project's schema (see the module docstring)."""
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+        raise UsageError(f"max_rows must be a positive integer, got {max_rows!r}")
+    info = project.query_conninfo(
+        "-c default_transaction_read_only=on",
+        f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
+    )
+    conn = database.connect(info)
+    try:
+        cursor = conn.execute(to_format(sql), list(params), prepare=False, binary=True)
+        columns = [c.name for c in cursor.description or ()]
+        rows = cursor.fetchmany(max_rows + 1) if columns else []
+    except psycopg.Error as e:
+        detail = str(e).strip().splitlines()
+        raise UsageError(f"{type(e).__name__}: {detail[0] if detail else e}") from None
+    finally:
+        conn.rollback()
+        conn.close()
+    return QueryResult(
+        columns=columns,
+        rows=[tuple(_plain(v) for v in row) for row in rows[:max_rows]],
+        truncated=len(rows) > max_rows,
+    )
