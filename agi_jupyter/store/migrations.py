@@ -1,11 +1,12 @@
-"""Schema migrations: numbered functions applied in order, recorded in ``_migrations``.
+"""SQLite schema migrations: the ordered list of ``schema.MIGRATIONS``, recorded in
+``_migrations``.
 
-The pattern of simonw/llm: ``@migration`` appends a function to ``MIGRATIONS``; ``migrate(db)``
-runs, in order, those whose name is not yet in ``_migrations(name, applied_at)``. The list is
-append-only: never edit or reorder a released migration, add ``m005_...`` instead. Each function
-is idempotent on its own (``if_not_exists``), and ``migrate`` runs the pending ones in one
-``BEGIN IMMEDIATE`` transaction, so two processes opening a fresh store at once cannot both
-apply a migration.
+The pattern of simonw/llm: ``migrate(db)`` runs, in order, the migrations whose name is not yet
+in ``_migrations(name, applied_at)``, in one ``BEGIN IMMEDIATE`` transaction, so two processes
+opening a fresh store at once cannot both apply a migration; each is idempotent on its own
+(``if_not_exists``). Most are declared once for both backends in ``schema.py`` (where a new
+migration goes: see its docstring) and rendered here; the first ones (m001 to m005, m008) were
+written for SQLite alone and are below, released and frozen: never edit or reorder them.
 
 JSON columns are TEXT holding JSON, booleans are 0/1 integers, times are ISO-8601 UTC strings.
 """
@@ -21,9 +22,17 @@ from typing import Any
 from sqlite_utils import Database
 
 from agi_jupyter.records import utc_now
+from agi_jupyter.store import schema
 
-MIGRATIONS: list[Callable[[Database], None]] = []
-migration = MIGRATIONS.append
+Step = Callable[[Database], None]
+_OWN: dict[str, Step] = {}
+
+
+def migration(fn: Step) -> Step:
+    """A migration written for SQLite alone (``schema.MIGRATIONS`` names where it goes)."""
+    _OWN[fn.__name__] = fn
+    return fn
+
 
 MIGRATIONS_TABLE = "_migrations"
 _STAMPS = ("created_at", "updated_at")
@@ -395,26 +404,6 @@ def _parts_column(rows: Iterable[tuple[str, str | None, str | None]]) -> str | N
 
 
 @migration
-def m006_runs_request_hash_index(db: Database) -> None:
-    """Replays find the recorded run of a cell by its request hash in one indexed lookup."""
-    db.table("runs").create_index(
-        ["request_hash", "status"], index_name="idx_runs_request_hash_status", if_not_exists=True
-    )
-
-
-@migration
-def m007_run_leases(db: Database) -> None:
-    """Fencing of run owners: ``runs.epoch`` counts the hand-overs of a run (claim, takeover
-    by recovery, release), and every write of an owner checks ``(owner, epoch)`` in its own
-    transaction. The index serves claiming the due head of each session's queue."""
-    if "epoch" not in db.table("runs").columns_dict:
-        db.table("runs").add_column("epoch", int, not_null_default=0)
-    db.table("runs").create_index(
-        ["session_id", "status"], index_name="idx_runs_session_id_status", if_not_exists=True
-    )
-
-
-@migration
 def m008_snapshots_and_changes(db: Database) -> None:
     """Content-addressed snapshots (``blobs``) and the changes runs make to notebooks and
     files (``changes``: the sha256 of the content before and after), which undo restores;
@@ -453,48 +442,19 @@ def m008_snapshots_and_changes(db: Database) -> None:
     )
 
 
-@migration
-def m009_webhook_delivery_id(db: Database) -> None:
-    """``webhook_events.delivery_id``: the ``webhook-id`` header of the delivery, unique, so a
-    redelivery is recognised by it as well as by the payload's event id."""
-    if "delivery_id" not in db.table("webhook_events").columns_dict:
-        db.table("webhook_events").add_column("delivery_id", str)
-    db.execute(
-        "CREATE UNIQUE INDEX IF NOT EXISTS idx_webhook_events_delivery_id "
-        "ON webhook_events (delivery_id) WHERE delivery_id IS NOT NULL"
-    )
+def _shared(migration: schema.Migration) -> Step:
+    """A migration of ``schema.MIGRATIONS`` as SQLite statements."""
+
+    def apply(db: Database) -> None:
+        for step in migration.steps or ():
+            for statement in schema.sqlite_statements(
+                step, lambda table: set(db.table(table).columns_dict)
+            ):
+                db.execute(statement)
+
+    apply.__name__ = apply.__qualname__ = migration.name
+    apply.__doc__ = migration.doc
+    return apply
 
 
-@migration
-def m013_runs_agent(db: Database) -> None:
-    """A run can have its own agent (``%%agi -a X`` changes the agent for one cell only)."""
-    if "agent" not in db.table("runs").columns_dict:
-        db.table("runs").add_column("agent", str)
-
-
-@migration
-def m014_tool_call_approvals(db: Database) -> None:
-    """``tool_calls.approval``: a person's decision on a call that waited for one (a run in
-    ``waiting_approval`` resumes once each of its waiting calls has one)."""
-    if "approval" not in db.table("tool_calls").columns_dict:
-        db.table("tool_calls").add_column("approval", str)
-
-
-@migration
-def m015_sessions_budget(db: Database) -> None:
-    """A session's token/cost budget (JSON ``{"max_tokens", "max_usd"}``, NULL: none)."""
-    if "budget" not in db.table("sessions").columns_dict:
-        db.table("sessions").add_column("budget", str)
-
-
-@migration
-def m016_notebook_budgets(db: Database) -> None:
-    """Notebook budgets set from a front door (``%agi budget --notebook``, REST): by the
-    notebook's path relative to the project, JSON ``{"max_tokens", "max_usd"}``; they win over
-    ``budgets.notebooks`` of the config (a store row: every process sees it at once)."""
-    db.table("notebook_budgets").create(
-        {"path": str, "budget": str, "updated_at": str},
-        pk="path",
-        not_null={"budget", "updated_at"},
-        if_not_exists=True,
-    )
+MIGRATIONS: list[Step] = schema.registry(_OWN, _shared)

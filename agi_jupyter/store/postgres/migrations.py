@@ -1,12 +1,11 @@
-"""PostgreSQL schema migrations, in the registry style of ``store/migrations.py``.
+"""PostgreSQL schema migrations: the ordered list of ``schema.MIGRATIONS``, as on SQLite.
 
-``@migration`` appends a function to ``PG_MIGRATIONS``; ``migrate(conn)`` runs, in order, those
-whose name is not yet in the project schema's ``_migrations`` table. The list is append-only and
-its names are SQLite's (``m001_initial`` ... ): every SQLite migration has its PostgreSQL
-counterpart of the same name, so a schema change is made on both backends or on neither (a
-test checks the names). The caller holds the database's migration lock inside a transaction
-whose ``search_path`` is the project's schema: DDL is transactional, so a failed migration
-leaves nothing behind.
+``migrate(conn)`` runs, in order, those whose name is not yet in the project schema's
+``_migrations`` table. Most are declared once for both backends in ``schema.py`` (where a new
+migration goes: see its docstring) and rendered here; the first ones (m001 to m005, m008) were
+written for PostgreSQL alone and are below, released and frozen. The caller holds the
+database's migration lock inside a transaction whose ``search_path`` is the project's schema:
+DDL is transactional, so a failed migration leaves nothing behind.
 
 The tables are SQLite's, column for column, with PostgreSQL types: JSON columns are ``text``
 holding JSON (exactly what was written, like SQLite; ``::jsonb`` reads them in SQL), booleans
@@ -29,16 +28,24 @@ from collections.abc import Callable
 import psycopg
 
 from agi_jupyter.records import utc_now
+from agi_jupyter.store import schema
 
 Connection = psycopg.Connection[tuple[object, ...]]
 
-PG_MIGRATIONS: list[Callable[[Connection], None]] = []
-migration = PG_MIGRATIONS.append
+Step = Callable[[Connection], None]
+_OWN: dict[str, Step] = {}
+
+
+def migration(fn: Step) -> Step:
+    """A migration written for PostgreSQL alone (``schema.MIGRATIONS`` names where it goes)."""
+    _OWN[fn.__name__] = fn
+    return fn
+
 
 MIGRATIONS_TABLE = "_migrations"
-TEXT = 'text COLLATE "C"'
+TEXT = schema.TYPES["postgresql"][schema.TEXT]
 STAMPS = f"created_at {TEXT} NOT NULL, updated_at {TEXT} NOT NULL"
-POS = "pos bigint GENERATED ALWAYS AS IDENTITY"
+POS = schema.POS
 
 
 def migrate(conn: Connection) -> list[str]:
@@ -275,21 +282,6 @@ def m005_messages_parts_column(conn: Connection) -> None:
 
 
 @migration
-def m006_runs_request_hash_index(conn: Connection) -> None:
-    """Replays find the recorded run of a cell by its request hash in one indexed lookup."""
-    conn.execute("CREATE INDEX idx_runs_request_hash_status ON runs (request_hash, status)")
-
-
-@migration
-def m007_run_leases(conn: Connection) -> None:
-    """Fencing of run owners: ``runs.epoch`` counts the hand-overs of a run (claim, takeover,
-    release); an owner's writes check ``(owner, epoch)`` in their own transaction. The index
-    serves finding each session's queue head and whether the session is busy."""
-    conn.execute("ALTER TABLE runs ADD COLUMN epoch bigint NOT NULL DEFAULT 0")
-    conn.execute("CREATE INDEX idx_runs_session_id_status ON runs (session_id, status)")
-
-
-@migration
 def m008_snapshots_and_changes(conn: Connection) -> None:
     """Content-addressed snapshots (``blobs``, the bytes in the database, so every replica can
     undo), the changes runs make to notebooks and files, and the mailbox where a JupyterLab
@@ -331,43 +323,17 @@ def m008_snapshots_and_changes(conn: Connection) -> None:
     )
 
 
-@migration
-def m009_webhook_delivery_id(conn: Connection) -> None:
-    """``webhook_events.delivery_id``: the delivery's ``webhook-id`` header, unique, so a
-    redelivery is recognised by it as well as by the payload's event id."""
-    conn.execute(f"ALTER TABLE webhook_events ADD COLUMN delivery_id {TEXT}")
-    conn.execute(
-        "CREATE UNIQUE INDEX idx_webhook_events_delivery_id ON webhook_events (delivery_id)"
-        " WHERE delivery_id IS NOT NULL"
-    )
+def _shared(migration: schema.Migration) -> Step:
+    """A migration of ``schema.MIGRATIONS`` as PostgreSQL statements."""
+
+    def apply(conn: Connection) -> None:
+        for step in migration.steps or ():
+            for statement in schema.postgres_statements(step):
+                conn.execute(statement)
+
+    apply.__name__ = apply.__qualname__ = migration.name
+    apply.__doc__ = migration.doc
+    return apply
 
 
-@migration
-def m013_runs_agent(conn: Connection) -> None:
-    """A run can have its own agent (``%%agi -a X`` changes the agent for one cell only)."""
-    conn.execute(f"ALTER TABLE runs ADD COLUMN agent {TEXT}")
-
-
-@migration
-def m014_tool_call_approvals(conn: Connection) -> None:
-    """``tool_calls.approval``: a person's decision on a call that waited for one (a run in
-    ``waiting_approval`` resumes once each of its waiting calls has one)."""
-    conn.execute(f"ALTER TABLE tool_calls ADD COLUMN approval {TEXT}")
-
-
-@migration
-def m015_sessions_budget(conn: Connection) -> None:
-    """A session's token/cost budget (JSON ``{"max_tokens", "max_usd"}``, NULL: none)."""
-    conn.execute(f"ALTER TABLE sessions ADD COLUMN budget {TEXT}")
-
-
-@migration
-def m016_notebook_budgets(conn: Connection) -> None:
-    """Notebook budgets set from a front door (see the SQLite migration)."""
-    _table(
-        conn,
-        "notebook_budgets",
-        f"path {TEXT} PRIMARY KEY",
-        f"budget {TEXT} NOT NULL",
-        f"updated_at {TEXT} NOT NULL",
-    )
+PG_MIGRATIONS: list[Step] = schema.registry(_OWN, _shared)
