@@ -64,20 +64,25 @@ def test_every_migration_has_one_name_on_both_backends() -> None:
 
 def test_steps_render_idempotent_statements_for_both_backends() -> None:
     step = schema.AddColumn(
-        "runs", schema.Column("priority", schema.INTEGER, not_null=True, default="0")
+        "runs", schema.Column("priority", schema.INTEGER, not_null=True, default=0)
     )
-    assert schema.sqlite_statements(step, lambda table: set()) == [
+    assert schema.statements(step, "sqlite", lambda table: set()) == [
         "ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0"
     ]
-    assert schema.sqlite_statements(step, lambda table: {"priority"}) == []
-    assert schema.postgres_statements(step) == [
+    assert schema.statements(step, "sqlite", lambda table: {"priority"}) == []
+    assert schema.statements(step, "postgresql", lambda table: set()) == [
         "ALTER TABLE runs ADD COLUMN IF NOT EXISTS priority bigint NOT NULL DEFAULT 0"
     ]
-    table = schema.Table("notes", (schema.Column("id", primary_key=True), schema.Column("body")))
-    assert schema.postgres_statements(schema.CreateTable(table)) == [
+    table = schema.Table(
+        "notes",
+        (schema.Column("id", primary_key=True), schema.Column("run_id", references="runs")),
+    )
+    assert schema.statements(schema.CreateTable(table), "postgresql", lambda t: set()) == [
         'CREATE TABLE IF NOT EXISTS notes (id text COLLATE "C" PRIMARY KEY,'
-        ' pos bigint GENERATED ALWAYS AS IDENTITY, body text COLLATE "C")'
+        ' pos bigint GENERATED ALWAYS AS IDENTITY, run_id text COLLATE "C")'
     ]
-    assert schema.sqlite_statements(schema.CreateTable(table), lambda t: set()) == [
-        "CREATE TABLE IF NOT EXISTS notes (id TEXT PRIMARY KEY, body TEXT)"
+    index = schema.CreateIndex("notes", ("pos",), only="postgresql")
+    assert schema.statements(index, "sqlite", lambda t: set()) == []
+    assert schema.statements(index, "postgresql", lambda t: set()) == [
+        "CREATE INDEX IF NOT EXISTS idx_notes_pos ON notes (pos)"
     ]
