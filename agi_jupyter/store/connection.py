@@ -1,4 +1,5 @@
-"""The SQLite connection every repository of ``SqliteStore`` shares, and its transactions.
+"""The SQLite connection every repository of ``SqliteStore`` shares, its transactions and its
+SQL dialect (``SqliteDialect``).
 
 One connection per store object, opened lazily with ``check_same_thread=False`` and guarded by a
 lock (the kernel's main thread and an event-loop thread share it). The database file is created
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ from sqlite_utils import Database
 from agi_jupyter.errors import Conflict, UsageError
 from agi_jupyter.store import sql
 from agi_jupyter.store.migrations import migrate
-from agi_jupyter.store.sql import Dialect, Params
+from agi_jupyter.store.rows import check_limit, dumps
+from agi_jupyter.store.sql import ClaimParams, Conn, Params, require_run
 
 AGI_DIR = ".agi"
 DB_NAME = "agi.sqlite"
@@ -30,7 +32,88 @@ ARTIFACTS_DIR = "artifacts"
 BUSY_TIMEOUT_MS = 10_000
 
 
-SQLITE = Dialect()
+class SqliteDialect:
+    """SQLite's ``sql.Dialect``: one writer at a time (``BEGIN IMMEDIATE``), so no row locks;
+    ``rowid`` orders rows and is the session stream's position."""
+
+    name = "sqlite"
+    pos = "rowid"  # the column that orders rows by insertion
+    for_update = ""  # row-lock clauses (SQLite's writer holds the database's one write lock)
+    for_share = ""
+    for_key_share = ""
+    skip_locked = ""
+    rewrites_parts = True  # m005's triggers clear ``messages.parts`` when parts rows change
+    stream_position = "e.rowid"  # of ``run_events e`` in the session stream
+    stream_of_session = "run_events e JOIN runs r ON r.id = e.run_id WHERE r.session_id = ?"
+    stream_columns: tuple[str, ...] = ()  # what ``reserve_stream`` adds to each event row
+
+    def any_of(self, column: str) -> str:
+        return f"{column} IN (SELECT value FROM json_each(?))"
+
+    def any_value(self, values: Sequence[Any]) -> Any:
+        return dumps(list(values))
+
+    def limit(self, limit: int | None, *, name: str = "limit") -> int | None:
+        return check_limit(limit, name=name)
+
+    def text(self, value: str | None) -> str | None:
+        return value
+
+    def notify(self, conn: Conn, when: str = "", params: Params = ()) -> None:
+        """No notifications: the other processes' ticks poll."""
+
+    def reserve_stream(self, conn: Conn, run_id: str, count: int) -> list[tuple[Any, ...]]:
+        require_run(conn, self, run_id)
+        return [()] * count
+
+    def stream_cursor(self, position: int) -> str:
+        return str(position)
+
+    def stream_position_of(self, cursor: str | None) -> int:
+        """The position of a session-stream cursor (its decimal text; None: the start)."""
+        if cursor is None:
+            return 0
+        if not (isinstance(cursor, str) and cursor.isascii() and cursor.isdigit()):
+            raise UsageError(
+                f"invalid session event cursor {cursor!r} (this SQLite store's cursors are numbers)"
+            )
+        return int(cursor)
+
+    def claim_due_runs(
+        self, db: sql.Database, assignments: str, returning: str, params: ClaimParams
+    ) -> list[Any]:
+        """Look first without taking the write lock, then claim in one ``UPDATE`` what the
+        single writer finds claimable."""
+        heads = [params.due, self.any_value(params.exclude), params.stale, params.limit]
+        if not db.all(_SQLITE_CLAIMABLE, heads):
+            return []  # a read: no write lock taken when there is nothing to claim
+        stamps = [params.owner, params.now, params.now, params.now]
+        with db.write() as conn:
+            return conn.execute(
+                f"UPDATE runs SET {assignments} WHERE id IN ({_SQLITE_CLAIMABLE})"
+                f" RETURNING {returning}, rowid",
+                [*stamps, *heads],
+            ).fetchall()
+
+
+# The due heads of idle sessions' queues (a run waiting for an approval holds the runs queued
+# after it in its session) (parameters: now, excluded ids as JSON, the oldest heartbeat still
+# alive, limit).
+_SQLITE_CLAIMABLE = (
+    "SELECT r.id FROM runs r WHERE r.status = 'queued'"
+    " AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= ?)"
+    " AND r.id NOT IN (SELECT value FROM json_each(?))"
+    " AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_id = r.session_id"
+    "  AND p.status = 'queued' AND p.rowid < r.rowid)"
+    " AND NOT EXISTS (SELECT 1 FROM runs b WHERE b.session_id = r.session_id"
+    "  AND b.status = 'running' AND b.heartbeat_at >= ?)"
+    " AND NOT EXISTS (SELECT 1 FROM runs w WHERE w.session_id = r.session_id"
+    "  AND w.status = 'waiting_approval' AND w.rowid < r.rowid)"
+    " ORDER BY r.rowid LIMIT ?"
+)
+
+
+SQLITE = SqliteDialect()
 
 
 class SqliteDatabase:
@@ -44,7 +127,7 @@ class SqliteDatabase:
         self._closed = False
 
     @property
-    def dialect(self) -> Dialect:
+    def dialect(self) -> SqliteDialect:
         return SQLITE
 
     @property
@@ -133,5 +216,5 @@ class SqliteDatabase:
             return None if conn is None else conn.execute(sql, params).fetchone()
 
 
-def _implements_database(db: SqliteDatabase) -> sql.Database:
-    return db  # mypy checks here that SqliteDatabase is a sql.Database
+def _implements_protocols(db: SqliteDatabase) -> tuple[sql.Database, sql.Dialect]:
+    return db, db.dialect  # mypy checks here that they implement the protocols

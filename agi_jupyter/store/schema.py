@@ -75,7 +75,10 @@ class Column:
             out += " NOT NULL"
         if self.default is not None:
             value = self.default
-            out += f" DEFAULT {value!r}" if isinstance(value, str) else f" DEFAULT {value}"
+            literal = (
+                "'" + value.replace("'", "''") + "'" if isinstance(value, str) else f"{value:g}"
+            )
+            out += f" DEFAULT {literal}"
         if self.references is not None and backend == "sqlite":
             out += f" REFERENCES {self.references}(id)"
         return out

@@ -26,9 +26,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from agi_jupyter.errors import RunLost, RunNotFound, SessionNotFound, UsageError
+from agi_jupyter.errors import RunLost, RunNotFound, SessionNotFound
 from agi_jupyter.records import Page, RunFence
-from agi_jupyter.store.rows import Mapping, check_limit, decode_cursor, dumps, encode_cursor
+from agi_jupyter.store.rows import Mapping, check_limit, decode_cursor, encode_cursor
 
 R = TypeVar("R")
 Params = Sequence[Any]
@@ -82,92 +82,58 @@ class Database(Protocol):
         ...
 
 
-class Dialect:
-    """How one backend spells what the shared SQL needs (see the module docstring); the
-    attributes are SQLite's, ``postgres.core.PostgresDialect`` changes them."""
+class Dialect(Protocol):
+    """How one backend spells what the shared SQL needs (see the module docstring):
+    ``connection.SqliteDialect`` and ``postgres.core.PostgresDialect``."""
 
-    name = "sqlite"
-    pos = "rowid"  # the column that orders rows by insertion
-    for_update = ""  # row-lock clauses (SQLite's writer holds the database's one write lock)
-    for_share = ""
-    for_key_share = ""
-    skip_locked = ""
-    rewrites_parts = True  # m005's triggers clear ``messages.parts`` when parts rows change
-    stream_position = "e.rowid"  # of ``run_events e`` in the session stream
-    stream_of_session = "run_events e JOIN runs r ON r.id = e.run_id WHERE r.session_id = ?"
-    stream_columns: tuple[str, ...] = ()  # what ``reserve_stream`` adds to each event row
+    name: str  # ``Store.dialect``
+    pos: str  # the column that orders a table's rows by insertion
+    for_update: str  # row-lock clauses appended to a SELECT ("" where the writer is alone)
+    for_share: str
+    for_key_share: str
+    skip_locked: str
+    rewrites_parts: bool  # triggers clear ``messages.parts`` when parts rows change (m005)
+    stream_position: str  # the session stream's position of ``run_events e``
+    stream_of_session: str  # ``run_events e`` of the session given as a parameter
+    stream_columns: tuple[str, ...]  # what ``reserve_stream`` adds to each event row
 
     def any_of(self, column: str) -> str:
-        """``column`` is one of the values of the parameter ``any_value`` makes."""
-        return f"{column} IN (SELECT value FROM json_each(?))"
+        """SQL: ``column`` is one of the values of the parameter ``any_value`` makes."""
+        ...
 
-    def any_value(self, values: Sequence[Any]) -> Any:
-        return dumps(list(values))
+    def any_value(self, values: Sequence[Any]) -> Any: ...
 
     def limit(self, limit: int | None, *, name: str = "limit") -> int | None:
         """A LIMIT parameter (``None``: no limit)."""
-        return check_limit(limit, name=name)
+        ...
 
     def text(self, value: str | None) -> str | None:
-        """A text column's value as this database can store it."""
-        return value
+        """A text column's value as this database can store it (NUL)."""
+        ...
 
     def notify(self, conn: Conn, when: str = "", params: Params = ()) -> None:
         """Wake the other servers' ticks (at commit), if the condition ``when`` holds."""
+        ...
 
     def reserve_stream(self, conn: Conn, run_id: str, count: int) -> list[tuple[Any, ...]]:
         """Before appending ``count`` events to a run: the values of ``stream_columns`` for
         each (``RunNotFound`` for an unknown run)."""
-        require_run(conn, self, run_id)
-        return [()] * count
+        ...
 
-    def stream_cursor(self, position: int) -> str:
-        return str(position)
+    def stream_cursor(self, position: int) -> str: ...
 
     def stream_position_of(self, cursor: str | None) -> int:
-        """The position of a session-stream cursor (its decimal text; None: the start)."""
-        if cursor is None:
-            return 0
-        if not (isinstance(cursor, str) and cursor.isascii() and cursor.isdigit()):
-            raise UsageError(
-                f"invalid session event cursor {cursor!r} (this SQLite store's cursors are numbers)"
-            )
-        return int(cursor)
+        """The position of a session-stream cursor (None: the start; malformed, or another
+        backend's: ``UsageError``)."""
+        ...
 
     def claim_due_runs(
         self, db: Database, assignments: str, returning: str, params: ClaimParams
     ) -> list[Any]:
         """Claim the due queue heads (``Runs.claim_due_runs``) with the claim's
         ``assignments`` (parameters: owner, then the time three times): the claimed rows
-        (``returning``), each with its position last. SQLite looks first without taking the
-        write lock, then claims in one ``UPDATE`` what its single writer finds claimable."""
-        heads = [params.due, self.any_value(params.exclude), params.stale, params.limit]
-        if not db.all(_SQLITE_CLAIMABLE, heads):
-            return []  # a read: no write lock taken when there is nothing to claim
-        stamps = [params.owner, params.now, params.now, params.now]
-        with db.write() as conn:
-            return conn.execute(
-                f"UPDATE runs SET {assignments} WHERE id IN ({_SQLITE_CLAIMABLE})"
-                f" RETURNING {returning}, rowid",
-                [*stamps, *heads],
-            ).fetchall()
-
-
-# The due heads of idle sessions' queues (a run waiting for an approval holds the runs queued
-# after it in its session) (parameters: now, excluded ids as JSON, the oldest heartbeat still
-# alive, limit).
-_SQLITE_CLAIMABLE = (
-    "SELECT r.id FROM runs r WHERE r.status = 'queued'"
-    " AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= ?)"
-    " AND r.id NOT IN (SELECT value FROM json_each(?))"
-    " AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_id = r.session_id"
-    "  AND p.status = 'queued' AND p.rowid < r.rowid)"
-    " AND NOT EXISTS (SELECT 1 FROM runs b WHERE b.session_id = r.session_id"
-    "  AND b.status = 'running' AND b.heartbeat_at >= ?)"
-    " AND NOT EXISTS (SELECT 1 FROM runs w WHERE w.session_id = r.session_id"
-    "  AND w.status = 'waiting_approval' AND w.rowid < r.rowid)"
-    " ORDER BY r.rowid LIMIT ?"
-)
+        (``returning``), each with its position last."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ class SqliteStore(SqlStore):
         self._database = SqliteDatabase(self.path)
         self._files = FilePayloads(self.project_dir)
         super().__init__(self._database, self._files, artifact_threshold=artifact_threshold)
+        # Raw transactions, for tests and benchmarks that read or set rows behind the store.
         self._write = self._database.write
         self._read = self._database.read
 

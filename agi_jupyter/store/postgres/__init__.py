@@ -46,6 +46,7 @@ class PostgresStore(SqlStore):
         super().__init__(
             self._database, RowPayloads(self._database), artifact_threshold=artifact_threshold
         )
+        # Raw transactions, for tests and benchmarks that read or set rows behind the store.
         self._write = self._database.write
         self._read = self._database.read
 

@@ -27,7 +27,7 @@ from agi_jupyter.store import sql
 from agi_jupyter.store.postgres import database
 from agi_jupyter.store.postgres.query import to_format
 from agi_jupyter.store.rows import check_limit
-from agi_jupyter.store.sql import ClaimParams, Conn, Cursor, Database, Dialect, Params
+from agi_jupyter.store.sql import ClaimParams, Conn, Cursor, Database, Params
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 
@@ -72,7 +72,7 @@ class PgConn:
         return None
 
 
-class PostgresDialect(Dialect):
+class PostgresDialect:
     """PostgreSQL's spelling (see ``sql.Dialect``) for the project in ``schema``."""
 
     name = "postgresql"
@@ -84,7 +84,7 @@ class PostgresDialect(Dialect):
     rewrites_parts = False  # no triggers: ``messages.parts`` is written with the row
     stream_position = "e.session_pos"
     stream_of_session = "run_events e WHERE e.session_id = ?"
-    stream_columns = ("session_id", "session_pos")
+    stream_columns: tuple[str, ...] = ("session_id", "session_pos")
 
     def __init__(self, schema: str) -> None:
         self.schema = schema
@@ -245,5 +245,5 @@ class PgDatabase:
             return conn.execute(sql, params).fetchone()
 
 
-def _implements_database(db: PgDatabase) -> sql.Database:
-    return db  # mypy checks here that PgDatabase is a sql.Database
+def _implements_protocols(db: PgDatabase) -> tuple[sql.Database, sql.Dialect]:
+    return db, db.dialect  # mypy checks here that they implement the protocols
