@@ -23,14 +23,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agi_jupyter import events as ev
 from agi_jupyter.aio import complete, regardless
 from agi_jupyter.errors import AgiError, RunLost
-from agi_jupyter.records import Message, Run, RunFence, Session, part_from_dict, session_for_run
+from agi_jupyter.records import Message, Run, RunFence, Session, session_for_run
 from agi_jupyter.runtime import endings
 from agi_jupyter.runtime.emitter import RunEmitter
 from agi_jupyter.runtime.endings import run_to_dict
@@ -415,12 +415,16 @@ class RunManager(RunStops):
         store = self.deps.store
         session = store.get_session(run.session_id)
         message = None
-        state = dict(run.loop_state or {})
-        parts = [part_from_dict(p) for p in state.pop("input", [])]
-        if parts and not run.input_message_id:
-            message = store.add_message(run.session_id, "user", parts, run_id=run.id, fence=fence)
+        state = run.loop_state
+        if state is not None and state.input and not run.input_message_id:
+            message = store.add_message(
+                run.session_id, "user", list(state.input), run_id=run.id, fence=fence
+            )
             run = store.update_run(
-                run.id, input_message_id=message.id, loop_state=state, fence=fence
+                run.id,
+                input_message_id=message.id,
+                loop_state=replace(state, input=()),
+                fence=fence,
             )
         inputs = None
         effective = session_for_run(session, run)
