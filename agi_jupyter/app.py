@@ -47,10 +47,11 @@ from agi_jupyter.records import (
     TextPart,
     ToolCall,
     is_blank,
-    part_to_dict,
     utc_now,
 )
 from agi_jupyter.research import DeepResearch, ResearchSettings
+from agi_jupyter.run_state import BudgetDecision, LoopState
+from agi_jupyter.run_state_codec import question_to_json
 from agi_jupyter.runtime.bus import EventBus
 from agi_jupyter.runtime.deps import ProviderPool, RuntimeDeps
 from agi_jupyter.runtime.follow import afollow_run, follow_run, is_new
@@ -229,11 +230,9 @@ class Agi(SessionsApi, CatalogueApi):
             joined = self.sdk.join_running_turn(ses, text)
             if joined is not None:
                 return joined
-        state: dict[str, Any] = {"input": [part_to_dict(p) for p in parts]} if parts else {}
-        if max_iterations is not None:
-            if max_iterations < 1:
-                raise UsageError("max_iterations must be at least 1")
-            state["max_iterations"] = max_iterations
+        if max_iterations is not None and max_iterations < 1:
+            raise UsageError("max_iterations must be at least 1")
+        state = LoopState(input=tuple(parts), max_iterations=max_iterations)
         run = self.store.create_run(
             ses.id,
             provider=provider,
@@ -360,10 +359,10 @@ class Agi(SessionsApi, CatalogueApi):
         ``reason``, ``budgets`` (each: scope, spent, limit), ``input_tokens_at_least`` (the
         bound of the refused call); None when it waits for no budget."""
         run = self.store.get_run(run_id)
-        question = (run.loop_state or {}).get("budget_question")
-        if run.status != "waiting_approval" or not question or question.get("decision"):
+        question = None if run.loop_state is None else run.loop_state.budget_question
+        if run.status != "waiting_approval" or question is None or question.decision:
             return None
-        return dict(question)
+        return question_to_json(question)
 
     def decide(
         self,
@@ -422,15 +421,16 @@ class Agi(SessionsApi, CatalogueApi):
         """Answer the run's budget question: the session's budget raised first (a decision
         that loses the race below leaves it raised, as asked), then the answer written into
         the question and the run queued, on its version (one decision wins)."""
-        state = dict(run.loop_state or {})
-        answer: JSON = {"decision": "deny" if decision == "deny" else "approve"}
+        raised: JSON | None = None
         if decision != "deny":
             session = self.store.get_session(run.session_id)
             new = budgets.raised(budgets.session_budget(session), budgets.Budget.parse(budget))
             self.update_session(session.id, budget=new.to_dict())
-            answer["budget"] = new.to_dict()
-        answer.update(message=message, decided_at=utc_now())
-        state["budget_question"] = {**state["budget_question"], "decision": answer}
+            raised = new.to_dict()
+        answer = BudgetDecision(
+            "deny" if decision == "deny" else "approve", utc_now(), raised, message
+        )
+        state = (run.loop_state or LoopState()).answered(answer)
         if not self.store.update_run_if(
             run.id, run.version, status="queued", next_attempt_at=utc_now(), loop_state=state
         ):

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agi_jupyter.errors import BudgetExceeded, BudgetNotRaised, UsageError
 from agi_jupyter.records import JSON, Session
+from agi_jupyter.run_state import BudgetQuestion
 
 if TYPE_CHECKING:
     from agi_jupyter.store import Store
@@ -288,15 +289,14 @@ def raisable(status: BudgetStatus, call: NextCall) -> bool:
     return status.budget.max_usd is None or call.cheapest_usd_per_mtok is not None
 
 
-def question(refused: list[BudgetStatus], call: NextCall, reason: str) -> JSON:
-    """The budget question a run waits on (``loop_state["budget_question"]``): the budgets
-    that refused the call (spent, limit), the call's lower bound, and why."""
-    return {
-        "reason": reason,
-        "budgets": [s.to_dict() for s in refused],
-        "input_tokens_at_least": call.input_tokens_at_least,
-        "decision": None,
-    }
+def question(refused: list[BudgetStatus], call: NextCall, reason: str) -> BudgetQuestion:
+    """The budget question a run waits on (``LoopState.budget_question``): the budgets that
+    refused the call (spent, limit), the call's lower bound, and why."""
+    return BudgetQuestion(
+        reason=reason,
+        budgets=tuple(s.to_dict() for s in refused),
+        input_tokens_at_least=call.input_tokens_at_least,
+    )
 
 
 def raised(current: Budget | None, given: Budget | None) -> Budget:

@@ -21,6 +21,7 @@
     │   └── NoPendingApproval     NO_PENDING_APPROVAL (409): no tool call of the run waits
     ├── RunCancelled              RUN_CANCELLED: the run was cancelled
     ├── BudgetExceeded            BUDGET_EXCEEDED (409): a token/cost budget is spent
+    ├── RunStateUnreadable        RUN_STATE_UNREADABLE (500): a run's stored state is unreadable
     └── StoreUnavailable          STORE_UNAVAILABLE (503): the store's database cannot be reached
 
 Messages never contain secrets: callers pass only what is safe to show to a user.
@@ -186,6 +187,13 @@ class BudgetExceeded(AgiError):
 
     code = "BUDGET_EXCEEDED"
     http_status = 409
+
+
+class RunStateUnreadable(AgiError):
+    """A run's stored state (``loop_state``) cannot be read by this version: written by a newer
+    one in a format it does not know (its ``version``), or malformed (``run_state_codec``)."""
+
+    code = "RUN_STATE_UNREADABLE"
 
 
 class StoreUnavailable(AgiError):

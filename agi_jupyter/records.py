@@ -1,6 +1,7 @@
 """The records of the store: sessions, messages and their parts, runs, tool calls, artifacts.
 
-Plain dataclasses that import nothing from the package, so every layer can use them. Message
+Plain dataclasses that import nothing from the package (but ``run_state``, the typed state of a
+run, which imports nothing either), so every layer can use them. Message
 parts carry a literal ``type`` so they round-trip losslessly through JSON (``part_to_dict`` /
 ``part_from_dict``); the same part types make up the conversation sent to a provider.
 """
@@ -13,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+
+from agi_jupyter.run_state import LoopState
 
 JSON = dict[str, Any]
 
@@ -354,7 +357,8 @@ class Run:
     next_attempt_at: str | None = None
     provider_response_id: str | None = None
     last_webhook_event_id: str | None = None
-    loop_state: JSON | None = None
+    # What the run keeps between attempts (typed; stored as JSON by ``run_state_codec``).
+    loop_state: LoopState | None = None
     version: int = 0
     owner: str | None = None
     epoch: int = 0  # bumped whenever ownership changes hands (claim, takeover, release)

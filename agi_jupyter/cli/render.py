@@ -18,6 +18,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agi_jupyter import run_state_codec
+from agi_jupyter.run_state import LoopState
+
 PIPE_WIDTH = 200
 
 
@@ -29,9 +32,11 @@ def console(*, stderr: bool = False) -> Console:
 
 
 def jsonable(value: Any) -> Any:
-    """Records, pages and dicts as plain JSON values."""
+    """Records, pages and dicts as plain JSON values (a run's state: its stored form)."""
+    if isinstance(value, LoopState):
+        return run_state_codec.to_json(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {k: jsonable(v) for k, v in dataclasses.asdict(value).items()}
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

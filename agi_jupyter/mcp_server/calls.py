@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.records import JSON, Run
-from agi_jupyter.sdk.external import CALL_KEY, EXTERNAL_SDK, PROVIDER
+from agi_jupyter.run_state import ExternalCall, LoopState
+from agi_jupyter.sdk.external import EXTERNAL_SDK, PROVIDER
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
@@ -46,7 +47,7 @@ class ExternalCalls:
 
     async def call(self, client: str, name: str, arguments: dict[str, Any]) -> CallRecord:
         session_id = await self._session(client)
-        call = {"id": "mcp_" + uuid.uuid4().hex[:24], "name": name, "arguments": arguments}
+        call = ExternalCall("mcp_" + uuid.uuid4().hex[:24], name, arguments)
         run = await asyncio.to_thread(
             self.agi.store.create_run,
             session_id,
@@ -54,12 +55,12 @@ class ExternalCalls:
             model=client,
             execution_mode="background",
             max_attempts=1,  # never repeated by a tick: nobody would be waiting for it
-            loop_state={CALL_KEY: call},
+            loop_state=LoopState(external_call=call),
         )
         done = await asyncio.wrap_future(
             self.agi.loop.submit(_execute(self.agi.runs_manager, run.id))
         )
-        return await asyncio.to_thread(self._record, done, str(call["id"]))
+        return await asyncio.to_thread(self._record, done, call.id)
 
     async def _session(self, client: str) -> str:
         async with self._lock:

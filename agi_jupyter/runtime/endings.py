@@ -17,7 +17,7 @@ changes nothing. What each ending leaves behind:
   that resumes it executes or refuses the calls before calling the model again. The park
   does not count as an attempt (``max_attempts`` grows by one).
 - **waiting for a budget** (review mode ``ask``, the next model call would go over the
-  session's budget): the question (``loop_state["budget_question"]``: the budgets that refused,
+  session's budget): the question (``LoopState.budget_question``: the budgets that refused,
   spent, limit, the call's bound) is saved with the run in ``waiting_approval``, no owner, like
   a tool approval; a decision (``Agi.decide``: a larger budget, or deny) is written into it and
   queues the run, and the attempt that resumes it goes on (or fails ``BUDGET_EXCEEDED``).
@@ -31,7 +31,7 @@ fence stops holding); ``run.final`` follows the terminal update, which keeps the
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import events as ev
@@ -45,6 +45,8 @@ from agi_jupyter.records import (
     ToolResultPart,
     utc_now,
 )
+from agi_jupyter.run_state import LoopState
+from agi_jupyter.run_state_codec import to_json
 
 if TYPE_CHECKING:
     from agi_jupyter.runtime.deps import RuntimeDeps
@@ -66,13 +68,14 @@ class AwaitingBudget(AwaitingApproval):
     """Raised by an attempt whose next model call needs a larger budget (review mode ``ask``):
     ``state`` is the run's loop state with the ``budget_question`` to save."""
 
-    def __init__(self, run_id: str, state: JSON) -> None:
+    def __init__(self, run_id: str, state: LoopState) -> None:
         super().__init__(run_id)
         self.state = state
 
 
 def run_to_dict(run: Run) -> dict[str, Any]:
-    return asdict(run)
+    """A run as JSON (``run.final``): its fields, the state in its stored form."""
+    return {**asdict(replace(run, loop_state=None)), "loop_state": to_json(run.loop_state)}
 
 
 def finish(
@@ -145,7 +148,7 @@ def await_approval(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> Run:
     return run
 
 
-def await_budget(deps: RuntimeDeps, run_id: str, emitter: RunEmitter, state: JSON) -> Run:
+def await_budget(deps: RuntimeDeps, run_id: str, emitter: RunEmitter, state: LoopState) -> Run:
     """Park the run in ``waiting_approval`` (no owner) with its budget question in
     ``loop_state``, until a person answers it (``Agi.decide``). Not an attempt either."""
     emitter.emit(ev.RunStatusEvent(status="waiting_approval"))

@@ -2,10 +2,11 @@
 
 ``Agi`` hands this wrapper to the whole runtime, so nothing reaches the database or the artifact
 files with a known secret in it, whoever writes: messages (user prompts too: what is stored is
-what is later sent to a provider), runs (their ``loop_state`` and errors), tool calls,
-artifacts, sessions, tasks and capabilities. Run events are redacted by ``RunEmitter`` (before
-they are also published), webhook payloads are stored as received (they come from the provider
-and carry no secret of ours). Reads and everything else go to the wrapped store unchanged.
+what is later sent to a provider), runs (their state, in its JSON form, and errors), tool
+calls, artifacts, sessions, tasks and capabilities. Run events are redacted by ``RunEmitter``
+(before they are also published), webhook payloads are stored as received (they come from the
+provider and carry no secret of ours). Reads and everything else go to the wrapped store
+unchanged.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
+from agi_jupyter import run_state_codec
 from agi_jupyter.records import (
     JSON,
     Artifact,
@@ -31,6 +33,7 @@ from agi_jupyter.records import (
     part_from_dict,
     part_to_dict,
 )
+from agi_jupyter.run_state import LoopState
 
 if TYPE_CHECKING:
     from agi_jupyter.store import ArtifactWriter, Store
@@ -58,6 +61,14 @@ class RedactedStore:
 
     def _json(self, value: Any) -> Any:
         return self.redactor.redact_json(value)
+
+    def _run_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """A run's fields redacted, its state through its JSON form (``run_state_codec``)."""
+        out: dict[str, Any] = self._json(fields)
+        state = fields.get("loop_state")
+        if isinstance(state, LoopState):
+            out["loop_state"] = run_state_codec.redacted(state, self.redactor.redact_json)
+        return out
 
     def _parts(self, parts: Sequence[Part]) -> list[Part]:
         return [part_from_dict(self._json(part_to_dict(p))) for p in parts]
@@ -106,13 +117,13 @@ class RedactedStore:
         )
 
     def create_run(self, session_id: str, /, **fields: Any) -> Run:
-        return self.inner.create_run(session_id, **self._json(fields))
+        return self.inner.create_run(session_id, **self._run_fields(fields))
 
     def update_run(self, id: str, /, *, fence: RunFence | None = None, **changes: Any) -> Run:
-        return self.inner.update_run(id, fence=fence, **self._json(changes))
+        return self.inner.update_run(id, fence=fence, **self._run_fields(changes))
 
     def update_run_if(self, id: str, expected_version: int, /, **changes: Any) -> bool:
-        return self.inner.update_run_if(id, expected_version, **self._json(changes))
+        return self.inner.update_run_if(id, expected_version, **self._run_fields(changes))
 
     def create_tool_call(
         self,

@@ -36,6 +36,8 @@ from agi_jupyter.records import (
     part_to_dict,
     session_for_run,
 )
+from agi_jupyter.run_state import LoopProgress, LoopState, UsageTotals
+from agi_jupyter.run_state_codec import usage_to_json
 from agi_jupyter.runtime.endings import AwaitingBudget
 from agi_jupyter.runtime.history import conversation, unanswered_tool_calls
 from agi_jupyter.runtime.toolnames import ToolNames
@@ -114,10 +116,12 @@ class AgentLoop:
             # The notebook's outline quotes its cells: redacted like every tool result.
             system = f"{system}\n\n{deps.redactor.redact_text(context)}" if context else system
         provider = await deps.providers.aget(run.provider or "fake")
-        state: JSON = dict(run.loop_state or {})
-        self._answered_budget(run, state.pop("budget_question", None), state)
-        usage_total = dict(state.get("usage") or {"input_tokens": 0, "output_tokens": 0})
-        cost_total = float(state.get("cost_usd") or 0.0)
+        state = run.loop_state or LoopState()
+        self._answered_budget(run, state)
+        state = replace(state, budget_question=None)
+        done = state.progress
+        usage_total = UsageTotals() if done is None else done.usage
+        cost_total = 0.0 if done is None else done.cost_usd
         # Calls that waited for a person: executed or refused now, as decided (the model
         # turn that made them is not repeated); still undecided: the run waits again.
         # (One trip to the store thread for both reads when no call waited.)
@@ -130,18 +134,19 @@ class AgentLoop:
         )
         waiting = [c for c in calls if c.status == "waiting_approval"]
         if waiting:
+            turn_of_calls = None if done is None else done.iteration
             await self.tools.settle_approvals(
-                run, session, allowed, emitter, state.get("iteration"), waiting
+                run, session, allowed, emitter, turn_of_calls, waiting
             )
             messages = await stored(store.list_messages, session.id)
         await self.tools.answer_dangling_tool_calls(run, messages, emitter)
-        max_iterations = int(state.get("max_iterations") or deps.config.max_iterations)
+        max_iterations = state.max_iterations or deps.config.max_iterations
         # Every registered name, so a call to a tool not offered is refused by its real name.
         names = ToolNames([t.name for t in deps.registry.all()])
         specs = [names.encode_spec(t.spec()) for t in tools]
         extras = deps.config.request_extras.body_for(run.provider or "", run.model or "")
         text = ""
-        for iteration in range(int(state.get("iteration", 0)) + 1, max_iterations + 1):
+        for iteration in range(state.iteration + 1, max_iterations + 1):
             if emitter.iteration != iteration:  # (the first may be out: ``first_iteration``)
                 emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
             # One trip to the store thread for what the request needs (each costs a wake-up
@@ -163,20 +168,23 @@ class AgentLoop:
             turn = await self._stream_turn(provider, request, emitter, names)
             usage = turn.usage
             cost = None if usage is None else cost_usd(run.provider or "", run.model or "", usage)
-            add_turn_usage(usage_total, turn)
+            usage_total = add_turn_usage(usage_total, turn)
             cost_total += cost or 0.0
             text = turn.text
             # Saved before the tools run, in the assistant message's trip to the store thread:
             # a resumed attempt continues after this model turn.
-            state = {
-                "iteration": iteration,
-                "max_iterations": max_iterations,
-                "usage": usage_total,
-                "cost_usd": cost_total,
-                # For the budget check of the next call (budget.py): its prompt resends at
-                # least this one's (a call without usage leaves the run's usage unknown).
-                "last_input_tokens": turn.usage.input_tokens if turn.usage else 0,
-            }
+            state = replace(
+                state,
+                max_iterations=max_iterations,
+                progress=LoopProgress(
+                    iteration,
+                    usage_total,
+                    cost_total,
+                    # For the budget check of the next call (budget.py): its prompt resends at
+                    # least this one's (a call without usage leaves the run's usage unknown).
+                    last_input_tokens=turn.usage.input_tokens if turn.usage else 0,
+                ),
+            )
             # (Nothing else emits on the emitter between turns: the block may await.)
             with emitter.together():
                 assistant = await self._save_turn(run, session, turn, cost, emitter, state)
@@ -186,19 +194,22 @@ class AgentLoop:
                 )
                 await self._save_state(run, state, emitter)
             if not turn.tool_calls:
-                return AttemptResult(text, usage_total, cost_total, iteration)
-        return AttemptResult(text, usage_total, cost_total, max_iterations, True)
+                return AttemptResult(text, usage_to_json(usage_total), cost_total, iteration)
+        return AttemptResult(text, usage_to_json(usage_total), cost_total, max_iterations, True)
 
-    async def _save_state(self, run: Run, state: JSON, emitter: RunEmitter) -> None:
+    async def _save_state(self, run: Run, state: LoopState, emitter: RunEmitter) -> None:
         await self.deps.stored(self._write_state, run, state, emitter.fence)
 
-    def _write_state(self, run: Run, state: JSON, fence: RunFence | None) -> None:
+    def _write_state(self, run: Run, state: LoopState, fence: RunFence | None) -> None:
         """Save the loop state, the usage and the cost so far on the run (store thread)."""
+        progress = state.progress
+        if progress is None:
+            raise ValueError("a loop state is saved after a model turn: it has progress")
         self.deps.store.update_run(
             run.id,
             loop_state=state,
-            usage=state["usage"],
-            cost_usd=state["cost_usd"],
+            usage=usage_to_json(progress.usage),
+            cost_usd=progress.cost_usd,
             fence=fence,
         )
 
@@ -211,7 +222,7 @@ class AgentLoop:
     def _check_budget(
         self,
         run: Run,
-        state: JSON,
+        state: LoopState,
         emitter: RunEmitter,
         found: list[budgets.BudgetStatus],
         review_mode: str = "ask",
@@ -223,10 +234,11 @@ class AgentLoop:
         if not found:
             return
         info = lookup(run.provider or "", run.model or "")
+        done = state.progress
         call = budgets.NextCall(
-            input_tokens_at_least=int(state.get("last_input_tokens") or 0),
+            input_tokens_at_least=0 if done is None else done.last_input_tokens,
             cheapest_usd_per_mtok=None if info is None else info.cached_input_per_mtok,
-            usage_unknown=bool((state.get("usage") or {}).get("unknown_turns")),
+            usage_unknown=done is not None and done.usage.unknown_turns > 0,
         )
         refused = [
             (status, reason)
@@ -243,19 +255,19 @@ class AgentLoop:
         if not asking:
             raise BudgetExceeded(refused[0][1])
         question = budgets.question([s for s, _ in refused], call, refused[0][1])
-        raise AwaitingBudget(run.id, {**state, "budget_question": question})
+        raise AwaitingBudget(run.id, replace(state, budget_question=question))
 
-    def _answered_budget(self, run: Run, question: JSON | None, state: JSON) -> None:
+    def _answered_budget(self, run: Run, state: LoopState) -> None:
         """Take up the answer to the run's budget question as its attempt starts: a denial
         fails the run (``BUDGET_EXCEEDED``); an approval raised the session's budget (the
         check before the next call reads it); still unanswered: the run waits again."""
-        if not question:
+        question = state.budget_question
+        if question is None:
             return
-        decision = (question.get("decision") or {}).get("decision")
-        if decision == "deny":
-            raise BudgetExceeded(f"{question.get('reason')} (a larger budget was denied)")
-        if decision is None:
-            raise AwaitingBudget(run.id, {**state, "budget_question": question})
+        if question.decision is None:
+            raise AwaitingBudget(run.id, state)
+        if question.decision.decision == "deny":
+            raise BudgetExceeded(f"{question.reason} (a larger budget was denied)")
 
     def _statuses_now(self, session: Session) -> list[budgets.BudgetStatus]:
         """The budgets that apply and what was spent (store calls: on the store thread)."""
@@ -334,7 +346,7 @@ class AgentLoop:
         turn: TurnResult,
         cost: float | None,
         emitter: RunEmitter,
-        state: JSON,
+        state: LoopState,
     ) -> Message:
         """Store the assistant message and the usage of a model turn, then the run's loop
         ``state`` after it, in one trip to the store thread; emit the message, the usage and
@@ -404,9 +416,9 @@ class AgentLoop:
         ``run_attempt`` then does not emit it again. None when it must come from the loop."""
         if inputs[2] is None:
             return None
-        state = run.loop_state or {}
-        iteration = int(state.get("iteration", 0)) + 1
-        max_iterations = int(state.get("max_iterations") or self.deps.config.max_iterations)
+        state = run.loop_state or LoopState()
+        iteration = state.iteration + 1
+        max_iterations = state.max_iterations or self.deps.config.max_iterations
         if iteration > max_iterations:
             return None
         return ev.Iteration(iteration=iteration, max_iterations=max_iterations)
@@ -425,19 +437,13 @@ class AgentLoop:
         return calls, messages, self._statuses_now(session)
 
 
-def add_turn_usage(total: dict[str, Any], turn: TurnResult) -> None:
-    """Add a model turn to a run's usage. A turn whose server sent no usage makes the totals
-    unknown (``None``), never zero: a sum missing a part would understate tokens and cost.
-    A turn cut at the output token limit marks the run ``truncated``."""
+def add_turn_usage(total: UsageTotals, turn: TurnResult) -> UsageTotals:
+    """A run's usage with a model turn added. A turn whose server sent no usage makes the
+    totals unknown (``None``), never zero (``UsageTotals.add``); a turn cut at the output
+    token limit marks the run ``truncated``."""
     usage = turn.usage
-    if usage is None:
-        total["unknown_turns"] = int(total.get("unknown_turns") or 0) + 1
-        total["input_tokens"] = total["output_tokens"] = None
-    elif not total.get("unknown_turns"):
-        total["input_tokens"] = int(total.get("input_tokens") or 0) + usage.input_tokens
-        total["output_tokens"] = int(total.get("output_tokens") or 0) + usage.output_tokens
-    if turn.truncated:
-        total["truncated"] = True
+    tokens = None if usage is None else (usage.input_tokens, usage.output_tokens)
+    return total.add(tokens, truncated=turn.truncated)
 
 
 def allowed_tool_names(agent: Agent, session: Session | None, registry: ToolRegistry) -> list[str]:

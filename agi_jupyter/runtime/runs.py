@@ -23,19 +23,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agi_jupyter import events as ev
 from agi_jupyter.aio import complete, regardless
 from agi_jupyter.errors import AgiError, RunLost
-from agi_jupyter.records import Message, Run, RunFence, Session, part_from_dict, session_for_run
+from agi_jupyter.records import Message, Run, RunFence, Session, session_for_run
 from agi_jupyter.runtime import endings
 from agi_jupyter.runtime.emitter import RunEmitter
 from agi_jupyter.runtime.endings import run_to_dict
 from agi_jupyter.runtime.lease import LeaseKeeper
-from agi_jupyter.runtime.run_stops import RunStops, Stop, TickResult, cancel_error, iso_in
+from agi_jupyter.runtime.local_runs import LocalRuns
+from agi_jupyter.runtime.run_stops import RunStops, cancel_error, is_stale, iso_in
 from agi_jupyter.runtime.runner import AgentLoop, AttemptInputs, AttemptResult, message_to_dict
 
 if TYPE_CHECKING:
@@ -45,11 +46,18 @@ log = logging.getLogger(__name__)
 
 __all__ = ["RunManager", "TickResult", "run_to_dict"]
 
-# A resumed attempt numbers its events this far past the last stored one: live events of the
-# attempt before it that were never stored (deltas not flushed yet when its process stalled or
-# died) may still have reached followers, which would take new events with those seqs for
-# duplicates.
-RESUME_SEQ_GAP = 1000
+
+@dataclass
+class TickResult:
+    executed: int = 0
+    recovered: int = 0
+    failed_stale: int = 0
+    skipped: int = 0
+    webhook_events: int = 0  # webhook deliveries processed (deep research)
+    completed_background: int = 0  # parked runs completed by a webhook or a poll
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
 
 
 def _seconds_until(iso: str | None) -> float:
@@ -108,9 +116,11 @@ class _Begun:
     inputs: AttemptInputs | None  # the native loop's first reads, made in the same trip
 
 
-class RunManager(RunStops):
-    """Executes runs on the runtime loop. All coroutines here run on that loop. Cancelling,
-    releasing and ticking runs: ``RunStops`` (``runtime.run_stops``)."""
+class RunManager:
+    """Executes runs on the runtime loop: claims them, drives their attempts and ends them, and
+    the tick that finds due and stale runs. All coroutines here run on that loop. The runs
+    executing here: ``local`` (``LocalRuns``); cancelling runs and taking over stale ones:
+    ``stops`` (``RunStops``)."""
 
     def __init__(self, deps: RuntimeDeps) -> None:
         self.deps = deps
@@ -118,20 +128,18 @@ class RunManager(RunStops):
         self.agent_runner: AttemptRunner = self.agent_loop
         self.executors: dict[str, RunExecutor] = {}  # by run type; ``agent`` runs: agent_runner
         self.leases = LeaseKeeper(deps.open_store, deps.heartbeat_interval, shared=deps.store)
-        self._tasks: dict[str, asyncio.Task[Run]] = {}
+        self.local = LocalRuns(deps)
+        self.stops = RunStops(deps, self.local, self.executors)
         self._session_locks: dict[str, asyncio.Lock] = {}
-        self._fences: dict[str, RunFence] = {}  # the runs executing here, by id
-        self._emitters: dict[str, RunEmitter] = {}
-        self._stops: dict[str, Stop] = {}  # why a run's task is being cancelled, if not a cancel
 
     # --- driving a run -----------------------------------------------------------------------
 
     def is_local(self, run_id: str) -> bool:
-        return run_id in self._tasks
+        return self.local.is_local(run_id)
 
     def has_local_runs(self) -> bool:
         """Whether any run is executing in this process."""
-        return bool(self._tasks)
+        return bool(self.local)
 
     def spawn(
         self,
@@ -149,27 +157,21 @@ class RunManager(RunStops):
         A tick's claim is made on the store thread, so a task started here meanwhile (a
         ``submit``) may find the run claimed and be about to return: the claimed run is then
         driven by a task that starts once that one ended, never dropped."""
-        task = self._tasks.get(run_id)
+        task = self.local.task(run_id)
         if task is not None and claimed is None and not task.done():
             return task
         coro = self._drive(run_id, wait_for_session, claimed, created)
         if task is not None:
             coro = self._after(task, coro)
         task = asyncio.get_running_loop().create_task(coro)
-        self._tasks[run_id] = task
-
-        def forget(done: asyncio.Task[Run]) -> None:
-            if self._tasks.get(run_id) is done:
-                del self._tasks[run_id]
-
-        task.add_done_callback(forget)
+        self.local.add(run_id, task)
         return task
 
     async def resume(self, run_id: str) -> None:
         """Drive a run a decision queued again, once the task of the attempt that left it
         waiting for the approval has ended: that attempt's ending may still be on the store
         thread, and ``spawn`` would hand back its task, which ends without driving the run."""
-        previous = self._tasks.get(run_id)
+        previous = self.local.task(run_id)
         if previous is not None:
             await asyncio.wait({previous})
         self.spawn(run_id)
@@ -191,7 +193,7 @@ class RunManager(RunStops):
         try:
             return await self._drive_until_done(run_id, wait_for_session, claimed, created)
         finally:
-            self._stops.pop(run_id, None)
+            self.local.stopped(run_id)
 
     async def _drive_until_done(
         self,
@@ -204,7 +206,7 @@ class RunManager(RunStops):
         if claimed is not None:
             created = None  # (the claimed attempt may have changed it)
             run = await self._execute_claimed(claimed)
-            if run.status != "queued" or run_id in self._stops:
+            if run.status != "queued" or self.local.stopping(run_id):
                 return run
         while True:
             # A run just created is queued: its claim (``_claim_if_free``) reads it again.
@@ -228,10 +230,10 @@ class RunManager(RunStops):
                         return await stored(store.get_run, run_id)
                     run = await self._execute_claimed(claim.fence, claim)
             except asyncio.CancelledError:
-                if run_id in self._stops:  # released before it was claimed: stays queued
+                if self.local.stopping(run_id):  # released before it was claimed: stays queued
                     return await stored(store.get_run, run_id)
-                return await stored(self._cancel_unclaimed, run_id)
-            if run.status != "queued" or run_id in self._stops:
+                return await stored(self.stops.cancel_unclaimed, run_id)
+            if run.status != "queued" or self.local.stopping(run_id):
                 return run
 
     def _claim_if_free(self, run: Run) -> _Claim | Literal["busy"] | None:
@@ -256,39 +258,14 @@ class RunManager(RunStops):
         return any(
             r.id != run.id
             and (
-                (r.status == "running" and r.owner != self.deps.owner and not self._is_stale(r))
+                (
+                    r.status == "running"
+                    and r.owner != self.deps.owner
+                    and not is_stale(r, self.deps.stale_after)
+                )
                 or (r.status == "waiting_approval" and r.created_at < run.created_at)
             )
             for r in found.items
-        )
-
-    def _is_stale(self, run: Run) -> bool:
-        """Whether the run's owner has not heartbeated within ``stale_after``."""
-        if run.heartbeat_at is None:
-            return True
-        beat = datetime.fromisoformat(run.heartbeat_at.replace("Z", "+00:00"))
-        return beat < datetime.now(UTC) - timedelta(seconds=self.deps.stale_after)
-
-    def _emitter(
-        self, run: Run, fence: RunFence | None = None, *, on_loop: bool = False
-    ) -> RunEmitter:
-        """``on_loop``: the emitter of an attempt on the runtime loop, writing through the
-        store thread; else it writes inline (endings made from any thread)."""
-        events = self.deps.store.list_run_events(run.id)
-        last = events[-1].seq if events else 0
-        if fence is not None and run.attempt > 1:  # (the claim counted this attempt)
-            last += RESUME_SEQ_GAP
-        return RunEmitter(
-            self.deps.store,
-            self.deps.bus,
-            run_id=run.id,
-            session_id=run.session_id,
-            persist_deltas=self.deps.config.persist_deltas,
-            last_seq=last,
-            redactor=self.deps.redactor,
-            fence=fence,
-            on_lost=(lambda: self._lost(fence)) if fence is not None else None,
-            writer=self.deps.store_thread if on_loop else None,
         )
 
     async def _execute_claimed(self, fence: RunFence, claim: _Claim | None = None) -> Run:
@@ -301,14 +278,14 @@ class RunManager(RunStops):
             claim = await complete(self.deps.stored(self._setup, fence))
         run, emitter = claim.run, claim.emitter
         emitter.publish_deferred()  # the events written in the claim's trip
-        self._fences[run_id], self._emitters[run_id] = fence, emitter
+        self.local.hold(fence, emitter)
         loop = asyncio.get_running_loop()
 
         def on_lost() -> None:  # (these two are called on the lease keeper's thread)
-            loop.call_soon_threadsafe(self._lost, fence)
+            loop.call_soon_threadsafe(self.local.lost, fence)
 
         def on_cancel() -> None:
-            loop.call_soon_threadsafe(self._cancel_asked, fence)
+            loop.call_soon_threadsafe(self.local.cancel_asked, fence)
 
         self.leases.hold(fence, on_lost=on_lost, on_cancel=on_cancel)
         try:
@@ -319,14 +296,13 @@ class RunManager(RunStops):
             return await regardless(self.deps.stored(self.deps.store.get_run, run_id))
         finally:
             self.leases.drop(fence)
-            self._fences.pop(run_id, None)
-            self._emitters.pop(run_id, None)
+            self.local.drop(run_id)
 
     def _setup(self, fence: RunFence) -> _Claim:
         """The claimed run, its emitter, and the attempt's first writes (``_begin``), whose
         error is raised in ``_attempt`` (store thread)."""
         run = self.deps.store.get_run(fence.run_id)
-        emitter = self._emitter(run, fence, on_loop=True)
+        emitter = self.local.emitter(run, fence, on_loop=True)
         # The attempt's first events are written here too, and published once the trip is
         # back on the loop (``_execute_claimed``): no trip of their own, whose write would
         # compete with the model request for the GIL. (A write that finds the run taken over
@@ -381,7 +357,7 @@ class RunManager(RunStops):
                 return await executor.start(run, emitter)
             result = await self.agent_runner.run_attempt(run, emitter, session, begun.inputs)
         except asyncio.CancelledError:
-            stop = self._stops.get(run.id)
+            stop = self.local.stop(run.id)
             if stop == "lost":
                 raise RunLost(f"run {run.id} was taken over") from None
             if stop == "release":
@@ -415,12 +391,16 @@ class RunManager(RunStops):
         store = self.deps.store
         session = store.get_session(run.session_id)
         message = None
-        state = dict(run.loop_state or {})
-        parts = [part_from_dict(p) for p in state.pop("input", [])]
-        if parts and not run.input_message_id:
-            message = store.add_message(run.session_id, "user", parts, run_id=run.id, fence=fence)
+        state = run.loop_state
+        if state is not None and state.input and not run.input_message_id:
+            message = store.add_message(
+                run.session_id, "user", list(state.input), run_id=run.id, fence=fence
+            )
             run = store.update_run(
-                run.id, input_message_id=message.id, loop_state=state, fence=fence
+                run.id,
+                input_message_id=message.id,
+                loop_state=replace(state, input=()),
+                fence=fence,
             )
         inputs = None
         effective = session_for_run(session, run)
@@ -429,28 +409,6 @@ class RunManager(RunStops):
             # attempt does before its first model call writes what they read.
             inputs = self.agent_loop.attempt_inputs(run, effective)
         return _Begun(session, message, run, inputs)
-
-    # --- what the lease keeper reports (called on the loop) ------------------------------------
-
-    def _lost(self, fence: RunFence | None) -> None:
-        """Another process took the run over: stop its task at once, writing nothing more."""
-        if fence is None or self._fences.get(fence.run_id) != fence:
-            return
-        self._stops[fence.run_id] = "lost"
-        emitter = self._emitters.get(fence.run_id)
-        if emitter is not None:
-            emitter.lost = True
-        task = self._tasks.get(fence.run_id)
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()  # (inside the task, the ``RunLost`` being raised stops it)
-
-    def _cancel_asked(self, fence: RunFence) -> None:
-        """The run's cancel was asked for by another process: end it here (``cancelled``)."""
-        if self._fences.get(fence.run_id) != fence or fence.run_id in self._stops:
-            return
-        task = self._tasks.get(fence.run_id)
-        if task is not None:
-            task.cancel()
 
     # --- endings -----------------------------------------------------------------------------
 
@@ -477,7 +435,7 @@ class RunManager(RunStops):
 
     def emitter_for(self, run: Run) -> RunEmitter:
         """An emitter continuing the run's persisted event sequence (for executors)."""
-        return self._emitter(run)
+        return self.local.emitter(run)
 
     def finish(
         self, run_id: str, emitter: RunEmitter, status: str, error: dict[str, Any] | None
@@ -489,3 +447,69 @@ class RunManager(RunStops):
         self, run_id: str, emitter: RunEmitter, status: str, error: dict[str, Any] | None
     ) -> Run:
         return endings.finish(self.deps, run_id, emitter, status, error)
+
+    # --- stopping runs, the tick -----------------------------------------------------------------
+
+    async def cancel(self, run_id: str) -> Run:
+        """Cancel a run (``RunStops.cancel``); ``RunTerminal`` if it had already ended."""
+        return await self.stops.cancel(run_id)
+
+    def request_cancel(self, run_id: str) -> Run:
+        """Cancel a run from any thread, without the loop (``RunStops.request_cancel``)."""
+        return self.stops.request_cancel(run_id)
+
+    async def release_all(self, grace: float = 10.0) -> None:
+        """Hand every run this process drives back to the queue (a graceful stop): running
+        ones are released (``queued``, due now, ``loop_state`` kept) for the next process or
+        any tick to resume; queued ones stay queued."""
+        await self.local.release_all(grace)
+
+    async def tick(self, *, max_runs: int = 10) -> TickResult:
+        """Recover stale runs, then claim due queued runs and execute them (at most
+        ``max_runs``), and wait for them.
+
+        Claims are atomic (``store.claim_due_runs``): concurrent tickers in several processes
+        take disjoint runs, the oldest due run of each session whose session is not busy; when
+        a run ends, the next run of its session (if due) is claimed in turn."""
+        result = TickResult()
+        stored = self.deps.stored
+        result.recovered, result.failed_stale = await stored(self.stops.recover_stale, max_runs)
+        due = await stored(self.deps.store.due_runs, limit=max_runs)
+        result.skipped = sum(1 for run in due if self.is_local(run.id))
+        started = 0
+        running: set[asyncio.Task[Run]] = set()
+        while True:
+            exclude = self.local.ids()  # (read here, on the loop that changes it)
+            for run in await stored(self._claim_due, max_runs - started, exclude):
+                started += 1
+                running.add(self.spawn(run.id, wait_for_session=False, claimed=run.fence))
+            if not running:
+                return result
+            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task.cancelled():
+                    continue
+                if task.exception() is not None:
+                    log.error("a run of the tick failed", exc_info=task.exception())
+                else:
+                    run = task.result()
+                    if run.owner == self.deps.owner and run.is_terminal:
+                        result.executed += 1
+
+    def _claim_due(self, limit: int, exclude: list[str]) -> list[Run]:
+        if limit <= 0:
+            return []
+        return self.deps.store.claim_due_runs(
+            owner=self.deps.owner,
+            stale_before=iso_in(-self.deps.stale_after),
+            limit=limit,
+            exclude=exclude,
+        )
+
+    async def aclose(self) -> None:
+        """Release the runs still executing here (see ``release_all``) and stop."""
+        await self.local.release_all()
+        await self.local.close()
+        for executor in self.executors.values():
+            await executor.aclose()
+        self.leases.close()

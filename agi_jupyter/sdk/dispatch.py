@@ -149,8 +149,8 @@ class SdkDispatch:
             tool_prompts=[t.prompt for t in tools if t.prompt],
             session_prompt=session.system_prompt,
         )
-        state = dict(run.loop_state or {})
-        max_turns = int(state.get("max_iterations") or deps.config.max_iterations)
+        limit = None if run.loop_state is None else run.loop_state.max_iterations
+        max_turns = limit or deps.config.max_iterations
         history = CanonicalHistory(
             deps.store,
             emitter,

@@ -1,12 +1,13 @@
 """The ``external`` adapter: an external agent's tool call, recorded as a run like any other.
 
 When an agent outside this runtime (an MCP client of ``agi mcp`` or ``/agi/mcp``) calls one of
-our tools, the call becomes a run of that client's session whose ``loop_state`` holds the call:
-the run manager claims and drives it as usual, and this adapter reports it the way an SDK
-reports its model's tool calls. The session's history then shows an assistant message (the
-external agent's call, ``provider: mcp``, ``model``: the client's name) and the tool's result,
-with a ``tool_calls`` row, live events and artifacts; the call itself goes through
-``params.call_tool``, i.e. the agent's gating, path confinement, timeouts and redaction.
+our tools, the call becomes a run of that client's session whose state holds the call
+(``LoopState.external_call``): the run manager claims and drives it as usual, and this adapter
+reports it the way an SDK reports its model's tool calls. The session's history then shows an
+assistant message (the external agent's call, ``provider: mcp``, ``model``: the client's name)
+and the tool's result, with a ``tool_calls`` row, live events and artifacts; the call itself
+goes through ``params.call_tool``, i.e. the agent's gating, path confinement, timeouts and
+redaction.
 
 Such a session answers no user messages (there is no model behind it), and the adapter is not
 listed in ``agi sdks``.
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from agi_jupyter.runtime.runner import AttemptResult
 
 EXTERNAL_SDK = "external"
-CALL_KEY = "external_call"  # in run.loop_state: {"id", "name", "arguments"}
 PROVIDER = "mcp"
 
 
@@ -51,13 +51,13 @@ class ExternalAdapter(SdkAdapter):
         """Always available: nothing to install."""
 
     async def run(self, params: SdkRunParams) -> AttemptResult:
-        call = (params.run.loop_state or {}).get(CALL_KEY)
-        if not isinstance(call, dict):
+        state = params.run.loop_state
+        call = None if state is None else state.external_call
+        if call is None:
             raise UsageError(
                 "this session records an external agent's tool calls; it answers no messages"
             )
-        call_id, name = str(call["id"]), str(call["name"])
-        arguments = dict(call.get("arguments") or {})
+        call_id, name, arguments = call.id, call.name, dict(call.arguments)
         await params.on_history(ToolCallEvent(id=call_id, name=name, arguments=arguments))
         await params.on_history(
             TurnMeta(provider=PROVIDER, model=params.run.model, stop_reason="tool_use")

@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
-from agi_jupyter import records
+from agi_jupyter import records, run_state_codec
 from agi_jupyter.errors import UsageError
 from agi_jupyter.records import (
     Artifact,
@@ -73,6 +73,7 @@ class Mapping(Generic[R]):
         bool_columns: Iterable[str] = (),
         exclude: Iterable[str] = (),
         readonly: Iterable[str] = (),
+        codecs: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] | None = None,
     ) -> None:
         excluded = set(exclude)
         fields = [f for f in dataclasses.fields(typing.cast(Any, cls)) if f.name not in excluded]
@@ -80,6 +81,8 @@ class Mapping(Generic[R]):
         self.table = table
         self.columns: tuple[str, ...] = tuple(f.name for f in fields)
         self.json_columns = frozenset(json_columns)
+        # JSON columns whose field holds a typed record: (to JSON, from JSON) of its codec
+        self.codecs = dict(codecs or {})
         self.bool_columns = frozenset(bool_columns)
         self.choices = {k: v for k, v in _literal_choices(cls).items() if k in self.columns}
         self.updatable = frozenset(self.columns) - ALWAYS_SET - set(readonly)
@@ -104,6 +107,8 @@ class Mapping(Generic[R]):
                 values[name] = factory() if factory is not None else None
             else:
                 values[name] = json.loads(raw)
+        for name, (_, decode) in self.codecs.items():
+            values[name] = decode(values[name])
         for name in self.bool_columns:
             values[name] = bool(values[name])
         return self.cls(**values)
@@ -120,6 +125,8 @@ class Mapping(Generic[R]):
             if allowed is not None and (not isinstance(value, str) or value not in allowed):
                 options = ", ".join(sorted(allowed))
                 raise UsageError(f"invalid {name} {value!r} for {self.table} (one of: {options})")
+            if name in self.codecs:
+                value = self.codecs[name][0](value)
             if name in self.json_columns:
                 out[name] = None if value is None else dumps(value)
             elif name in self.bool_columns:
@@ -163,6 +170,7 @@ RUNS = Mapping(
     "runs",
     json_columns=("error", "loop_state", "usage"),
     readonly=("session_id", "version", "epoch"),
+    codecs={"loop_state": (run_state_codec.to_column, run_state_codec.from_column)},
 )
 RUN_EVENTS = Mapping(RunEvent, "run_events", json_columns=("payload",))
 TOOL_CALLS = Mapping(

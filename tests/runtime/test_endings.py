@@ -257,7 +257,7 @@ def test_close_releases_a_running_run_and_the_next_process_resumes_it(
     assert (released.status, released.owner, released.error) == ("queued", None, None)
     assert released.next_attempt_at is not None
     assert released.loop_state is not None
-    assert released.loop_state["iteration"] == 1
+    assert released.loop_state.iteration == 1
 
     result = second.tick()
     # claimed as a due queued run: no staleness window to wait out, nothing to recover

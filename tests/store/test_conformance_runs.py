@@ -10,10 +10,12 @@ import pytest
 
 from agi_jupyter.errors import Conflict, RunLost, RunNotFound, SessionNotFound, UsageError
 from agi_jupyter.records import Run, RunFence, Session, TextPart
+from agi_jupyter.run_state import LoopProgress, LoopState, UsageTotals
 from agi_jupyter.store import Store
 from tests.store.conftest import OpenStore
 
 PAST, FUTURE = "2000-01-01T00:00:00.000Z", "2999-01-01T00:00:00.000Z"
+ONE_TURN = LoopState(max_iterations=8, progress=LoopProgress(1, UsageTotals(10, 2), 0.01, 10))
 
 
 def test_create_run_defaults_and_fields(store: Store, session: Session) -> None:
@@ -33,7 +35,7 @@ def test_create_run_defaults_and_fields(store: Store, session: Session) -> None:
         execution_mode="background",
         model="o3-deep-research",
         max_attempts=2,
-        loop_state={"messages": [1, 2]},
+        loop_state=LoopState(input=(TextPart(text="hi"),), max_iterations=3),
         usage={"input_tokens": 3},
         cell_id="c1",
         execution_count=7,
@@ -43,7 +45,14 @@ def test_create_run_defaults_and_fields(store: Store, session: Session) -> None:
 
 @pytest.mark.parametrize(
     "fields",
-    [{"colour": 1}, {"version": 3}, {"id": "run_x"}, {"status": "sleeping"}, {"type": "x"}],
+    [
+        {"colour": 1},
+        {"version": 3},
+        {"id": "run_x"},
+        {"status": "sleeping"},
+        {"type": "x"},
+        {"loop_state": {"iteration": 1}},  # the typed record, not its JSON
+    ],
 )
 def test_create_run_rejects_bad_fields(
     store: Store, session: Session, fields: dict[str, Any]
@@ -120,7 +129,7 @@ def test_update_run_bumps_version_and_round_trips_json(store: Store, run: Run) -
         run.id,
         status="failed",
         error={"code": "X", "message": "m"},
-        loop_state={"i": 1},
+        loop_state=ONE_TURN,
         usage={"input_tokens": 5},
         cost_usd=0.5,
         next_attempt_at=None,
@@ -129,7 +138,7 @@ def test_update_run_bumps_version_and_round_trips_json(store: Store, run: Run) -
     assert updated.updated_at >= run.updated_at
     assert (updated.error, updated.loop_state, updated.usage) == (
         {"code": "X", "message": "m"},
-        {"i": 1},
+        ONE_TURN,
         {"input_tokens": 5},
     )
     assert store.get_run(run.id) == updated
@@ -137,7 +146,14 @@ def test_update_run_bumps_version_and_round_trips_json(store: Store, run: Run) -
 
 
 @pytest.mark.parametrize(
-    "changes", [{"nope": 1}, {"version": 9}, {"session_id": "ses_x"}, {"status": "paused"}]
+    "changes",
+    [
+        {"nope": 1},
+        {"version": 9},
+        {"session_id": "ses_x"},
+        {"status": "paused"},
+        {"loop_state": {"iteration": 1}},
+    ],
 )
 def test_update_run_rejects_bad_changes(store: Store, run: Run, changes: dict[str, Any]) -> None:
     with pytest.raises(UsageError):
@@ -219,7 +235,7 @@ def test_epoch_counts_hand_overs(store: Store, run: Run) -> None:
     first = store.claim_run(run.id, run.version, owner="a")
     assert first == RunFence(run.id, "a", run.epoch + 1)
     assert store.get_run(run.id).fence == first
-    store.update_run(run.id, loop_state={"iteration": 1})  # no hand-over: same epoch
+    store.update_run(run.id, loop_state=ONE_TURN)  # no hand-over: same epoch
     assert store.get_run(run.id).epoch == first.epoch
     taken = store.get_run(run.id)
     assert store.update_run_if(taken.id, taken.version, status="queued", owner=None)
@@ -240,7 +256,7 @@ def test_fenced_writes_fail_once_the_run_changed_hands(
     store.update_message(message.id, status="error", fence=fence)
     store.append_run_events(run.id, [("iteration", {})], seqs=[1], fence=fence)
     store.add_session_usage(session.id, input_tokens=1, output_tokens=1, cost_usd=0, fence=fence)
-    store.update_run(run.id, loop_state={"iteration": 1}, fence=fence)
+    store.update_run(run.id, loop_state=ONE_TURN, fence=fence)
     # a tick takes the run over (the owner stalled)
     taken = store.get_run(run.id)
     assert store.update_run_if(run.id, taken.version, status="queued", owner=None)
