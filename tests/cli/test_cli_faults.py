@@ -115,6 +115,7 @@ def test_a_stalled_owner_loses_its_run_to_a_tick_and_writes_nothing_more(
         if owner.poll() is None:
             owner.kill()
     assert owner.returncode == 0, err
+    assert "Traceback" not in err, err
     assert "answered by the process that took over" in out
     done = _runs(project)[0]
     assert (done.status, done.attempt, done.error) == ("succeeded", 2, None)
