@@ -264,5 +264,5 @@ class SessionsApi:
             provider, name = self.config.resolve_model()
         settings = self.config.provider(provider)
         if not settings.configured:
-            raise ProviderNotConfigured(not_configured_message(provider))
+            raise ProviderNotConfigured(not_configured_message(provider, enabled=settings.enabled))
         return provider, name
