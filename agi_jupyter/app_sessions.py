@@ -222,6 +222,8 @@ class SessionsApi:
         if view not in ("simple", "full"):
             raise UsageError(f"view must be 'simple' or 'full', not {view!r}")
         messages = self.store.list_messages(session_id, text_only=view == "simple", lazy=lazy)
+        if not messages:
+            self.store.get_session(session_id)  # an unknown session is SessionNotFound, not []
         return history_view(messages, view)
 
     # --- checks shared with the runs part ------------------------------------------------------
@@ -262,5 +264,5 @@ class SessionsApi:
             provider, name = self.config.resolve_model()
         settings = self.config.provider(provider)
         if not settings.configured:
-            raise ProviderNotConfigured(not_configured_message(provider))
+            raise ProviderNotConfigured(not_configured_message(provider, enabled=settings.enabled))
         return provider, name

@@ -473,9 +473,15 @@ def _build(
     )
 
 
-def not_configured_message(provider: str) -> str:
-    """Why a known provider cannot be used yet, and how to fix it."""
+def not_configured_message(provider: str, *, enabled: bool = True) -> str:
+    """Why a known provider cannot be used yet, and how to fix it (``enabled``: False when the
+    config turned it off, whatever keys the environment has)."""
     known = KNOWN_PROVIDERS[provider]
+    if not enabled:
+        return (
+            f"provider {provider!r} is disabled in config: set providers.{provider}.enabled "
+            "to true in .agi/config.json or ~/.config/agi/config.json"
+        )
     if provider == "compat":
         variables = " or ".join(known.base_url_env)
         hint = (

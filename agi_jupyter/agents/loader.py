@@ -9,6 +9,7 @@ bootstrap files), followed by the offered tools' own prompt contexts.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from agi_jupyter.agents.definitions import _COMMON, BUILTIN_AGENTS, Agent
 from agi_jupyter.config import AcpCommand
 from agi_jupyter.errors import ConfigError
+from agi_jupyter.records import Task, utc_now
 
 BOOTSTRAP_FILES = ("SOUL.md", "USER.md", "AGENTS.md")
 SECTION_SEPARATOR = "\n\n---\n\n"
@@ -127,9 +129,24 @@ def build_system_prompt(
     *,
     tool_prompts: list[str] | None = None,
     session_prompt: str | None = None,
+    due_tasks: Sequence[Task] = (),
+    now: str | None = None,
 ) -> str:
-    """Agent prompt, then the session's own prompt, bootstrap files and tool contexts."""
+    """Agent prompt, then the session's own prompt, bootstrap files, tool contexts and the
+    tasks due soon or overdue (seed 002: every run sees them, not only heartbeat runs)."""
     sections = [agent.prompt, *([session_prompt] if session_prompt else [])]
     sections.extend(bootstrap_sections(project))
     sections.extend(p.strip() for p in tool_prompts or [] if p.strip())
+    if due_tasks:
+        sections.append(due_tasks_section(due_tasks, now or utc_now()))
     return SECTION_SEPARATOR.join(sections)
+
+
+def due_tasks_section(tasks: Sequence[Task], now: str) -> str:
+    """The tasks due soon or overdue, for the system prompt (one line each, soonest first)."""
+    lines = [f"# Tasks due (now: {now})", ""]
+    for task in tasks:
+        when = "overdue" if (task.due_at or "") <= now else "due"
+        details = f": {task.details}" if task.details else ""
+        lines.append(f"- [{task.id}] {task.title} ({when} {task.due_at}, {task.status}){details}")
+    return "\n".join(lines)

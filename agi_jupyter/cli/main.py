@@ -27,16 +27,43 @@ from agi_jupyter.errors import AgiError
 
 _GROUP_OPTIONS = frozenset({"--help", "-h", "--version"})
 DEFAULT_COMMAND = "ask"
+# Options many commands take that may come before the command's name (``agi -p DIR cancel
+# RUN``): those with a value, and flags.
+_LEADING_VALUED = frozenset({"-p", "--project", "--server", "--token"})
+_LEADING_FLAGS = frozenset({"--json"})
+
+
+def _leading_options(args: list[str]) -> int:
+    """How many of ``args``' first words are leading options (see above) and their values."""
+    i = 0
+    while i < len(args):
+        word = args[i]
+        name = word.split("=", 1)[0]
+        if word in _LEADING_VALUED:
+            i += 2
+        elif name in _LEADING_VALUED or word in _LEADING_FLAGS:
+            i += 1
+        elif word.startswith("-p") and len(word) > 2 and not word.startswith("--"):
+            i += 1  # -pDIR
+        else:
+            break
+    return min(i, len(args))
 
 
 class AgiGroup(click.Group):
-    """Commands in the order they were added; an unknown first word means ``agi ask``."""
+    """Commands in the order they were added; an unknown first word means ``agi ask``.
+    Leading options many commands take (``-p DIR``, ``--server``, ``--token``, ``--json``)
+    may come before a command's name: ``agi -p DIR cancel RUN`` is ``agi cancel -p DIR RUN``,
+    not a prompt."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in _GROUP_OPTIONS:
+        lead = _leading_options(args)
+        if 0 < lead < len(args) and args[lead] in self.commands:
+            args = [args[lead], *args[:lead], *args[lead + 1 :]]
+        elif args and args[0] not in self.commands and args[0] not in _GROUP_OPTIONS:
             args = [DEFAULT_COMMAND, *args]
         return super().parse_args(ctx, args)
 

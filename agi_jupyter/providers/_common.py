@@ -6,6 +6,8 @@ No SDK is imported here, so the registry and the tests can use it without openai
 from __future__ import annotations
 
 import json
+import socket
+import ssl
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
@@ -14,7 +16,7 @@ from email.utils import parsedate_to_datetime
 from time import time
 from typing import Any
 
-from agi_jupyter.errors import ProviderError, ProviderHTTPError
+from agi_jupyter.errors import ProviderDisconnected, ProviderError, ProviderHTTPError
 from agi_jupyter.providers.base import ProviderEvent, ProviderRequest, ToolCallEnd
 from agi_jupyter.providers.retry import RetryPolicy, stream_with_retry
 from agi_jupyter.records import ImagePart
@@ -100,6 +102,61 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
         return max(0.0, parsedate_to_datetime(value).timestamp() - time())
     except (TypeError, ValueError):
         return None
+
+
+# getaddrinfo's answers that say the name does not exist (EAI_AGAIN, a temporary failure of
+# the resolver, is left retryable)
+_UNKNOWN_HOST = frozenset(
+    code
+    for code in (getattr(socket, "EAI_NONAME", None), getattr(socket, "EAI_NODATA", None))
+    if code is not None
+)
+_CHAIN_DEPTH = 12
+
+
+def permanent_cause(error: BaseException) -> str | None:
+    """Why a failed connection can never succeed on retry, or None when it may (a refused or
+    dropped connection, a timeout, a resolver that is down for now).
+
+    A certificate that fails verification, any other TLS handshake error (a plain-HTTP server
+    answering a TLS hello, a protocol version the server refuses) and a host name that does
+    not exist fail the same way every time. The cause is found in the exception chain (the
+    SDKs and httpx2 wrap the ``ssl``/``socket`` error) or, where a transport kept only its
+    text, in the message."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen and len(seen) < _CHAIN_DEPTH:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return f"the server's TLS certificate failed verification ({current.verify_message})"
+        if isinstance(current, ssl.SSLError) and not isinstance(
+            current, ssl.SSLZeroReturnError | ssl.SSLEOFError | ssl.SSLSyscallError
+        ):
+            return f"the TLS handshake failed ({getattr(current, 'reason', None) or current})"
+        if isinstance(current, socket.gaierror) and current.errno in _UNKNOWN_HOST:
+            return "the host name cannot be resolved"
+        current = current.__cause__ or current.__context__
+    text = str(error)
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        return "the server's TLS certificate failed verification"
+    return None
+
+
+def connection_error(config: AdapterConfig, error: BaseException, cause: str) -> ProviderError:
+    """A failed or dropped connection: retryable (``ProviderDisconnected``) unless it can never
+    succeed (``permanent_cause``), which fails at once with what to fix."""
+    permanent = permanent_cause(error)
+    if permanent is not None:
+        return ProviderError(
+            f"{config.name}: cannot connect to {config.base_url}: {permanent}; this does not "
+            "change on retry: check the provider's base URL, or point SSL_CERT_FILE at the CA "
+            "bundle that signed the server's certificate",
+            retryable=False,
+        )
+    return ProviderDisconnected(
+        f"{config.name}: the connection to {config.base_url} failed or dropped "
+        f"({cause}: {config.redact(str(error) or 'connection error')})"
+    )
 
 
 def error_detail(body: object, fallback: str) -> str:

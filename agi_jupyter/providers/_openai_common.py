@@ -6,10 +6,11 @@ is an ``ImportError`` carrying the install command.
 
 from __future__ import annotations
 
-from agi_jupyter.errors import ProviderDisconnected, ProviderError
+from agi_jupyter.errors import ProviderError
 from agi_jupyter.providers._common import (
     RETRYABLE_STREAM_CODES,
     AdapterConfig,
+    connection_error,
     http_error,
     install_hint,
     stream_error,
@@ -43,10 +44,7 @@ def map_error(config: AdapterConfig, error: openai.OpenAIError) -> ProviderError
         )
     if isinstance(error, openai.APIConnectionError):
         cause = type(error.__cause__).__name__ if error.__cause__ else "connection error"
-        return ProviderDisconnected(
-            f"{config.name}: the connection to {config.base_url} failed or dropped ({cause}: "
-            f"{config.redact(error.message)})"
-        )
+        return connection_error(config, error, cause)
     if isinstance(error, openai.APIError):  # an error object inside the stream
         code = error.code
         retryable = code in RETRYABLE_STREAM_CODES or (code or "").startswith(("429", "5"))

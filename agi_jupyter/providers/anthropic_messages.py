@@ -17,6 +17,7 @@ from agi_jupyter.errors import ProviderDisconnected, ProviderError
 from agi_jupyter.providers._common import (
     AdapterConfig,
     SdkAdapter,
+    connection_error,
     dump_arguments,
     http_error,
     install_hint,
@@ -109,10 +110,7 @@ def map_error(config: AdapterConfig, error: Exception) -> ProviderError:
         return http_error(config, status, error.response.headers, error.body, error.message)
     if isinstance(error, anthropic.APIConnectionError | httpx2.RequestError):
         cause = error.__cause__ if isinstance(error, anthropic.APIConnectionError) else error
-        return ProviderDisconnected(
-            f"{config.name}: the connection to {config.base_url} failed or dropped "
-            f"({type(cause).__name__ if cause else 'connection error'})"
-        )
+        return connection_error(config, error, type(cause).__name__ if cause else "connection")
     return ProviderError(f"{config.name}: {config.redact(str(error))}")
 
 

@@ -30,8 +30,10 @@ or for one to close (then it opens its own; a full pool closes an idle connectio
 origin to make room), up to the request's ``pool`` timeout: ``httpx2.PoolTimeout``, which the
 adapters map, as every transport error, to a retryable ``ProviderDisconnected``. A waiter
 cancelled or timed out after it was handed a connection or a slot hands it on.
-(``keepalive_expiry`` is not honoured: an idle connection is kept until it is reused or found
-closed, and a reused one the server had closed is retried once on a new connection.)
+An idle connection is reused only within ``keepalive_expiry`` seconds of its last answer
+(httpx2's default: 5 s); an older one is closed instead, since a NAT or proxy may have dropped
+it silently, and a request sent on it would wait for an answer that never comes. A reused
+connection the server had closed is retried once on a new connection.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ class _Connection(asyncio.Protocol):
         self.timer: asyncio.TimerHandle | None = None
         self.timeout = 0.0  # the read timeout the timer checks
         self.last = 0.0  # loop time of the last read, or of the start of a wait
+        self.idle_since = 0.0  # loop time it went back to the pool
         self.reset()
 
     def reset(self) -> None:
@@ -326,6 +329,7 @@ class H1Transport(httpx2.AsyncBaseTransport):
         self.fallback = fallback or httpx2.AsyncHTTPTransport(verify=verify, limits=limits)
         self._max_open = limits.max_connections
         self._max_idle = limits.max_keepalive_connections
+        self._expiry = limits.keepalive_expiry
         self._idle: dict[Origin, list[_Connection]] = {}
         self._idle_count = 0
         # connections open (idle, in use, or a slot granted to one being opened)
@@ -405,10 +409,12 @@ class H1Transport(httpx2.AsyncBaseTransport):
     def _take_idle(self, origin: Origin) -> _Connection | None:
         conns = self._idle.get(origin)
         loop = asyncio.get_running_loop()
+        expired = None if self._expiry is None else loop.time() - self._expiry
         while conns:
             conn = conns.pop()
             self._idle_count -= 1
-            if conn.loop is loop and conn.reusable():
+            fresh = expired is None or conn.idle_since >= expired
+            if conn.loop is loop and fresh and conn.reusable():
                 return conn
             self._drop(conn)
         return None
@@ -482,6 +488,7 @@ class H1Transport(httpx2.AsyncBaseTransport):
     def put_idle(self, origin: Origin, conn: _Connection) -> None:
         """``conn`` is free: to a waiter of its origin, or idle (beyond
         ``max_keepalive_connections`` idle ones, closed)."""
+        conn.idle_since = conn.loop.time()
         self._idle.setdefault(origin, []).append(conn)
         self._idle_count += 1
         if self._waiters:

@@ -25,10 +25,11 @@ import httpx2
 import orjson
 
 from agi_jupyter import __version__
-from agi_jupyter.errors import ProviderDisconnected, ProviderError
+from agi_jupyter.errors import ProviderError
 from agi_jupyter.providers._common import (
     RETRYABLE_STREAM_CODES,
     AdapterConfig,
+    connection_error,
     http_error,
     stream_error,
 )
@@ -86,12 +87,8 @@ class HttpAdapter(ABC):
     async def aclose(self) -> None:
         await self.client.aclose()
 
-    def _disconnected(self, error: httpx2.RequestError) -> ProviderDisconnected:
-        detail = self.config.redact(str(error) or "Connection error.")
-        return ProviderDisconnected(
-            f"{self.name}: the connection to {self.base_url} failed or dropped "
-            f"({type(error).__name__}: {detail})"
-        )
+    def _disconnected(self, error: httpx2.RequestError) -> ProviderError:
+        return connection_error(self.config, error, type(error).__name__)
 
 
 class OpenAIHttpAdapter(HttpAdapter):

@@ -35,6 +35,7 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import events as ev
+from agi_jupyter.errors import RunLost
 from agi_jupyter.records import (
     JSON,
     Part,
@@ -164,13 +165,33 @@ def await_budget(deps: RuntimeDeps, run_id: str, emitter: RunEmitter, state: Loo
     )
 
 
+def cancel_error() -> JSON:
+    return {"code": "RUN_CANCELLED", "message": "the run was cancelled"}
+
+
 def release(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> Run:
-    """Give the run back to the queue (this process is stopping): due now, ``loop_state`` kept."""
-    settle_tool_calls(deps, run_id, emitter, "cancelled", output=INTERRUPTED, keep_waiting=True)
-    emitter.emit(ev.RunStatusEvent(status="queued"))
-    return deps.store.update_run(
-        run_id, status="queued", owner=None, next_attempt_at=utc_now(), fence=emitter.fence
-    )
+    """Give the run back to the queue (this process is stopping): due now, ``loop_state`` kept.
+
+    A cancel wins over a release, in either order: a run whose cancel another process asked
+    for while this one owns it (``cancelled`` in the store, the owner unchanged) is ended
+    ``cancelled`` here, not queued again (its owner stopping at that moment overwrote the
+    cancel, and the next tick ran it to the end); released first, the run is queued, and the
+    cancel ends it from the queue. The queueing is a compare-and-set on the version read with
+    the cancel check (an unchanged version is an unchanged owner: the fence holds)."""
+    store, fence = deps.store, emitter.fence
+    run = store.get_run(run_id)
+    if run.status != "cancelled":
+        settle_tool_calls(deps, run_id, emitter, "cancelled", output=INTERRUPTED, keep_waiting=True)
+        emitter.emit(ev.RunStatusEvent(status="queued"))
+    while run.status != "cancelled":
+        if fence is not None and (run.owner, run.epoch) != (fence.owner, fence.epoch):
+            raise RunLost(f"run {run_id} is no longer owned by {fence.owner}")
+        if store.update_run_if(
+            run_id, run.version, status="queued", owner=None, next_attempt_at=utc_now()
+        ):
+            return store.get_run(run_id)
+        run = store.get_run(run_id)  # changed meanwhile (a heartbeat, or the cancel)
+    return finish(deps, run_id, emitter, "cancelled", cancel_error())
 
 
 def save_partial(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> None:

@@ -29,7 +29,8 @@ import asyncio
 import contextlib
 import threading
 import weakref
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import events as ev
@@ -387,7 +388,18 @@ async def afollow_run(
         await batches.aclose()
 
 
-SessionItem = tuple[str, dict[str, Any]]
+@dataclass(frozen=True)
+class SessionMark:
+    """Where a session stream stands right after one of its events: every stored run event of
+    the session up to ``position`` (the store's opaque cursor) was sent, and so were the events
+    of each run in ``seen`` up to its ``seq`` (sent live, they may be stored after
+    ``position``; one entry a run whose live events the store position does not cover yet)."""
+
+    position: str
+    seen: Mapping[str, int]
+
+
+SessionItem = tuple[SessionMark, dict[str, Any]]
 
 
 async def afollow_session(
@@ -395,46 +407,54 @@ async def afollow_session(
     bus: EventBus,
     session_id: str,
     *,
-    after_cursor: str | None = None,
-    seen: dict[str, int] | None = None,
+    after: SessionMark | None = None,
     idle_every: float = 15.0,
 ) -> AsyncGenerator[SessionItem | None, None]:
     """Follow every run of a session, live, for as long as the consumer keeps reading.
 
     Events of runs executing in this process come from the bus at once; the store's run events
     of the session are tailed every ``POLL_INTERVAL``, which covers runs executing elsewhere (a
-    notebook kernel, another server). Items are ``(cursor, event)``: ``cursor`` is the store
-    position up to which every stored event has been yielded (a tailed event's own position).
-    To resume after an event, pass its cursor as ``after_cursor`` and its run's ``seq`` in
-    ``seen`` (``{run_id: seq}``: the events of that run up to it are not repeated, live ones
-    being possibly stored after the cursor). Events are de-duplicated per run by ``seq``.
-    ``after_cursor=None`` starts at the end of what is stored. ``None`` is yielded once
-    subscribed (nothing published from then on is missed) and after ``idle_every`` seconds
-    without events, so a consumer can answer at once and send keep-alives (and notice a
-    closed connection).
+    notebook kernel, another server). Items are ``(mark, event)``: to resume right after an
+    event, pass its ``mark`` as ``after`` (nothing at or before it is repeated, whichever runs
+    and processes the events came from). Events are de-duplicated per run by ``seq``.
+    ``after=None`` starts at the end of what is stored. ``None`` is yielded once subscribed
+    (nothing published from then on is missed) and after ``idle_every`` seconds without
+    events, so a consumer can answer at once and send keep-alives (and notice a closed
+    connection).
     """
     loop = asyncio.get_running_loop()
     mailbox = _LoopMailbox(loop)
     unsubscribe = bus.subscribe_session(session_id, mailbox)
-    seen = dict(seen or {})
+    seen = dict(after.seen) if after is not None else {}
+    # runs whose events were sent live beyond what ``cursor`` covers: their latest seq sent
+    ahead = dict(seen)
     live: list[dict[str, Any]] = []
     try:
-        cursor = store.session_events_end(session_id) if after_cursor is None else after_cursor
+        cursor = store.session_events_end(session_id) if after is None else after.position
         polled = idle_since = loop.time()
         yield None
         while True:
-            items: list[SessionItem] = [(cursor, e) for e in live]
+            items: list[SessionItem] = []
+            for event in live:
+                if _first_sight(seen, event):
+                    run_id, seq = _run_seq(event)
+                    if run_id:
+                        ahead[run_id] = seq
+                    items.append((SessionMark(cursor, dict(ahead)), event))
             if loop.time() - polled >= POLL_INTERVAL:
                 for position, stored in store.list_session_run_events(
                     session_id, after_cursor=cursor
                 ):
                     cursor = position
-                    items.append((position, stored_event_to_dict(stored)))
+                    if ahead.get(stored.run_id, 0) <= stored.seq:
+                        ahead.pop(stored.run_id, None)  # the position covers what was sent
+                    event = stored_event_to_dict(stored)
+                    if _first_sight(seen, event):
+                        items.append((SessionMark(cursor, dict(ahead)), event))
                 polled = loop.time()
-            fresh = [item for item in items if _first_sight(seen, item[1])]
-            for item in fresh:
+            for item in items:
                 yield item
-            if fresh:
+            if items:
                 idle_since = loop.time()
             elif loop.time() - idle_since >= idle_every:
                 idle_since = loop.time()
@@ -442,6 +462,14 @@ async def afollow_session(
             live = await mailbox.take(POLL_INTERVAL, linger=_has_delta(live)) or []
     finally:
         unsubscribe()
+
+
+def _run_seq(event: dict[str, Any]) -> tuple[str, int]:
+    """The run and sequence of a run event; ``("", 0)`` for session-level events."""
+    run_id, seq = event.get("run_id"), event.get("seq")
+    if isinstance(run_id, str) and run_id and isinstance(seq, int) and seq > 0:
+        return run_id, seq
+    return "", 0
 
 
 def _first_sight(seen: dict[str, int], event: dict[str, Any]) -> bool:

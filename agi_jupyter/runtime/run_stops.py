@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from agi_jupyter.errors import RunTerminal
 from agi_jupyter.records import Run, RunFence
 from agi_jupyter.runtime import endings
+from agi_jupyter.runtime.endings import cancel_error
 
 if TYPE_CHECKING:
     from agi_jupyter.runtime.deps import RuntimeDeps
@@ -33,10 +34,6 @@ def is_stale(run: Run, stale_after: float) -> bool:
         return True
     beat = datetime.fromisoformat(run.heartbeat_at.replace("Z", "+00:00"))
     return beat < datetime.now(UTC) - timedelta(seconds=stale_after)
-
-
-def cancel_error() -> dict[str, Any]:
-    return {"code": "RUN_CANCELLED", "message": "the run was cancelled"}
 
 
 class RunStops:

@@ -14,6 +14,7 @@ owner's fence (``emitter.fence``). Provider errors propagate to the caller
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import budget as budgets
@@ -35,6 +36,7 @@ from agi_jupyter.records import (
     ToolCallPart,
     part_to_dict,
     session_for_run,
+    utc_now,
 )
 from agi_jupyter.run_state import LoopProgress, LoopState, UsageTotals
 from agi_jupyter.run_state_codec import usage_to_json
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
     from agi_jupyter.runtime.deps import RuntimeDeps
     from agi_jupyter.runtime.emitter import RunEmitter
-    from agi_jupyter.tools import ToolRegistry
+    from agi_jupyter.tools import AnyTool, ToolRegistry
 
 
 # (the run's tool calls, the session's messages, the budget statuses or None): attempt_inputs
@@ -79,6 +81,12 @@ class AttemptResult:
     max_iterations_reached: bool = False
 
 
+# Tasks due this soon (or overdue) are in a run's system prompt: the heartbeat's default
+# interval (``AgiExtensionApp.heartbeat_interval``), so a task the next heartbeat will act on
+# is one the agent already knows of.
+DUE_HORIZON = timedelta(seconds=300)
+
+
 class AgentLoop:
     """Runs one attempt of an ``agent`` run. Stateless between runs; one per ``Agi``."""
 
@@ -105,16 +113,10 @@ class AgentLoop:
         await deps.registry.prepare(allowed)  # starts the MCP servers the agent can reach
         policy = ToolPolicy.for_session(agent, session, deps.config)
         tools = deps.registry.offered(allowed, deps.features_for(session), policy)
-        system = run.system_prompt or build_system_prompt(
-            agent,
-            deps.config.project,
-            tool_prompts=[t.prompt for t in tools if t.prompt],
-            session_prompt=session.system_prompt,
-        )
-        if deps.run_context is not None:
-            context = await deps.run_context(run, session, [t.name for t in tools])
-            # The notebook's outline quotes its cells: redacted like every tool result.
-            system = f"{system}\n\n{deps.redactor.redact_text(context)}" if context else system
+        system = run.system_prompt  # the run's snapshot (seed 001 §7.3), or given whole
+        if system is None:
+            system = await self._system_prompt(run, session, agent, tools)
+            await stored(store.update_run, run.id, fence=emitter.fence, system_prompt=system)
         provider = await deps.providers.aget(run.provider or "fake")
         state = run.loop_state or LoopState()
         self._answered_budget(run, state)
@@ -199,6 +201,30 @@ class AgentLoop:
 
     async def _save_state(self, run: Run, state: LoopState, emitter: RunEmitter) -> None:
         await self.deps.stored(self._write_state, run, state, emitter.fence)
+
+    async def _system_prompt(
+        self, run: Run, session: Session, agent: Agent, tools: list[AnyTool]
+    ) -> str:
+        """What the run is told: the agent's and the session's prompts, bootstrap files, tool
+        contexts, the tasks due within ``DUE_HORIZON`` or overdue, and the notebook's
+        context. Composed at the run's first attempt and snapshotted on the run."""
+        deps = self.deps
+        now = datetime.now(UTC)
+        horizon = (now + DUE_HORIZON).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        due = await deps.stored(deps.store.due_tasks, before=horizon)
+        system = build_system_prompt(
+            agent,
+            deps.config.project,
+            tool_prompts=[t.prompt for t in tools if t.prompt],
+            session_prompt=session.system_prompt,
+            due_tasks=due,
+            now=utc_now(),
+        )
+        if deps.run_context is not None:
+            context = await deps.run_context(run, session, [t.name for t in tools])
+            # The notebook's outline quotes its cells: redacted like every tool result.
+            system = f"{system}\n\n{deps.redactor.redact_text(context)}" if context else system
+        return system
 
     def _write_state(self, run: Run, state: LoopState, fence: RunFence | None) -> None:
         """Save the loop state, the usage and the cost so far on the run (store thread)."""

@@ -6,10 +6,12 @@ gating, path confinement, timeouts, artifacts and redaction are the same for eve
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from agi_jupyter import events as ev
+from agi_jupyter.errors import RunLost
 from agi_jupyter.records import JSON, Run, Session
 from agi_jupyter.tools import ToolContext, execute_tool_call
 from agi_jupyter.tools.policy import ToolPolicy
@@ -20,6 +22,11 @@ if TYPE_CHECKING:
     from agi_jupyter.runtime.deps import RuntimeDeps
     from agi_jupyter.runtime.emitter import RunEmitter
     from agi_jupyter.tools import ToolOutcome
+
+
+def _emit_live(emitter: RunEmitter, event: ev.ToolCallDelta) -> None:
+    with contextlib.suppress(RunLost):
+        emitter.emit(event)
 
 
 async def run_tool(
@@ -43,8 +50,12 @@ async def run_tool(
     ``record`` stores the outcome, even when the run is cancelled after the tool ran."""
 
     def emit_delta(channel: str, chunk: str) -> None:
+        # Live output is best effort: once the run changed hands (a stalled owner), its chunks
+        # go nowhere, and the tool goes on to its end (its result is refused by the fence).
+        # Raising ``RunLost`` into the tool left a shell pump's task failing unretrieved.
+        # (On the loop or from another thread: a callback's exception would be logged.)
         event = ev.ToolCallDelta(tool_call_id=tool_call_id, channel=channel, chunk=chunk)
-        deps.call_in_loop(emitter.emit, event)
+        deps.call_in_loop(_emit_live, emitter, event)
 
     agent = deps.agents[session.agent]
     ctx = ToolContext(

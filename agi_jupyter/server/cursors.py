@@ -1,8 +1,9 @@
 """The opaque cursors of the session stream (SSE ``id:`` and ``Last-Event-ID``).
 
-A cursor is ``<position>`` or ``<position>.<run id>.<seq>``: every stored run event of the
-session up to ``position`` was sent, and so was the run's event ``seq`` (sent live, it may be
-stored after ``position``). ``position`` is the store's own opaque session-stream cursor (a
+A cursor is ``<position>`` followed by ``.<run id>.<seq>`` for each run whose events were sent
+live beyond it (``runtime.follow.SessionMark``): every stored run event of the session up to
+``position`` was sent, and so were each such run's events up to its ``seq`` (sent live, they
+may be stored after ``position``). ``position`` is the store's own opaque session-stream cursor (a
 SQLite store's is a number, a PostgreSQL store's ``p<number>``; ``Store.session_events_end``).
 Clients treat the whole as opaque text; this module alone makes and reads it.
 """
@@ -10,43 +11,39 @@ Clients treat the whole as opaque text; this module alone makes and reads it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agi_jupyter.errors import NotFound, UsageError
+from agi_jupyter.runtime.follow import SessionMark
 
 if TYPE_CHECKING:
     from agi_jupyter.store import Store
 
 MAX_INT = 2**63 - 1
-_CURSOR = re.compile(r"([a-z]?(\d{1,19}))(?:\.([A-Za-z0-9_]{1,100})\.(\d{1,19}))?")
+MAX_RUNS = 64  # runs a cursor may name (those running live at once in one session)
+_POSITION = re.compile(r"[a-z]?(\d{1,19})")
+_RUN = re.compile(r"([A-Za-z0-9_]{1,100})\.(\d{1,19})")
 
 
-@dataclass(frozen=True)
-class SessionCursor:
-    position: str
-    run_id: str | None = None
-    seq: int = 0
-
-    def seen(self) -> dict[str, int]:
-        return {self.run_id: self.seq} if self.run_id else {}
+def session_cursor(mark: SessionMark) -> str:
+    """The cursor text of a stream's mark (right after one of its events)."""
+    return mark.position + "".join(f".{run_id}.{seq}" for run_id, seq in mark.seen.items())
 
 
-def session_cursor(position: str, event: dict[str, Any]) -> str:
-    """The cursor right after ``event``, yielded at store position ``position``."""
-    run_id, seq = event.get("run_id"), event.get("seq")
-    if isinstance(run_id, str) and run_id and isinstance(seq, int):
-        return f"{position}.{run_id}.{seq}"
-    return position
-
-
-def parse_session_cursor(text: str) -> SessionCursor:
+def parse_session_cursor(text: str) -> SessionMark:
     """A cursor sent back by a client; ``CURSOR_NOT_FOUND`` (404) for anything this server
     did not make (its position is checked against the store by ``check_position``)."""
-    match = _CURSOR.fullmatch(text.strip())
-    if match is None or int(match[2]) > MAX_INT or int(match[4] or 0) > MAX_INT:
+    position, *rest = text.strip().split(".")
+    match = _POSITION.fullmatch(position)
+    if match is None or int(match[1]) > MAX_INT or len(rest) % 2 or len(rest) > 2 * MAX_RUNS:
         raise not_found(text)
-    return SessionCursor(match[1], match[3], int(match[4] or 0))
+    seen: dict[str, int] = {}
+    for run_id, seq in zip(rest[::2], rest[1::2], strict=True):
+        pair = _RUN.fullmatch(f"{run_id}.{seq}")
+        if pair is None or int(seq) > MAX_INT or run_id in seen:
+            raise not_found(text)
+        seen[run_id] = int(seq)
+    return SessionMark(position, seen)
 
 
 def not_found(text: str) -> NotFound:
@@ -56,7 +53,7 @@ def not_found(text: str) -> NotFound:
     )
 
 
-def check_position(store: Store, session_id: str, cursor: SessionCursor, text: str) -> None:
+def check_position(store: Store, session_id: str, cursor: SessionMark, text: str) -> None:
     """``CURSOR_NOT_FOUND`` unless the store takes the position (another backend's cursor, a
     PostgreSQL one on SQLite or the reverse, is refused by the store), before the stream
     starts."""

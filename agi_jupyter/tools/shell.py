@@ -7,7 +7,11 @@ child that still holds the output pipe does not make a finished command look "ti
 watchdog process (``/bin/sh`` waiting on a pipe only this process holds) kills the group too
 when the owning process dies without cleaning up (``kill -9``, a crash), at any moment: the
 command's first process reports its group to the watchdog itself before the command runs (see
-``_Watchdog``). Only a process that starts a session of its own (``setsid``) escapes.
+``_Watchdog``). A process that starts a session of its own (``setsid cmd &``, ``setsid -f``)
+leaves both, so the command runs with a tag of its own in the environment (``AGI_SHELL_TAG``),
+which every descendant inherits: when the call ends (and in the watchdog, when the owner dies)
+every process carrying the tag is killed too (Linux, ``/proc/PID/environ``). Only a process
+that also clears its environment (``env -i``) escapes.
 
 Output: chunks go to ``ctx.emit`` as ``tool.call.delta`` events, coalesced to at most one per
 ``LIVE_INTERVAL`` per stream and only for the first ``LIVE_LIMIT`` bytes of each. The model
@@ -21,6 +25,7 @@ import asyncio
 import codecs
 import contextlib
 import os
+import secrets
 import signal
 import sys
 from dataclasses import dataclass, field
@@ -41,8 +46,14 @@ KILL_GRACE = 2.0
 CHUNK = 64 * 1024
 LIVE_LIMIT = 256 * 1024  # bytes of each stream sent live; the rest only goes to the artifact
 LIVE_INTERVAL = 0.05  # seconds between two live chunks of one stream
+TAG = "AGI_SHELL_TAG"  # in the command's environment: its processes, wherever they moved
 # The first line is the group to kill; then wait for the end of the pipe. dash's kill takes no "--".
-WATCHDOG = 'read group || exit 0; read _ ; kill -9 -"$group" 2>/dev/null'
+# Then every process whose environment has the command's tag ($1: "AGI_SHELL_TAG=...").
+WATCHDOG = (
+    'read group || exit 0; read _ ; kill -9 -"$group" 2>/dev/null; '
+    'for f in /proc/[0-9]*/environ; do grep -qzxF "$1" "$f" 2>/dev/null || continue; '
+    'p=${f#/proc/}; kill -9 "${p%/environ}" 2>/dev/null; done'
+)
 # The command's first process ($1: the command; its stdin: the watchdog's pipe): it writes its
 # pid, its group (a session and group of its own), to the watchdog, lets go of the pipe and only
 # then becomes ``/bin/sh -c command`` (same pid; the command sees $0 = /bin/sh, no arguments, a
@@ -195,6 +206,31 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
+def _kill_tagged(tag: str) -> None:
+    """SIGKILL every process whose environment holds ``tag`` (``TAG=...``), until a pass finds
+    none (one may fork while the first pass reads); Linux only (``/proc``)."""
+    if not sys.platform.startswith("linux"):
+        return
+    needle = tag.encode()
+    me = os.getpid()
+    for _ in range(5):
+        found = False
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) == me:
+                continue
+            try:
+                with open(f"/proc/{entry.name}/environ", "rb") as handle:
+                    environ = handle.read().split(b"\0")
+            except OSError:
+                continue
+            if needle in environ:
+                found = True
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(entry.name), signal.SIGKILL)
+        if not found:
+            return
+
+
 def _kill_session(sid: int) -> None:
     """SIGKILL every process of session ``sid`` (those that moved to a group of their own);
     Linux only (``/proc``), elsewhere the group kill is all."""
@@ -229,12 +265,14 @@ class _Watchdog:
     on the death of the forking *thread*), and a ``preexec_fn`` reporting the pid (Python code
     between fork and exec, unsafe with the threads this process runs)."""
 
-    def __init__(self, process: asyncio.subprocess.Process, write_end: int) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, write_end: int, tag: str) -> None:
         self.process = process
         self.write_end = write_end  # the command's stdin at its spawn (``REPORT``)
+        self.tag = tag  # ``AGI_SHELL_TAG=...``: in the command's environment
 
     @classmethod
     async def start(cls) -> _Watchdog:
+        tag = f"{TAG}={os.getpid()}-{secrets.token_hex(8)}"
         read_end, write_end = os.pipe()
         try:
             process = await asyncio.create_subprocess_exec(
@@ -242,6 +280,7 @@ class _Watchdog:
                 "-c",
                 WATCHDOG,
                 "agi-shell-watchdog",
+                tag,
                 stdin=read_end,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,
@@ -252,7 +291,7 @@ class _Watchdog:
             raise
         finally:
             os.close(read_end)
-        return cls(process, write_end)
+        return cls(process, write_end, tag)
 
     async def stop(self) -> None:
         """The command is gone: stop watching (killed first, so it never kills a group id
@@ -268,6 +307,7 @@ async def _end(
     exited: asyncio.Future[None],
     readers: list[asyncio.Task[None]],
     *,
+    tag: str,
     gentle: bool,
 ) -> None:
     """Kill what is left of the command (TERM first when ``gentle``), then read what the
@@ -279,6 +319,7 @@ async def _end(
             await asyncio.wait_for(asyncio.shield(exited), KILL_GRACE)
     _signal_group(pgid, signal.SIGKILL)
     _kill_session(pgid)  # the session id is the shell's pid (start_new_session)
+    await asyncio.to_thread(_kill_tagged, tag)  # those that left the session (``setsid``)
     _, pending = await asyncio.wait(readers, timeout=KILL_GRACE)
     for task in pending:
         task.cancel()
@@ -315,6 +356,7 @@ async def _spawn(
         "agi-shell",
         command,
         cwd=cwd,
+        env={**os.environ, TAG: watchdog.tag.split("=", 1)[1]},
         stdin=watchdog.write_end,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -360,13 +402,13 @@ class ShellRun(Tool[ShellRunArgs]):
                     await exited
             except TimeoutError:
                 timed_out = True
-            await _end(process, exited, readers, gentle=timed_out)
+            await _end(process, exited, readers, tag=watchdog.tag, gentle=timed_out)
             for capture in (out, err):
                 await capture.finish()
             finished = True
         finally:
             if not finished:  # cancelled: kill at once, keep nothing half written
-                await _end(process, exited, readers, gentle=False)
+                await _end(process, exited, readers, tag=watchdog.tag, gentle=False)
                 out.abort()
                 err.abort()
             await watchdog.stop()

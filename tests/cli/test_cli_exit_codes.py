@@ -4,6 +4,8 @@ when it fails."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agi_jupyter.app import Agi
@@ -64,3 +66,24 @@ def test_budget_options_apply_to_a_new_session_only(run_cli: RunCli) -> None:
     result = run_cli("--max-tokens", "100", "-c", "hi")
     assert result.exit_code == 2
     assert "apply to a new session" in result.stderr
+
+
+def test_options_before_a_command_name_are_the_commands_not_a_prompt(
+    run_cli: RunCli, agi: Agi, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    """``agi -p DIR cancel RUN`` cancels the run (it was read as the prompt "cancel RUN")."""
+    queued = agi.submit("later", start=False)
+    project = str(agi.project)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    requests = len(fake_llm.requests)
+    cancelled = run_cli("-p", project, "cancel", queued.id)
+    assert (cancelled.exit_code, cancelled.stdout) == (0, f"{queued.id} cancelled\n")
+    assert agi.run(queued.id).status == "cancelled"
+    listed = run_cli(f"--project={project}", "--json", "runs")
+    assert listed.exit_code == 0, listed.stderr
+    assert queued.id in listed.stdout
+    refused = run_cli("-p", project, "tick", "--server", "x")  # options stay the command's
+    assert refused.exit_code == 2
+    assert "No such option" in refused.stderr
+    assert len(fake_llm.requests) == requests, "no model was asked"

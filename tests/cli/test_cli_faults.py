@@ -115,6 +115,7 @@ def test_a_stalled_owner_loses_its_run_to_a_tick_and_writes_nothing_more(
         if owner.poll() is None:
             owner.kill()
     assert owner.returncode == 0, err
+    assert "Traceback" not in err, err
     assert "answered by the process that took over" in out
     done = _runs(project)[0]
     assert (done.status, done.attempt, done.error) == ("succeeded", 2, None)
@@ -235,4 +236,48 @@ def test_a_killed_cli_run_is_recovered_by_a_tick(project: Path, fake_llm: FakeLL
     assert tick.returncode == 0, tick.stderr
     done = _runs(project)[0]
     assert (done.status, done.attempt) == ("succeeded", 2)
+    assert _finals(project, run.id) == 1
+
+
+@pytest.mark.usefixtures("on_backend")
+def test_a_cancel_of_a_cli_owned_run_during_a_tool_call_sticks(
+    project: Path, fake_llm: FakeLLMServer
+) -> None:
+    """``agi cancel RUN`` from another process while the owning ``agi`` runs a tool: the run
+    ends ``cancelled`` for good (the owner's stop queued it again, and a tick resumed it to
+    ``succeeded`` with one more model request: 4 of 4 in the audit)."""
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("shell_run", {"command": "sleep 20; echo slept"})]),
+        Turn(text="this answer must never be asked for"),
+    )
+    env = process_env(AGI_STALE_AFTER=STALE_AFTER)
+    owner = subprocess.Popen(
+        [AGI, "-a", "build", "run the slow command"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        with open_store(project) as store:
+            _until(
+                "the shell call to run",
+                lambda: [c for c in store.list_tool_calls(session_id=None) if c.status == "running"],
+            )
+        (run,) = _runs(project)
+        cancel = subprocess.run(
+            [AGI, "cancel", run.id], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert cancel.returncode == 0, cancel.stderr
+        _, err = owner.communicate(timeout=120)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+    assert owner.returncode == 130, err
+    assert "Traceback" not in err, err
+    tick = subprocess.run([AGI, "tick", "--json"], capture_output=True, text=True, env=env)
+    assert tick.returncode == 0, tick.stderr
+    done = _runs(project)[0]
+    assert done.status == "cancelled"
+    assert len(fake_llm.requests) == 1, "no model request after the cancel"
     assert _finals(project, run.id) == 1

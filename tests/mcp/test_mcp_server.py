@@ -4,6 +4,8 @@ starts and follows a run; what it did is in the store."""
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,13 +48,17 @@ def test_the_mcp_client_lists_our_tools_over_stdio_and_its_calls_are_recorded(
         ("fs_read", {"path": "data.txt"}),
         ("fs_read", {"path": "../escape.txt"}),
         ("agi_start_run", {"prompt": "say hello", "model": MODEL}),
+        ("agi_history", {"session_id": "ses_nope"}),
     ]
 
     tools, results = asyncio.run(session_with(server(project, agi_env), calls))
 
     names = {t.name for t in tools}
     assert {"fs_read", "fs_write", "apply_patch", "shell_run", "agi_follow"} <= names
-    wrote, read, escaped, started = results
+    wrote, read, escaped, started, unknown = results
+    assert unknown.is_error is True  # it answered [] for a session that does not exist
+    assert "ses_nope" in unknown.content[0].text
+    assert "not found" in unknown.content[0].text
     assert wrote.is_error is False
     assert (project / "made.txt").read_text() == "written by an MCP client\n"
     assert read.content[0].text == "one\n"
@@ -134,3 +140,36 @@ def test_an_external_session_answers_no_messages(
     assert "external" not in [s["id"] for s in agi.sdks()]
     with pytest.raises(UsageError, match="unknown agent"):
         ProjectServer(agi, "nobody")
+
+
+def test_a_line_that_is_no_message_is_answered_with_a_json_rpc_error(
+    project: Path, agi_env: dict[str, str]
+) -> None:
+    """JSON-RPC 2.0: a parse error (not JSON) or an invalid request (JSON, not a message) is
+    answered with ``id: null``; the server goes on serving (it dropped such lines silently)."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    lines = ["this is not json", json.dumps({"hello": "world"}), json.dumps(initialize)]
+    done = subprocess.run(
+        [AGI, "mcp", "--project", str(project)],
+        input="".join(f"{line}\n" for line in lines),
+        capture_output=True,
+        text=True,
+        env=agi_env,
+        timeout=60,
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(a.get("id"), (a.get("error") or {}).get("code")) for a in answers] == [
+        (None, -32700),
+        (None, -32600),
+        (1, None),
+    ], done.stderr
+    assert answers[2]["result"]["serverInfo"]["name"]

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import socket
 import ssl
-import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -344,20 +343,6 @@ async def read_paced(client: httpx2.AsyncClient, url: str) -> bytes:
 async def test_a_paced_stream_arrives_whole_and_in_order() -> None:
     async with serving(paced) as (_, url), httpx2.AsyncClient(transport=H1Transport()) as client:
         assert await read_paced(client, url) == b"".join(EVENTS)
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 (openssl, in a temporary directory)."""
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    return cert, key
 
 
 @pytest.mark.asyncio

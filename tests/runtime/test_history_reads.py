@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agi_jupyter.errors import SessionNotFound
 from agi_jupyter.records import (
     PARTS_JSON,
     TEXTS_JSON,
@@ -98,3 +99,13 @@ def test_messages_are_slotted_records(make_agi: MakeAgi) -> None:
         with pytest.raises(AttributeError):
             m.note = "x"  # type: ignore[attr-defined]
     assert lazy == eager
+
+
+def test_the_history_of_an_unknown_session_is_not_found(make_agi: MakeAgi) -> None:
+    """Not an empty list: a session without messages yet has one, an unknown id has none."""
+    agi = make_agi()
+    empty = agi.new_session(model="fake:echo")
+    assert agi.history(empty.id) == []
+    for view in ("simple", "full"):
+        with pytest.raises(SessionNotFound, match="ses_nope"):
+            agi.history("ses_nope", view=view)  # type: ignore[arg-type]

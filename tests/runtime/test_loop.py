@@ -122,6 +122,19 @@ def test_unconfigured_provider_is_refused_before_anything_is_stored(
     assert agi.history(session.id) == []
 
 
+def test_a_provider_disabled_in_config_says_so_not_set_a_key(make_agi: MakeAgi) -> None:
+    """Its key is in the environment: the message named the key anyway."""
+    from agi_jupyter.errors import ProviderNotConfigured
+
+    agi = make_agi(config={"providers": {"anthropic": {"enabled": False}}})
+    session = agi.new_session(model="fake:echo")
+    with pytest.raises(ProviderNotConfigured) as refused:
+        agi.ask("hi", session=session.id, model="anthropic:claude-haiku-4-5")
+    assert "'anthropic' is disabled in config" in refused.value.message
+    assert "providers.anthropic.enabled" in refused.value.message
+    assert "ANTHROPIC_API_KEY" not in refused.value.message
+
+
 def test_model_turn_limit_ends_the_run_with_a_note(
     make_agi: MakeAgi, fake_llm: FakeLLMServer
 ) -> None:

@@ -321,3 +321,44 @@ async def test_every_session_stream_event_of_a_run_carries_an_id_to_resume_from(
     assert all(e.get("id") for e in resumed)
     bad = await fetch("sessions", session, "stream", params={"after_cursor": "not-a-cursor"})
     assert (bad.status, bad.error["code"]) == (404, "CURSOR_NOT_FOUND")
+
+
+async def test_a_resumed_session_stream_repeats_nothing_of_earlier_runs(
+    api: Api, fetch: Fetch, fake_llm: FakeLLMServer
+) -> None:
+    """Two runs of this server, streamed live: resuming after an event of the second repeats
+    none of the first run's events (the live events' cursor lagged behind the store, and only
+    the last run's sequence was remembered: 39 events were sent where 19 were due)."""
+    session = await new_session(fetch)
+    for _ in range(2):
+        fake_llm.enqueue(
+            Turn(chunks=[f"{i} " for i in range(8)], fault=Fault(stall_between_events=0.01))
+        )
+    first: list[dict[str, Any]] = []
+    async with api.client() as client:
+        async with client.stream("GET", f"/sessions/{session}/stream") as response:
+            for content in ("one", "two"):
+                done = await fetch(
+                    "sessions", session, "messages", method="POST", json={"content": content}
+                )
+                assert done.status == 200, done
+            async for event in sse_events(response):
+                first.append(event)
+                runs = {e["data"].get("run_id") for e in first}
+                if len(runs) == 2 and event["data"]["type"] == "output.text.delta":
+                    break  # mid-way through the second run
+        cut = first[-1]
+        second = cut["data"]["run_id"]
+        resumed: list[dict[str, Any]] = []
+        headers = {"Last-Event-ID": cut["id"]}
+        async with client.stream("GET", f"/sessions/{session}/stream", headers=headers) as again:
+            async for event in sse_events(again):
+                resumed.append(event)
+                if event["data"]["type"] == "run.final" and event["data"]["run_id"] == second:
+                    break
+    json_reply = {"Accept": "application/json"}
+    stored = (await fetch("runs", second, "events", headers=json_reply)).data["events"]
+    due = [e["seq"] for e in stored if e["seq"] > cut["data"]["seq"]]
+    assert [(e["data"]["run_id"], e["data"]["seq"]) for e in resumed] == [
+        (second, seq) for seq in due
+    ]

@@ -301,9 +301,10 @@ def test_events_waiting_for_their_run_do_not_hold_newer_ones_back(
     settings = ResearchSettings(webhooks=True)
     with make_agi(project, fake_llm, research=settings) as agi:
         run = agi.research("topic")
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # (a loaded machine: 10 s was not always enough)
         while agi.run(run.id).status != "waiting_webhook" and time.monotonic() < deadline:
             time.sleep(0.02)
+        assert agi.run(run.id).status == "waiting_webhook"
         for n in range(60):  # older events about responses no run has (yet)
             body = json.dumps(event_for(f"resp_other{n}", event_id=f"evt_o{n}")).encode()
             store_delivery(agi.store, parse_delivery(body, webhook_id=f"m{n}"))

@@ -165,6 +165,27 @@ async def test_a_child_in_a_group_of_its_own_dies_too(call: Call, project: Path)
     assert await gone(int(read(project / "child.pid")))
 
 
+# A child that starts a session of its own leaves the command's group and session: the three
+# ways of doing so the audit found surviving the call.
+ESCAPES = [
+    "setsid sh -c 'echo $$ > child.pid; exec sleep 300' > /dev/null 2>&1 &",
+    "setsid -f sh -c 'echo $$ > child.pid; exec sleep 300' > /dev/null 2>&1;",
+    "setsid nohup sh -c 'echo $$ > child.pid; exec sleep 300' > /dev/null 2>&1 &",
+]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("start", ESCAPES)
+async def test_a_child_in_a_session_of_its_own_dies_too(
+    call: Call, project: Path, start: str
+) -> None:
+    command = f"{start} while [ ! -s child.pid ]; do sleep 0.01; done; echo started"
+    outcome = await call("shell.run", {"command": command})
+    assert outcome.status == "completed", outcome.output
+    assert outcome.output.endswith("started")
+    assert await gone(int(read(project / "child.pid")))
+
+
 @pytest.mark.asyncio
 async def test_a_child_holding_the_pipe_is_not_a_timeout(call: Call, project: Path) -> None:
     outcome = await call(
@@ -206,6 +227,27 @@ async def test_the_command_dies_when_its_owner_is_killed(project: Path) -> None:
         await owner.wait()
         assert await gone(child, 10)
         assert await gone(shell, 10)
+    finally:
+        if owner.returncode is None:
+            owner.kill()
+            await owner.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_a_child_in_a_session_of_its_own_dies_when_the_owner_is_killed(
+    project: Path,
+) -> None:
+    command = f"{ESCAPES[1]} echo $$ > shell.pid; sleep 300"
+    owner = await asyncio.create_subprocess_exec(sys.executable, "-c", OWNER, str(project), command)
+    try:
+        child = int(await wait_for_file(project / "child.pid", 30))
+        shell = int(await wait_for_file(project / "shell.pid", 30))
+        assert alive(child)
+        owner.kill()  # SIGKILL: the watchdog alone cleans up
+        await owner.wait()
+        assert await gone(shell, 10)
+        assert await gone(child, 10)
     finally:
         if owner.returncode is None:
             owner.kill()

@@ -103,8 +103,7 @@ class SessionStreamHandler(AgiHandler):
                 agi.store,
                 agi.bus,
                 session_id,
-                after_cursor=None if after is None else after.position,
-                seen=None if after is None else after.seen(),
+                after=after,
                 idle_every=self.agi_app.stream_keepalive,
             )
             try:
@@ -112,8 +111,8 @@ class SessionStreamHandler(AgiHandler):
                     if item is None:
                         yield {}
                         continue
-                    position, event = item
-                    ids[id(event)] = session_cursor(position, event)
+                    mark, event = item
+                    ids[id(event)] = session_cursor(mark)
                     yield event
             finally:
                 await follower.aclose()
