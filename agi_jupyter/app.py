@@ -59,6 +59,7 @@ from agi_jupyter.runtime.redacted_store import redacted_store
 from agi_jupyter.runtime.result import RunResult as RunResult  # re-exported
 from agi_jupyter.runtime.runs import RunManager, TickResult
 from agi_jupyter.runtime.store_thread import StoreThread
+from agi_jupyter.runtime.toolcalls import preview_call
 from agi_jupyter.sdk.acp.settings import AcpAgents
 from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
@@ -354,6 +355,26 @@ class Agi(SessionsApi, CatalogueApi):
             for c in self.store.list_tool_calls(run_id=run_id)
             if c.status == "waiting_approval" and c.approval is None
         ]
+
+    def approval_diffs(self, run_id: str) -> dict[str, str | None]:
+        """Per tool call waiting for a decision: the unified diff of what it would change
+        (a notebook cell, a file), computed now without applying it; None when it cannot
+        tell (``Tool.preview``)."""
+        calls = self.pending_approvals(run_id)
+        if not calls:
+            return {}
+        run = self.store.get_run(run_id)
+        session = self.store.get_session(run.session_id)
+
+        async def previews() -> dict[str, str | None]:
+            return {
+                c.tool_call_id: await preview_call(
+                    self.deps, run, session, c.tool_call_id, c.name, c.args
+                )
+                for c in calls
+            }
+
+        return self.loop.run(previews())
 
     def pending_budget(self, run_id: str) -> JSON | None:
         """The budget question the run waits on (``waiting_approval``, review mode ``ask``):

@@ -121,6 +121,7 @@ class ApprovalRequested(BaseEvent):
     name: str
     arguments: JSON
     review_mode: str = "ask"
+    diff: str | None = None  # what the call would change (a unified diff), when it can tell
     type: Literal["approval.requested"] = "approval.requested"
 
 
