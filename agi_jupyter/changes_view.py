@@ -2,8 +2,9 @@
 
 Both work on the JSON forms (``ChangeRecord.to_dict``, ``UndoResult.to_dict``), which is also
 what the REST API answers, so ``agi diff --server`` and ``agi undo --server`` print the same;
-it imports nothing of the package (``agi --help`` stays fast). Diff lines come with a style name (``bold``, ``green``, ``red``, ``cyan``, ``dim`` or
-None) that the CLI gives to rich and the magic turns into ANSI colours.
+it imports nothing of the package (``agi --help`` stays fast). Diff lines come with a style
+name (``bold``, ``green``, ``red``, ``cyan``, ``dim`` or None) that the CLI gives to rich and
+the magic turns into ANSI colours.
 """
 
 from __future__ import annotations
