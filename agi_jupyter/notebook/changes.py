@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agi_jupyter.notebook.diff import label, output_lines, unified
-from agi_jupyter.notebook.model import CellJSON, NotebookJSON, parse
+from agi_jupyter.notebook.model import CellJSON, NotebookJSON, joined, parse
 from agi_jupyter.records import Change, ChangeKind, RunEvent
 from agi_jupyter.tools.diffs import ChangeOp, FileChange
 
@@ -145,10 +145,23 @@ def _action(a: CellJSON | None, b: CellJSON | None, moved: bool) -> Action | Non
 
 
 def outputs_of(cell: CellJSON | None) -> str | None:
-    """A cell's outputs and execution count, comparable (None: no such cell)."""
+    """A cell's outputs and execution count, comparable across backends (None: no such cell):
+    what each output says (type, stream name, text, data by MIME type, error name and value),
+    multiline strings joined, without the metadata a backend or JupyterLab may rewrite."""
     if cell is None:
         return None
-    return json.dumps([cell.get("outputs") or [], cell.get("execution_count")], sort_keys=True)
+    said = [
+        [
+            output.get("output_type"),
+            output.get("name"),
+            joined(output.get("text")),
+            {mime: joined(value) for mime, value in (output.get("data") or {}).items()},
+            output.get("ename"),
+            output.get("evalue"),
+        ]
+        for output in cell.get("outputs") or []
+    ]
+    return json.dumps([said, cell.get("execution_count")], sort_keys=True, default=str)
 
 
 def _moved(before: Sequence[str], after: Sequence[str]) -> set[str]:
