@@ -60,6 +60,7 @@ from agi_jupyter.runtime.redacted_store import redacted_store
 from agi_jupyter.runtime.result import RunResult as RunResult  # re-exported
 from agi_jupyter.runtime.runs import RunManager, TickResult
 from agi_jupyter.runtime.store_thread import StoreThread
+from agi_jupyter.runtime.toolcalls import preview_call
 from agi_jupyter.sdk.acp.settings import AcpAgents
 from agi_jupyter.sdk.dispatch import SdkDispatch
 from agi_jupyter.sdk.registry import default_adapters
@@ -354,6 +355,26 @@ class Agi(SessionsApi, CatalogueApi):
             if c.status == "waiting_approval" and c.approval is None
         ]
 
+    def approval_diffs(self, run_id: str) -> dict[str, str | None]:
+        """Per tool call waiting for a decision: the unified diff of what it would change
+        (a notebook cell, a file), computed now without applying it; None when it cannot
+        tell (``Tool.preview``)."""
+        calls = self.pending_approvals(run_id)
+        if not calls:
+            return {}
+        run = self.store.get_run(run_id)
+        session = self.store.get_session(run.session_id)
+
+        async def previews() -> dict[str, str | None]:
+            return {
+                c.tool_call_id: await preview_call(
+                    self.deps, run, session, c.tool_call_id, c.name, c.args
+                )
+                for c in calls
+            }
+
+        return self.loop.run(previews())
+
     def pending_budget(self, run_id: str) -> JSON | None:
         """The budget question the run waits on (``waiting_approval``, review mode ``ask``):
         ``reason``, ``budgets`` (each: scope, spent, limit), ``input_tokens_at_least`` (the
@@ -437,15 +458,48 @@ class Agi(SessionsApi, CatalogueApi):
             raise NoPendingApproval(f"run {run.id} was decided meanwhile")
 
     def undo(
-        self, run_id: str, *, force: bool = False, turn: int | None = None
+        self,
+        run_id: str,
+        *,
+        force: bool | Sequence[str] = False,
+        turn: int | None = None,
+        changes: Sequence[str] | None = None,
+        redo: bool = False,
     ) -> notebook.UndoResult:
-        """Restore the notebooks and files the run changed as they were before it — or before
-        its turn ``turn`` (that turn and the later ones are undone; ``notebook.undo``)."""
+        """Undo the run's changes by a merge per cell and file (``notebook.undo``): all of
+        them, those of turns ``turn`` on, or the ``changes`` named (record ids of
+        ``changes()``). A cell or file changed since is a conflict left as it is, unless
+        ``force`` (True, or the cell ids / paths / change ids to force). ``redo``: make
+        undone changes again."""
         return self.loop.run(
             notebook.undo_run(
-                self.store, self.notebooks, self.project, run_id, force=force, turn=turn
+                self.store,
+                self.notebooks,
+                self.project,
+                run_id,
+                force=force,
+                turn=turn,
+                changes=changes,
+                redo=redo,
             )
         )
+
+    def redo(
+        self,
+        run_id: str,
+        *,
+        force: bool | Sequence[str] = False,
+        turn: int | None = None,
+        changes: Sequence[str] | None = None,
+    ) -> notebook.UndoResult:
+        """Make the run's undone changes (or those named) again: ``undo(..., redo=True)``."""
+        return self.undo(run_id, force=force, turn=turn, changes=changes, redo=True)
+
+    def changes(self, run_id: str) -> list[notebook.ChangeRecord]:
+        """The run's changes, one per cell of a notebook or per file, with their diffs and
+        whether each is undone (``notebook.changes``)."""
+        self.store.get_run(run_id)
+        return notebook.run_changeset(self.store, run_id)
 
     def tick(self, *, max_runs: int = 10, max_webhook_events: int = 50) -> TickResult:
         """Process webhook events and due polls of deep research runs, recover stalled runs and

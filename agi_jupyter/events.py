@@ -121,6 +121,7 @@ class ApprovalRequested(BaseEvent):
     name: str
     arguments: JSON
     review_mode: str = "ask"
+    diff: str | None = None  # what the call would change (a unified diff), when it can tell
     type: Literal["approval.requested"] = "approval.requested"
 
 
@@ -186,6 +187,23 @@ class RunFinal(BaseEvent):
     type: Literal["run.final"] = "run.final"
 
 
+@dataclass(kw_only=True)
+class ChangesUndone(BaseEvent):
+    """Changes of the run (record ids of ``GET /runs/{id}/changes``) were undone, after the
+    run ended: the run's log is where a change's ``undone`` is read from."""
+
+    changes: list[str] = field(default_factory=list)
+    type: Literal["changes.undone"] = "changes.undone"
+
+
+@dataclass(kw_only=True)
+class ChangesRedone(BaseEvent):
+    """Undone changes of the run were made again (redo)."""
+
+    changes: list[str] = field(default_factory=list)
+    type: Literal["changes.redone"] = "changes.redone"
+
+
 # Session-stream events (GET /sessions/{id}/stream) — not tied to one run.
 
 
@@ -227,6 +245,8 @@ Event = (
     | MessageCompleted
     | ErrorEvent
     | RunFinal
+    | ChangesUndone
+    | ChangesRedone
     | SessionCreated
     | SessionUpdated
     | MessageCreated

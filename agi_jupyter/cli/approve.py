@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import click
+from rich.text import Text
 
+from agi_jupyter.changes_view import diff_style
+from agi_jupyter.cli import render
 from agi_jupyter.cli.common import EXIT_WAITING, fail, open_agi, project_option
 from agi_jupyter.cli.render import compact_json, one_line
 
@@ -63,10 +66,19 @@ def can_ask() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def ask_person(name: str, args: dict[str, Any]) -> tuple[Decision, str | None]:
+def ask_person(
+    name: str, args: dict[str, Any], diff: str | None = None
+) -> tuple[Decision, str | None]:
     """Ask about one waiting call: [y]es, [n]o (with an optional message to the model), or
-    [a]lways for the session. Returns the decision and the message of a denial."""
-    click.echo(f"\n{name} wants to run: {one_line(compact_json(args), 300)}", err=True)
+    [a]lways for the session; a call that changes a notebook cell or a file shows its
+    ``diff`` instead of its arguments. Returns the decision and the message of a denial."""
+    if diff:
+        click.echo(f"\n{name} wants to make this change:", err=True)
+        out = render.console(stderr=True)
+        for line in diff.splitlines():
+            out.print(Text(line, style=diff_style(line) or ""))
+    else:
+        click.echo(f"\n{name} wants to run: {one_line(compact_json(args), 300)}", err=True)
     answer = click.prompt(
         "approve? [y]es / [n]o / [a]lways for this session",
         type=click.Choice(["y", "n", "a"]),
@@ -108,8 +120,9 @@ def ask_on_terminal(agi: Agi, run_id: str) -> None:
         decision, budget = ask_budget_answer(run_id, question)
         agi.decide(run_id, decision, budget=budget)
         return
+    diffs = agi.approval_diffs(run_id)
     for call in agi.pending_approvals(run_id):
-        decision, message = ask_person(call.name, call.args)
+        decision, message = ask_person(call.name, call.args, diffs.get(call.tool_call_id))
         agi.decide(run_id, decision, tool_call_id=call.tool_call_id, message=message)
 
 

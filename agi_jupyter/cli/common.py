@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_CONFIG = 3
-EXIT_CONFLICT = 4  # agi undo: the cells changed after the run
+EXIT_CONFLICT = 4  # agi undo: some cells or files changed after the run, left as they are
 EXIT_WAITING = 5  # no terminal to ask on: the run was left waiting for an approval
 EXIT_BUDGET = 6  # the run stopped: its session's or notebook's budget is spent
 EXIT_CANCELLED = 130

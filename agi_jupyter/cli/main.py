@@ -7,9 +7,9 @@ command.
 
 Exit codes: 0 success, 1 the run failed (or another error), 2 bad usage (also an id that names
 nothing, a run that already ended), 3 configuration (a provider not configured, a malformed
-config file, a token the server refuses), 4 ``agi undo`` refused (the cells changed after the
-run), 5 the run waits for an approval and there is no terminal to ask on, 6 the run's budget is
-spent, 130 cancelled (Ctrl-C).
+config file, a token the server refuses), 4 ``agi undo`` left conflicts (cells or files changed
+after the run, left as they are), 5 the run waits for an approval and there is no terminal to
+ask on, 6 the run's budget is spent, 130 cancelled (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def cli() -> None:
     Everything is recorded in .agi/agi.sqlite of the project (the current folder, or its nearest
     ancestor with .agi/), or in a shared PostgreSQL database when AGI_DATABASE_URL is set.
     Exit codes: 0 ok, 1 run failed, 2 bad usage (also an unknown id, a run that already
-    ended), 3 not configured (also a refused --token), 4 undo refused,
+    ended), 3 not configured (also a refused --token), 4 undo left conflicts,
     5 left waiting for your approval (no terminal to ask on), 6 budget spent, 130 cancelled.
     """
 
@@ -105,7 +105,7 @@ for _command in (
     *inspect.COMMANDS,
     *catalog.COMMANDS,
     export.export,
-    undo.undo,
+    *undo.COMMANDS,
     *approve.COMMANDS,
     budget.budget,
 ):

@@ -178,7 +178,8 @@ def follow_with_approvals(client: ServerClient, run_id: str, printer: StreamPrin
             decision, budget = ask_budget_answer(run_id, question)
             client.call("POST", f"{run_path}/approvals", {"decision": decision, "budget": budget})
         for call in waiting:
-            decision, message = ask_person(str(call["name"]), dict(call["arguments"]))
+            diff = call.get("diff")
+            decision, message = ask_person(str(call["name"]), dict(call["arguments"]), diff)
             body = {"tool_call_id": call["tool_call_id"], "decision": decision}
             if message:
                 body["message"] = message

@@ -44,8 +44,11 @@ HELP = """\
                                    RUN waits for a larger budget: raise the session's
 %agi deny RUN [-m MESSAGE] [--tool-call ID]
                                    deny them (the model gets the denial and MESSAGE)
-%agi undo RUN [--turn N] [--force] restore the notebooks and files the run changed (as
-                                   before the run, or before its turn N)
+%agi diff RUN                      the run's changes: per cell and file, with diffs and ids
+%agi undo RUN [--turn N] [--change ID ...] [--force | --force-cell CELL ...] [--redo]
+                                   undo the run's changes (all, from turn N on, or those
+                                   named) cell by cell: cells changed since are left as they
+                                   are (--force: put back anyway); --redo makes them again
 %agi wait [RUN]                    wait for --background runs (or RUN); returns the result
 %agi agents                        agents and their tools
 %agi sdks                          agent SDKs, their capabilities, whether installed
@@ -98,7 +101,11 @@ def _parser() -> Any:
     undo = sub.add_parser("undo", add_help=False)
     undo.add_argument("run")
     undo.add_argument("--force", action="store_true")
+    undo.add_argument("--force-cell", action="append", dest="force_cells")
     undo.add_argument("--turn", type=int)
+    undo.add_argument("--change", action="append", dest="changes")
+    undo.add_argument("--redo", action="store_true")
+    sub.add_parser("diff", add_help=False).add_argument("run")
     sub.add_parser("wait", add_help=False).add_argument("run", nargs="?")
     sub.add_parser("tools", add_help=False).add_argument("agent", nargs="?")
     return parser
@@ -313,14 +320,25 @@ def cmd_deny(ctx: KernelContext, args: argparse.Namespace) -> Any:
 
 
 def cmd_undo(ctx: KernelContext, args: argparse.Namespace) -> None:
-    result = ctx.agi.undo(args.run, force=args.force, turn=args.turn)
-    if not result.notebooks and not result.files:
-        print(f"agi: run {args.run} changed no notebook or file: nothing to undo")
-    for item in result.notebooks:
-        forced = " (forced)" if item.forced else ""
-        print(f"agi: {item.status} {item.path} ({item.backend}){forced}")
-    for file in result.files:
-        print(f"agi: {file.status} {file.path} (file){' (forced)' if file.forced else ''}")
+    from agi_jupyter.changes_view import conflict_summary, undo_lines
+
+    force = args.force_cells or args.force
+    result = ctx.agi.undo(
+        args.run, force=force, turn=args.turn, changes=args.changes, redo=args.redo
+    ).to_dict()
+    for line in undo_lines(result):
+        print(f"agi: {line}")
+    summary = conflict_summary(result)
+    if summary:
+        print(f"agi: {summary}", file=sys.stderr)
+
+
+def cmd_diff(ctx: KernelContext, args: argparse.Namespace) -> None:
+    from agi_jupyter.changes_view import ansi, diff_lines
+
+    changes = [c.to_dict() for c in ctx.agi.changes(args.run)]
+    for line, style in diff_lines(changes):
+        print(ansi(line, style))
 
 
 def cmd_wait(ctx: KernelContext, args: argparse.Namespace) -> Any:
@@ -458,6 +476,7 @@ COMMANDS: dict[str, Command] = {
     "approve": cmd_approve,
     "deny": cmd_deny,
     "undo": cmd_undo,
+    "diff": cmd_diff,
     "wait": cmd_wait,
     "agents": cmd_agents,
     "sdks": cmd_sdks,

@@ -187,6 +187,7 @@ class RunView:
             block = ToolBlock(str(e.get("tool_call_id")), str(e.get("name")))
             self.segments.append(block)
         block.arguments = e.get("arguments") or block.arguments
+        block.diff = e.get("diff") or block.diff  # what it would change: shown instead
         block.status = "waiting_approval"
 
     def _approval_decided(self, e: dict[str, Any]) -> None:
@@ -363,7 +364,8 @@ def _tool_markdown(block: ToolBlock) -> str:
     icon = _ICONS.get(block.status, "•")
     summary = f"{icon} <code>{_escape_html(block.name)}</code> {block.status}"
     body: list[str] = []
-    if block.arguments is not None:
+    asking_with_diff = block.status == "waiting_approval" and bool(block.diff)
+    if block.arguments is not None and not asking_with_diff:
         code = block.arguments.get("code") if block.name == "python" else None
         if isinstance(code, str):
             body.append(_fenced(code, "python"))
@@ -380,7 +382,8 @@ def _tool_markdown(block: ToolBlock) -> str:
 
 
 def tool_text(block: ToolBlock) -> str:
-    args = json.dumps(block.arguments, ensure_ascii=False) if block.arguments is not None else ""
+    shown = block.arguments is not None and not (block.status == "waiting_approval" and block.diff)
+    args = json.dumps(block.arguments, ensure_ascii=False) if shown else ""
     lines = [f"[tool {block.name} {block.status}] {args}".rstrip()]
     if block.diff:
         lines.append(_clip(block.diff))

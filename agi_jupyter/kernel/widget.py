@@ -390,7 +390,10 @@ class _Stream:
             if kind == "tool.call.arguments.done":
                 w._update(call_id, arguments=_dump(event.get("arguments")))
             elif kind == "approval.requested":
-                w._update(call_id, status="waiting_approval", run_id=self.run_id)
+                asking: dict[str, Any] = {"status": "waiting_approval", "run_id": self.run_id}
+                if event.get("diff"):  # what it would change, shown like a done call's diff
+                    asking["diff"] = str(event["diff"])
+                w._update(call_id, **asking)
             elif kind == "approval.decided" and event.get("decision") != "deny":
                 w._update(call_id, status="running")
             elif kind == "tool.call.output":

@@ -9,18 +9,21 @@ receipts, run in the notebook's kernel, snapshotted per run and undone.
     execution  one cell through the Jupyter protocol, outputs as nbformat; kernels: private ones
     tools      notebook.read/insert/edit/delete/run; record: changes and snapshots in the store
     diff       the cell-level notebook_diff artifact; outline: the system-prompt outline
-    undo       restore every notebook a run changed
+    changes    a run's changes as records (one per cell, one per file) with unified diffs
+    merge      reverting one cell change by a three-way merge; undo: undo and redo by merge
 """
 
 from agi_jupyter.notebook.access import HeadlessAccess, NotebookAccess, NotebookTarget
+from agi_jupyter.notebook.changes import ChangeRecord
 from agi_jupyter.notebook.context import NotebookContext
 from agi_jupyter.notebook.document import NotebookDocument, Receipt
 from agi_jupyter.notebook.model import source_hash
 from agi_jupyter.notebook.ops import NotebookError
 from agi_jupyter.notebook.tools import notebook_tools
-from agi_jupyter.notebook.undo import UndoResult, undo_run
+from agi_jupyter.notebook.undo import UndoResult, run_changeset, undo_run
 
 __all__ = [
+    "ChangeRecord",
     "HeadlessAccess",
     "NotebookAccess",
     "NotebookContext",
@@ -30,6 +33,7 @@ __all__ = [
     "Receipt",
     "UndoResult",
     "notebook_tools",
+    "run_changeset",
     "source_hash",
     "undo_run",
 ]

@@ -23,26 +23,26 @@ def cell_diff(before: NotebookJSON, after: NotebookJSON, path: str) -> tuple[str
     chunks: list[str] = []
     for cell_id in [*new, *(i for i in old if i not in new)]:
         a, b = old.get(cell_id), new.get(cell_id)
-        label = _label(path, cell_id, b or a or {})
+        name = label(path, cell_id, b or a or {})
         source_a = None if a is None else joined(a.get("source"))
         source_b = None if b is None else joined(b.get("source"))
         if source_a != source_b:
             key = "cells_added" if a is None else "cells_deleted" if b is None else "cells_edited"
             counts[key] += 1
-            chunks.append(_unified(source_a, source_b, label))
-        if a is not None and b is not None and _outputs(a) != _outputs(b):
+            chunks.append(unified(source_a, source_b, name))
+        if a is not None and b is not None and output_lines(a) != output_lines(b):
             counts["outputs_changed"] += 1
             chunks.append(
-                _unified("\n".join(_outputs(a)), "\n".join(_outputs(b)), label + " outputs")
+                unified("\n".join(output_lines(a)), "\n".join(output_lines(b)), name + " outputs")
             )
     return "".join(chunks), counts
 
 
-def _label(path: str, cell_id: str, cell: dict[str, Any]) -> str:
+def label(path: str, cell_id: str, cell: dict[str, Any]) -> str:
     return f"{path} [cell {cell_id} {cell.get('cell_type', '')}]".replace("  ", " ")
 
 
-def _outputs(cell: dict[str, Any]) -> list[str]:
+def output_lines(cell: dict[str, Any]) -> list[str]:
     return summarize_outputs(cell.get("outputs") or []) + (
         [f"execution_count: {cell.get('execution_count')}"]
         if cell.get("cell_type") == "code"
@@ -50,7 +50,7 @@ def _outputs(cell: dict[str, Any]) -> list[str]:
     )
 
 
-def _unified(old: str | None, new: str | None, label: str) -> str:
+def unified(old: str | None, new: str | None, label: str) -> str:
     lines = difflib.unified_diff(
         [] if old is None else old.splitlines(keepends=True),
         [] if new is None else new.splitlines(keepends=True),

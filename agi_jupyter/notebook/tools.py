@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 
 from agi_jupyter.errors import ToolError
 from agi_jupyter.notebook.access import NotebookAccess, NotebookTarget, locate
-from agi_jupyter.notebook.diff import describe, diff_draft
+from agi_jupyter.notebook.diff import describe, diff_draft, label, unified
 from agi_jupyter.notebook.document import Mutation, NotebookDocument
 from agi_jupyter.notebook.model import find_cell, parse
 from agi_jupyter.notebook.record import one_change_at_a_time, record_change
@@ -96,6 +96,16 @@ class NotebookTool(Tool[Any]):
     async def open(self, path: str | None, ctx: ToolContext) -> NotebookDocument:
         return await self.access.open(await self.target(path, ctx))
 
+    async def cell_diff(
+        self, path: str | None, ctx: ToolContext, cell_id: str, new: str | None
+    ) -> str:
+        """The diff of a cell's source now and ``new`` (None: the cell deleted)."""
+        doc = await self.open(path, ctx)
+        found = find_cell((await doc.read()).notebook, cell_id)
+        if found is None:
+            raise ToolError(f"no cell with id {cell_id!r}", code="CELL_NOT_FOUND")
+        return unified(str(found[1].get("source")), new, label(doc.path, cell_id, found[1]))
+
     async def changed(
         self, verb: str, doc: NotebookDocument, mutation: Mutation, ctx: ToolContext
     ) -> ToolResult:
@@ -168,6 +178,18 @@ class NotebookInsert(NotebookTool):
     description = "Insert a new cell into a notebook, after a cell id or at an index."
     parameters = InsertArgs
 
+    async def preview(self, args: InsertArgs, ctx: ToolContext) -> str | None:
+        doc = await self.open(args.path, ctx)
+        place = (
+            f"after cell {args.after_cell_id}"
+            if args.after_cell_id is not None
+            else "at the end"
+            if args.index is None
+            else f"at index {args.index}"
+        )
+        cell = {"cell_type": args.cell_type}
+        return unified(None, args.source, label(doc.path, f"new, {place}", cell))
+
     async def execute(self, args: InsertArgs, ctx: ToolContext) -> ToolResult:
         doc = await self.open(args.path, ctx)
         async with one_change_at_a_time(doc.path):
@@ -186,6 +208,9 @@ class NotebookEdit(NotebookTool):
     )
     parameters = EditArgs
 
+    async def preview(self, args: EditArgs, ctx: ToolContext) -> str | None:
+        return await self.cell_diff(args.path, ctx, args.cell_id, args.source)
+
     async def execute(self, args: EditArgs, ctx: ToolContext) -> ToolResult:
         doc = await self.open(args.path, ctx)
         async with one_change_at_a_time(doc.path):
@@ -201,6 +226,9 @@ class NotebookDelete(NotebookTool):
         "cell changed since, nothing is deleted (HASH_MISMATCH)."
     )
     parameters = DeleteArgs
+
+    async def preview(self, args: DeleteArgs, ctx: ToolContext) -> str | None:
+        return await self.cell_diff(args.path, ctx, args.cell_id, None)
 
     async def execute(self, args: DeleteArgs, ctx: ToolContext) -> ToolResult:
         doc = await self.open(args.path, ctx)

@@ -1,39 +1,80 @@
-"""Undo a run: every notebook and file it changed goes back to how it was before the run's
-first change — or, with ``turn=N``, before its turn N (turns N to the last are undone).
+"""Undo (and redo) a run's changes by merge, never by overwrite.
 
-The snapshot before a run's first change to a notebook is restored through the backend that
-holds the notebook now (the file byte for byte; the shared document or the open tab as the
-same cells). Undo refuses, naming the cells, when a notebook's cells (ids, types, sources)
-are no longer what the run left, because someone changed them afterwards, unless ``force``.
-Files written by ``fs.write`` / ``apply_patch`` (``changes`` of kind ``file``) are compared
-byte for byte with what the run left, and restored (or removed, when the run created them).
-A notebook or file already back to its snapshot is left alone (``unchanged``). Everything is
-checked before anything is restored, so a refusal changes nothing.
+What is undone: the whole run, its turns from ``turn`` on (rewind to before turn N), or the
+chosen ``changes`` (record ids of ``notebook.changes``, or a stored change's id for every
+cell it touched). Those records are reverted one by one, last first, each on the one cell or
+file it touched, by a three-way merge (``notebook.merge``): a cell as the run left it is
+put back; a cell someone changed since is a *conflict* for that cell only, named in the
+result and left as it is; every other cell — the user's edits, cells added since, the cell
+``%agi undo`` is typed in — is never touched. Files the same, byte for byte: a file as the
+run left it is restored (or removed, when the run created it); one changed since is a
+conflict.
+
+``force`` puts back conflicted cells and files anyway: ``True`` every one of the chosen
+changes, or a list naming cell ids, file paths or record ids (only those are forced).
+
+Each cell change goes through the backend that holds the notebook now (the file, the shared
+document, the open tab) as the same operations the notebook tools use, each with its
+precondition, so typing into the cell while it is reverted makes it a conflict instead of
+being overwritten. The records reverted (or found already reverted) are marked undone in the
+run's log (a ``changes.undone`` event); undoing them again does nothing (``skipped``).
+``redo`` is the same merge the other way (base = the record's before, ours = its after), for
+records that are undone, first to last, marked by a ``changes.redone`` event.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from agi_jupyter.errors import Conflict, UsageError
+from agi_jupyter.errors import Conflict, NotFound, UsageError
 from agi_jupyter.notebook.access import NotebookAccess
-from agi_jupyter.notebook.document import NotebookDocument, NotebookState
-from agi_jupyter.notebook.model import fingerprint, normalized, parse
-from agi_jupyter.records import Change
+from agi_jupyter.notebook.changes import REDONE, UNDONE, ChangeRecord, changeset
+from agi_jupyter.notebook.document import NotebookDocument
+from agi_jupyter.notebook.merge import blocked_by, revert
+from agi_jupyter.notebook.ops import NotebookError
+from agi_jupyter.notebook.record import one_change_at_a_time
 from agi_jupyter.store import Store
-from agi_jupyter.tools.filerecord import bytes_or_none
+from agi_jupyter.tools.filerecord import bytes_or_none, one_write_at_a_time
 from agi_jupyter.tools.paths import delete_in_project, write_bytes_in_project
+
+Outcome = Literal["reverted", "unchanged", "skipped", "conflict"]
+Force = bool | Sequence[str]
+
+
+@dataclass(kw_only=True)
+class ChangeResult:
+    """What undo (or redo) did to one change: ``reverted`` (put back now), ``unchanged``
+    (already as it should be), ``skipped`` (already undone; for redo: not undone) or
+    ``conflict`` (changed since: left as it is, ``reason`` says how)."""
+
+    id: str
+    path: str
+    cell_id: str | None
+    action: str
+    status: Outcome
+    reason: str = ""
+    forced: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "path": self.path,
+            "cell_id": self.cell_id,
+            "action": self.action,
+            "status": self.status,
+            "reason": self.reason,
+            "forced": self.forced,
+        }
 
 
 @dataclass(kw_only=True)
 class UndoneNotebook:
     path: str
-    status: str  # restored | unchanged
+    status: str  # restored (some cell put back) | unchanged | conflict (only conflicts)
     backend: str
     forced: bool = False
 
@@ -49,7 +90,7 @@ class UndoneNotebook:
 @dataclass(kw_only=True)
 class UndoneFile:
     path: str
-    status: str  # restored | removed (the run created it) | unchanged
+    status: str  # restored | removed (the run created it) | unchanged | conflict
     forced: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,56 +100,61 @@ class UndoneFile:
 @dataclass(kw_only=True)
 class UndoResult:
     run_id: str
-    turn: int | None = None  # undone from this turn on (None: the whole run)
+    turn: int | None = None  # undone from this turn on (None: the whole run, or the chosen)
+    redo: bool = False
     notebooks: list[UndoneNotebook] = field(default_factory=list)
     files: list[UndoneFile] = field(default_factory=list)
+    changes: list[ChangeResult] = field(default_factory=list)
+
+    @property
+    def conflicts(self) -> list[ChangeResult]:
+        return [c for c in self.changes if c.status == "conflict"]
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
             "turn": self.turn,
+            "redo": self.redo,
             "notebooks": [n.to_dict() for n in self.notebooks],
             "files": [f.to_dict() for f in self.files],
+            "changes": [c.to_dict() for c in self.changes],
+            "conflicts": [c.to_dict() for c in self.conflicts],
         }
 
 
-@dataclass
-class _Plan:
-    path: str
-    doc: NotebookDocument
-    state: NotebookState
-    before: bytes
-    after: bytes
-    # What the run left after each of these changes: a notebook holding any of them was left
-    # so by the run (or by an undo of its later turns), not changed by someone else.
-    lefts: list[bytes] = field(default_factory=list)
+def run_changeset(store: Store, run_id: str) -> list[ChangeRecord]:
+    """Every change record of the run, in order, marked undone as its log says."""
+    return changeset(
+        store.list_changes(run_id=run_id), store.get_blob, store.list_run_events(run_id)
+    )
 
 
-def run_changes(
-    store: Store, run_id: str, *, kind: str = "notebook", from_turn: int | None = None
-) -> dict[str, list[Change]]:
-    """Per notebook (or file) the run changed: its changes in order (from turn ``from_turn``
-    on); the first one's ``before`` is what undo restores."""
-    spans: dict[str, list[Change]] = {}
-    for change in store.list_changes(run_id=run_id):
-        if change.kind != kind:
-            continue
-        if from_turn is not None and (change.turn or 0) < from_turn:
-            continue
-        spans.setdefault(change.path, []).append(change)
-    return spans
-
-
-def _check_turn(store: Store, run_id: str, turn: int | None) -> None:
+def choose(
+    records: list[ChangeRecord], run_id: str, turn: int | None, chosen: Sequence[str] | None
+) -> list[ChangeRecord]:
+    """The records undo works on: those of ``chosen`` (record or stored change ids), else
+    those of turns ``turn`` on, else all."""
+    if chosen is not None:
+        if turn is not None:
+            raise UsageError("give the changes to undo or a turn, not both")
+        known = {r.id for r in records} | {r.row.id for r in records}
+        missing = [i for i in chosen if i not in known]
+        if missing:
+            raise NotFound(
+                f"run {run_id} made no change {', '.join(missing)}", code="CHANGE_NOT_FOUND"
+            )
+        wanted = set(chosen)
+        return [r for r in records if r.id in wanted or r.row.id in wanted]
     if turn is None or turn == 1:
-        return
+        return records
     if turn < 1:
         raise UsageError("turn must be 1 or more")
-    if any(c.turn is None for c in store.list_changes(run_id=run_id)):
+    if any(r.turn is None for r in records):
         raise UsageError(
             f"run {run_id} recorded changes without their turn (its SDK does not say): "
             "only the whole run can be undone"
         )
+    return [r for r in records if (r.turn or 0) >= turn]
 
 
 async def undo_run(
@@ -117,127 +163,149 @@ async def undo_run(
     project: Path,
     run_id: str,
     *,
-    force: bool = False,
+    force: Force = False,
     turn: int | None = None,
+    changes: Sequence[str] | None = None,
+    redo: bool = False,
 ) -> UndoResult:
+    """Undo (``redo``: make again) the run's chosen changes by merge; see the module."""
     run = await asyncio.to_thread(store.get_run, run_id)
     if not run.is_terminal:
         raise Conflict(f"run {run_id} is still {run.status}; cancel it first", code="RUN_ACTIVE")
-    await asyncio.to_thread(_check_turn, store, run_id, turn)
-    from_turn = None if turn in (None, 1) else turn
-    spans = await asyncio.to_thread(run_changes, store, run_id, from_turn=from_turn)
-    plans = [await _plan(store, access, project, path, span) for path, span in spans.items()]
-    file_spans = await asyncio.to_thread(
-        run_changes, store, run_id, kind="file", from_turn=from_turn
-    )
-    files = [await asyncio.to_thread(_file_plan, store, project, s) for s in file_spans.values()]
-    result = UndoResult(run_id=run_id, turn=turn)
-    conflicts = [] if force else [(p.path, why) for p in plans if (why := _conflict(p))]
-    if not force:
-        conflicts += [(f.path, "changed since") for f in files if _file_conflict(f)]
-    if conflicts:
-        listing = "; ".join(f"{path}: {why}" for path, why in conflicts)
-        what = "the run" if from_turn is None else f"turn {from_turn} of the run"
-        raise Conflict(
-            f"cannot undo {what} {run_id}: the cells or files were changed after it "
-            f"({listing}). Nothing was restored; undo with force to restore anyway.",
-            code="UNDO_CONFLICT",
+    records = await asyncio.to_thread(run_changeset, store, run_id)
+    chosen = choose(records, run_id, turn, changes)
+    undo = _Undo(access, project, redo=redo, force=force, records=records)
+    result = UndoResult(run_id=run_id, turn=turn, redo=redo)
+    for record in chosen if redo else reversed(chosen):
+        result.changes.append(await undo.one(record))
+    if not redo:
+        result.changes.reverse()  # (reported in the order the changes were made)
+    marked = [c.id for c in result.changes if c.status in ("reverted", "unchanged")]
+    if marked:
+        await asyncio.to_thread(
+            store.append_run_event, run_id, REDONE if redo else UNDONE, {"changes": marked}
         )
-    for file in files:
-        result.files.append(await asyncio.to_thread(_restore_file, project, file, force))
-    for plan in plans:
-        if _already_restored(plan):
-            status = "unchanged"
-        else:
-            await plan.doc.restore(plan.before)
-            status = "restored"
-        forced = force and status == "restored" and _conflict(plan) is not None
-        result.notebooks.append(
-            UndoneNotebook(path=plan.path, status=status, backend=plan.doc.kind, forced=forced)
-        )
+    _summarise(result, chosen, undo.docs)
     return result
 
 
-async def _plan(
-    store: Store, access: NotebookAccess, project: Path, path: str, span: list[Change]
-) -> _Plan:
-    first, last = span[0], span[-1]
-    assert first.before_sha is not None
-    assert last.after_sha is not None
-    before = await asyncio.to_thread(store.get_blob, first.before_sha)
-    after = await asyncio.to_thread(store.get_blob, last.after_sha)
-    shas = dict.fromkeys(c.after_sha for c in span[:-1] if c.after_sha)
-    lefts = [await asyncio.to_thread(store.get_blob, sha) for sha in shas]
-    doc = await access.open(access.locate(project, path))
-    return _Plan(path, doc, await doc.read(), before, after, lefts)
+class _Undo:
+    def __init__(
+        self,
+        access: NotebookAccess,
+        project: Path,
+        *,
+        redo: bool,
+        force: Force,
+        records: list[ChangeRecord],
+    ) -> None:
+        self.access = access
+        self.project = project
+        self.root = project.resolve()
+        self.redo = redo
+        self.force = force
+        self.records = records
+        self.docs: dict[str, NotebookDocument] = {}
+
+    def forced(self, record: ChangeRecord) -> bool:
+        if isinstance(self.force, bool):
+            return self.force
+        return bool({record.id, record.path, record.cell_id} & set(self.force))
+
+    async def one(self, record: ChangeRecord) -> ChangeResult:
+        result = ChangeResult(
+            id=record.id,
+            path=record.path,
+            cell_id=record.cell_id,
+            action=record.action,
+            status="skipped",
+        )
+        if record.undone != self.redo:
+            result.reason = "not undone" if self.redo else "already undone"
+            return result
+        blocker = blocked_by(record, self.records, redo=self.redo)
+        if blocker is not None:
+            result.status = "conflict"
+            result.reason = (
+                f"redo the run's earlier change {blocker.id} of it first"
+                if self.redo
+                else f"the run's later change {blocker.id} changed it too: undo that first"
+            )
+            return result
+        if record.kind == "file":
+            await asyncio.to_thread(self._file, record, result)
+        else:
+            await self._cell(record, result)
+        if result.status != "conflict":
+            record.undone = not self.redo
+        return result
+
+    async def _cell(self, record: ChangeRecord, result: ChangeResult) -> None:
+        doc = self.docs.get(record.path)
+        if doc is None:
+            doc = await self.access.open(self.access.locate(self.project, record.path))
+            self.docs[record.path] = doc
+        async with one_change_at_a_time(doc.path):
+            notebook = (await doc.backend.load()).notebook
+            decision = revert(notebook, record, redo=self.redo, force=self.forced(record))
+            result.status, result.reason, result.forced = (
+                decision.status,
+                decision.reason,
+                decision.forced,
+            )
+            try:
+                for op in decision.ops:
+                    await doc.backend.apply(op)
+            except NotebookError as e:  # typed into meanwhile: the precondition refused it
+                result.status, result.forced = "conflict", False
+                result.reason = f"cell {record.cell_id} changed while it was put back ({e})"
+
+    def _file(self, record: ChangeRecord, result: ChangeResult) -> None:
+        ours, base = (
+            (record.data_after, record.data_before)
+            if self.redo
+            else (record.data_before, record.data_after)
+        )
+        with one_write_at_a_time():
+            now = bytes_or_none(self.root, record.path)
+            if now == ours:
+                result.status = "unchanged"
+                return
+            result.forced = now != base
+            if result.forced and not self.forced(record):
+                result.status, result.forced = "conflict", False
+                result.reason = f"{record.path} was changed since"
+                return
+            if ours is None:
+                delete_in_project(self.root, record.path)
+            else:
+                write_bytes_in_project(self.root, record.path, ours)
+            result.status = "reverted"
 
 
-def _already_restored(plan: _Plan) -> bool:
-    if plan.doc.kind == "file":
-        return plan.state.content == plan.before
-    # Outputs too: a turn that only ran cells changed nothing but them.
-    return _with_outputs(plan.state.notebook) == _with_outputs(parse(plan.before))
-
-
-def _with_outputs(notebook: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """The fingerprint, plus each cell's outputs and execution count."""
-    cells = normalized(notebook)["cells"]
-    return [
-        (*fp, json.dumps(c.get("outputs") or [], sort_keys=True), c.get("execution_count"))
-        for fp, c in zip(fingerprint(notebook), cells, strict=True)
-    ]
-
-
-def _conflict(plan: _Plan) -> str | None:
-    """Why the notebook is not what the run left (None if it is, or is already undone)."""
-    if _already_restored(plan):
-        return None
-    now, left = fingerprint(plan.state.notebook), fingerprint(parse(plan.after))
-    if now == left or any(now == fingerprint(parse(earlier)) for earlier in plan.lefts):
-        return None
-    now_ids, left_ids = {c[0]: c for c in now}, {c[0]: c for c in left}
-    reasons = [f"cell {i} added" for i in now_ids if i not in left_ids]
-    reasons += [f"cell {i} deleted" for i in left_ids if i not in now_ids]
-    reasons += [
-        f"cell {i} edited" for i, c in now_ids.items() if i in left_ids and left_ids[i] != c
-    ]
-    return ", ".join(reasons) or "cells were moved"
-
-
-# --- files -----------------------------------------------------------------------------------
-
-
-@dataclass
-class _FilePlan:
-    path: str
-    now: bytes | None  # None: the file does not exist
-    before: bytes | None  # None: the run created it
-    lefts: set[str | None]  # the sha256 of what each change left (None: deleted)
-
-
-def _file_plan(store: Store, project: Path, span: list[Change]) -> _FilePlan:
-    first = span[0]
-    before = None if first.before_sha is None else store.get_blob(first.before_sha)
-    now = bytes_or_none(project.resolve(), first.path)
-    return _FilePlan(first.path, now, before, {c.after_sha for c in span})
-
-
-def _file_conflict(plan: _FilePlan) -> bool:
-    """The file holds what the run never left there (nor is back to its snapshot): someone
-    else changed it. (What an earlier undo of the run's later turns left counts as the run's.)"""
-    if plan.now == plan.before:
-        return False
-    now_sha = None if plan.now is None else hashlib.sha256(plan.now).hexdigest()
-    return now_sha not in plan.lefts
-
-
-def _restore_file(project: Path, plan: _FilePlan, force: bool) -> UndoneFile:
-    root = project.resolve()
-    if plan.now == plan.before:
-        return UndoneFile(path=plan.path, status="unchanged")
-    forced = force and _file_conflict(plan)
-    if plan.before is None:
-        delete_in_project(root, plan.path)
-        return UndoneFile(path=plan.path, status="removed", forced=forced)
-    write_bytes_in_project(root, plan.path, plan.before)
-    return UndoneFile(path=plan.path, status="restored", forced=forced)
+def _summarise(
+    result: UndoResult, chosen: list[ChangeRecord], docs: dict[str, NotebookDocument]
+) -> None:
+    """Per notebook and per file: whether anything was put back (as undo answered before
+    it worked per cell)."""
+    by_path: dict[str, list[ChangeResult]] = {}
+    for change in result.changes:
+        by_path.setdefault(change.path, []).append(change)
+    kinds = {r.path: r.kind for r in chosen}
+    for path, changes in by_path.items():
+        reverted = [c for c in changes if c.status == "reverted"]
+        forced = any(c.forced for c in reverted)
+        conflict = not reverted and any(c.status == "conflict" for c in changes)
+        if kinds[path] == "notebook":
+            status = "restored" if reverted else "conflict" if conflict else "unchanged"
+            backend = docs[path].kind if path in docs else "file"
+            result.notebooks.append(
+                UndoneNotebook(path=path, status=status, backend=backend, forced=forced)
+            )
+            continue
+        status = "conflict" if conflict else "unchanged"
+        if reverted:
+            record = next(r for r in chosen if r.id == reverted[-1 if result.redo else 0].id)
+            gone = record.data_after if result.redo else record.data_before
+            status = "removed" if gone is None else "restored"
+        result.files.append(UndoneFile(path=path, status=status, forced=forced))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from agi_jupyter import events as ev
 from agi_jupyter.errors import RunLost
 from agi_jupyter.records import JSON, Run, Session
-from agi_jupyter.tools import ToolContext, execute_tool_call
+from agi_jupyter.tools import Emit, ToolContext, execute_tool_call, preview_tool_call
 from agi_jupyter.tools.policy import ToolPolicy
 
 if TYPE_CHECKING:
@@ -58,20 +58,7 @@ async def run_tool(
         deps.call_in_loop(_emit_live, emitter, event)
 
     agent = deps.agents[session.agent]
-    ctx = ToolContext(
-        project=deps.config.project,
-        store=deps.store,
-        config=deps.config,
-        session_id=session.id,
-        run_id=run.id,
-        tool_call_id=tool_call_id,
-        emit=emit_delta,
-        registry=deps.registry,
-        features=deps.features_for(session),
-        agent=session.agent,
-        read_only=agent.read_only,
-        turn=turn,
-    )
+    ctx = tool_context(deps, run, session, tool_call_id, turn=turn, emit=emit_delta)
     return await execute_tool_call(
         deps.registry,
         name=name,
@@ -85,3 +72,37 @@ async def run_tool(
         approved=approved,
         record=record,
     )
+
+
+def tool_context(
+    deps: RuntimeDeps,
+    run: Run,
+    session: Session,
+    tool_call_id: str,
+    *,
+    turn: int | None = None,
+    emit: Emit | None = None,
+) -> ToolContext:
+    """What one call of the run's may use."""
+    ctx = ToolContext(
+        project=deps.config.project,
+        store=deps.store,
+        config=deps.config,
+        session_id=session.id,
+        run_id=run.id,
+        tool_call_id=tool_call_id,
+        registry=deps.registry,
+        features=deps.features_for(session),
+        agent=session.agent,
+        read_only=deps.agents[session.agent].read_only,
+        turn=turn,
+    )
+    return ctx if emit is None else ctx.for_call(tool_call_id, emit=emit)
+
+
+async def preview_call(
+    deps: RuntimeDeps, run: Run, session: Session, tool_call_id: str, name: str, arguments: JSON
+) -> str | None:
+    """The diff a call that waits for a person would make (``Tool.preview``)."""
+    ctx = tool_context(deps, run, session, tool_call_id)
+    return await preview_tool_call(deps.registry, name, arguments, ctx, deps.redactor)

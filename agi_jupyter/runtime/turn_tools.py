@@ -28,7 +28,7 @@ from agi_jupyter.records import (
 )
 from agi_jupyter.runtime.endings import INTERRUPTED, AwaitingApproval
 from agi_jupyter.runtime.history import unanswered_tool_calls
-from agi_jupyter.runtime.toolcalls import run_tool
+from agi_jupyter.runtime.toolcalls import preview_call, run_tool
 from agi_jupyter.tools.diffs import DIFF_KINDS
 from agi_jupyter.tools.executor import ToolOutcome
 from agi_jupyter.tools.policy import ToolPolicy
@@ -84,12 +84,16 @@ class ToolSteps:
         ]
         for call in calls:
             if call.tool_call_id in asks:
+                diff = await preview_call(
+                    self.deps, run, session, call.tool_call_id, call.name, call.arguments
+                )
                 emitter.emit(
                     ev.ApprovalRequested(
                         tool_call_id=call.tool_call_id,
                         name=call.name,
                         arguments=self.deps.redactor.redact_json(call.arguments),
                         review_mode=policy.review_mode,
+                        diff=diff,
                     )
                 )
         await self._in_turn_order(

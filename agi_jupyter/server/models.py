@@ -447,12 +447,23 @@ class ApprovalDecision(Body):
 
 
 class UndoRequest(Body):
-    force: bool = Field(False, description="Restore even if the cells changed after the run.")
+    force: bool | list[str] = Field(
+        False,
+        description="Put back conflicted cells and files anyway (those changed after the "
+        "run): true for every one of the chosen changes, or a list of the cell ids, file "
+        "paths or change ids to force (only those).",
+    )
     turn: int | None = Field(
         None,
         ge=1,
         description="Rewind to before this model turn of the run (it and the later turns are "
         "undone); default: the whole run.",
+    )
+    changes: list[str] | None = Field(
+        None,
+        max_length=10_000,
+        description="Only these changes (ids of GET /runs/{id}/changes, or a stored change's "
+        "id for every cell it touched); not with turn.",
     )
 
 

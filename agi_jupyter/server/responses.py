@@ -12,7 +12,6 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from agi_jupyter.records import Artifact as ArtifactRecord
-from agi_jupyter.records import Change as ChangeRecord
 from agi_jupyter.records import (
     MessageStatus,
     Role,
@@ -64,6 +63,11 @@ class PendingApproval(Out):
     name: str
     arguments: JSONObject
     created_at: str
+    diff: str | None = Field(
+        None,
+        description="What the call would change (a notebook cell, a file) as a unified diff, "
+        "computed now without applying it; null when the tool cannot tell.",
+    )
 
 
 class ApprovalList(Out):
@@ -235,30 +239,84 @@ class Deleted(Out):
 
 class UndoneNotebook(Out):
     path: str
-    status: Literal["restored", "unchanged"]
-    backend: str = Field(description="Where the notebook was restored: file, rtc or tab.")
+    status: Literal["restored", "unchanged", "conflict"] = Field(
+        description="restored: some cell was put back; conflict: nothing was, some cell "
+        "changed since (see conflicts)."
+    )
+    backend: str = Field(description="Where the notebook was changed: file, rtc or tab.")
     forced: bool = False
 
 
 class UndoneFile(Out):
     path: str
-    status: Literal["restored", "removed", "unchanged"] = Field(
-        description="removed: the run had created the file."
+    status: Literal["restored", "removed", "unchanged", "conflict"] = Field(
+        description="removed: the run had created the file (for redo: had deleted it)."
     )
     forced: bool = False
 
 
+class UndoneChange(Out):
+    """What undo (or redo) did to one change."""
+
+    id: str
+    path: str
+    cell_id: str | None = None
+    action: str
+    status: Literal["reverted", "unchanged", "skipped", "conflict"] = Field(
+        description="reverted: put back now; unchanged: already as it should be; skipped: "
+        "already undone (redo: not undone); conflict: changed since, left as it is."
+    )
+    reason: str = ""
+    forced: bool = False
+
+
 class UndoResponse(Out):
+    """Per notebook and file, and per change, what undo (or redo) did. Conflicted cells and
+    files were left as they are (``conflicts``); everything else was put back."""
+
     run_id: str
     turn: int | None = None
+    redo: bool = False
     notebooks: list[UndoneNotebook]
     files: list[UndoneFile] = Field(default_factory=list)
+    changes: list[UndoneChange] = Field(default_factory=list)
+    conflicts: list[UndoneChange] = Field(default_factory=list)
+
+
+class Change(Out):
+    """One change of a run: to one cell of a notebook (``cell_id``), or to one file."""
+
+    id: str = Field(description="<change_id>/<cell id> for a cell, change_id for a file.")
+    change_id: str = Field(
+        description="The stored change (one per tool call and notebook "
+        "or file) this one is part of."
+    )
+    run_id: str | None = None
+    turn: int | None = None
+    tool_call_id: str | None = None
+    kind: Literal["notebook", "file"]
+    action: Literal[
+        "inserted", "edited", "deleted", "moved", "outputs", "created", "written", "removed"
+    ]
+    path: str
+    cell_id: str | None = None
+    before: str | None = Field(
+        None,
+        description="The cell's source (outputs: their summary lines; moved: its place) or "
+        "the file's text before; null where it did not exist (or is binary).",
+    )
+    after: str | None = None
+    diff: str = Field(description="A unified diff of before and after.")
+    undone: bool = False
+    before_sha: str | None = Field(None, description="The notebook's or file's snapshot.")
+    after_sha: str | None = None
+    created_at: str = ""
 
 
 class ChangeList(Out):
-    """The changes a run made to notebooks (and files): snapshots before/after, in order."""
+    """The changes a run made to notebook cells and files, in order, with their diffs."""
 
-    changes: list[ChangeRecord]
+    changes: list[Change]
 
 
 class NotebookRequest(Out):

@@ -30,6 +30,7 @@ from agi_jupyter.server.handlers.notebooks import (
     NotebookBridgeHandler,
     NotebookRepliesHandler,
     RunChangesHandler,
+    RunRedoHandler,
     RunUndoHandler,
 )
 from agi_jupyter.server.handlers.oneshot import OneShotHandler
@@ -205,11 +206,19 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", f"{V1}/runs/{{run_id}}/artifacts", RunArtifactsHandler, "listRunArtifacts",
           "A run's artifacts", "artifacts", response=ArtifactList, errors=RUN),
     Route("POST", f"{V1}/runs/{{run_id}}/undo", RunUndoHandler, "undoRun",
-          "Restore the notebooks the run changed to how they were before it (refused, "
-          "restoring nothing, when their cells changed since, unless force)", "runs",
-          body=UndoRequest, response=UndoResponse, errors=(*RUN, "UNDO_CONFLICT", "RUN_ACTIVE")),
+          "Undo the run's changes (all, from a turn on, or the chosen ones) by a merge per "
+          "cell and file: what was changed since is a conflict left as it is, unless forced; "
+          "everything else stays", "runs",
+          body=UndoRequest, response=UndoResponse,
+          errors=(*RUN, "CHANGE_NOT_FOUND", "RUN_ACTIVE")),
+    Route("POST", f"{V1}/runs/{{run_id}}/redo", RunRedoHandler, "redoRun",
+          "Make the run's undone changes (all, from a turn on, or the chosen ones) again, "
+          "by the same merge", "runs",
+          body=UndoRequest, response=UndoResponse,
+          errors=(*RUN, "CHANGE_NOT_FOUND", "RUN_ACTIVE")),
     Route("GET", f"{V1}/runs/{{run_id}}/changes", RunChangesHandler, "listRunChanges",
-          "The changes the run made to notebooks, with their snapshots' sha256", "runs",
+          "The changes the run made, one per notebook cell and per file, with unified diffs "
+          "and whether each is undone", "runs",
           response=ChangeList, errors=RUN),
     Route("GET", f"{V1}/artifacts/{{artifact_id}}", ArtifactHandler, "getArtifact",
           "Get an artifact's metadata", "artifacts", response=ArtifactResponse,

@@ -28,7 +28,7 @@ from agi_jupyter.tools.base import (
     tool,
 )
 from agi_jupyter.tools.builtins import builtin_tools, create_registry
-from agi_jupyter.tools.executor import ToolOutcome, execute_tool_call
+from agi_jupyter.tools.executor import ToolOutcome, execute_tool_call, preview_tool_call
 from agi_jupyter.tools.paths import resolve_in_project
 from agi_jupyter.tools.redact import Redactor
 from agi_jupyter.tools.registry import LoadReport, ToolRegistry, ToolSource, is_allowed
@@ -52,6 +52,7 @@ __all__ = [
     "create_registry",
     "execute_tool_call",
     "is_allowed",
+    "preview_tool_call",
     "resolve_in_project",
     "tool",
 ]

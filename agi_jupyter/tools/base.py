@@ -131,6 +131,12 @@ class Tool(ABC, Generic[P]):
         """Run the tool; raise ``ToolError`` (or return ``ok=False``) for what the model should
         see."""
 
+    async def preview(self, args: P, ctx: ToolContext) -> str | None:
+        """What the call would change, as a unified diff, computed without changing anything
+        (shown with the approval question of a call that waits for a person); None: the tool
+        changes no file or notebook cell, or cannot tell."""
+        return None
+
     def validate(self, arguments: Mapping[str, Any]) -> P:
         """Parse the model's arguments (raises ``pydantic.ValidationError``)."""
         return self.parameters.model_validate(dict(arguments))

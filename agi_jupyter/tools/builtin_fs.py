@@ -17,7 +17,7 @@ from pydantic import Field
 
 from agi_jupyter.errors import ToolError
 from agi_jupyter.tools.base import AnyTool, Tool, ToolArgs, ToolContext, ToolResult
-from agi_jupyter.tools.diffs import FileChange, describe, file_diff_draft
+from agi_jupyter.tools.diffs import ChangeOp, FileChange, describe, file_diff_draft
 from agi_jupyter.tools.filerecord import write_and_record
 from agi_jupyter.tools.paths import (
     DirEntry,
@@ -299,6 +299,13 @@ class FsWrite(Tool[FsWriteArgs]):
         return await asyncio.to_thread(
             write_and_record, ctx, root, [rel], lambda: self._write(args, root)
         )
+
+    async def preview(self, args: FsWriteArgs, ctx: ToolContext) -> str | None:
+        root = ctx.project.resolve()
+        rel = project_relpath(root, args.path, for_write=True)
+        old = await asyncio.to_thread(read_text_if_exists, root, rel)
+        op: ChangeOp = "add" if old is None else "update"
+        return FileChange(path=rel, op=op, old=old, new=args.content).diff()
 
     def _write(self, args: FsWriteArgs, root: Path) -> ToolResult:
         old = read_text_if_exists(root, args.path)

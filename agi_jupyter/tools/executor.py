@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from agi_jupyter.aio import complete
-from agi_jupyter.errors import ToolError
+from agi_jupyter.errors import AgiError, ToolError
 from agi_jupyter.records import JSON, Artifact, utc_now
 from agi_jupyter.tools.base import AnyTool, ArtifactDraft, Emit, ToolContext, ToolResult
 from agi_jupyter.tools.policy import ToolPolicy
@@ -333,3 +333,19 @@ def _spill_if_large(name: str, output: str, ctx: ToolContext) -> tuple[str, Arti
         f"the full output is stored as artifact {artifact.id} (kind tool_output)]"
     )
     return f"{head}\n{note}", artifact
+
+
+async def preview_tool_call(
+    registry: ToolRegistry, name: str, arguments: JSON, ctx: ToolContext, redactor: Redactor
+) -> str | None:
+    """The diff a waiting call would make (``Tool.preview``), redacted; None when the tool
+    changes nothing it can show or the call could not run as given (its arguments do not
+    validate, the cell or file is not there: the call itself will say so)."""
+    tool = registry.get(name)
+    if tool is None:
+        return None
+    try:
+        diff = await tool.preview(tool.validate(arguments), ctx)
+    except (ValidationError, AgiError, OSError, ValueError):
+        return None
+    return None if diff is None else redactor.redact_text(diff)

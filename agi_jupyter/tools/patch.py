@@ -272,6 +272,12 @@ class ApplyPatch(Tool[ApplyPatchArgs]):
     )
     parameters = ApplyPatchArgs
 
+    async def preview(self, args: ApplyPatchArgs, ctx: ToolContext) -> str | None:
+        _state, changes = await asyncio.to_thread(
+            plan_patch, ctx.project.resolve(), parse_patch(args.patch)
+        )
+        return "".join(change.diff() for change in changes)
+
     async def execute(self, args: ApplyPatchArgs, ctx: ToolContext) -> ToolResult:
         parsed = parse_patch(args.patch)
         root = ctx.project.resolve()

@@ -241,8 +241,25 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Restore the notebooks the run changed to how they were before it (refused, restoring nothing, when their cells changed since, unless force) */
+        /** Undo the run's changes (all, from a turn on, or the chosen ones) by a merge per cell and file: what was changed since is a conflict left as it is, unless forced; everything else stays */
         post: operations["undoRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agi/v1/runs/{run_id}/redo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make the run's undone changes (all, from a turn on, or the chosen ones) again, by the same merge */
+        post: operations["redoRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -256,7 +273,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The changes the run made to notebooks, with their snapshots' sha256 */
+        /** The changes the run made, one per notebook cell and per file, with unified diffs and whether each is undone */
         get: operations["listRunChanges"];
         put?: never;
         post?: never;
@@ -661,6 +678,11 @@ export interface components {
              */
             review_mode: string;
             /**
+             * Diff
+             * @default null
+             */
+            diff: string | null;
+            /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
@@ -886,13 +908,19 @@ export interface components {
         };
         /**
          * Change
-         * @description One change a run made to a notebook or a file, as content-addressed snapshots: the
-         *     sha256 of the whole content before and after (``store.get_blob``); None where the content
-         *     did not exist (a created or deleted file). ``turn`` is the run's model turn, if known.
+         * @description One change of a run: to one cell of a notebook (``cell_id``), or to one file.
          */
         Change: {
-            /** Id */
+            /**
+             * Id
+             * @description <change_id>/<cell id> for a cell, change_id for a file.
+             */
             id: string;
+            /**
+             * Change Id
+             * @description The stored change (one per tool call and notebook or file) this one is part of.
+             */
+            change_id: string;
             /**
              * Run Id
              * @default null
@@ -910,14 +938,45 @@ export interface components {
             tool_call_id: string | null;
             /**
              * Kind
-             * @default notebook
              * @enum {string}
              */
             kind: "notebook" | "file";
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "inserted" | "edited" | "deleted" | "moved" | "outputs" | "created" | "written" | "removed";
             /** Path */
             path: string;
             /**
+             * Cell Id
+             * @default null
+             */
+            cell_id: string | null;
+            /**
+             * Before
+             * @description The cell's source (outputs: their summary lines; moved: its place) or the file's text before; null where it did not exist (or is binary).
+             * @default null
+             */
+            before: string | null;
+            /**
+             * After
+             * @default null
+             */
+            after: string | null;
+            /**
+             * Diff
+             * @description A unified diff of before and after.
+             */
+            diff: string;
+            /**
+             * Undone
+             * @default false
+             */
+            undone: boolean;
+            /**
              * Before Sha
+             * @description The notebook's or file's snapshot.
              * @default null
              */
             before_sha: string | null;
@@ -934,11 +993,68 @@ export interface components {
         };
         /**
          * ChangeList
-         * @description The changes a run made to notebooks (and files): snapshots before/after, in order.
+         * @description The changes a run made to notebook cells and files, in order, with their diffs.
          */
         ChangeList: {
             /** Changes */
             changes: components["schemas"]["Change"][];
+        };
+        /**
+         * ChangesRedone
+         * @description Undone changes of the run were made again (redo).
+         */
+        ChangesRedone: {
+            /**
+             * Run Id
+             * @default
+             */
+            run_id: string;
+            /**
+             * Seq
+             * @default 0
+             */
+            seq: number;
+            /**
+             * Ts
+             * @default
+             */
+            ts: string;
+            /** Changes */
+            changes: string[];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "changes.redone";
+        };
+        /**
+         * ChangesUndone
+         * @description Changes of the run (record ids of ``GET /runs/{id}/changes``) were undone, after the
+         *     run ended: the run's log is where a change's ``undone`` is read from.
+         */
+        ChangesUndone: {
+            /**
+             * Run Id
+             * @default
+             */
+            run_id: string;
+            /**
+             * Seq
+             * @default 0
+             */
+            seq: number;
+            /**
+             * Ts
+             * @default
+             */
+            ts: string;
+            /** Changes */
+            changes: string[];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "changes.undone";
         };
         /** ChatTurn */
         ChatTurn: {
@@ -1029,7 +1145,7 @@ export interface components {
          * @description One live event (DESIGN.md section 4): a line of NDJSON, or the data of an SSE event
          *     whose ``event:`` name is the ``type``.
          */
-        Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
+        Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
         /** History */
         History: {
             /**
@@ -1430,6 +1546,12 @@ export interface components {
             };
             /** Created At */
             created_at: string;
+            /**
+             * Diff
+             * @description What the call would change (a notebook cell, a file) as a unified diff, computed now without applying it; null when the tool cannot tell.
+             * @default null
+             */
+            diff: string | null;
         };
         /** ProviderInfo */
         ProviderInfo: {
@@ -1770,7 +1892,7 @@ export interface components {
         /** RunEvents */
         RunEvents: {
             /** Events */
-            events: (components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"])[];
+            events: (components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"])[];
         };
         /**
          * RunFinal
@@ -2747,18 +2869,28 @@ export interface components {
         UndoRequest: {
             /**
              * Force
-             * @description Restore even if the cells changed after the run.
+             * @description Put back conflicted cells and files anyway (those changed after the run): true for every one of the chosen changes, or a list of the cell ids, file paths or change ids to force (only those).
              * @default false
              */
-            force?: boolean;
+            force?: boolean | string[];
             /**
              * Turn
              * @description Rewind to before this model turn of the run (it and the later turns are undone); default: the whole run.
              * @default null
              */
             turn?: number | null;
+            /**
+             * Changes
+             * @description Only these changes (ids of GET /runs/{id}/changes, or a stored change's id for every cell it touched); not with turn.
+             * @default null
+             */
+            changes?: string[] | null;
         };
-        /** UndoResponse */
+        /**
+         * UndoResponse
+         * @description Per notebook and file, and per change, what undo (or redo) did. Conflicted cells and
+         *     files were left as they are (``conflicts``); everything else was put back.
+         */
         UndoResponse: {
             /** Run Id */
             run_id: string;
@@ -2767,10 +2899,52 @@ export interface components {
              * @default null
              */
             turn: number | null;
+            /**
+             * Redo
+             * @default false
+             */
+            redo: boolean;
             /** Notebooks */
             notebooks: components["schemas"]["UndoneNotebook"][];
             /** Files */
             files: components["schemas"]["UndoneFile"][];
+            /** Changes */
+            changes: components["schemas"]["UndoneChange"][];
+            /** Conflicts */
+            conflicts: components["schemas"]["UndoneChange"][];
+        };
+        /**
+         * UndoneChange
+         * @description What undo (or redo) did to one change.
+         */
+        UndoneChange: {
+            /** Id */
+            id: string;
+            /** Path */
+            path: string;
+            /**
+             * Cell Id
+             * @default null
+             */
+            cell_id: string | null;
+            /** Action */
+            action: string;
+            /**
+             * Status
+             * @description reverted: put back now; unchanged: already as it should be; skipped: already undone (redo: not undone); conflict: changed since, left as it is.
+             * @enum {string}
+             */
+            status: "reverted" | "unchanged" | "skipped" | "conflict";
+            /**
+             * Reason
+             * @default
+             */
+            reason: string;
+            /**
+             * Forced
+             * @default false
+             */
+            forced: boolean;
         };
         /** UndoneFile */
         UndoneFile: {
@@ -2778,10 +2952,10 @@ export interface components {
             path: string;
             /**
              * Status
-             * @description removed: the run had created the file.
+             * @description removed: the run had created the file (for redo: had deleted it).
              * @enum {string}
              */
-            status: "restored" | "removed" | "unchanged";
+            status: "restored" | "removed" | "unchanged" | "conflict";
             /**
              * Forced
              * @default false
@@ -2794,12 +2968,13 @@ export interface components {
             path: string;
             /**
              * Status
+             * @description restored: some cell was put back; conflict: nothing was, some cell changed since (see conflicts).
              * @enum {string}
              */
-            status: "restored" | "unchanged";
+            status: "restored" | "unchanged" | "conflict";
             /**
              * Backend
-             * @description Where the notebook was restored: file, rtc or tab.
+             * @description Where the notebook was changed: file, rtc or tab.
              */
             backend: string;
             /**
@@ -4231,7 +4406,7 @@ export interface operations {
                     "application/json": components["schemas"]["UndoResponse"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR */
+            /** @description Error codes: VALIDATION_ERROR, CHANGE_NOT_FOUND */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4269,7 +4444,92 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: UNDO_CONFLICT, RUN_ACTIVE */
+            /** @description Error codes: RUN_ACTIVE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    redoRun: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["UndoRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UndoResponse"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR, CHANGE_NOT_FOUND */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: RUN_ACTIVE */
             409: {
                 headers: {
                     [name: string]: unknown;

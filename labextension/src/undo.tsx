@@ -2,8 +2,9 @@
  * The Undo button of a run in the runs list: shown for an ended run that changed notebooks or
  * files, it puts them back as they were before the run (`POST /runs/{id}/undo`). A run whose
  * changes span several model turns also gets a turn picker: "from turn N" rewinds to before
- * that turn (`{"turn": N}`). When the cells or files were changed after the run, the server
- * refuses (`UNDO_CONFLICT`) and says which; the button then offers to undo anyway.
+ * that turn (`{"turn": N}`). Undo works cell by cell: cells or files changed after the run are
+ * left as they are and named (`conflicts`); the button then offers to undo them anyway. A run
+ * whose changes are all undone offers no Undo.
  */
 
 import React, { useEffect, useState } from 'react';
@@ -34,8 +35,9 @@ export function UndoButton(props: { runId: string; status: string; model: PanelM
         if (!live) {
           return;
         }
-        setTurns(changeTurns(changes));
-        setState({ kind: changes.length ? 'ready' : 'none' });
+        const standing = changes.filter(c => !c.undone);
+        setTurns(changeTurns(standing));
+        setState({ kind: standing.length ? 'ready' : 'none' });
       })
       .catch(() => live && setState({ kind: 'none' }));
     return () => {
@@ -49,6 +51,12 @@ export function UndoButton(props: { runId: string; status: string; model: PanelM
     setState({ kind: 'working' });
     try {
       const result = await model.client.undoRun(model.snapshot.project, runId, force, turn);
+      const conflicts = result.conflicts ?? [];
+      if (conflicts.length) {
+        const named = conflicts.map(c => `${c.path}${c.cell_id ? ` cell ${c.cell_id}` : ''}: ${c.reason}`);
+        setState({ kind: 'conflict', text: `left as changed since (${named.join('; ')})` });
+        return;
+      }
       const undone = [...result.notebooks, ...(result.files ?? [])];
       const text = undone.map(n => `${n.status} ${n.path}`).join(', ') || 'nothing to undo';
       setState({ kind: 'done', text });

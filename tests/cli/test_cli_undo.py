@@ -1,4 +1,5 @@
-"""``agi undo RUN``: the notebook file back byte for byte; exit 4 when the cells changed."""
+"""``agi undo RUN`` and ``agi diff RUN``: the run's cells put back (the file byte for byte),
+the user's cells kept; exit 4 when some were changed since (left as they are)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def edit_run(agi: Agi, fake_llm: FakeLLMServer, source: str) -> str:
     return agi.ask("edit the notebook", agent="build", model="fake:echo").run_id
 
 
-def test_undo_restores_the_notebook_and_refuses_after_a_user_edit(
+def test_undo_restores_the_notebook_and_leaves_a_cell_changed_since(
     run_cli: RunCli, agi: Agi, fake_llm: FakeLLMServer, project: Path
 ) -> None:
     path = project / "nb.ipynb"
@@ -49,26 +50,40 @@ def test_undo_restores_the_notebook_and_refuses_after_a_user_edit(
     nbformat.validate(book)
     assert any(c.source.startswith("# tool call: notebook.edit") for c in book.cells)
 
-    done = run_cli("undo", run_id)
+    shown = run_cli("diff", run_id)
+    assert shown.exit_code == 0, shown.stderr
+    (change_id,) = [c.id for c in agi.changes(run_id)]
+    assert shown.stdout.splitlines()[0] == f"{change_id}  edited nb.ipynb cell total turn 1"
+    assert "-x + 1\n+x + 2\n" in shown.stdout
+    assert json.loads(run_cli("diff", run_id, "--json").stdout)[0]["cell_id"] == "total"
+
+    done = run_cli("undo", run_id, "--change", change_id)
     assert done.exit_code == 0, done.stderr
-    assert done.stdout == "restored nb.ipynb (file)\n"
+    assert done.stdout == "reverted nb.ipynb cell total (edited)\n"
     assert path.read_bytes() == original
-    assert json.loads(run_cli("undo", run_id, "--json").stdout)["notebooks"][0]["status"] == (
-        "unchanged"
-    )
+    again = json.loads(run_cli("undo", run_id, "--json").stdout)
+    assert [(c["status"], c["reason"]) for c in again["changes"]] == [("skipped", "already undone")]
+    assert "(undone)" in run_cli("diff", run_id).stdout.splitlines()[0]
 
     second = edit_run(agi, fake_llm, "x + 3")
     book = nbformat.read(path, as_version=4)
-    book.cells[1].source = "x = 99"
+    book.cells[1].source = "x = 99"  # another cell: kept
+    book.cells[2].source = "x + 3  # and mine"  # the run's cell: a conflict
     nbformat.write(book, path)
     refused = run_cli("undo", second)
     assert refused.exit_code == 4
-    assert "cell load edited" in refused.stderr
-    assert nbformat.read(path, as_version=4).cells[2].source == "x + 3"
-    forced = run_cli("undo", second, "--force")
-    assert forced.exit_code == 0
-    assert forced.stdout == "restored nb.ipynb (file) (forced)\n"
-    assert nbformat.read(path, as_version=4).cells[1].source == "x = 20\nprint('loaded')"
+    assert refused.stdout == "conflict nb.ipynb cell total (edited): cell total was edited since\n"
+    assert "1 change(s) not undone: nb.ipynb cell total changed since" in refused.stderr
+    assert nbformat.read(path, as_version=4).cells[2].source == "x + 3  # and mine"
+    forced = run_cli("undo", second, "--force-cell", "total")
+    assert forced.exit_code == 0, forced.stderr
+    assert forced.stdout == "reverted nb.ipynb cell total (edited) (forced)\n"
+    book = nbformat.read(path, as_version=4)
+    assert [c.source for c in book.cells][1:] == ["x = 99", "x + 1"]
+    redone = run_cli("undo", second, "--redo")
+    assert redone.exit_code == 0, redone.stderr
+    assert redone.stdout == "reverted nb.ipynb cell total (edited)\n"
+    assert [c.source for c in nbformat.read(path, as_version=4).cells][1:] == ["x = 99", "x + 3"]
 
 
 def test_undo_of_a_run_without_changes_and_of_an_unknown_run(
@@ -125,24 +140,31 @@ def test_undo_a_turn_rewinds_the_files_to_before_it(
 
     last = run_cli("undo", run_id, "--turn", "3")
     assert last.exit_code == 0, last.stderr
-    assert last.stdout == "restored new.txt (file)\n"
+    assert last.stdout == "reverted new.txt (written)\n"
     assert (project / "new.txt").read_text() == "v1\n"
     assert (project / "keep.txt").read_text() == "one\nTWO\n"
 
     (project / "keep.txt").write_text("someone else\n")
     refused = run_cli("undo", run_id, "--turn", "2")
     assert refused.exit_code == 4
-    assert "keep.txt: changed since" in refused.stderr
-    assert (project / "new.txt").read_text() == "v1\n"  # nothing was restored
+    assert refused.stdout == (
+        "conflict keep.txt (written): keep.txt was changed since\n"
+        "skipped new.txt (written): already undone\n"
+    )
+    assert (project / "keep.txt").read_text() == "someone else\n"
     forced = json.loads(run_cli("undo", run_id, "--turn", "2", "--force", "--json").stdout)
     assert forced["turn"] == 2
-    assert {(f["path"], f["status"], f["forced"]) for f in forced["files"]} == {
-        ("keep.txt", "restored", True),
-        ("new.txt", "unchanged", False),  # before turn 2 it held turn 1's v1, as now
-    }
+    assert [(c["path"], c["status"], c["forced"]) for c in forced["changes"]] == [
+        ("keep.txt", "reverted", True),
+        ("new.txt", "skipped", False),
+    ]
     assert (project / "keep.txt").read_text() == "one\ntwo\n"
     assert (project / "new.txt").read_text() == "v1\n"
     whole = run_cli("undo", run_id)  # the whole run: turn 1 created new.txt
-    assert whole.stdout == "removed new.txt (file)\nunchanged keep.txt (file)\n"
+    assert whole.stdout == (
+        "reverted new.txt (created)\n"
+        "skipped keep.txt (written): already undone\n"
+        "skipped new.txt (written): already undone\n"
+    )
     assert not (project / "new.txt").exists()
     assert run_cli("undo", run_id, "--turn", "0").exit_code == 2

@@ -84,9 +84,55 @@ def test_agi_cell_edits_and_runs_its_own_notebook_and_undo_restores_it(
     assert "-x + 1\n+x + 2" in final, "the cell diff is in the tool block"
 
     undone = cell(f"%agi undo {result.run_id}")
-    assert undone.stdout == "agi: restored own.ipynb (file)\n"
+    lines = undone.stdout.splitlines()
+    assert [line.split(" (")[-1] for line in lines] == [
+        "inserted)",
+        "edited)",
+        "outputs)",
+        "outputs)",
+    ]
+    assert all(line.startswith("agi: reverted own.ipynb cell ") for line in lines), lines
     assert own_notebook.read_bytes() == original
-    assert "unchanged own.ipynb" in cell(f"%agi undo {result.run_id}").stdout
+    again = cell(f"%agi undo {result.run_id}").stdout.splitlines()
+    assert again[1] == "agi: skipped own.ipynb cell total (edited): already undone"
+
+
+def test_undo_magic_typed_into_a_new_cell_keeps_that_cell_and_the_users_edits(
+    cell: RunCell, fake_llm: FakeLLMServer, own_notebook: Path
+) -> None:
+    fake_llm.enqueue(
+        Turn(
+            tool_calls=[
+                FakeToolCall(
+                    "notebook.edit",
+                    {"cell_id": "total", "expected_hash": source_hash("x + 1"), "source": "x + 5"},
+                )
+            ]
+        ),
+        Turn(text="edited"),
+    )
+    run = cell("%%agi -a build\nchange the total")
+    assert run.error is None, run.stderr
+    run_id = run.value.run_id
+    diff = cell(f"%agi diff {run_id}").stdout
+    assert "/total  edited own.ipynb cell total turn 1" in diff
+    assert "\x1b[31m-x + 1\x1b[0m\n\x1b[32m+x + 5\x1b[0m" in diff, "in colour"
+    # The person edits the first cell and types the undo into a new cell of the notebook.
+    book = nbformat.read(own_notebook, as_version=4)
+    book.cells[0].source = "# Mine now"
+    book.cells.append(nbformat.v4.new_code_cell(f"%agi undo {run_id}", id="undo-cell"))
+    nbformat.write(book, own_notebook)
+    undone = cell(f"%agi undo {run_id}", cell_id="undo-cell")
+    assert undone.stdout == "agi: reverted own.ipynb cell total (edited)\n", undone.stderr
+    assert [(c.id, c.source) for c in nbformat.read(own_notebook, as_version=4).cells] == [
+        ("intro", "# Mine now"),
+        ("load", "x = 20\nprint('loaded')"),
+        ("total", "x + 1"),
+        ("undo-cell", f"%agi undo {run_id}"),
+    ]
+    redone = cell(f"%agi undo {run_id} --redo")
+    assert redone.stdout == "agi: reverted own.ipynb cell total (edited)\n"
+    assert nbformat.read(own_notebook, as_version=4).cells[2].source == "x + 5"
 
 
 def test_a_cell_past_its_timeout_is_interrupted_in_the_kernel(
@@ -195,7 +241,9 @@ def test_in_a_real_kernel_agi_edits_and_runs_its_own_notebook_and_undo_restores_
     assert "- result: 54" in ran
     assert "ZeroDivisionError" in ran
     assert "interrupted after 1 s (kernel interrupt)" in calls["slow"].result["output"]
-    assert done.cells[2].outputs[0]["text"] == "agi: restored own.ipynb (file)\n"
+    undone = done.cells[2].outputs[0]["text"].splitlines()
+    assert len(undone) >= 3, undone
+    assert all(line.startswith("agi: reverted own.ipynb cell") for line in undone)
     assert own.read_bytes() == original, "undo put the file back byte for byte"
 
 
@@ -232,9 +280,10 @@ def test_undo_magic_rewinds_a_turn_of_file_changes(
     run = cell("%%agi -a build\nwrite out.txt twice")
     assert (project / "out.txt").read_text() == "second\n"
     undone = cell(f"%agi undo {run.value.run_id} --turn 2")
-    assert "agi: restored out.txt (file)" in undone.stdout
+    assert undone.stdout == "agi: reverted out.txt (written)\n"
     assert (project / "out.txt").read_text() == "first\n"
     (project / "out.txt").write_text("mine\n")
     refused = cell(f"%agi undo {run.value.run_id}")
-    assert "out.txt: changed since" in refused.stderr
+    assert "conflict out.txt (created): out.txt was changed since" in refused.stdout
+    assert "1 change(s) not undone: out.txt changed since" in refused.stderr
     assert (project / "out.txt").read_text() == "mine\n"

@@ -13,7 +13,6 @@ import nbformat
 import pytest
 
 from agi_jupyter.app import Agi
-from agi_jupyter.errors import Conflict
 from agi_jupyter.notebook import source_hash
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 from tests.notebook.conftest import MakeAgi
@@ -127,40 +126,46 @@ def test_a_run_reads_inserts_edits_runs_and_undo_restores_the_file(
     assert [n.status for n in again.notebooks] == ["unchanged"]
 
 
-def test_undo_refuses_when_the_cells_changed_after_the_run_unless_forced(
+def test_undo_keeps_the_users_edits_and_leaves_a_cell_changed_since_unless_forced(
     make_agi: MakeAgi, fake_llm: FakeLLMServer, notebook: Path
 ) -> None:
-    original = notebook.read_bytes()
     agi = make_agi()
+    edit = {"path": "analysis.ipynb", "cell_id": "total", "expected_hash": HASH_TOTAL}
     fake_llm.enqueue(
-        Turn(
-            tool_calls=[
-                FakeToolCall(
-                    "notebook.edit",
-                    {
-                        "path": "analysis.ipynb",
-                        "cell_id": "total",
-                        "expected_hash": HASH_TOTAL,
-                        "source": "x - 1",
-                    },
-                )
-            ]
-        ),
+        Turn(tool_calls=[FakeToolCall("notebook.edit", {**edit, "source": "x - 1"})]),
         Turn(text="edited"),
     )
     run = agi.ask("edit", agent="build").run
     book = nbformat.read(notebook, as_version=4)
-    book.cells[0].source = "# The user's title"
+    book.cells[0].source = "# The user's title"  # another cell: not the run's
+    nbformat.write(book, notebook)
+    undone = agi.undo(run.id)
+    assert [(c.cell_id, c.status) for c in undone.changes] == [("total", "reverted")]
+    book = nbformat.read(notebook, as_version=4)
+    assert [c.source for c in book.cells] == [
+        "# The user's title",
+        "x = 20\nprint('loaded')",
+        "x + 1",
+    ]
+
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("notebook.edit", {**edit, "source": "x - 2"})]),
+        Turn(text="edited"),
+    )
+    second = agi.ask("edit again", agent="build").run
+    book = nbformat.read(notebook, as_version=4)
+    book.cells[2].source = "x - 2  # the user's too"  # the run's cell, changed since
     nbformat.write(book, notebook)
     after_user = notebook.read_bytes()
-    with pytest.raises(Conflict) as info:
-        agi.undo(run.id)
-    assert info.value.code == "UNDO_CONFLICT"
-    assert "cell intro edited" in info.value.message
-    assert notebook.read_bytes() == after_user, "a refused undo restores nothing"
-    forced = agi.undo(run.id, force=True)
-    assert forced.notebooks[0].forced is True
-    assert notebook.read_bytes() == original
+    left = agi.undo(second.id)
+    assert [(c.cell_id, c.status) for c in left.conflicts] == [("total", "conflict")]
+    assert "cell total was edited since" in left.conflicts[0].reason
+    assert left.notebooks[0].status == "conflict"
+    assert notebook.read_bytes() == after_user, "the conflicted cell is left as it is"
+    forced = agi.undo(second.id, force=["total"])
+    assert [(c.status, c.forced) for c in forced.changes] == [("reverted", True)]
+    assert nbformat.read(notebook, as_version=4).cells[2].source == "x + 1"
+    assert agi.undo(second.id).changes[0].status == "skipped", "undone twice: nothing"
 
 
 def test_changes_made_together_in_one_turn_apply_in_order_and_are_undone_together(

@@ -87,45 +87,75 @@ async def test_a_rest_run_reads_inserts_edits_runs_and_undo_restores_the_file(
     assert undone.data == {
         "run_id": run_id,
         "turn": None,
+        "redo": False,
         "notebooks": [
             {"path": "analysis.ipynb", "status": "restored", "backend": "file", "forced": False}
         ],
         "files": [],
+        "changes": undone.data["changes"],
+        "conflicts": [],
     }
+    assert [(c["cell_id"], c["status"]) for c in undone.data["changes"]] == [
+        (changes[0]["cell_id"], "reverted"),
+        ("total", "reverted"),
+        ("load", "reverted"),
+        ("total", "reverted"),
+    ]
     assert path.read_bytes() == original, "byte for byte"
 
 
-async def test_undo_over_rest_refuses_after_a_user_edit_unless_forced(
+async def test_undo_over_rest_keeps_a_cell_the_user_added_and_forces_only_named_cells(
     fetch: Fetch, fake_llm: FakeLLMServer, server_root: Path
 ) -> None:
     path = server_root / "analysis.ipynb"
-    original = write_notebook(path)
+    write_notebook(path)
     fake_llm.enqueue(
         Turn(
             tool_calls=[
                 FakeToolCall(
                     "notebook.delete",
                     {"cell_id": "intro", "expected_hash": source_hash("# Analysis")},
-                )
+                ),
+                FakeToolCall(
+                    "notebook.edit",
+                    {"cell_id": "total", "expected_hash": source_hash("x + 1"), "source": "x"},
+                ),
             ]
         ),
-        Turn(text="deleted"),
+        Turn(text="deleted and edited"),
     )
     session = await bound_session(fetch)
     reply = await fetch("sessions", session, "messages", method="POST", json={"content": "go"})
     run_id = reply.data["run"]["id"]
     book = nbformat.read(path, as_version=4)
     book.cells.append(nbformat.v4.new_code_cell("mine = 1", id="mine"))
+    book.cells[1].source = "x + 100"  # the run's cell "total", changed since
     nbformat.write(book, path)
-    refused = await fetch("runs", run_id, "undo", method="POST", json={})
-    assert refused.status == 409
-    assert refused.error["code"] == "UNDO_CONFLICT"
-    assert "cell mine added" in refused.error["message"]
-    forced = await fetch("runs", run_id, "undo", method="POST", json={"force": True})
-    assert forced.data["notebooks"][0]["forced"] is True
-    assert path.read_bytes() == original
+    undone = await fetch("runs", run_id, "undo", method="POST", json={})
+    assert undone.status == 200, undone
+    assert [(c["cell_id"], c["status"]) for c in undone.data["changes"]] == [
+        ("intro", "reverted"),
+        ("total", "conflict"),
+    ]
+    assert [c["cell_id"] for c in undone.data["conflicts"]] == ["total"]
+    book = nbformat.read(path, as_version=4)
+    assert [(c.id, c.source) for c in book.cells] == [
+        ("intro", "# Analysis"),
+        ("load", "x = 20\nprint('loaded')"),
+        ("total", "x + 100"),
+        ("mine", "mine = 1"),
+    ]
+    forced = await fetch("runs", run_id, "undo", method="POST", json={"force": ["total"]})
+    assert [(c["cell_id"], c["status"], c["forced"]) for c in forced.data["changes"]] == [
+        ("intro", "skipped", False),
+        ("total", "reverted", True),
+    ]
+    assert [c.source for c in nbformat.read(path, as_version=4).cells][2:] == ["x + 1", "mine = 1"]
     missing = await fetch("runs", "run_nope", "undo", method="POST", json={})
     assert missing.status == 404
+    unknown = await fetch("runs", run_id, "undo", method="POST", json={"changes": ["chg_nope"]})
+    assert unknown.status == 404
+    assert unknown.error["code"] == "CHANGE_NOT_FOUND"
 
 
 async def test_undo_over_rest_rewinds_to_before_a_turn(

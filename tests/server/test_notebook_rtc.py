@@ -108,6 +108,9 @@ async def test_edits_go_to_the_shared_document_and_undo_restores_it(
 
     undone = await fetch("runs", reply.data["run"]["id"], "undo", method="POST", json={})
     assert undone.data["notebooks"][0]["backend"] == "rtc"
+    assert undone.data["conflicts"] == [], [
+        (c["action"], c["reason"]) for c in undone.data["changes"]
+    ]
     restored = ydoc.get()["cells"]
     assert [(c["id"], c["source"]) for c in restored] == [
         ("intro", "# Analysis"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 from agi_jupyter.errors import NotFound, UsageError
@@ -14,21 +13,33 @@ REPLY_LIMIT = 256 * 1024 * 1024  # a reply holds the notebook before and after a
 
 
 class RunUndoHandler(AgiHandler):
+    redo = False
+
     @protected
     async def post(self, run_id: str) -> None:
         body = self.body(UndoRequest)
         agi = await self.agi()
-        result = await self.call(agi.undo, run_id, force=body.force, turn=body.turn)
+        result = await self.call(
+            agi.undo,
+            run_id,
+            force=body.force,
+            turn=body.turn,
+            changes=body.changes,
+            redo=self.redo,
+        )
         self.reply(UndoResponse.model_validate(result.to_dict()))
+
+
+class RunRedoHandler(RunUndoHandler):
+    redo = True
 
 
 class RunChangesHandler(AgiHandler):
     @protected
     async def get(self, run_id: str) -> None:
         agi = await self.agi()
-        await self.call(agi.run, run_id)
-        changes = await self.call(agi.store.list_changes, run_id=run_id)
-        self.reply(ChangeList.model_validate({"changes": [asdict(c) for c in changes]}))
+        changes = await self.call(agi.changes, run_id)
+        self.reply(ChangeList.model_validate({"changes": [c.to_dict() for c in changes]}))
 
 
 class NotebookRepliesHandler(AgiHandler):

@@ -130,9 +130,14 @@ class RunApprovalsHandler(AgiHandler):
         agi = await self.agi()
         run = await self.call(agi.run, run_id)
         calls = await self.call(agi.pending_approvals, run_id)
+        diffs = await self.call(agi.approval_diffs, run_id) if calls else {}
         approvals = [
             PendingApproval(
-                tool_call_id=c.tool_call_id, name=c.name, arguments=c.args, created_at=c.created_at
+                tool_call_id=c.tool_call_id,
+                name=c.name,
+                arguments=c.args,
+                created_at=c.created_at,
+                diff=diffs.get(c.tool_call_id),
             )
             for c in calls
         ]
