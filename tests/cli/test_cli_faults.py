@@ -262,7 +262,9 @@ def test_a_cancel_of_a_cli_owned_run_during_a_tool_call_sticks(
         with open_store(project) as store:
             _until(
                 "the shell call to run",
-                lambda: [c for c in store.list_tool_calls(session_id=None) if c.status == "running"],
+                lambda: [
+                    c for c in store.list_tool_calls(session_id=None) if c.status == "running"
+                ],
             )
         (run,) = _runs(project)
         cancel = subprocess.run(
