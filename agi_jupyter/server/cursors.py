@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from agi_jupyter.errors import NotFound, UsageError
 
 if TYPE_CHECKING:
-    from agi_jupyter.store import Store
+    from agi_jupyter.app import Agi
 
 MAX_INT = 2**63 - 1
 _CURSOR = re.compile(r"([a-z]?(\d{1,19}))(?:\.([A-Za-z0-9_]{1,100})\.(\d{1,19}))?")
@@ -56,11 +56,11 @@ def not_found(text: str) -> NotFound:
     )
 
 
-def check_position(store: Store, session_id: str, cursor: SessionCursor, text: str) -> None:
+def check_position(agi: Agi, session_id: str, cursor: SessionCursor, text: str) -> None:
     """``CURSOR_NOT_FOUND`` unless the store takes the position (another backend's cursor, a
     PostgreSQL one on SQLite or the reverse, is refused by the store), before the stream
     starts."""
     try:
-        store.list_session_run_events(session_id, after_cursor=cursor.position, limit=1)
+        agi.session_events(session_id, after_cursor=cursor.position, limit=1)
     except UsageError:
         raise not_found(text) from None

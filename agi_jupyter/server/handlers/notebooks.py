@@ -27,7 +27,7 @@ class RunChangesHandler(AgiHandler):
     async def get(self, run_id: str) -> None:
         agi = await self.agi()
         await self.call(agi.run, run_id)
-        changes = await self.call(agi.store.list_changes, run_id=run_id)
+        changes = await self.call(agi.changes, run_id)
         self.reply(ChangeList.model_validate({"changes": [asdict(c) for c in changes]}))
 
 
@@ -48,7 +48,7 @@ class NotebookRepliesHandler(AgiHandler):
         agi = await projects.get(
             await self.call(_project_parameter, projects.root, body.project_dir)
         )
-        await self.call(agi.store.put_notebook_reply, body.request_id, body.reply)
+        await self.call(agi.put_notebook_reply, body.request_id, body.reply)
         self.reply(Ack())
 
 
