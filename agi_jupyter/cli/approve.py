@@ -150,7 +150,7 @@ def _decide(
     from agi_jupyter.cli.stream import Progress, StreamPrinter
 
     with open_agi(project) as agi:
-        after = agi.store.list_run_events(run_id)
+        after = agi.run_events(run_id)
         last = after[-1].seq if after else 0
         decided: list[ToolCall] = agi.decide(
             run_id,

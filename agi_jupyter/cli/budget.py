@@ -111,8 +111,6 @@ def budget(
 
 
 def _session(agi: Agi, session_id: str | None, change: dict[str, Any] | None) -> dict[str, Any]:
-    from agi_jupyter.budget import statuses
-
     if session_id is None:
         session_id = latest_session_id(agi)
         if session_id is None:
@@ -120,7 +118,7 @@ def _session(agi: Agi, session_id: str | None, change: dict[str, Any] | None) ->
     session = agi.session(session_id)
     if change is not None:
         session = agi.update_session(session.id, budget=change or None)
-    found = statuses(agi.store, session, agi.config.budgets)
+    found = agi.budget_statuses(session.id)
     return {
         "session_id": session.id,
         "notebook_path": session.notebook_path,
@@ -130,20 +128,16 @@ def _session(agi: Agi, session_id: str | None, change: dict[str, Any] | None) ->
 
 
 def _notebook(agi: Agi, path: str, change: dict[str, Any] | None) -> dict[str, Any]:
-    from agi_jupyter.budget import BudgetStatus, notebook_key, notebook_spent
+    from agi_jupyter.budget import notebook_key
 
     key = notebook_key(path)
     if not key or key == ".":
         raise UsageError("a notebook budget needs the notebook's path")
     if change is not None:
         agi.set_notebook_budget(key, change or None)
-    chosen = agi.config.budgets.with_stored(agi.store).for_notebook(key)
-    found = []
-    if chosen is not None:
-        tokens, usd = notebook_spent(agi.store, key)
-        found.append(BudgetStatus("notebook", chosen, tokens, usd, key).to_dict())
+    status = agi.notebook_budget(key)
     return {
         "notebook_path": key,
-        "budget": chosen.to_dict() if chosen else None,
-        "budgets": found,
+        "budget": status.budget.to_dict() if status else None,
+        "budgets": [status.to_dict()] if status else [],
     }

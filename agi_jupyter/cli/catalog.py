@@ -24,7 +24,7 @@ def artifacts(run_id: str, project: Path | None, as_json: bool) -> None:
     """List a run's artifacts (file diffs, large outputs, reports)."""
     with open_agi(project) as agi:
         agi.run(run_id)
-        items = agi.store.list_artifacts(run_id=run_id)
+        items = agi.artifacts(run_id)
     if as_json:
         render.print_json(items)
         return
@@ -47,8 +47,8 @@ def artifacts(run_id: str, project: Path | None, as_json: bool) -> None:
 def artifact(artifact_id: str, save: Path | None, project: Path | None, as_json: bool) -> None:
     """Print an artifact's content (text), or save it with --save."""
     with open_agi(project) as agi:
-        meta = agi.store.get_artifact(artifact_id)
-        content = agi.store.read_artifact(artifact_id)
+        meta = agi.artifact(artifact_id)
+        content = agi.artifact_content(artifact_id)
     if save is not None:
         save.write_bytes(content)
         click.echo(f"saved {len(content)} bytes to {save}", err=True)
@@ -85,7 +85,7 @@ def _as_text(mime: str | None, content: bytes) -> str | None:
 def tasks(status: Any, project: Path | None, as_json: bool) -> None:
     """List the project's tasks (kept by the `tasks` tool)."""
     with open_agi(project) as agi:
-        items = agi.store.list_tasks(status=status)
+        items = agi.tasks(status)
     if as_json:
         render.print_json(items)
         return

@@ -173,7 +173,7 @@ def run_(run_id: str, project: Path | None, as_json: bool) -> None:
     """Show a run and its tool calls."""
     with open_agi(project) as agi:
         run = agi.run(run_id)
-        calls = agi.store.list_tool_calls(run_id=run_id)
+        calls = agi.tool_calls(run_id)
     if as_json:
         render.print_json({"run": run, "tool_calls": calls})
         return
@@ -225,9 +225,7 @@ def events(run_id: str, follow: bool, after: int, project: Path | None, as_json:
             from agi_jupyter.runtime.follow import stored_event_to_dict
 
             agi.run(run_id)
-            stream = [
-                stored_event_to_dict(e) for e in agi.store.list_run_events(run_id, after_seq=after)
-            ]
+            stream = [stored_event_to_dict(e) for e in agi.run_events(run_id, after_seq=after)]
         try:
             for event in stream:
                 progress.stop()

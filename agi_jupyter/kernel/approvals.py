@@ -36,7 +36,7 @@ def decide_and_follow(
     the view of what the run did after it (its continuation)."""
     from agi_jupyter.kernel.dispatch import follow_with_dispatch
 
-    stored = ctx.agi.store.list_run_events(run_id)
+    stored = ctx.agi.run_events(run_id)
     after = stored[-1].seq if stored else 0
     view = RunView(run_id=run_id)
     for stored_event in stored:  # the run's header and tool blocks, so the view reads whole

@@ -122,9 +122,7 @@ class CellRunner:
         if tools:
             extra = list(session.tool_config.get("extra_tools") or [])
             extra += [t for t in tools if t not in extra]
-            session = self.agi.store.update_session(
-                session.id, tool_config={**session.tool_config, "extra_tools": extra}
-            )
+            session = self.agi.update_session(session.id, tools=extra)
         model = self.args.model or None
         if model:
             provider, model_name = self.agi.config.resolve_model(model)
@@ -141,7 +139,7 @@ class CellRunner:
             thinking_level=self.args.thinking or session.thinking_level,
             max_iterations=max_iterations,
             tools=tuple(session.tool_config.get("extra_tools") or ()),
-            history=history_fingerprint(self.agi.store.list_messages(session.id)),
+            history=history_fingerprint(self.agi.messages(session.id)),
         )
         return CellRequest(
             prompt=prompt,
@@ -224,7 +222,7 @@ class CellRunner:
 
     def _diff_of(self, artifact_id: str) -> str | None:
         try:
-            artifact = self.agi.store.get_artifact(artifact_id)
+            artifact = self.agi.artifact(artifact_id)
         except AgiError:
             return None
         patch = (artifact.data or {}).get("patch")

@@ -200,10 +200,8 @@ def cmd_budget(ctx: KernelContext, args: argparse.Namespace) -> None:
 
 def budget_lines(ctx: KernelContext, session: Session) -> list[str]:
     """One line per budget that applies to ``session``: spent, limit, what is left."""
-    from agi_jupyter.budget import statuses
-
     lines = []
-    for status in statuses(ctx.agi.store, session, ctx.agi.config.budgets):
+    for status in ctx.agi.budget_statuses(session.id):
         left = [f"{status.remaining_tokens} tokens"] if status.remaining_tokens is not None else []
         if status.remaining_usd is not None:
             left.append(f"${status.remaining_usd:.4f}")
@@ -289,7 +287,7 @@ def _patch_of(ctx: KernelContext, artifact_id: str) -> str | None:
     from agi_jupyter.errors import AgiError
 
     try:
-        data = ctx.agi.store.get_artifact(artifact_id).data or {}
+        data = ctx.agi.artifact(artifact_id).data or {}
     except AgiError:
         return None
     return str(data["patch"]) if data.get("patch") else None
@@ -437,7 +435,7 @@ def cmd_config(ctx: KernelContext, args: argparse.Namespace) -> Text:
     )
     lines = [
         f"project:          {config.project}",
-        f"store:            {ctx.agi.store.location}",
+        f"store:            {ctx.agi.store_location}",
         f"config sources:   {', '.join(config.sources) or '(defaults only)'}",
         f"default agent:    {config.default_agent}",
         f"default model:    {config.default_model}",

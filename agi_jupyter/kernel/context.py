@@ -230,7 +230,7 @@ class KernelContext:
         session = self.agi.session(session_id)
         path = self.notebook_path()
         if path and not session.notebook_path:
-            session = self.agi.store.update_session(session.id, notebook_path=path)
+            session = self.agi.update_session(session.id, notebook_path=path)
         self.session_id = session.id
         return session
 

@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agi_jupyter.runtime.follow import POLL_INTERVAL, RunCursor
+from agi_jupyter.runtime.follow import POLL_INTERVAL
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
@@ -167,7 +167,7 @@ def follow_with_dispatch(
     and runs work submitted to the main thread while it waits. Every wait is a short one,
     so a kernel interrupt lands at once; ``wait``: stop after that many seconds at most."""
     deadline = None if wait is None else time.monotonic() + wait
-    cursor = RunCursor(agi.store, run_id, after_seq)
+    cursor = agi.run_cursor(run_id, after_seq=after_seq)
     inbox: queue.Queue[Any] = queue.Queue()
     unsubscribe = agi.bus.subscribe_run(run_id, inbox.put)
     try:

@@ -45,9 +45,9 @@ class KernelNotebookAccess:
         return own is not None and own.resolve() == target.file
 
     async def open(self, target: NotebookTarget, *, wait: bool = True) -> NotebookDocument:
-        store = self.ctx.agi.store
-        if self.is_own(target) and await self.link.attached(store, wait=wait):
-            return NotebookDocument(self.link.backend(store), target.shown)
+        agi = self.ctx.agi
+        if self.is_own(target) and await self.link.attached(agi, wait=wait):
+            return NotebookDocument(self.link.backend(agi), target.shown)
         return await self.headless.open(target)
 
     async def history(self, target: NotebookTarget) -> History | None:

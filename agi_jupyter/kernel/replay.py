@@ -73,13 +73,13 @@ def _model_view(part: dict[str, Any]) -> dict[str, Any]:
 
 def find_recorded(agi: Agi, request_hash: str, notebook_path: str | None) -> Run | None:
     """The newest succeeded run with this request hash started from the notebook."""
-    return agi.store.find_replayable_run(request_hash, notebook_path=notebook_path)
+    return agi.replayable_run(request_hash, notebook_path=notebook_path)
 
 
 def recorded_python_calls(agi: Agi, run_id: str) -> list[str]:
     """The code of a run's completed ``python`` tool calls, in order."""
     codes = []
-    for call in agi.store.list_tool_calls(run_id=run_id):
+    for call in agi.tool_calls(run_id):
         code = call.args.get("code") if call.name == "python" else None
         if isinstance(code, str) and call.status == "completed":
             codes.append(code)

@@ -20,14 +20,18 @@ import asyncio
 import contextlib
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agi_jupyter.notebook.ops import NotebookError
 from agi_jupyter.notebook.tab import TabBackend
-from agi_jupyter.records import new_id
+from agi_jupyter.records import JSON, new_id
 
-if TYPE_CHECKING:
-    from agi_jupyter.store import Store
+
+class Replies(Protocol):
+    """Where the tabs' answers wait for the kernel (``Agi.take_notebook_reply``)."""
+
+    def take_notebook_reply(self, request_id: str) -> JSON | None: ...
+
 
 COMM_TARGET = "agi-jupyter:notebook"
 HELLO_WAIT = 3.0
@@ -59,7 +63,7 @@ class TabLink:
         self.comm = create_comm(target_name=COMM_TARGET, data=data)
         self.opened_at, self.hello = time.monotonic(), None
 
-    async def attached(self, store: Store, *, wait: bool = True) -> bool:
+    async def attached(self, replies: Replies, *, wait: bool = True) -> bool:
         """Whether a tab answered this comm's opening (waits up to ``HELLO_WAIT`` after it,
         unless ``wait`` is False)."""
         if self.comm is None:
@@ -68,7 +72,7 @@ class TabLink:
             return True
         key = f"hello:{self.comm.comm_id}"
         while True:
-            reply = await asyncio.to_thread(store.take_notebook_reply, key)
+            reply = await asyncio.to_thread(replies.take_notebook_reply, key)
             if reply is not None:
                 self.hello, self.silent = reply, False
                 return True
@@ -79,16 +83,16 @@ class TabLink:
                 return False
             await asyncio.sleep(POLL)
 
-    def backend(self, store: Store) -> TabBackend:
-        """The tab backend over this comm (answers taken from ``store``)."""
-        return TabBackend(lambda payload: self.request(store, payload))
+    def backend(self, replies: Replies) -> TabBackend:
+        """The tab backend over this comm (answers taken from ``replies``)."""
+        return TabBackend(lambda payload: self.request(replies, payload))
 
-    async def request(self, store: Store, payload: dict[str, Any]) -> dict[str, Any]:
+    async def request(self, replies: Replies, payload: dict[str, Any]) -> dict[str, Any]:
         request_id = new_id("nbr")
         self.comm.send({"request_id": request_id, **payload})
         deadline = time.monotonic() + REPLY_TIMEOUT
         while time.monotonic() < deadline:
-            reply = await asyncio.to_thread(store.take_notebook_reply, request_id)
+            reply = await asyncio.to_thread(replies.take_notebook_reply, request_id)
             if reply is not None:
                 return reply
             await asyncio.sleep(POLL)

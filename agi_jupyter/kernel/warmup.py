@@ -63,7 +63,7 @@ def warm(ctx: KernelContext) -> None:
         for name in FIRST_REQUEST_MODULES:
             with contextlib.suppress(ImportError):
                 importlib.import_module(name)
-        agi.store.list_sessions(limit=1)  # opens (and migrates) an existing store, creates none
+        agi.sessions(limit=1)  # opens (and migrates) an existing store, creates none
     except Exception as error:
         log.debug("agi: warming the runtime failed: %s", error)
 

@@ -151,7 +151,7 @@ class ChatWidget(anywidget.AnyWidget):
         if not isinstance(artifact, dict) or artifact.get("kind") not in DIFF_KINDS:
             return ""
         try:
-            data = self._ctx.agi.store.get_artifact(str(artifact.get("id"))).data or {}
+            data = self._ctx.agi.artifact(str(artifact.get("id"))).data or {}
         except Exception:  # a widget must never fail over a by-product
             return ""
         return str(data.get("patch") or "")
@@ -201,7 +201,7 @@ class ChatWidget(anywidget.AnyWidget):
         if not run_id:
             return
         agi = self._ctx.agi
-        stored = agi.store.list_run_events(run_id)
+        stored = agi.run_events(run_id)
         after = stored[-1].seq if stored else 0
         self._ctx.dispatcher.capture_loop()
         agi.decide(run_id, decision, tool_call_id=tool_call_id, message=message, budget=budget)

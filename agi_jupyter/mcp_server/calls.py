@@ -17,12 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.records import JSON, Run
-from agi_jupyter.run_state import ExternalCall, LoopState
-from agi_jupyter.sdk.external import EXTERNAL_SDK, PROVIDER
+from agi_jupyter.run_state import ExternalCall
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
-    from agi_jupyter.runtime.runs import RunManager
 
 
 @dataclass
@@ -48,18 +46,7 @@ class ExternalCalls:
     async def call(self, client: str, name: str, arguments: dict[str, Any]) -> CallRecord:
         session_id = await self._session(client)
         call = ExternalCall("mcp_" + uuid.uuid4().hex[:24], name, arguments)
-        run = await asyncio.to_thread(
-            self.agi.store.create_run,
-            session_id,
-            provider=PROVIDER,
-            model=client,
-            execution_mode="background",
-            max_attempts=1,  # never repeated by a tick: nobody would be waiting for it
-            loop_state=LoopState(external_call=call),
-        )
-        done = await asyncio.wrap_future(
-            self.agi.loop.submit(_execute(self.agi.runs_manager, run.id))
-        )
+        done = await self.agi.acall_tool(session_id, client=client, call=call)
         return await asyncio.to_thread(self._record, done, call.id)
 
     async def _session(self, client: str) -> str:
@@ -67,19 +54,13 @@ class ExternalCalls:
             known = self._sessions.get(client)
             if known is None:
                 session = await asyncio.to_thread(
-                    self.agi.store.create_session,
-                    title=f"MCP client: {client}",
-                    agent=self.agent,
-                    sdk=EXTERNAL_SDK,
-                    metadata={"external": {"protocol": "mcp", "client": client}},
+                    self.agi.external_session, self.agent, client, protocol="mcp"
                 )
                 known = self._sessions[client] = session.id
             return known
 
     def _record(self, run: Run, call_id: str) -> CallRecord:
-        calls = [
-            c for c in self.agi.store.list_tool_calls(run_id=run.id) if c.tool_call_id == call_id
-        ]
+        calls = [c for c in self.agi.tool_calls(run.id) if c.tool_call_id == call_id]
         if not calls or not isinstance(calls[0].result, dict):
             error = (run.error or {}).get("message") or f"the call ended {run.status}"
             return CallRecord(run.id, run.session_id, False, str(error), {})
@@ -87,8 +68,3 @@ class ExternalCalls:
         return CallRecord(
             run.id, run.session_id, bool(result.get("ok")), str(result.get("output", "")), result
         )
-
-
-async def _execute(manager: RunManager, run_id: str) -> Run:
-    """Drive the queued run on the runtime loop until it ends."""
-    return await manager.spawn(run_id)

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.errors import UsageError
 from agi_jupyter.records import JSON, Message, part_to_dict
-from agi_jupyter.runtime.follow import afollow_run
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
@@ -128,11 +127,10 @@ async def follow(agi: Agi, agent: str, args: dict[str, Any]) -> JSON:
     run_id = str(args["run_id"])
     after = _int(args, "after_seq", 0, maximum=None, minimum=0)
     wait = min(float(args.get("wait_seconds", 20)), MAX_WAIT)
-    await asyncio.to_thread(agi.run, run_id)  # RUN_NOT_FOUND before waiting
     events: list[JSON] = []
     next_seq = after
     deadline = time.monotonic() + max(wait, 0.0)
-    stream = afollow_run(agi.store, agi.bus, run_id, after_seq=after)
+    stream = await asyncio.to_thread(agi.afollow, run_id, after_seq=after)  # RUN_NOT_FOUND first
     try:
         while True:
             remaining = deadline - time.monotonic()

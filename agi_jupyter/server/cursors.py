@@ -17,7 +17,7 @@ from agi_jupyter.errors import NotFound, UsageError
 from agi_jupyter.runtime.follow import SessionMark
 
 if TYPE_CHECKING:
-    from agi_jupyter.store import Store
+    from agi_jupyter.app import Agi
 
 MAX_INT = 2**63 - 1
 MAX_RUNS = 64  # runs a cursor may name (those running live at once in one session)
@@ -53,11 +53,11 @@ def not_found(text: str) -> NotFound:
     )
 
 
-def check_position(store: Store, session_id: str, cursor: SessionMark, text: str) -> None:
+def check_position(agi: Agi, session_id: str, cursor: SessionMark, text: str) -> None:
     """``CURSOR_NOT_FOUND`` unless the store takes the position (another backend's cursor, a
     PostgreSQL one on SQLite or the reverse, is refused by the store), before the stream
     starts."""
     try:
-        store.list_session_run_events(session_id, after_cursor=cursor.position, limit=1)
+        agi.session_events(session_id, after_cursor=cursor.position, limit=1)
     except UsageError:
         raise not_found(text) from None

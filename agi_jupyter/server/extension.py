@@ -274,7 +274,7 @@ class AgiExtensionApp(ExtensionApp):
         )
         agi.deps.session_features = self.kernels.session_features(agi.project)
         # Another server queued a background run here: tick now, not at the next interval.
-        agi.store.listen(self.runner.wake_threadsafe)
+        agi.listen(self.runner.wake_threadsafe)
         if self.freeze_gc:
             load_default_provider(agi)
             freeze_heap()

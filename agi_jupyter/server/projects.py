@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 
 from agi_jupyter.config import PROJECT_DIRNAME, find_project
 from agi_jupyter.errors import NotFound
-from agi_jupyter.records import ACTIVE_RUN_STATUSES
 from agi_jupyter.store import store_exists
 
 if TYPE_CHECKING:
@@ -184,9 +183,9 @@ class Projects:
         if agi.runs_manager.has_local_runs():
             return False
         try:
-            active = agi.store.list_runs(statuses=sorted(ACTIVE_RUN_STATUSES), limit=1).items
+            active = agi.has_active_runs()
         except Exception:  # a store that cannot be read is not kept open for it
-            active = []
+            active = False
         return not active
 
     def _close_later(self, path: Path) -> None:

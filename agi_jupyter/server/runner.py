@@ -13,8 +13,6 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING
 
-from agi_jupyter.server.heartbeat import start_due_tasks
-
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
     from agi_jupyter.server.kernels import NotebookKernels
@@ -135,7 +133,7 @@ class BackgroundRunner:
         loop = asyncio.get_running_loop()
         for name in self.projects.with_store():
             agi = await self.projects.get(name, touch=False)
-            start = functools.partial(start_due_tasks, agi, within=self.heartbeat_interval)
+            start = functools.partial(agi.start_due_tasks, within=self.heartbeat_interval)
             runs = await loop.run_in_executor(self.executor, start)
             if runs:
                 self.log.info("agi: heartbeat started %d run(s) in %s", len(runs), agi.project)

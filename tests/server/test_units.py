@@ -12,7 +12,6 @@ import pytest
 
 from agi_jupyter.app import Agi
 from agi_jupyter.errors import NotFound, UsageError
-from agi_jupyter.records import Page
 from agi_jupyter.research import (
     InvalidSignature,
     ResearchSettings,
@@ -95,7 +94,7 @@ def test_projects_resolve(tmp_path: Path) -> None:
 
 
 class FakeAgi:
-    """What ``Projects`` uses of an ``Agi``: its folder, local runs, the store, close()."""
+    """What ``Projects`` uses of an ``Agi``: its folder, local runs, active runs, close()."""
 
     def __init__(self, project: Path) -> None:
         self.project = project
@@ -103,13 +102,12 @@ class FakeAgi:
         self.local_runs = False
         self.active: list[str] = []
         self.runs_manager = self
-        self.store = self
 
     def has_local_runs(self) -> bool:
         return self.local_runs
 
-    def list_runs(self, **query: object) -> Page[str]:
-        return Page(items=self.active)
+    def has_active_runs(self) -> bool:
+        return bool(self.active)
 
     def close(self) -> None:
         self.closed = True
@@ -132,7 +130,7 @@ async def test_open_projects_are_bounded_and_closed_when_idle(tmp_path: Path) ->
     busy = await projects.get("p1")
     busy.runs_manager.local_runs = True  # type: ignore[attr-defined]
     waiting = await projects.get("p2")
-    waiting.store.active = ["run_waiting_for_a_webhook"]  # type: ignore[attr-defined]
+    waiting.active = ["run_waiting_for_a_webhook"]  # type: ignore[attr-defined]
     for i in (3, 4, 5):
         await projects.get(f"p{i}")
     await projects.wait_closed()

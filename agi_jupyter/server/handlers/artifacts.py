@@ -19,7 +19,7 @@ class ArtifactHandler(AgiHandler):
     @protected
     async def get(self, artifact_id: str) -> None:
         agi = await self.agi()
-        self.reply(ArtifactResponse(artifact=await self.call(agi.store.get_artifact, artifact_id)))
+        self.reply(ArtifactResponse(artifact=await self.call(agi.artifact, artifact_id)))
 
 
 class ArtifactContentHandler(AgiHandler):
@@ -29,8 +29,8 @@ class ArtifactContentHandler(AgiHandler):
     @protected
     async def get(self, artifact_id: str) -> None:
         agi = await self.agi()
-        artifact = await self.call(agi.store.get_artifact, artifact_id)
-        data = await self.call(agi.store.read_artifact, artifact_id)
+        artifact = await self.call(agi.artifact, artifact_id)
+        data = await self.call(agi.artifact_content, artifact_id)
         mime = content_type(artifact)
         self.set_header("X-Content-Type-Options", "nosniff")
         self.set_header("Content-Security-Policy", "sandbox; default-src 'none'")

@@ -138,7 +138,7 @@ class TasksHandler(AgiHandler):
     async def get(self) -> None:
         query = self.query(TasksQuery)
         agi = await self.agi()
-        tasks = await self.call(agi.store.list_tasks, status=query.status)
+        tasks = await self.call(agi.tasks, query.status)
         start = _offset(query.cursor)
         page = tasks[start : start + query.page_size]
         more = start + query.page_size < len(tasks)

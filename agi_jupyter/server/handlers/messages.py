@@ -34,7 +34,7 @@ class MessagesHandler(AgiHandler):
         await self.call(agi.session, session_id)
         try:
             messages = await self.call(
-                agi.store.list_messages,
+                agi.messages,
                 session_id,
                 after_id=query.cursor,
                 limit=query.page_size + 1,

@@ -59,7 +59,7 @@ class NotebookRepliesHandler(AgiHandler):
         agi = await projects.get(
             await self.call(_project_parameter, projects.root, body.project_dir)
         )
-        await self.call(agi.store.put_notebook_reply, body.request_id, body.reply)
+        await self.call(agi.put_notebook_reply, body.request_id, body.reply)
         self.reply(Ack())
 
 

@@ -4,41 +4,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agi_jupyter.errors import UsageError
-from agi_jupyter.records import Run, TextPart
 from agi_jupyter.runtime.follow import is_new
 from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.handlers.replies import reply_to_run
-from agi_jupyter.server.models import ChatTurn, OneShotRequest
+from agi_jupyter.server.models import OneShotRequest
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
-
-ONE_SHOT_TITLE = "one-shot"
+    from agi_jupyter.records import Run
 
 
 def start_one_shot(agi: Agi, body: OneShotRequest) -> Run:
-    """A session flagged ``metadata.one_shot`` holding the given turns, and a run answering
-    the last (user) turn."""
-    if (body.prompt is None) == (body.messages is None):
-        raise UsageError("give either prompt or messages")
-    turns = [ChatTurn(role="user", content=body.prompt)] if body.prompt is not None else []
-    turns = turns or list(body.messages or [])
-    if not turns or turns[-1].role != "user":
-        raise UsageError("the last message must be a user message")
-    session = agi.new_session(
+    """``Agi.one_shot`` for the request's prompt or conversation."""
+    return agi.one_shot(
+        body.prompt,
+        messages=None if body.messages is None else [(m.role, m.content) for m in body.messages],
         agent=body.agent,
         model=body.model,
         sdk=body.sdk,
-        title=ONE_SHOT_TITLE,
         system_prompt=body.system_prompt,
-        metadata={"one_shot": True},
-    )
-    for turn in turns[:-1]:
-        agi.store.add_message(session.id, turn.role, [TextPart(text=turn.content)])
-    return agi.submit(
-        turns[-1].content,
-        session=session,
         thinking_level=body.thinking_level,
         max_iterations=body.max_iterations,
     )

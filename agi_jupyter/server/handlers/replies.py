@@ -7,7 +7,6 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.runtime.follow import afollow_run_batches
 from agi_jupyter.server.handlers.base import ApiError
 from agi_jupyter.server.responses import Message, RunResultResponse
 from agi_jupyter.server.streaming import Format
@@ -67,7 +66,7 @@ async def reply_to_run(
     or wait for the end and answer with the run's result. ``fresh``: the run was just
     created here (``follow.is_new``): no store read on tornado's loop to start following."""
     # The follower's batches, not Agi.afollow's single events: each batch leaves in one write.
-    batches = afollow_run_batches(agi.store, agi.bus, run_id, after_seq=after_seq, fresh=fresh)
+    batches = agi.afollow_batches(run_id, after_seq=after_seq, fresh=fresh)
     if fmt != "json":
         await handler.send_batches(fmt, batches, event_id=seq_of)
         return

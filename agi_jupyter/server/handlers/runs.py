@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.errors import NotFound, NoUserMessage, UsageError
-from agi_jupyter.records import Part, Run, TextPart
+from agi_jupyter.records import Run
 from agi_jupyter.runtime.follow import is_new, stored_event_to_dict
 from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.handlers.replies import events_of, reply_to_run, seq_of
@@ -32,28 +31,6 @@ if TYPE_CHECKING:
     from agi_jupyter.app import Agi
 
 
-def run_input(
-    agi: Agi, session_id: str, text: str | None, message_id: str | None
-) -> tuple[list[Part], dict[str, Any]]:
-    """What a run answers: a new prompt, a given user message, or the last message when it is
-    an unanswered user message. Returns (prompt parts, extra run fields)."""
-    if text is not None and message_id is not None:
-        raise UsageError("give input or input_message_id, not both")
-    if text is not None:
-        return [TextPart(text=text)], {}
-    messages = agi.store.list_messages(agi.session(session_id).id)
-    if message_id is not None:
-        chosen = next((m for m in messages if m.id == message_id), None)
-        if chosen is None:
-            raise NotFound(f"message {message_id!r} not found", code="MESSAGE_NOT_FOUND")
-        if chosen.role != "user":
-            raise NoUserMessage(f"message {message_id!r} is not a user message")
-        return [], {"input_message_id": chosen.id}
-    if not messages or messages[-1].role != "user":
-        raise NoUserMessage("the session has no unanswered user message; send input")
-    return [], {"input_message_id": messages[-1].id}
-
-
 def _options(body: RunCreate | RunStreamCreate) -> dict[str, Any]:
     options: dict[str, Any] = {
         "model": body.model,
@@ -67,7 +44,9 @@ def _options(body: RunCreate | RunStreamCreate) -> dict[str, Any]:
 
 
 def _create(agi: Agi, session_id: str, body: RunCreate) -> Run:
-    parts, fields = run_input(agi, session_id, body.input, body.input_message_id)
+    parts, fields = agi.run_input(
+        session_id, input=body.input, input_message_id=body.input_message_id
+    )
     options = {**_options(body), **fields}
     if body.type == "deep_research":
         return agi.research(parts, session=session_id, **options)
@@ -75,7 +54,9 @@ def _create(agi: Agi, session_id: str, body: RunCreate) -> Run:
 
 
 def _start_stream(agi: Agi, session_id: str, body: RunStreamCreate) -> Run:
-    parts, fields = run_input(agi, session_id, body.input, body.input_message_id)
+    parts, fields = agi.run_input(
+        session_id, input=body.input, input_message_id=body.input_message_id
+    )
     return agi.submit(parts, session=session_id, **_options(body), **fields)
 
 
@@ -180,7 +161,7 @@ class RunEventsHandler(AgiHandler):
         if query.follow:
             await reply_to_events(self, agi, run_id, fmt, after)
             return
-        stored = await self.call(agi.store.list_run_events, run_id, after_seq=after)
+        stored = await self.call(agi.run_events, run_id, after_seq=after)
         events = [stored_event_to_dict(e) for e in stored]
         if fmt == "json":
             reply_events(self, events)
@@ -214,5 +195,5 @@ class RunArtifactsHandler(AgiHandler):
     async def get(self, run_id: str) -> None:
         agi = await self.agi()
         await self.call(agi.run, run_id)
-        artifacts = await self.call(agi.store.list_artifacts, run_id=run_id)
+        artifacts = await self.call(agi.artifacts, run_id)
         self.reply(ArtifactList(artifacts=artifacts))

@@ -93,15 +93,11 @@ class SessionStreamHandler(AgiHandler):
         agi = await self.agi()
         await self.call(agi.session, session_id)
         if after is not None and text:  # refused before the stream starts, not inside it
-            await self.call(check_position, agi.store, session_id, after, text)
+            await self.call(check_position, agi, session_id, after, text)
         ids: dict[int, str] = {}
 
         async def events() -> AsyncGenerator[dict[str, Any], None]:
-            from agi_jupyter.runtime.follow import afollow_session
-
-            follower = afollow_session(
-                agi.store,
-                agi.bus,
+            follower = agi.afollow_session(
                 session_id,
                 after=after,
                 idle_every=self.agi_app.stream_keepalive,

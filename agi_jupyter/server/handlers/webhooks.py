@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from agi_jupyter.research import WebhookDelivery, store_delivery, verify_webhook
+from agi_jupyter.research import WebhookDelivery, verify_webhook
 from agi_jupyter.server.handlers.base import AgiHandler, ApiError, public
 from agi_jupyter.server.responses import WebhookAck
 
@@ -51,10 +51,9 @@ def route_and_store(delivery: WebhookDelivery, default: Agi, others: list[Agi]) 
     """Store the event in the project whose run has its response id (else the default one);
     returns whether it is new."""
     target = default
-    if delivery.response_id and default.store.get_run_by_response_id(delivery.response_id) is None:
+    if delivery.response_id and not default.owns_response(delivery.response_id):
         for agi in others:
-            if agi.store.get_run_by_response_id(delivery.response_id) is not None:
+            if agi.owns_response(delivery.response_id):
                 target = agi
                 break
-    _event, inserted = store_delivery(target.store, delivery)
-    return inserted
+    return target.accept_webhook(delivery)

@@ -1,22 +1,24 @@
-"""``Agi``'s sessions: create, read, change and delete them, and read their history.
+"""``Agi``'s sessions: create, read, change and delete them, read their messages and history,
+and the budgets that apply to them.
 
-A part of ``Agi`` (``agi_jupyter.app``), which composes it; the checks that a session's agent,
-SDK and model fit together live here, used by the runs part too.
+``Sessions`` is a part ``Agi`` holds (``agi_jupyter.app.agi``); the checks that a session's
+agent, SDK and model fit together live here, used by ``Agi``'s runs too. It knows nothing of
+runs being executed: ``Agi`` cancels a session's active runs before ``delete``.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from agi_jupyter.budget import Budget, notebook_key
+from agi_jupyter.budget import Budget, BudgetStatus, notebook_key, notebook_spent, statuses
 from agi_jupyter.config import Config, not_configured_message
 from agi_jupyter.errors import (
     AgentNotFound,
+    NotFound,
+    NoUserMessage,
     ProviderNotConfigured,
-    RunTerminal,
     SdkModelMismatch,
     UsageError,
 )
@@ -26,9 +28,12 @@ from agi_jupyter.records import (
     JSON,
     Message,
     Page,
+    Part,
     QueueMode,
+    Role,
     Run,
     Session,
+    TextPart,
     utc_now,
 )
 from agi_jupyter.runtime.history import HistoryView, history_view
@@ -37,27 +42,50 @@ from agi_jupyter.tools.policy import check_review_mode, check_rules
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
     from agi_jupyter.runtime.bus import EventBus
-    from agi_jupyter.runtime.deps import RuntimeDeps
     from agi_jupyter.sdk.dispatch import SdkDispatch
     from agi_jupyter.store import Store
     from agi_jupyter.tools import Redactor
 
 
-class SessionsApi:
-    """The sessions part of ``Agi`` (a mixin: ``Agi`` sets the attributes below)."""
+class RunInput(NamedTuple):
+    """What a run answers: the prompt parts and the run fields that go with them
+    (``input_message_id`` when it answers a stored user message; the prompt is then empty).
+    Both go to ``Agi.submit`` (or ``Agi.research``) as they are."""
 
-    config: Config
-    store: Store
-    deps: RuntimeDeps
-    sdk: SdkDispatch
-    bus: EventBus
-    redactor: Redactor
+    prompt: list[Part]
+    fields: dict[str, Any]
 
-    if TYPE_CHECKING:
 
-        def cancel(self, run_id: str, *, wait: float = ...) -> Run: ...
+def find_agent(agents: Mapping[str, Agent], name: str) -> Agent:
+    """The agent ``name``; ``AgentNotFound`` (naming the known ones) if there is none."""
+    agent = agents.get(name)
+    if agent is None:
+        known = ", ".join(sorted(agents))
+        raise AgentNotFound(f"unknown agent {name!r} (known: {known})")
+    return agent
 
-    def new_session(
+
+class Sessions:
+    """A project's sessions, over its store: checked against the config, the agents and the
+    agent SDKs; changes are published on the event bus (``session.updated``)."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        agents: Mapping[str, Agent],
+        sdk: SdkDispatch,
+        bus: EventBus,
+        redactor: Redactor,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.agents = agents
+        self.sdk = sdk
+        self.bus = bus
+        self.redactor = redactor
+
+    def new(
         self,
         *,
         agent: str | None = None,
@@ -74,17 +102,11 @@ class SessionsApi:
         permissions: Mapping[str, str] | None = None,
         budget: Mapping[str, Any] | None = None,
     ) -> Session:
-        """A new session. ``sdk`` picks the agent SDK that runs it (``native``, ``claude``,
-        ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``).
-        ``review_mode``: ``ask``, ``auto-edit`` or ``auto`` (default: the configured
-        ``review_mode``, see README "Tool policy and review modes"); ``permissions``: the
-        session's tool rules (name or glob -> allow | ask | deny), over the agent's.
-        ``budget`` (``{"max_tokens": N, "max_usd": X}``) caps what its runs may spend
-        (default: ``budgets.session`` of the config; see ``agi_jupyter.budget``)."""
+        """A new session (``Agi.new_session``); the SDK must run its model."""
         chosen = Budget.parse(budget) if budget is not None else self.config.budgets.session
         agent_name = agent or self.config.default_agent
-        agent_def = self._check_agent(agent_name)
-        provider, model_name = self.config.resolve_model(model or self._agent_model(agent_name))
+        agent_def = self.check_agent(agent_name)
+        provider, model_name = self.config.resolve_model(model or self.agents[agent_name].model)
         if queue_mode not in ("queue", "interrupt"):
             raise UsageError(f"queue_mode must be 'queue' or 'interrupt', not {queue_mode!r}")
         tool_config: dict[str, Any] = {"extra_tools": list(tools)} if tools else {}
@@ -117,19 +139,16 @@ class SessionsApi:
             budget=chosen.to_dict() if chosen else None,
         )
 
-    def session(self, session_id: str) -> Session:
+    def get(self, session_id: str) -> Session:
         return self.store.get_session(session_id)
 
     def notebook_budgets(self) -> dict[str, JSON]:
-        """Every notebook budget by path: the config's, with those set from a front door
-        (stored, ``set_notebook_budget``) over them."""
+        """``Agi.notebook_budgets``."""
         settings = self.config.budgets.with_stored(self.store)
         return {path: budget.to_dict() for path, budget in sorted(settings.notebooks.items())}
 
     def set_notebook_budget(self, path: str, budget: Mapping[str, Any] | None) -> JSON | None:
-        """Set the budget of the notebook ``path`` (relative to the project) for every process:
-        stored, it wins over ``budgets.notebooks`` of the config. None (or empty) removes the
-        stored one (a config budget then applies again). Returns the stored budget."""
+        """``Agi.set_notebook_budget``."""
         key = notebook_key(path)
         if not key or key == "." or "\x00" in key:
             raise UsageError("a notebook budget needs the notebook's path")
@@ -138,7 +157,7 @@ class SessionsApi:
         self.store.set_notebook_budget(key, stored)
         return stored
 
-    def update_session(
+    def update(
         self,
         session_id: str,
         *,
@@ -149,15 +168,13 @@ class SessionsApi:
         permissions: Mapping[str, str] | None = None,
         **fields: Any,
     ) -> Session:
-        """Change a session (title, agent, sdk, model, system_prompt, thinking_level, queue_mode,
-        notebook_path, metadata, extra tools, review mode, tool permissions — replaced whole,
-        budget — None removes it); session streams see ``session.updated``."""
+        """``Agi.update_session``; published as ``session.updated``."""
         changes = dict(fields)
         if "budget" in changes:
             chosen = Budget.parse(changes["budget"])
             changes["budget"] = chosen.to_dict() if chosen else None
         if agent is not None:
-            self._check_agent(agent)
+            self.check_agent(agent)
             changes["agent"] = agent
         if model is not None:
             changes["provider"], changes["model"] = self.config.resolve_model(model)
@@ -196,29 +213,24 @@ class SessionsApi:
                 e.http_status = 409  # the stored half of the pair is what it conflicts with
             raise
 
-    def delete_session(self, session_id: str) -> None:
-        """Cancel the session's active runs, then delete it with everything it holds."""
+    def active_runs(self, session_id: str) -> list[Run]:
+        """The session's runs not ended yet (``NotFound`` if there is no such session)."""
         self.store.get_session(session_id)
-        active = self.store.list_runs(
+        return self.store.list_runs(
             session_id=session_id, statuses=sorted(ACTIVE_RUN_STATUSES), limit=200
         ).items
-        for run in active:
-            with contextlib.suppress(RunTerminal):
-                self.cancel(run.id)
+
+    def delete(self, session_id: str) -> None:
+        """Delete the session with everything it holds (its runs must have ended)."""
         self.store.delete_session(session_id)
 
-    def sessions(self, *, limit: int = 50, cursor: str | None = None) -> Page[Session]:
+    def page(self, *, limit: int = 50, cursor: str | None = None) -> Page[Session]:
         return self.store.list_sessions(limit=limit, cursor=cursor)
 
     def history(
         self, session_id: str, *, view: HistoryView = "simple", lazy: bool = True
     ) -> list[Message]:
-        """A session's messages: ``simple`` (user and assistant text parts) or ``full``.
-
-        ``lazy`` (the default): each message's ``meta`` and ``parts`` are decoded when first
-        read, which makes reading roles and texts about as cheap as the SQL query; a caller
-        that reads every message's parts pays about twice the decoding of ``lazy=False``
-        (benchmarks/README.md, history_floor.py)."""
+        """``Agi.history``."""
         if view not in ("simple", "full"):
             raise UsageError(f"view must be 'simple' or 'full', not {view!r}")
         messages = self.store.list_messages(session_id, text_only=view == "simple", lazy=lazy)
@@ -226,30 +238,83 @@ class SessionsApi:
             self.store.get_session(session_id)  # an unknown session is SessionNotFound, not []
         return history_view(messages, view)
 
-    # --- checks shared with the runs part ------------------------------------------------------
+    def messages(
+        self, session_id: str, *, after_id: str | None = None, limit: int | None = None
+    ) -> list[Message]:
+        """The session's messages in order, every part (``after_id``: those after that
+        message; ``NotFound`` if the session has no such message)."""
+        return self.store.list_messages(session_id, after_id=after_id, limit=limit)
 
-    def _check_agent(self, name: str) -> Agent:
-        agent = self.deps.agents.get(name)
-        if agent is None:
-            known = ", ".join(sorted(self.deps.agents))
-            raise AgentNotFound(f"unknown agent {name!r} (known: {known})")
-        return agent
+    def add_turns(self, session_id: str, turns: Sequence[tuple[Role, str]]) -> list[Message]:
+        """Store a conversation's earlier turns (role, text) in the session, in order."""
+        return [
+            self.store.add_message(session_id, role, [TextPart(text=text)]) for role, text in turns
+        ]
 
-    def _agent_model(self, agent: str) -> str | None:
-        return self.deps.agents[agent].model
+    def run_input(self, session_id: str, text: str | None, message_id: str | None) -> RunInput:
+        """What a run of the session answers: a new prompt ``text``, the stored user message
+        ``message_id``, or (neither given) the session's last message when it is a user
+        message nobody answered."""
+        if text is not None and message_id is not None:
+            raise UsageError("give input or input_message_id, not both")
+        if text is not None:
+            return RunInput([TextPart(text=text)], {})
+        messages = self.store.list_messages(self.store.get_session(session_id).id)
+        if message_id is not None:
+            chosen = next((m for m in messages if m.id == message_id), None)
+            if chosen is None:
+                raise NotFound(f"message {message_id!r} not found", code="MESSAGE_NOT_FOUND")
+            if chosen.role != "user":
+                raise NoUserMessage(f"message {message_id!r} is not a user message")
+            return RunInput([], {"input_message_id": chosen.id})
+        if not messages or messages[-1].role != "user":
+            raise NoUserMessage("the session has no unanswered user message; send input")
+        return RunInput([], {"input_message_id": messages[-1].id})
 
-    def _session_for(
+    def external(self, agent: str, client: str, *, protocol: str) -> Session:
+        """A new session recording the calls an external client (``protocol``: ``mcp``) makes
+        of ``agent``'s tools: SDK ``external`` (no model of ours), ``metadata.external``."""
+        from agi_jupyter.sdk.external import EXTERNAL_SDK
+
+        return self.store.create_session(
+            title=f"{protocol.upper()} client: {client}",
+            agent=agent,
+            sdk=EXTERNAL_SDK,
+            metadata={"external": {"protocol": protocol, "client": client}},
+        )
+
+    def budget_statuses(self, session_id: str) -> list[BudgetStatus]:
+        """The budgets that apply to the session's runs (its own, its notebook's), with what
+        was spent against each."""
+        return statuses(self.store, self.store.get_session(session_id), self.config.budgets)
+
+    def notebook_budget(self, path: str) -> BudgetStatus | None:
+        """The budget of the notebook ``path`` (stored, else configured) with what its
+        sessions spent; None when no budget applies to it."""
+        key = notebook_key(path)
+        chosen = self.config.budgets.with_stored(self.store).for_notebook(key)
+        if chosen is None:
+            return None
+        tokens, usd = notebook_spent(self.store, key)
+        return BudgetStatus("notebook", chosen, tokens, usd, key)
+
+    # --- checks shared with Agi's runs ----------------------------------------------------
+
+    def check_agent(self, name: str) -> Agent:
+        return find_agent(self.agents, name)
+
+    def session_for(
         self, session: str | Session | None, *, agent: str | None, model: str | None
     ) -> Session:
         if session is None:
-            return self.new_session(agent=agent, model=model)
+            return self.new(agent=agent, model=model)
         ses = session if isinstance(session, Session) else self.store.get_session(session)
         if agent is not None and agent != ses.agent:
-            self._check_agent(agent)
+            self.check_agent(agent)
             ses = self.store.update_session(ses.id, agent=agent)
         return ses
 
-    def _model_for(self, session: Session, model: str | None, *, sdk: bool) -> tuple[str, str]:
+    def model_for(self, session: Session, model: str | None, *, sdk: bool) -> tuple[str, str]:
         if model:
             provider, name = self.config.resolve_model(model)
             try:

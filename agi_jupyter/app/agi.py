@@ -1,7 +1,10 @@
 """The composition root and public Python API (DESIGN.md section 12).
 
 ``Agi`` wires config -> store -> providers -> tools -> agents -> runtime once per project, and
-every front door (magics, widget, server, CLI) is a thin shell over its methods::
+every front door (magics, widget, server, CLI, MCP server) is a thin shell over its methods:
+none of them reaches the store itself. ``Agi`` runs, decides and undoes runs; its sessions,
+catalogue and run records are parts it holds (``Sessions``, ``Catalogue``, ``RunRecords``)
+and delegates to::
 
     agi = Agi(project="path/to/folder")
     ses = agi.new_session(agent="general", model="openai:gpt-5-mini")
@@ -15,15 +18,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import budget as budgets
 from agi_jupyter import notebook
-from agi_jupyter.agents import load_agents
-from agi_jupyter.app_catalogue import CatalogueApi
-from agi_jupyter.app_sessions import SessionsApi
+from agi_jupyter.agents import Agent, load_agents
+from agi_jupyter.app import heartbeat
+from agi_jupyter.app.catalogue import Catalogue
+from agi_jupyter.app.run_records import RunRecords
+from agi_jupyter.app.sessions import RunInput, Sessions
 from agi_jupyter.config import (
     Config,
     find_project,
@@ -40,24 +46,32 @@ from agi_jupyter.mcp.config import load_mcp_servers, secrets_of
 from agi_jupyter.mcp.servers import McpServers
 from agi_jupyter.records import (
     JSON,
+    Artifact,
+    Message,
     Page,
     Part,
+    QueueMode,
+    Role,
     Run,
+    RunEvent,
     Session,
+    Task,
+    TaskStatus,
     TextPart,
     ToolCall,
     is_blank,
     utc_now,
 )
-from agi_jupyter.research import DeepResearch, ResearchSettings
-from agi_jupyter.run_state import BudgetDecision, LoopState
+from agi_jupyter.research import DeepResearch, ResearchSettings, WebhookDelivery, store_delivery
+from agi_jupyter.run_state import BudgetDecision, ExternalCall, LoopState
 from agi_jupyter.run_state_codec import question_to_json
 from agi_jupyter.runtime.bus import EventBus
 from agi_jupyter.runtime.deps import ProviderPool, RuntimeDeps
-from agi_jupyter.runtime.follow import afollow_run, follow_run, is_new
+from agi_jupyter.runtime.follow import RunCursor, SessionItem, SessionMark, is_new
+from agi_jupyter.runtime.history import HistoryView
 from agi_jupyter.runtime.loop_thread import BackgroundLoop
 from agi_jupyter.runtime.redacted_store import redacted_store
-from agi_jupyter.runtime.result import RunResult as RunResult  # re-exported
+from agi_jupyter.runtime.result import RunResult
 from agi_jupyter.runtime.runs import RunManager, TickResult
 from agi_jupyter.runtime.store_thread import StoreThread
 from agi_jupyter.runtime.toolcalls import preview_call
@@ -77,7 +91,10 @@ CANCEL_WAIT = 10.0  # seconds ``cancel`` waits for the runtime loop before recor
 CONTROL_WAIT = 5.0  # seconds a caller waits for the runtime loop to take a control request
 
 
-class Agi(SessionsApi, CatalogueApi):
+ONE_SHOT_TITLE = "one-shot"
+
+
+class Agi:
     """One project's runtime: its store, providers, tools, agents and runs."""
 
     def __init__(
@@ -144,6 +161,20 @@ class Agi(SessionsApi, CatalogueApi):
         self.research_settings = research or ResearchSettings()
         self.deep_research = DeepResearch(self.deps, self.runs_manager, self.research_settings)
         self.runs_manager.executors["deep_research"] = self.deep_research
+        self._sessions = Sessions(
+            self.config, self.store, agents, self.sdk, self.bus, self.redactor
+        )
+        self._catalogue = Catalogue(
+            self.config,
+            self.store,
+            agents,
+            registry,
+            features,
+            self.sdk,
+            self.mcp,
+            self.loop,
+        )
+        self._records = RunRecords(self.store, self.bus)
 
     def _open_store(self) -> Store:
         """A connection to the project's store, redacting what it writes (the lease keeper's
@@ -212,13 +243,13 @@ class Agi(SessionsApi, CatalogueApi):
         if run_fields.get("type") == "deep_research":
             model = model or f"openai:{self.research_settings.model}"
             execution_mode = "background"
-        ses = self._session_for(session, agent=agent, model=model)
+        ses = self._sessions.session_for(session, agent=agent, model=model)
         if run_agent is not None and run_agent != ses.agent:
-            self._check_agent(run_agent)
+            self._sessions.check_agent(run_agent)
             run_fields["agent"] = run_agent
         # Deep research runs are ours (background Responses), whatever the session's SDK.
         research = run_fields.get("type") == "deep_research"
-        provider, model_name = self._model_for(ses, model, sdk=not research)
+        provider, model_name = self._sessions.model_for(ses, model, sdk=not research)
         parts: list[Part] = [TextPart(text=prompt)] if isinstance(prompt, str) else list(prompt)
         if not parts and run_fields.get("input_message_id"):
             pass  # the run answers a user message that is already stored
@@ -280,14 +311,14 @@ class Agi(SessionsApi, CatalogueApi):
         ``pending_approvals`` and ``decide``). Stopping early is safe: the run goes on and
         persists."""
         run, after_seq = self._submit(prompt, **options)
-        return follow_run(self.store, self.bus, run.id, after_seq=after_seq, fresh=is_new(run))
+        return self._records.follow(run.id, after_seq=after_seq, fresh=is_new(run))
 
     async def astream(
         self, prompt: str | Sequence[Part], **options: Any
     ) -> AsyncIterator[dict[str, Any]]:
         """``stream`` for callers on their own asyncio loop."""
         run, after_seq = self._submit(prompt, **options)
-        events = afollow_run(self.store, self.bus, run.id, after_seq=after_seq, fresh=is_new(run))
+        events = self._records.afollow(run.id, after_seq=after_seq, fresh=is_new(run))
         async for event in events:
             yield event
 
@@ -321,11 +352,11 @@ class Agi(SessionsApi, CatalogueApi):
     def follow(self, run_id: str, *, after_seq: int = 0) -> Iterator[dict[str, Any]]:
         """Replay a run's persisted events after ``after_seq``, then follow it live."""
         self.store.get_run(run_id)
-        return follow_run(self.store, self.bus, run_id, after_seq=after_seq)
+        return self._records.follow(run_id, after_seq=after_seq)
 
-    def afollow(self, run_id: str, *, after_seq: int = 0) -> AsyncIterator[dict[str, Any]]:
+    def afollow(self, run_id: str, *, after_seq: int = 0) -> AsyncGenerator[dict[str, Any], None]:
         self.store.get_run(run_id)
-        return afollow_run(self.store, self.bus, run_id, after_seq=after_seq)
+        return self._records.afollow(run_id, after_seq=after_seq)
 
     def run(self, run_id: str) -> Run:
         return self.store.get_run(run_id)
@@ -351,7 +382,7 @@ class Agi(SessionsApi, CatalogueApi):
         """The run's tool calls waiting for a person's decision (none decided yet)."""
         return [
             c
-            for c in self.store.list_tool_calls(run_id=run_id)
+            for c in self._records.tool_calls(run_id)
             if c.status == "waiting_approval" and c.approval is None
         ]
 
@@ -537,6 +568,355 @@ class Agi(SessionsApi, CatalogueApi):
                     with contextlib.suppress(TimeoutError):  # a clean SDK stop first, if it can
                         self.loop.run(self.sdk.abort(run.id), timeout=CONTROL_WAIT)
                     self.cancel(run.id)
+
+    # --- sessions (``Sessions``) ---------------------------------------------------------------
+
+    def new_session(
+        self,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        title: str | None = None,
+        system_prompt: str | None = None,
+        thinking_level: str | None = None,
+        queue_mode: QueueMode = "queue",
+        notebook_path: str | None = None,
+        tools: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        sdk: str | None = None,
+        review_mode: str | None = None,
+        permissions: Mapping[str, str] | None = None,
+        budget: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """A new session. ``sdk`` picks the agent SDK that runs it (``native``, ``claude``,
+        ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``).
+        ``review_mode``: ``ask``, ``auto-edit`` or ``auto`` (default: the configured
+        ``review_mode``, see README "Tool policy and review modes"); ``permissions``: the
+        session's tool rules (name or glob -> allow | ask | deny), over the agent's.
+        ``budget`` (``{"max_tokens": N, "max_usd": X}``) caps what its runs may spend
+        (default: ``budgets.session`` of the config; see ``agi_jupyter.budget``)."""
+        return self._sessions.new(
+            agent=agent,
+            model=model,
+            title=title,
+            system_prompt=system_prompt,
+            thinking_level=thinking_level,
+            queue_mode=queue_mode,
+            notebook_path=notebook_path,
+            tools=tools,
+            metadata=metadata,
+            sdk=sdk,
+            review_mode=review_mode,
+            permissions=permissions,
+            budget=budget,
+        )
+
+    def session(self, session_id: str) -> Session:
+        return self._sessions.get(session_id)
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        tools: Sequence[str] | None = None,
+        review_mode: str | None = None,
+        permissions: Mapping[str, str] | None = None,
+        **fields: Any,
+    ) -> Session:
+        """Change a session (title, agent, sdk, model, system_prompt, thinking_level, queue_mode,
+        notebook_path, metadata, extra tools, review mode, tool permissions — replaced whole,
+        budget — None removes it); session streams see ``session.updated``."""
+        return self._sessions.update(
+            session_id,
+            agent=agent,
+            model=model,
+            tools=tools,
+            review_mode=review_mode,
+            permissions=permissions,
+            **fields,
+        )
+
+    def delete_session(self, session_id: str) -> None:
+        """Cancel the session's active runs, then delete it with everything it holds."""
+        for run in self._sessions.active_runs(session_id):
+            with contextlib.suppress(RunTerminal):
+                self.cancel(run.id)
+        self._sessions.delete(session_id)
+
+    def sessions(self, *, limit: int = 50, cursor: str | None = None) -> Page[Session]:
+        return self._sessions.page(limit=limit, cursor=cursor)
+
+    def history(
+        self, session_id: str, *, view: HistoryView = "simple", lazy: bool = True
+    ) -> list[Message]:
+        """A session's messages: ``simple`` (user and assistant text parts) or ``full``.
+
+        ``lazy`` (the default): each message's ``meta`` and ``parts`` are decoded when first
+        read, which makes reading roles and texts about as cheap as the SQL query; a caller
+        that reads every message's parts pays about twice the decoding of ``lazy=False``
+        (benchmarks/README.md, history_floor.py)."""
+        return self._sessions.history(session_id, view=view, lazy=lazy)
+
+    def messages(
+        self, session_id: str, *, after_id: str | None = None, limit: int | None = None
+    ) -> list[Message]:
+        """A session's stored messages in order, with every part (the canonical history, not
+        a view of it): after the message ``after_id`` (``NotFound`` if the session has no
+        such message), at most ``limit``."""
+        return self._sessions.messages(session_id, after_id=after_id, limit=limit)
+
+    def run_input(
+        self,
+        session_id: str,
+        *,
+        input: str | None = None,
+        input_message_id: str | None = None,
+    ) -> RunInput:
+        """What a new run of the session answers: the prompt ``input``, the stored user
+        message ``input_message_id``, or (neither given) the session's last message when it
+        is a user message nobody answered (else ``NoUserMessage``). Pass the result's
+        ``prompt`` and ``fields`` to ``submit`` or ``research``."""
+        return self._sessions.run_input(session_id, input, input_message_id)
+
+    def notebook_budgets(self) -> dict[str, JSON]:
+        """Every notebook budget by path: the config's, with those set from a front door
+        (stored, ``set_notebook_budget``) over them."""
+        return self._sessions.notebook_budgets()
+
+    def set_notebook_budget(self, path: str, budget: Mapping[str, Any] | None) -> JSON | None:
+        """Set the budget of the notebook ``path`` (relative to the project) for every process:
+        stored, it wins over ``budgets.notebooks`` of the config. None (or empty) removes the
+        stored one (a config budget then applies again). Returns the stored budget."""
+        return self._sessions.set_notebook_budget(path, budget)
+
+    def budget_statuses(self, session_id: str) -> list[budgets.BudgetStatus]:
+        """The budgets that apply to the session's runs (its own, then its notebook's), each
+        with what was spent against it."""
+        return self._sessions.budget_statuses(session_id)
+
+    def notebook_budget(self, path: str) -> budgets.BudgetStatus | None:
+        """The budget of the notebook ``path`` (the stored one, else the config's) with what
+        the notebook's sessions spent; None when no budget applies to it."""
+        return self._sessions.notebook_budget(path)
+
+    # --- conversations started for a caller -----------------------------------------------------
+
+    def one_shot(
+        self,
+        prompt: str | None = None,
+        *,
+        messages: Sequence[tuple[Role, str]] | None = None,
+        agent: str | None = None,
+        model: str | None = None,
+        sdk: str | None = None,
+        system_prompt: str | None = None,
+        thinking_level: str | None = None,
+        max_iterations: int | None = None,
+    ) -> Run:
+        """Answer ``prompt``, or the short conversation ``messages`` ((role, text) pairs, the
+        last a user message), in a fresh session flagged ``metadata.one_shot``: the earlier
+        turns are stored in it and a run answering the last one is started and returned."""
+        if (prompt is None) == (messages is None):
+            raise UsageError("give either prompt or messages")
+        turns: list[tuple[Role, str]] = [("user", prompt)] if prompt is not None else []
+        turns = turns or list(messages or [])
+        if not turns or turns[-1][0] != "user":
+            raise UsageError("the last message must be a user message")
+        session = self.new_session(
+            agent=agent,
+            model=model,
+            sdk=sdk,
+            title=ONE_SHOT_TITLE,
+            system_prompt=system_prompt,
+            metadata={"one_shot": True},
+        )
+        self._sessions.add_turns(session.id, turns[:-1])
+        return self.submit(
+            turns[-1][1],
+            session=session,
+            thinking_level=thinking_level,
+            max_iterations=max_iterations,
+        )
+
+    def start_due_tasks(self, *, within: float, now: datetime | None = None) -> list[Run]:
+        """The heartbeat (``app.heartbeat``): each pending task due within ``within`` seconds
+        becomes ``in_progress`` and is handed to a background run in a new session titled
+        after it, with the ``tasks`` tool and every due task in its prompt. Returns the
+        runs started."""
+        now = now or datetime.now(UTC)
+        due = self.store.due_tasks(before=heartbeat.due_before(now, within))
+        runs = []
+        for task in [t for t in due if t.status == "pending"]:
+            self.store.update_task(task.id, status="in_progress")
+            session = self.new_session(
+                title=f"Heartbeat: {task.title}"[:200],
+                tools=heartbeat.HEARTBEAT_TOOLS,
+                metadata={"heartbeat": {"task_id": task.id, "due_at": task.due_at}},
+            )
+            prompt = heartbeat.heartbeat_prompt(task, due, now)
+            runs.append(self.submit(prompt, session=session, execution_mode="background"))
+        return runs
+
+    def external_session(self, agent: str, client: str, *, protocol: str = "mcp") -> Session:
+        """A new session recording the calls the external client ``client`` (speaking
+        ``protocol``) makes of ``agent``'s tools: SDK ``external`` (no model of ours),
+        ``metadata.external`` (protocol, client)."""
+        return self._sessions.external(agent, client, protocol=protocol)
+
+    async def acall_tool(self, session_id: str, *, client: str, call: ExternalCall) -> Run:
+        """Record an external client's call of one tool (``call``: id, name, arguments) as a
+        run of the external session ``session_id`` (provider ``mcp``, model: the client)
+        and execute it on the runtime loop (the ``external`` SDK adapter: the agent's gating,
+        confinement, timeouts, redaction). Returns the run once it ended; its tool call
+        (``tool_calls``) holds the outcome. Never retried by a tick: the caller waits."""
+        from agi_jupyter.sdk.external import PROVIDER
+
+        run = await asyncio.to_thread(
+            self.store.create_run,
+            session_id,
+            provider=PROVIDER,
+            model=client,
+            execution_mode="background",
+            max_attempts=1,  # never repeated by a tick: nobody would be waiting for it
+            loop_state=LoopState(external_call=call),
+        )
+
+        async def execute() -> Run:  # on the runtime loop, until the run ends
+            return await self.runs_manager.spawn(run.id)
+
+        return await asyncio.wrap_future(self.loop.submit(execute()))
+
+    # --- run records (``RunRecords``) ---------------------------------------------------------
+
+    def run_events(self, run_id: str, *, after_seq: int = 0) -> list[RunEvent]:
+        """The run's stored events after ``after_seq``, in order (a replay; ``follow`` goes
+        on live)."""
+        return self._records.events(run_id, after_seq=after_seq)
+
+    def tool_calls(self, run_id: str) -> list[ToolCall]:
+        """The run's tool calls, in order, with their status, approval and result."""
+        return self._records.tool_calls(run_id)
+
+    def artifacts(self, run_id: str) -> list[Artifact]:
+        """The run's artifacts (file diffs, large outputs, reports), metadata only."""
+        return self._records.artifacts(run_id)
+
+    def artifact(self, artifact_id: str) -> Artifact:
+        """An artifact's metadata (and its inline ``data``); ``NotFound`` if there is none."""
+        return self._records.artifact(artifact_id)
+
+    def artifact_content(self, artifact_id: str) -> bytes:
+        """An artifact's content, whole."""
+        return self._records.artifact_content(artifact_id)
+
+    def replayable_run(self, request_hash: str, *, notebook_path: str | None) -> Run | None:
+        """The newest succeeded run with this request hash started from the notebook
+        ``notebook_path`` (a recorded answer a notebook re-run may ``replay``)."""
+        return self._records.replayable(request_hash, notebook_path=notebook_path)
+
+    def has_active_runs(self) -> bool:
+        """Whether a run of the project has not ended yet, in any process."""
+        return self._records.any_active()
+
+    def session_events(
+        self, session_id: str, *, after_cursor: str | None = None, limit: int = 500
+    ) -> list[tuple[str, RunEvent]]:
+        """The stored events of every run of the session in the order they became visible,
+        as (cursor, event) pairs after the store's opaque ``after_cursor`` (a cursor the
+        store does not take is a ``UsageError``)."""
+        return self._records.session_events(session_id, after_cursor=after_cursor, limit=limit)
+
+    def afollow_batches(
+        self, run_id: str, *, after_seq: int = 0, fresh: bool = False
+    ) -> AsyncGenerator[list[dict[str, Any]], None]:
+        """``afollow`` a batch at a time (the events available together, for one write).
+        ``fresh``: the run was just created here (``follow.is_new``): no store read to start
+        following. Does not check that the run exists."""
+        return self._records.afollow_batches(run_id, after_seq=after_seq, fresh=fresh)
+
+    def afollow_session(
+        self,
+        session_id: str,
+        *,
+        after: SessionMark | None = None,
+        idle_every: float = 15.0,
+    ) -> AsyncGenerator[SessionItem | None, None]:
+        """Follow every run of the session live, wherever it executes, as (mark, event)
+        items (``None``: subscribed, or idle for ``idle_every`` seconds); resume right after
+        an event with its ``mark`` as ``after`` (``runtime.follow.afollow_session``)."""
+        return self._records.afollow_session(session_id, after=after, idle_every=idle_every)
+
+    def run_cursor(self, run_id: str, *, after_seq: int = 0) -> RunCursor:
+        """A cursor over the run's events after ``after_seq`` for a follower that owns its
+        wait loop (the kernel's main thread): stored ones caught up, live ones accepted once,
+        ``done`` at ``run.final``."""
+        return self._records.cursor(run_id, after_seq=after_seq)
+
+    # --- catalogue (``Catalogue``) ------------------------------------------------------------
+
+    def agents(self) -> dict[str, Agent]:
+        return self._catalogue.agents()
+
+    def tools(self, agent: str | None = None) -> list[AnyTool]:
+        """All tools, or those ``agent`` is offered; MCP servers they need are started first
+        (one that fails is left out: see ``mcp_servers``)."""
+        return self._catalogue.tools(agent)
+
+    def mcp_servers(self) -> list[dict[str, Any]]:
+        """The configured MCP servers: state (not started, running, exited, failed, stopped),
+        error with its stderr tail (redacted), and their tools."""
+        return self._catalogue.mcp_servers()
+
+    def sdks(self) -> list[dict[str, Any]]:
+        """The agent SDKs: id, display name, capability flags, and whether they are installed."""
+        return self._catalogue.sdks()
+
+    def tasks(self, status: TaskStatus | None = None) -> list[Task]:
+        """The project's tasks (kept by the ``tasks`` tool), or those in ``status``."""
+        return self._catalogue.tasks(status)
+
+    def stats(self) -> dict[str, Any]:
+        return self._catalogue.stats()
+
+    def budgets(self) -> list[dict[str, Any]]:
+        """Spent and remaining of every budget: sessions that have one, configured notebooks."""
+        return self._catalogue.budgets()
+
+    @property
+    def store_location(self) -> str:
+        """Where the project's store is (a SQLite file, or the PostgreSQL schema), for people."""
+        return self.store.location
+
+    # --- exchanges with other processes ---------------------------------------------------------
+
+    def put_notebook_reply(self, request_id: str, reply: JSON) -> None:
+        """Keep a JupyterLab tab's answer to a kernel's notebook request until the kernel
+        takes it (``take_notebook_reply``), whichever process received it."""
+        self.store.put_notebook_reply(request_id, reply)
+
+    def take_notebook_reply(self, request_id: str) -> JSON | None:
+        """The answer to the notebook request ``request_id`` (once: it is removed), or None
+        while there is none."""
+        return self.store.take_notebook_reply(request_id)
+
+    def owns_response(self, response_id: str) -> bool:
+        """Whether a (deep research) run of this project made the provider response
+        ``response_id`` (a webhook about it belongs here)."""
+        return self.store.get_run_by_response_id(response_id) is not None
+
+    def accept_webhook(self, delivery: WebhookDelivery) -> bool:
+        """Store a verified webhook delivery once (by its event id and delivery id) for the
+        next ``tick`` to process; returns whether it is new."""
+        _event, inserted = store_delivery(self.store, delivery)
+        return inserted
+
+    def listen(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (from another thread) when another process queued work this one
+        may take (a PostgreSQL store notifies; SQLite never calls it: ticks find the work).
+        Returns a function that stops it."""
+        return self.store.listen(callback)
 
     # --- lifecycle ---------------------------------------------------------------------------
 

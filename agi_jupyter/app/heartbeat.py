@@ -3,22 +3,24 @@
 Every ``heartbeat_interval`` seconds, each project's pending tasks due within the next interval
 are handed to the agent: the task becomes ``in_progress`` (so it is handed over once) and a
 background run starts in a new session titled after it, with the ``tasks`` tool and every due
-task in its prompt; the agent marks the task done with that tool.
+task in its prompt; the agent marks the task done with that tool (``Agi.start_due_tasks``;
+the server's runner calls it).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from datetime import datetime, timedelta
 
-from agi_jupyter.records import Run, Task
-
-if TYPE_CHECKING:
-    from agi_jupyter.app import Agi
+from agi_jupyter.records import Task
 
 HEARTBEAT_TOOLS = ("tasks",)
+
+
+def due_before(now: datetime, within: float) -> str:
+    """The store's timestamp ``within`` seconds after ``now``: tasks due before it are due."""
+    return _iso(now + timedelta(seconds=within))
 
 
 def _iso(moment: datetime) -> str:
@@ -47,20 +49,3 @@ def heartbeat_prompt(task: Task, due: list[Task], now: datetime) -> str:
         f"(id {task.id}); if it cannot be done, say why.",
     ]
     return "\n".join(lines)
-
-
-def start_due_tasks(agi: Agi, *, within: float, now: datetime | None = None) -> list[Run]:
-    """Start a background run for each pending task due within ``within`` seconds."""
-    now = now or datetime.now(UTC)
-    due = agi.store.due_tasks(before=_iso(now + timedelta(seconds=within)))
-    runs = []
-    for task in [t for t in due if t.status == "pending"]:
-        agi.store.update_task(task.id, status="in_progress")
-        session = agi.new_session(
-            title=f"Heartbeat: {task.title}"[:200],
-            tools=HEARTBEAT_TOOLS,
-            metadata={"heartbeat": {"task_id": task.id, "due_at": task.due_at}},
-        )
-        prompt = heartbeat_prompt(task, due, now)
-        runs.append(agi.submit(prompt, session=session, execution_mode="background"))
-    return runs
