@@ -15,11 +15,8 @@ MODEL = "openai-chat:gpt-4o-mini"
 def _write_raw_state(agi: Agi, run_id: str, state: dict[str, object]) -> None:
     """Store ``state`` as the run's ``loop_state`` column text, as an older version wrote it."""
     inner = agi.store.inner if hasattr(agi.store, "inner") else agi.store
-    mark = "%s" if "postgres" in type(inner).__module__ else "?"
-    with inner._write() as conn:  # type: ignore[attr-defined]
-        conn.execute(
-            f"UPDATE runs SET loop_state = {mark} WHERE id = {mark}", [json.dumps(state), run_id]
-        )
+    with inner._write() as conn:  # type: ignore[attr-defined]  (``?`` on both backends)
+        conn.execute("UPDATE runs SET loop_state = ? WHERE id = ?", [json.dumps(state), run_id])
 
 
 def _raw_state(agi: Agi, run_id: str) -> dict[str, object]:
