@@ -15,6 +15,14 @@ this is a queue and a thread of its own rather than a ``ThreadPoolExecutor`` beh
 one ``call_soon_threadsafe`` per call): calls that complete while the loop has not yet taken
 their results are handed back together, with one wake-up of the loop, in submission order.
 With many runs on one loop (a server) the thread often finishes several calls per wake-up.
+
+Nothing of the runtime writes inline on the loop: the emitter hands its batches here without
+waiting (``emitter.py``), an attempt's endings run here as emitter sections
+(``endings.py``), the SDK adapters' history writes one trip per step (``sdk/history.py``), and
+deep research parks, polls and completes its runs here. Calls that follow each other with
+nothing between go in one trip: a run just submitted makes one trip before its first model
+request (``RunManager.spawn(created=)``, see ``runs.py``), and a model turn's loop state is
+saved in its assistant message's trip.
 """
 
 from __future__ import annotations

@@ -17,6 +17,13 @@ tool calls get their ``tool_calls`` rows, so the panel, the magic and replays ne
 SDK-specific. Tool arguments, outputs and errors, and the agent's own text and thinking (an SDK
 agent may hold secrets we handed it, such as an ACP agent's env), are redacted before they are
 stored.
+
+Nothing here calls the store on the runtime loop: each step of the history (an assistant
+message with its tool-call rows, a tool result with its artifact, a user message taken into
+the turn, usage) is one trip to the store thread, awaited, and its events are emitted after
+it. A step runs whole under a cancellation (``aio.complete``), and steps run one at a time in
+the order the adapter reported them; text chunks and tool calls, which store nothing yet, go
+out at once.
 """
 
 from __future__ import annotations
