@@ -11,9 +11,14 @@ from agi_jupyter.testing import FakeLLMServer, Turn
 
 
 def test_fixture_leaves_state_behind(fake_llm: FakeLLMServer, oai: openai.OpenAI) -> None:
+    """State a test leaves: a queued turn, a default rule, a request (``starts_clean`` checks
+    the next test sees none of it, whichever runs first)."""
     fake_llm.enqueue(Turn(text="left over"), Turn(text="also left"))
     fake_llm.default_rule = lambda protocol, body: Turn(text="custom")
-    oai.responses.create(model="m", input="x")
+    assert oai.responses.create(model="m", input="x").output_text == "left over"
+    assert (fake_llm.pending_turns, len(fake_llm.requests)) == (1, 1)
+    assert oai.responses.create(model="m", input="y").output_text == "also left"
+    assert oai.responses.create(model="m", input="z").output_text == "custom"  # queue empty
 
 
 def test_fixture_starts_clean(fake_llm: FakeLLMServer, oai: openai.OpenAI) -> None:

@@ -76,7 +76,7 @@ async def kernel_only(args: EchoArgs) -> str:
 
 
 @pytest.fixture(autouse=True)
-def test_tools(registry: ToolRegistry) -> None:
+def register_test_tools(registry: ToolRegistry) -> None:
     for item in (echo, fail, bad, sleep, draft, stream, kernel_only):
         registry.register(item)
 
