@@ -53,6 +53,7 @@ from agi_jupyter.records import (
 from agi_jupyter.research import DeepResearch, ResearchSettings
 from agi_jupyter.runtime.bus import EventBus
 from agi_jupyter.runtime.deps import ProviderPool, RuntimeDeps
+from agi_jupyter.runtime.final_text import afinal_text_only, final_text_only
 from agi_jupyter.runtime.follow import afollow_run, follow_run, is_new
 from agi_jupyter.runtime.loop_thread import BackgroundLoop
 from agi_jupyter.runtime.redacted_store import redacted_store
@@ -274,21 +275,26 @@ class Agi(SessionsApi, CatalogueApi):
             prompt, session=session, model=spec, start=start, type="deep_research", **run_fields
         )
 
-    def stream(self, prompt: str | Sequence[Part], **options: Any) -> Iterator[dict[str, Any]]:
+    def stream(
+        self, prompt: str | Sequence[Part], *, final_only: bool = False, **options: Any
+    ) -> Iterator[dict[str, Any]]:
         """Start a run and yield its events until ``run.final``, or until the run waits for an
         approval (a ``run.status`` ``waiting_approval`` event is then the last one: see
         ``pending_approvals`` and ``decide``). Stopping early is safe: the run goes on and
-        persists."""
+        persists. A retried attempt streams its turn again after an ``output.text.reset``
+        (drop the text it discards); ``final_only``: hold each turn's deltas until the turn
+        is kept, so only the final attempt's text is yielded (``runtime.final_text``)."""
         run, after_seq = self._submit(prompt, **options)
-        return follow_run(self.store, self.bus, run.id, after_seq=after_seq, fresh=is_new(run))
+        events = follow_run(self.store, self.bus, run.id, after_seq=after_seq, fresh=is_new(run))
+        return final_text_only(events) if final_only else events
 
     async def astream(
-        self, prompt: str | Sequence[Part], **options: Any
+        self, prompt: str | Sequence[Part], *, final_only: bool = False, **options: Any
     ) -> AsyncIterator[dict[str, Any]]:
         """``stream`` for callers on their own asyncio loop."""
         run, after_seq = self._submit(prompt, **options)
         events = afollow_run(self.store, self.bus, run.id, after_seq=after_seq, fresh=is_new(run))
-        async for event in events:
+        async for event in afinal_text_only(events) if final_only else events:
             yield event
 
     def ask(self, prompt: str | Sequence[Part], **options: Any) -> RunResult:

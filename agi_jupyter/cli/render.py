@@ -172,6 +172,9 @@ _SUMMARIES: dict[str, Any] = {
     "output.text.delta": lambda e: repr(e.get("delta", "")),
     "reasoning.delta": lambda e: repr(e.get("delta", "")),
     "output.text.done": lambda e: str(e.get("text", "")),
+    "output.text.reset": lambda e: (
+        f"attempt {e.get('attempt')} streams again; {e.get('discarded_chars')} characters discarded"
+    ),
     "reasoning.done": lambda e: str(e.get("text", "")),
     "tool.call.started": _tool,
     "tool.call.arguments.delta": lambda e: repr(e.get("delta", "")),

@@ -7,8 +7,9 @@ NDJSON line on stdout, nothing else there.
 
 When stdout is a regular file (``agi ... > file``), a model turn's text is written once the turn
 is complete (``output.text.done``): a turn cut short and retried (an ``error`` event with
-``retryable``) is dropped, so the file holds only the final attempt's answer. On a terminal or
-a pipe the text streams live and stderr says that an attempt was retried. A usage the server
+``retryable``, then ``output.text.reset``) is dropped, so the file holds only the final attempt's
+answer. On a terminal or a pipe the text streams live and stderr says that an attempt was
+retried and how much of the text above it discards. A usage the server
 did not send prints as unknown, and an answer stopped at the output token limit is said so on
 stderr.
 """
@@ -150,11 +151,20 @@ class StreamPrinter:
 
     def _on_error(self, e: Mapping[str, Any]) -> None:
         if e.get("retryable"):
-            dropped = bool(self._pending)
-            self._pending.clear()  # the retried attempt streams this turn again
             self.note(one_line(f"[retrying] {e.get('code')}: {e.get('message')}", 160))
-            if dropped or self.live_text:
-                self.note("note: the attempt was retried; its partial answer is not kept")
+
+    def _on_output_text_reset(self, e: Mapping[str, Any]) -> None:
+        """The next attempt streams the unfinished turn again: what it streamed is dropped
+        (not written yet when the text is written per turn; said so when it is live)."""
+        dropped = bool(self._pending)
+        self._pending.clear()
+        shown = int(e.get("discarded_chars") or 0)
+        if dropped or (self.live_text and shown):
+            kept = "" if dropped else f" (the {shown} characters above)"
+            self.note(
+                f"note: the attempt was retried; its partial answer{kept} is not kept: "
+                f"attempt {e.get('attempt')} answers again"
+            )
 
     def _on_budget(self, e: Mapping[str, Any]) -> None:
         self.budgets[str(e.get("scope"))] = e

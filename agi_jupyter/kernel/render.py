@@ -106,6 +106,15 @@ class RunView:
     def _text_done(self, e: dict[str, Any]) -> None:
         self._current_text().text = str(e.get("text", ""))
 
+    def _text_reset(self, e: dict[str, Any]) -> None:
+        """The next attempt streams the unfinished turn again: its text so far goes."""
+        text = int(e.get("discarded_chars") or 0)
+        reasoning = int(e.get("discarded_reasoning_chars") or 0)
+        if text and self._turn_text is not None:
+            self._turn_text.text = self._turn_text.text[:-text]
+        if reasoning:
+            self.reasoning = self.reasoning[:-reasoning]
+
     def _current_text(self) -> TextSegment:
         if self._turn_text is None:
             self._turn_text = TextSegment()
@@ -275,6 +284,7 @@ _HANDLERS: dict[str, Callable[[RunView, dict[str, Any]], None]] = {
     "iteration": RunView._iteration,
     "output.text.delta": RunView._text_delta,
     "output.text.done": RunView._text_done,
+    "output.text.reset": RunView._text_reset,
     "reasoning.delta": RunView._reasoning,
     "reasoning.done": RunView._reasoning_done,
     "tool.call.started": RunView._tool_started,

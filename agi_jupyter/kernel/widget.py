@@ -293,6 +293,8 @@ class _Stream:
             self._delta(str(event.get("delta", "")))
         elif kind == "output.text.done":
             self._text_done(str(event.get("text", "")))
+        elif kind == "output.text.reset":
+            self._reset()
         elif kind == "iteration":
             self.close_entry()
         elif kind == "run.meta":
@@ -307,17 +309,22 @@ class _Stream:
             self._tool(event)
         elif kind == "run.status" and event.get("status") == "waiting_approval":
             self._waiting()
-        elif kind == "usage":
-            self.tokens[0] += int(event.get("input_tokens") or 0)
-            self.tokens[1] += int(event.get("output_tokens") or 0)
-        elif kind == "budget":
-            self.budgets[str(event.get("scope"))] = event
+        elif kind in ("usage", "budget"):
+            self._tally(event)
         elif kind == "message.completed":
             self._message(event.get("message") or {})
         elif kind == "error" and not event.get("retryable"):
             self.error = f"{event.get('code')}: {event.get('message')}"
         elif kind == "run.final":
             self._final(event)
+
+    def _tally(self, event: dict[str, Any]) -> None:
+        """A ``usage`` event adds to the tokens; a ``budget`` event is its scope's last."""
+        if event.get("type") == "usage":
+            self.tokens[0] += int(event.get("input_tokens") or 0)
+            self.tokens[1] += int(event.get("output_tokens") or 0)
+        else:
+            self.budgets[str(event.get("scope"))] = event
 
     def _text_done(self, text: str) -> None:
         self.flush()
@@ -341,6 +348,15 @@ class _Stream:
             text = str(message.get("text") or "")
             self.w._update(self.entry, text=text, streaming=False, partial=True)
         self.entry = None
+
+    def _reset(self) -> None:
+        """The next attempt streams the unfinished turn again: the entry streamed so far is
+        taken out of the transcript (its text is discarded, not the answer)."""
+        self.buffer = self.text = ""
+        if self.entry is not None:
+            entry, self.entry = self.entry, None
+            with self.w._lock:
+                self.w.transcript = [e for e in self.w.transcript if e.get("id") != entry]
 
     def _open_entry(self) -> None:
         self.text = ""

@@ -14,6 +14,7 @@ import {
   applyError,
   applyFinal,
   applyHistory,
+  applyReset,
   setTurnUsage,
   startTool,
   updateDraft,
@@ -109,6 +110,8 @@ function applyRunEvent(state: ChatState, runId: string, event: AgiEvent): ChatSt
       return updateDraft(state, runId, item => appendText(item, 'text', event.delta, false));
     case 'output.text.done':
       return updateDraft(state, runId, item => appendText(item, 'text', event.text, true));
+    case 'output.text.reset':
+      return applyReset(state, runId, event.discarded_chars ?? 0, event.discarded_reasoning_chars ?? 0);
     case 'reasoning.delta':
       return updateDraft(state, runId, item => appendText(item, 'reasoning', event.delta, false));
     case 'reasoning.done':

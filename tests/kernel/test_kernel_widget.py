@@ -125,6 +125,22 @@ def test_stop_cancels_the_run(widget: Any, fake_llm: FakeLLMServer) -> None:
     assert (reloaded["text"], reloaded["partial"]) == (streamed, True)
 
 
+def test_a_retried_attempt_takes_its_partial_entry_back(
+    widget: Any, fake_llm: FakeLLMServer
+) -> None:
+    widget._interval = 0.0
+    first = " ".join(f"first{i}" for i in range(40))
+    fake_llm.enqueue(Turn(text=first, fault=Fault(drop_after=8)), Turn(text="the final answer"))
+    _from_front_end(widget, {"type": "send", "text": "hi"})
+    result = widget.wait(30)
+    assert (result.run.status, result.run.attempt) == ("succeeded", 2)
+    (answer,) = [e for e in widget.transcript if e["role"] == "assistant"]
+    assert (answer["text"], answer["streaming"]) == ("the final answer", False)
+    streamed = {d["entry"] for d in _deltas(widget)}
+    assert len(streamed) == 2  # the first attempt's entry was streamed, then taken out
+    assert "first0" in "".join(d["text"] for d in _deltas(widget))
+
+
 def test_the_session_picker_counts_the_messages_after_an_answer(widget: Any) -> None:
     def label() -> str:
         return str(next(s["label"] for s in widget.sessions if s["id"] == widget.session_id))
