@@ -58,7 +58,21 @@ class CatalogueApi:
         return self.sdk.describe()
 
     def stats(self) -> dict[str, Any]:
-        return self.store.stats()
+        """The store's counts and totals. The token totals leave out the runs whose usage is
+        unknown (``unknown_usage_runs``), the cost total every run whose cost is unknown
+        (``unknown_cost_runs``: no usage, or a model without a catalog price)."""
+        found = self.store.stats()
+        return {**found, "unknown_cost_runs": self._unknown_cost_runs()}
+
+    def _unknown_cost_runs(self) -> int:
+        # (A count over the runs' pages: the store has no query for it yet.)
+        count, cursor = 0, None
+        while True:
+            page = self.store.list_runs(limit=500, cursor=cursor)
+            count += sum(1 for run in page.items if run.cost_usd is None)
+            if page.next_cursor is None:
+                return count
+            cursor = page.next_cursor
 
     def budgets(self) -> list[dict[str, Any]]:
         """Spent and remaining of every budget: sessions that have one, configured notebooks."""

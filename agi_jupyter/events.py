@@ -187,6 +187,17 @@ class MessageCompleted(BaseEvent):
 
 
 @dataclass(kw_only=True)
+class Notice(BaseEvent):
+    """Something the person should know that does not stop the run, said once per session:
+    ``TOOLS_UNSUPPORTED`` (tools were offered to a local model whose chat template has no
+    place for them: its server drops them, so the model cannot call them)."""
+
+    code: str
+    message: str
+    type: Literal["notice"] = "notice"
+
+
+@dataclass(kw_only=True)
 class ErrorEvent(BaseEvent):
     code: str
     message: str
@@ -242,6 +253,7 @@ Event = (
     | UsageEvent
     | BudgetEvent
     | MessageCompleted
+    | Notice
     | ErrorEvent
     | RunFinal
     | SessionCreated

@@ -18,6 +18,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+# The commands' one way to write a cost and why an answer stopped short (re-exported).
+from agi_jupyter.amounts import UNKNOWN as UNKNOWN
+from agi_jupyter.amounts import known_usd as known_usd
+from agi_jupyter.amounts import stop_note as stop_note
+from agi_jupyter.amounts import usd as usd
+
 PIPE_WIDTH = 200
 
 
@@ -104,10 +110,6 @@ def when(iso: str | None) -> str:
     return iso[:19].replace("T", " ") if iso else "-"
 
 
-def usd(value: float | None) -> str:
-    return "-" if value is None else f"${value:.4f}"
-
-
 def budget_line(status: Mapping[str, Any]) -> str:
     """``session budget: 60/100 tokens (40 tokens left)``: a budget status (``BudgetStatus``
     as a dict), as ``agi stats`` and ``agi budget`` print it."""
@@ -131,7 +133,7 @@ def tokens(input_tokens: int | None, output_tokens: int | None) -> str:
 
 
 def _count(value: int | None) -> str:
-    return "?" if value is None else str(value)
+    return UNKNOWN if value is None else str(value)
 
 
 # --- events ----------------------------------------------------------------------------------

@@ -1029,7 +1029,7 @@ export interface components {
          * @description One live event (DESIGN.md section 4): a line of NDJSON, or the data of an SSE event
          *     whose ``event:`` name is the ``type``.
          */
-        Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
+        Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
         /** History */
         History: {
             /**
@@ -1365,6 +1365,38 @@ export interface components {
             } | null;
         };
         /**
+         * Notice
+         * @description Something the person should know that does not stop the run, said once per session:
+         *     ``TOOLS_UNSUPPORTED`` (tools were offered to a local model whose chat template has no
+         *     place for them: its server drops them, so the model cannot call them).
+         */
+        Notice: {
+            /**
+             * Run Id
+             * @default
+             */
+            run_id: string;
+            /**
+             * Seq
+             * @default 0
+             */
+            seq: number;
+            /**
+             * Ts
+             * @default
+             */
+            ts: string;
+            /** Code */
+            code: string;
+            /** Message */
+            message: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "notice";
+        };
+        /**
          * OneShotRequest
          * @description One prompt, or a short conversation ending with a user turn (its last turn is the
          *     prompt), answered in a fresh session.
@@ -1664,7 +1696,7 @@ export interface components {
              * Cost Usd
              * @default 0
              */
-            cost_usd: number;
+            cost_usd: number | null;
             /**
              * Notebook Path
              * @default null
@@ -1770,7 +1802,7 @@ export interface components {
         /** RunEvents */
         RunEvents: {
             /** Events */
-            events: (components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"])[];
+            events: (components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"])[];
         };
         /**
          * RunFinal
@@ -2355,6 +2387,11 @@ export interface components {
              * @default 0
              */
             unknown_usage_runs: number;
+            /**
+             * Unknown Cost Runs
+             * @default 0
+             */
+            unknown_cost_runs: number;
         } & {
             [key: string]: unknown;
         };

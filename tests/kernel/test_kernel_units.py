@@ -121,7 +121,7 @@ def test_run_view_shows_progress_errors_and_replays() -> None:
     view.apply({"type": "run.final", "run": {"status": "cancelled", "replayed_from": "run_0"}})
     assert "**Error** — RUN\\_CANCELLED: stopped" in view.to_markdown()
     assert view.footer().endswith("· run_0 · cancelled")  # a replay shows the recorded run
-    assert "cost n/a" in view.footer()
+    assert "cost ?" in view.footer()  # unknown, never $0
 
 
 def test_run_view_of_a_cancelled_run_shows_its_partial_answer_and_cancelled_tools() -> None:

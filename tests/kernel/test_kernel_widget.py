@@ -70,7 +70,7 @@ def test_send_streams_deltas_and_commits_the_transcript(
     user, answer, info = widget.transcript
     assert user["text"] == "hi"
     assert (answer["text"], answer["streaming"]) == ("Hello there", False)
-    assert info["text"].startswith("fake:echo · 7 in / 3 out tokens · run_")
+    assert info["text"].startswith("fake:echo · 7 in / 3 out tokens · $0.0000 · run_")
     deltas = _deltas(widget)
     assert {d["entry"] for d in deltas} == {answer["id"]}
     assert "".join(d["text"] for d in deltas) == "Hello there"
