@@ -14,6 +14,7 @@ import {
   applyError,
   applyFinal,
   applyHistory,
+  applyNotice,
   applyReset,
   setTurnUsage,
   startTool,
@@ -148,6 +149,8 @@ function applyRunEvent(state: ChatState, runId: string, event: AgiEvent): ChatSt
     case 'message.created': {
       return upsertMessage(state, { ...event.message, run_id: event.message.run_id ?? runId });
     }
+    case 'notice':
+      return applyNotice(state, runId, event.code, event.message, event.seq);
     case 'error':
       return applyError(state, runId, event.code, event.message, event.retryable, event.seq);
     case 'run.final':
@@ -162,7 +165,8 @@ function applyUsage(state: ChatState, runId: string, input: number, output: numb
   const next = patchRun(state, runId, {
     inputTokens: run.inputTokens + input,
     outputTokens: run.outputTokens + output,
-    costUsd: run.costUsd + (cost ?? 0)
+    // Unknown stays unknown: never a sum that counts a turn without a price as $0.
+    costUsd: run.costUsd === null || cost === null ? null : run.costUsd + cost
   });
   return setTurnUsage(next, runId, input, output, cost);
 }

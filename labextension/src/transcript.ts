@@ -276,11 +276,21 @@ export function setTurnUsage(
     const item = state.items[i] as ChatItem;
     if (item.runId === runId && item.role === 'assistant') {
       const items = [...state.items];
-      items[i] = { ...item, inputTokens: input, outputTokens: output, costUsd: cost };
+      items[i] = { ...item, inputTokens: input, outputTokens: output, costUsd: cost, costUnknown: cost === null };
       return { ...state, items };
     }
   }
   return state;
+}
+
+/** A `notice` (e.g. tools a local model cannot take): an item of its own before the run's
+ * answer, so the stored answer that replaces the draft leaves it in place. */
+export function applyNotice(state: ChatState, runId: string, code: string, message: string, seq: number): ChatState {
+  const item: ChatItem = { ...emptyItem(`notice:${runId}:${seq}`, 'system', runId), blocks: [{ kind: 'notice', code, message }] };
+  const draft = state.items.findIndex(i => i.key === draftKey(runId));
+  const items = [...state.items];
+  items.splice(draft < 0 ? items.length : draft, 0, item);
+  return { ...state, items };
 }
 
 export function applyError(

@@ -260,6 +260,34 @@ describe('stopping and failing', () => {
     expect(state.items[1]?.status).toBe('streaming');
   });
 
+  it('keeps an unknown cost unknown, marks a truncated answer and shows a notice', () => {
+    const truncated = message({
+      id: 'msg_t',
+      session_id: 'ses_1',
+      run_id: R,
+      role: 'assistant',
+      parts: [{ type: 'text', text: 'cut' }],
+      meta: { cost_usd: null, truncated: true, context_full: true, context_window: 512, context_tokens: 512 }
+    });
+    const state = run(
+      initialState(),
+      events([
+        ...RUN_EVENTS.slice(0, 4),
+        { type: 'notice', run_id: R, seq: 5, code: 'TOOLS_UNSUPPORTED', message: 'compat:q cannot take tools' },
+        { type: 'output.text.delta', run_id: R, seq: 6, delta: 'cut' },
+        { type: 'message.completed', run_id: R, seq: 7, message: truncated },
+        { type: 'usage', run_id: R, seq: 8, input_tokens: 500, output_tokens: 12, cost_usd: null }
+      ])
+    );
+    expect(state.runs[R]?.costUsd).toBeNull();
+    const answer = state.items.find(i => i.messageId === 'msg_t') as ChatItem;
+    expect(answer.costUnknown).toBe(true);
+    expect(answer.stop).toBe('truncated: the context window is full (512 of 512 tokens)');
+    const notice = state.items.find(i => i.key.startsWith('notice:')) as ChatItem;
+    expect(notice.blocks).toEqual([{ kind: 'notice', code: 'TOOLS_UNSUPPORTED', message: 'compat:q cannot take tools' }]);
+    expect(visibleBlocks(notice, 'simple')).toEqual(notice.blocks);
+  });
+
   it('shows an error of a run with no draft as its own item', () => {
     const state = run(
       initialState(),
