@@ -17,10 +17,11 @@ import pytest
 
 from agi_jupyter.app import Agi
 from agi_jupyter.kernel.render import RunView
-from agi_jupyter.testing import FakeLLMServer, Turn
+from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 from tests.runtime.conftest import MakeAgi
 
 LOCAL = "compat:qwen3-local"  # a model no catalog prices
+CHAT = "openai-chat:gpt-4o-mini"
 
 
 def _local(make_agi: MakeAgi, fake_llm: FakeLLMServer, **config: Any) -> Agi:
@@ -121,3 +122,26 @@ def test_a_model_whose_template_takes_tools_gets_no_notice(
     result = agi.ask("list the files", agent="plan", model=LOCAL)
     assert "notice" not in [e.type for e in agi.store.list_run_events(result.run.id)]
     assert any(r.path == "/props" for r in fake_llm.requests)  # it was asked
+
+
+def test_budgets_never_count_unknown_spend_as_zero(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer
+) -> None:
+    """The documented policy (README, Budgets): a call that reported no usage stops the run
+    before its next call under any budget; with ``max_usd`` a model without a price is refused
+    at once."""
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_list", {"path": "."})], send_usage=False),
+        Turn(text="never asked"),
+    )
+    agi = _local(make_agi, fake_llm)
+    session = agi.new_session(agent="plan", model=CHAT, budget={"max_tokens": 100_000})
+    stopped = agi.ask("list", session=session.id).run
+    assert (stopped.status, (stopped.error or {}).get("code")) == ("failed", "BUDGET_EXCEEDED")
+    assert "reported no usage" in str((stopped.error or {}).get("message"))
+    assert stopped.cost_usd is None
+    assert fake_llm.pending_turns == 1  # the second call was never made
+    unpriced = agi.new_session(model=LOCAL, budget={"max_usd": 1.0})
+    refused = agi.ask("hi", session=unpriced.id).run
+    assert (refused.error or {}).get("code") == "BUDGET_EXCEEDED"
+    assert "no known price" in str((refused.error or {}).get("message"))
