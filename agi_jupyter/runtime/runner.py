@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from agi_jupyter.providers.server_caps import ServerCaps
     from agi_jupyter.runtime.deps import RuntimeDeps
     from agi_jupyter.runtime.emitter import RunEmitter
+    from agi_jupyter.store import Store
     from agi_jupyter.tools import ToolRegistry
 
 
@@ -130,6 +131,7 @@ class AgentLoop:
             # The notebook's outline quotes its cells: redacted like every tool result.
             system = f"{system}\n\n{deps.redactor.redact_text(context)}" if context else system
         provider = await deps.providers.aget(run.provider or "fake")
+        await self._reset_after_takeover(run, emitter)
         state: JSON = dict(run.loop_state or {})
         self._answered_budget(run, state.pop("budget_question", None), state)
         usage_total = dict(state.get("usage") or {"input_tokens": 0, "output_tokens": 0})
@@ -155,8 +157,7 @@ class AgentLoop:
         # Every registered name, so a call to a tool not offered is refused by its real name.
         names = ToolNames([t.name for t in deps.registry.all()])
         specs = [names.encode_spec(t.spec()) for t in tools]
-        if specs:
-            await self._warn_tools_unsupported(run, session, len(specs), emitter)
+        await self._warn_tools_unsupported(run, session, len(specs), emitter)
         extras = deps.config.request_extras.body_for(run.provider or "", run.model or "")
         text = ""
         for iteration in range(int(state.get("iteration", 0)) + 1, max_iterations + 1):
@@ -283,6 +284,23 @@ class AgentLoop:
         current = deps.store.get_session(session.id)
         return budgets.statuses(deps.store, current, deps.config.budgets)
 
+    async def _reset_after_takeover(self, run: Run, emitter: RunEmitter) -> None:
+        """An attempt that took the run over from a process that died mid-turn: that process
+        stored deltas (``persist_deltas``) no ending took back, and a follower in another
+        process showed them; this attempt streams the turn again, so ``output.text.reset``
+        first. (A retry or a release already sent theirs: nothing is left to take back.)"""
+        if run.attempt <= 1 or not self.deps.config.persist_deltas:
+            return
+        text, reasoning = await self.deps.stored(unsettled_deltas, self.deps.store, run.id)
+        if text or reasoning:
+            emitter.emit(
+                ev.TextReset(
+                    attempt=run.attempt,
+                    discarded_chars=text,
+                    discarded_reasoning_chars=reasoning,
+                )
+            )
+
     # --- what the model's server says ---------------------------------------------------------
 
     async def _context_window(self, run: Run) -> int | None:
@@ -306,6 +324,8 @@ class AgentLoop:
         """Tools offered to a local model whose chat template has no place for them (its
         server says so): a ``notice``, once per session and model (kept in the session's
         ``metadata["agi_notices"]``), because the server drops them without a word."""
+        if not offered:
+            return
         caps = await self._server_caps(run)
         if caps is None or caps.supports_tools is not False:
             return
@@ -523,6 +543,23 @@ def add_turn_usage(total: dict[str, Any], turn: TurnResult) -> None:
             context_window=turn.context_window,
             context_tokens=turn.context_tokens,
         )
+
+
+def unsettled_deltas(store: Store, run_id: str) -> tuple[int, int]:
+    """(text, reasoning) characters of the run's stored deltas that no stored assistant message
+    and no ``output.text.reset`` settled: what an attempt that died mid-turn had shown."""
+    text = reasoning = 0
+    for event in store.list_run_events(run_id):
+        if event.type == "output.text.delta":
+            text += len(str(event.payload.get("delta", "")))
+        elif event.type == "reasoning.delta":
+            reasoning += len(str(event.payload.get("delta", "")))
+        elif event.type == "output.text.reset" or (
+            event.type == "message.completed"
+            and (event.payload.get("message") or {}).get("role") == "assistant"
+        ):
+            text = reasoning = 0
+    return text, reasoning
 
 
 def state_cost(state: JSON) -> float | None:

@@ -115,3 +115,26 @@ def test_the_reset_is_stored_with_the_deltas_only(
     types = {e.type for e in lean.store.list_run_events(run_id)}
     assert "output.text.reset" not in types
     assert "output.text.delta" not in types
+
+
+def test_an_attempt_that_takes_over_a_dead_owners_turn_takes_its_stored_deltas_back(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer
+) -> None:
+    """A process died mid-turn after storing deltas (``persist_deltas``) that a follower in
+    another process showed; no ending sent a reset, so the attempt that takes over does."""
+    fake_llm.enqueue(Turn(text=FINAL))
+    agi = make_agi(config={"persist_deltas": True})
+    session = agi.new_session(model="openai-chat:gpt-4o-mini")
+    run = agi.submit("go", session=session.id, start=False)
+    fence = agi.store.claim_run(run.id, agi.run(run.id).version, owner="dead-host:1:x")
+    assert fence is not None
+    shown = "half an answer"
+    agi.store.append_run_events(
+        run.id, [("output.text.delta", {"delta": shown})], seqs=[1], fence=fence
+    )
+    agi.store.update_run(run.id, heartbeat_at="2000-01-01T00:00:00.000Z", attempt=1)
+    assert agi.tick().recovered == 1
+    events = list(agi.follow(run.id))
+    (reset,) = [e for e in events if e["type"] == "output.text.reset"]
+    assert (reset["attempt"], reset["discarded_chars"]) == (2, len(shown))
+    assert joined(events) == agi.result(run.id).text == FINAL
