@@ -59,6 +59,22 @@ class TextDone(BaseEvent):
 
 
 @dataclass(kw_only=True)
+class TextReset(BaseEvent):
+    """The text and reasoning streamed since the last ``output.text.done`` (or the last stored
+    assistant message) are discarded: the attempt that streamed them ended (a retryable error,
+    or its process stopped) and attempt ``attempt`` streams that model turn again from its
+    start. A consumer that joins ``output.text.delta`` drops the last ``discarded_chars``
+    characters it joined (``discarded_reasoning_chars`` of the reasoning), and ends with the
+    stored answer. Sent before the new attempt's first delta, stored like the deltas it takes
+    back (only with ``persist_deltas``)."""
+
+    attempt: int
+    discarded_chars: int = 0
+    discarded_reasoning_chars: int = 0
+    type: Literal["output.text.reset"] = "output.text.reset"
+
+
+@dataclass(kw_only=True)
 class ReasoningDelta(BaseEvent):
     delta: str
     type: Literal["reasoning.delta"] = "reasoning.delta"
@@ -172,6 +188,17 @@ class MessageCompleted(BaseEvent):
 
 
 @dataclass(kw_only=True)
+class Notice(BaseEvent):
+    """Something the person should know that does not stop the run, said once per session:
+    ``TOOLS_UNSUPPORTED`` (tools were offered to a local model whose chat template has no
+    place for them: its server drops them, so the model cannot call them)."""
+
+    code: str
+    message: str
+    type: Literal["notice"] = "notice"
+
+
+@dataclass(kw_only=True)
 class ErrorEvent(BaseEvent):
     code: str
     message: str
@@ -231,6 +258,7 @@ Event = (
     | Iteration
     | TextDelta
     | TextDone
+    | TextReset
     | ReasoningDelta
     | ReasoningDone
     | ToolCallStarted
@@ -243,6 +271,7 @@ Event = (
     | UsageEvent
     | BudgetEvent
     | MessageCompleted
+    | Notice
     | ErrorEvent
     | RunFinal
     | ChangesUndone
@@ -268,9 +297,17 @@ def _event_types() -> dict[str, type[Any]]:
 
 EVENT_TYPES: dict[str, type[Any]] = _event_types()
 
-# Streaming fragments: persisted to run_events only when persist_deltas is on.
+# Streaming fragments, and the reset that takes text fragments back: persisted to run_events
+# only when persist_deltas is on (a reader of the stored events sees a reset only with the
+# deltas it discards).
 DELTA_TYPES: frozenset[str] = frozenset(
-    {"output.text.delta", "reasoning.delta", "tool.call.arguments.delta", "tool.call.delta"}
+    {
+        "output.text.delta",
+        "output.text.reset",
+        "reasoning.delta",
+        "tool.call.arguments.delta",
+        "tool.call.delta",
+    }
 )
 
 

@@ -364,7 +364,9 @@ class Run:
     epoch: int = 0  # bumped whenever ownership changes hands (claim, takeover, release)
     heartbeat_at: str | None = None
     usage: JSON = field(default_factory=dict)
-    cost_usd: float = 0.0
+    # USD at list price; None: unknown (a model turn without usage, or a model without a
+    # catalog price), never counted as 0.
+    cost_usd: float | None = 0.0
     notebook_path: str | None = None
     cell_id: str | None = None
     execution_count: int | None = None

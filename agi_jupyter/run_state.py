@@ -41,21 +41,37 @@ class UsageTotals:
     input_tokens: int | None = 0
     output_tokens: int | None = 0
     unknown_turns: int = 0  # turns whose server sent no usage
-    truncated: bool = False  # a turn stopped at the output token limit
+    truncated: bool = False  # a turn stopped at a token limit
+    # a turn stopped because prompt and answer filled the context window (not the output
+    # limit): the window and the tokens it held
+    context_full: bool = False
+    context_window: int | None = None
+    context_tokens: int | None = None
 
-    def add(self, tokens: tuple[int, int] | None, *, truncated: bool = False) -> UsageTotals:
-        """These totals with one more turn: its (input, output) tokens, None if not sent."""
+    def add(
+        self,
+        tokens: tuple[int, int] | None,
+        *,
+        truncated: bool = False,
+        context: tuple[int | None, int | None] | None = None,
+    ) -> UsageTotals:
+        """These totals with one more turn: its (input, output) tokens, None if not sent;
+        ``context``: (window, tokens) when that turn filled the context window."""
         input_tokens, output_tokens, unknown = self.input_tokens, self.output_tokens, 0
         if tokens is None:
             unknown, input_tokens, output_tokens = 1, None, None
         elif not self.unknown_turns:
             input_tokens = (input_tokens or 0) + tokens[0]
             output_tokens = (output_tokens or 0) + tokens[1]
+        window, held = (self.context_window, self.context_tokens) if context is None else context
         return UsageTotals(
             input_tokens,
             output_tokens,
             self.unknown_turns + unknown,
             self.truncated or truncated,
+            self.context_full or context is not None,
+            window,
+            held,
         )
 
 
@@ -66,7 +82,7 @@ class LoopProgress:
 
     iteration: int
     usage: UsageTotals
-    cost_usd: float
+    cost_usd: float | None  # None: a turn's cost is unknown (no usage, or no catalog price)
     # For the budget check of the next call (budget.py): its prompt resends at least this
     # one's (0 when the call sent no usage).
     last_input_tokens: int = 0

@@ -91,6 +91,10 @@ def usage_to_json(usage: UsageTotals) -> JSON:
         out["unknown_turns"] = usage.unknown_turns
     if usage.truncated:
         out["truncated"] = True
+    if usage.context_full:
+        out["context_full"] = True
+        out["context_window"] = usage.context_window
+        out["context_tokens"] = usage.context_tokens
     return out
 
 
@@ -152,9 +156,17 @@ def _progress(data: JSON) -> LoopProgress:
     return LoopProgress(
         iteration=int(data.get("iteration") or 0),
         usage=_usage(data.get("usage")),
-        cost_usd=float(data.get("cost_usd") or 0.0),
+        cost_usd=_cost(data),
         last_input_tokens=int(data.get("last_input_tokens") or 0),
     )
+
+
+def _cost(data: JSON) -> float | None:
+    """0 before the first turn; None (unknown) once a turn's cost was unknown."""
+    if "cost_usd" not in data:
+        return 0.0
+    cost = data["cost_usd"]
+    return None if cost is None else float(cost)
 
 
 def _usage(raw: Mapping[str, Any] | None) -> UsageTotals:
@@ -165,6 +177,9 @@ def _usage(raw: Mapping[str, Any] | None) -> UsageTotals:
         _tokens(raw.get("output_tokens", 0)),
         unknown_turns=int(raw.get("unknown_turns") or 0),
         truncated=bool(raw.get("truncated")),
+        context_full=bool(raw.get("context_full")),
+        context_window=_tokens(raw.get("context_window")),
+        context_tokens=_tokens(raw.get("context_tokens")),
     )
 
 

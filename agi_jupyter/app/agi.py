@@ -67,6 +67,7 @@ from agi_jupyter.run_state import BudgetDecision, ExternalCall, LoopState
 from agi_jupyter.run_state_codec import question_to_json
 from agi_jupyter.runtime.bus import EventBus
 from agi_jupyter.runtime.deps import ProviderPool, RuntimeDeps
+from agi_jupyter.runtime.final_text import afinal_text_only, final_text_only
 from agi_jupyter.runtime.follow import RunCursor, SessionItem, SessionMark, is_new
 from agi_jupyter.runtime.history import HistoryView
 from agi_jupyter.runtime.loop_thread import BackgroundLoop
@@ -305,21 +306,26 @@ class Agi:
             prompt, session=session, model=spec, start=start, type="deep_research", **run_fields
         )
 
-    def stream(self, prompt: str | Sequence[Part], **options: Any) -> Iterator[dict[str, Any]]:
+    def stream(
+        self, prompt: str | Sequence[Part], *, final_only: bool = False, **options: Any
+    ) -> Iterator[dict[str, Any]]:
         """Start a run and yield its events until ``run.final``, or until the run waits for an
         approval (a ``run.status`` ``waiting_approval`` event is then the last one: see
         ``pending_approvals`` and ``decide``). Stopping early is safe: the run goes on and
-        persists."""
+        persists. A retried attempt streams its turn again after an ``output.text.reset``
+        (drop the text it discards); ``final_only``: hold each turn's deltas until the turn
+        is kept, so only the final attempt's text is yielded (``runtime.final_text``)."""
         run, after_seq = self._submit(prompt, **options)
-        return self._records.follow(run.id, after_seq=after_seq, fresh=is_new(run))
+        events = self._records.follow(run.id, after_seq=after_seq, fresh=is_new(run))
+        return final_text_only(events) if final_only else events
 
     async def astream(
-        self, prompt: str | Sequence[Part], **options: Any
+        self, prompt: str | Sequence[Part], *, final_only: bool = False, **options: Any
     ) -> AsyncIterator[dict[str, Any]]:
         """``stream`` for callers on their own asyncio loop."""
         run, after_seq = self._submit(prompt, **options)
         events = self._records.afollow(run.id, after_seq=after_seq, fresh=is_new(run))
-        async for event in events:
+        async for event in afinal_text_only(events) if final_only else events:
             yield event
 
     def ask(self, prompt: str | Sequence[Part], **options: Any) -> RunResult:

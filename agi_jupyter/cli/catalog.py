@@ -111,14 +111,17 @@ def stats(project: Path | None, as_json: bool) -> None:
     if as_json:
         render.print_json({**data, "budgets": budgets})
         return
-    render.fields((key, _stat(key, value)) for key, value in data.items())
+    render.fields(
+        (key, render.known_usd(value, data.get("unknown_cost_runs", 0), "runs"))
+        if key == "cost_usd"
+        else (key, _stat(key, value))
+        for key, value in data.items()
+    )
     for status in budgets:
         click.echo(f"{status.get('session_id') or ''} {render.budget_line(status)}".strip())
 
 
 def _stat(key: str, value: Any) -> object:
-    if key == "cost_usd":
-        return render.usd(value)
     if isinstance(value, dict):
         return ", ".join(f"{k} {v}" for k, v in sorted(value.items())) or "-"
     return value

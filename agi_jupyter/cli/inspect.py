@@ -85,7 +85,7 @@ def show(session_id: str, full: bool, project: Path | None, as_json: bool) -> No
             ("model", render.model_label(ses.provider, ses.model)),
             ("messages", ses.message_count),
             ("tokens in/out", render.tokens(ses.input_tokens, ses.output_tokens)),
-            ("cost", render.usd(ses.cost_usd)),
+            ("cost", render.known_usd(ses.cost_usd, unknown_cost_answers(messages))),
             ("created", render.when(ses.created_at)),
         ]
     )
@@ -93,10 +93,24 @@ def show(session_id: str, full: bool, project: Path | None, as_json: bool) -> No
         _print_message(message)
 
 
+def unknown_cost_answers(messages: list[Message]) -> int:
+    """The model answers of ``messages`` whose cost is unknown (no usage, or no catalog
+    price): the session's cost counts only what was measured."""
+    return sum(
+        1
+        for m in messages
+        if m.role == "assistant" and "cost_usd" in m.meta and m.meta["cost_usd"] is None
+    )
+
+
 def _print_message(message: Message) -> None:
     out = render.console()
     out.print()
-    out.print(Text(message.role, style="bold") + Text(f"  {render.when(message.created_at)}"))
+    head = Text(message.role, style="bold") + Text(f"  {render.when(message.created_at)}")
+    stop = render.stop_note(message.meta) if message.role == "assistant" else None
+    if stop:
+        head += Text(f"  {stop}", style="bold yellow")
+    out.print(head)
     for part in message.parts:
         out.print(Text(_part_text(part)))
 
@@ -141,7 +155,7 @@ def runs(session_id: str | None, limit: int, project: Path | None, as_json: bool
         render.print_json(items)
         return
     render.table(
-        ["id", "session", "status", "model", "attempt", "tokens in/out", "cost", "created"],
+        ["id", "session", "status", "model", "attempt", "tokens in/out", "cost", "stop", "created"],
         (_run_row(r, waiting.get(r.id)) for r in items),
         empty="no runs",
     )
@@ -161,8 +175,16 @@ def _run_row(r: Run, waiting: list[str] | None = None) -> list[object]:
         f"{r.attempt}/{r.max_attempts}",
         render.tokens(r.usage.get("input_tokens"), r.usage.get("output_tokens")),
         render.usd(r.cost_usd),
+        _stop_cell(r.usage),
         render.when(r.created_at),
     ]
+
+
+def _stop_cell(usage: dict[str, object]) -> str:
+    """The ``stop`` column: ``context full`` / ``truncated`` (output token limit), else empty."""
+    if usage.get("context_full"):
+        return "context full"
+    return "truncated" if usage.get("truncated") else ""
 
 
 @click.command("run")
@@ -192,6 +214,7 @@ def run_(run_id: str, project: Path | None, as_json: bool) -> None:
                 render.tokens(run.usage.get("input_tokens"), run.usage.get("output_tokens")),
             ),
             ("cost", render.usd(run.cost_usd)),
+            ("answer", render.stop_note(run.usage)),
             ("created", render.when(run.created_at)),
             ("started", render.when(run.started_at) if run.started_at else None),
             ("completed", render.when(run.completed_at) if run.completed_at else None),

@@ -19,6 +19,12 @@ from rich.table import Table
 from rich.text import Text
 
 from agi_jupyter import run_state_codec
+
+# The commands' one way to write a cost and why an answer stopped short (re-exported).
+from agi_jupyter.amounts import UNKNOWN as UNKNOWN
+from agi_jupyter.amounts import known_usd as known_usd
+from agi_jupyter.amounts import stop_note as stop_note
+from agi_jupyter.amounts import usd as usd
 from agi_jupyter.run_state import LoopState
 
 PIPE_WIDTH = 200
@@ -109,10 +115,6 @@ def when(iso: str | None) -> str:
     return iso[:19].replace("T", " ") if iso else "-"
 
 
-def usd(value: float | None) -> str:
-    return "-" if value is None else f"${value:.4f}"
-
-
 def budget_line(status: Mapping[str, Any]) -> str:
     """``session budget: 60/100 tokens (40 tokens left)``: a budget status (``BudgetStatus``
     as a dict), as ``agi stats`` and ``agi budget`` print it."""
@@ -136,7 +138,7 @@ def tokens(input_tokens: int | None, output_tokens: int | None) -> str:
 
 
 def _count(value: int | None) -> str:
-    return "?" if value is None else str(value)
+    return UNKNOWN if value is None else str(value)
 
 
 # --- events ----------------------------------------------------------------------------------
@@ -177,6 +179,9 @@ _SUMMARIES: dict[str, Any] = {
     "output.text.delta": lambda e: repr(e.get("delta", "")),
     "reasoning.delta": lambda e: repr(e.get("delta", "")),
     "output.text.done": lambda e: str(e.get("text", "")),
+    "output.text.reset": lambda e: (
+        f"attempt {e.get('attempt')} streams again; {e.get('discarded_chars')} characters discarded"
+    ),
     "reasoning.done": lambda e: str(e.get("text", "")),
     "tool.call.started": _tool,
     "tool.call.arguments.delta": lambda e: repr(e.get("delta", "")),

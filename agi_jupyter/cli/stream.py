@@ -7,10 +7,12 @@ NDJSON line on stdout, nothing else there.
 
 When stdout is a regular file (``agi ... > file``), a model turn's text is written once the turn
 is complete (``output.text.done``): a turn cut short and retried (an ``error`` event with
-``retryable``) is dropped, so the file holds only the final attempt's answer. On a terminal or
-a pipe the text streams live and stderr says that an attempt was retried. A usage the server
-did not send prints as unknown, and an answer stopped at the output token limit is said so on
-stderr.
+``retryable``, then ``output.text.reset``) is dropped, so the file holds only the final attempt's
+answer. On a terminal or a pipe the text streams live and stderr says that an attempt was
+retried and how much of the text above it discards. A usage the server
+did not send prints as unknown; an answer cut short is said so on stderr (the output token limit,
+or a full context window with its tokens), and so is a ``notice`` (tools a local model cannot
+take).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import click
 from rich.status import Status
 
 from agi_jupyter.budget import describe
-from agi_jupyter.cli.render import compact_json, console, one_line, print_json_line
+from agi_jupyter.cli.render import compact_json, console, one_line, print_json_line, stop_note
 
 FAKE_NOTE = (
     "note: answering with the offline fake model (no provider key set); "
@@ -131,8 +133,12 @@ class StreamPrinter:
 
     def _on_message_completed(self, e: Mapping[str, Any]) -> None:
         message = e.get("message") or {}
-        if message.get("role") == "assistant" and (message.get("meta") or {}).get("truncated"):
-            self.note("note: the answer was cut at the model's output token limit (truncated)")
+        stop = stop_note(message.get("meta") or {}) if message.get("role") == "assistant" else None
+        if stop:
+            self.note(f"note: the answer was cut short ({stop})")
+
+    def _on_notice(self, e: Mapping[str, Any]) -> None:
+        self.note(f"warning: {e.get('message')} [{e.get('code')}]")
 
     def _on_tool_call_started(self, e: Mapping[str, Any]) -> None:
         self._tool_names[str(e.get("tool_call_id"))] = str(e.get("name"))
@@ -150,11 +156,20 @@ class StreamPrinter:
 
     def _on_error(self, e: Mapping[str, Any]) -> None:
         if e.get("retryable"):
-            dropped = bool(self._pending)
-            self._pending.clear()  # the retried attempt streams this turn again
             self.note(one_line(f"[retrying] {e.get('code')}: {e.get('message')}", 160))
-            if dropped or self.live_text:
-                self.note("note: the attempt was retried; its partial answer is not kept")
+
+    def _on_output_text_reset(self, e: Mapping[str, Any]) -> None:
+        """The next attempt streams the unfinished turn again: what it streamed is dropped
+        (not written yet when the text is written per turn; said so when it is live)."""
+        dropped = bool(self._pending)
+        self._pending.clear()
+        shown = int(e.get("discarded_chars") or 0)
+        if dropped or (self.live_text and shown):
+            kept = "" if dropped else f" (the {shown} characters above)"
+            self.note(
+                f"note: the attempt was retried; its partial answer{kept} is not kept: "
+                f"attempt {e.get('attempt')} answers again"
+            )
 
     def _on_budget(self, e: Mapping[str, Any]) -> None:
         self.budgets[str(e.get("scope"))] = e
@@ -183,7 +198,8 @@ def recorded_line(run: Mapping[str, Any]) -> str:
         tokens = "usage unknown (the server sent none)"
     else:
         tokens = f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out"
-    truncated = " · truncated (output token limit)" if usage.get("truncated") else ""
+    stop = stop_note(usage)
+    truncated = f" · {stop}" if stop else ""
     return (
         f"{run.get('id')} · session {session} · {tokens}{truncated} · recorded in "
         f".agi/agi.sqlite (`agi show {session} --full`)"

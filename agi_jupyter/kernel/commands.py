@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from IPython.core.error import UsageError as IPythonUsageError
 
+from agi_jupyter.amounts import UNKNOWN, usd
 from agi_jupyter.errors import UsageError
 from agi_jupyter.kernel._ipython import MagicArgumentParser, is_terminal
 from agi_jupyter.kernel.tables import Table, Text
@@ -149,12 +150,12 @@ def cmd_sessions(ctx: KernelContext, args: argparse.Namespace) -> Table:
                 s.sdk,
                 s.message_count,
                 s.input_tokens + s.output_tokens,
-                f"{s.cost_usd:.4f}",
+                usd(s.cost_usd),
                 s.notebook_path or "",
                 s.created_at,
             ]
         )
-    columns = ["", "id", "title", "agent", "model", "sdk", "messages", "tokens", "cost $"]
+    columns = ["", "id", "title", "agent", "model", "sdk", "messages", "tokens", "cost"]
     columns.append("notebook")
     return Table([*columns, "created"], rows, title="Sessions")
 
@@ -243,7 +244,7 @@ def cmd_runs(ctx: KernelContext, args: argparse.Namespace) -> Table:
         tokens = (
             int(r.usage.get("input_tokens") or 0) + int(r.usage.get("output_tokens") or 0)
             if known
-            else "?"
+            else UNKNOWN
         )
         status: str = r.status
         if r.status == "waiting_approval":
@@ -257,14 +258,14 @@ def cmd_runs(ctx: KernelContext, args: argparse.Namespace) -> Table:
                 status,
                 f"{r.provider}:{r.model}",
                 tokens,
-                f"{r.cost_usd:.4f}",
+                usd(r.cost_usd),
                 r.execution_count if r.execution_count is not None else "",
                 r.cell_id or "",
                 r.replayed_from or "",
                 r.created_at,
             ]
         )
-    columns = ["id", "status", "model", "tokens", "cost $", "In", "cell", "replayed from"]
+    columns = ["id", "status", "model", "tokens", "cost", "In", "cell", "replayed from"]
     return Table([*columns, "created"], rows, title=f"Runs of {session_id}")
 
 

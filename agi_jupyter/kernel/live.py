@@ -116,6 +116,14 @@ class TerminalPrinter:
             self._streamed_text = True
         elif kind == "output.text.done" and not self._streamed_text:
             self._write(str(event.get("text", "")))
+        elif kind == "notice":
+            self._write(f"\nWarning — {event.get('message')} [{event.get('code')}]\n")
+        elif kind == "output.text.reset" and event.get("discarded_chars"):
+            self._write(
+                f"\n[retrying: attempt {event.get('attempt')} answers again; the "
+                f"{event.get('discarded_chars')} characters above are discarded]\n"
+            )
+            self._streamed_text = False
         elif kind in ("iteration", "tool.call.started"):
             if self._streamed_text:
                 self._write("\n")

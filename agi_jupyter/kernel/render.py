@@ -38,6 +38,9 @@ class ToolBlock:
     diff: str | None = None
 
 
+STOP_KEYS = ("truncated", "context_full", "context_window", "context_tokens")
+
+
 @dataclass
 class RunView:
     """Everything shown for one run, folded from its events."""
@@ -57,7 +60,11 @@ class RunView:
     replayed_from: str | None = None
     partial: bool = False  # the answer was cut short (the run was cancelled or failed)
     usage_unknown: bool = False  # a model turn's server sent no usage (unknown, not zero)
-    truncated: bool = False  # a model turn stopped at the output token limit
+    cost_unknown: bool = False  # a model turn's cost is unknown (no catalog price)
+    # Why a model turn stopped short: ``truncated`` (output token limit) or ``context_full``
+    # with its tokens, from the answer's stored meta (``amounts.stop_note``).
+    stop: dict[str, Any] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)  # ``notice`` events (once per session)
     load_artifact: ArtifactLoader | None = None
     budgets: dict[str, dict[str, Any]] = field(default_factory=dict)  # last event per scope
     _turn_text: TextSegment | None = None
@@ -105,6 +112,15 @@ class RunView:
 
     def _text_done(self, e: dict[str, Any]) -> None:
         self._current_text().text = str(e.get("text", ""))
+
+    def _text_reset(self, e: dict[str, Any]) -> None:
+        """The next attempt streams the unfinished turn again: its text so far goes."""
+        text = int(e.get("discarded_chars") or 0)
+        reasoning = int(e.get("discarded_reasoning_chars") or 0)
+        if text and self._turn_text is not None:
+            self._turn_text.text = self._turn_text.text[:-text]
+        if reasoning:
+            self.reasoning = self.reasoning[:-reasoning]
 
     def _current_text(self) -> TextSegment:
         if self._turn_text is None:
@@ -159,7 +175,8 @@ class RunView:
             return
         if meta.get("sdk") == "native" and "usage" in meta and meta["usage"] is None:
             self.usage_unknown = True
-        self.truncated = self.truncated or bool(meta.get("truncated"))
+        if meta.get("truncated") and not self.stop.get("context_full"):
+            self.stop = {k: meta.get(k) for k in STOP_KEYS if k in meta}
         if not meta.get("partial"):
             return
         self.partial = True
@@ -171,11 +188,16 @@ class RunView:
         self.input_tokens += int(e.get("input_tokens") or 0)
         self.output_tokens += int(e.get("output_tokens") or 0)
         cost = e.get("cost_usd")
-        if cost is not None:
+        if cost is None:
+            self.cost_unknown = True  # a model without a catalog price: never added as 0
+        else:
             self.cost_usd = (self.cost_usd or 0.0) + float(cost)
 
     def _budget(self, e: dict[str, Any]) -> None:
         self.budgets[str(e.get("scope"))] = e
+
+    def _notice(self, e: dict[str, Any]) -> None:
+        self.notices.append(f"{e.get('message')} [{e.get('code')}]")
 
     def _error(self, e: dict[str, Any]) -> None:
         if not e.get("retryable"):
@@ -215,11 +237,14 @@ class RunView:
     def footer(self) -> str:
         if not self.run_id:
             return STARTING
+        from agi_jupyter.amounts import UNKNOWN, stop_note, usd
+
         model = f"{self.provider}:{self.model}" if self.provider else self.model
-        cost = "cost n/a" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        unknown = self.cost_usd is None or self.cost_unknown or self.usage_unknown
+        cost = f"cost {UNKNOWN}" if unknown else usd(self.cost_usd)
         tokens = f"{self.input_tokens} in / {self.output_tokens} out tokens"
         if self.usage_unknown:
-            tokens, cost = "usage unknown (the server sent none)", "cost unknown"
+            tokens = "usage unknown (the server sent none)"
         parts = [model or "model ?", self.agent or "agent ?", tokens, cost, self.recorded_run_id]
         if self.budgets:
             from agi_jupyter.budget import describe  # pydantic: not on %load_ext's path
@@ -231,8 +256,9 @@ class RunView:
             parts.append(self.status)
         if self.partial:
             parts.append("partial answer")
-        if self.truncated:
-            parts.append("truncated: output token limit")
+        stop = stop_note(self.stop)
+        if stop:
+            parts.append(stop)
         return " · ".join(parts)
 
     def to_markdown(self, *, status_only: bool = False) -> str:
@@ -247,6 +273,7 @@ class RunView:
                     chunks.append(segment.text)
             else:
                 chunks.append(_tool_markdown(segment))
+        chunks.extend(f"**Warning** — {_escape_md(n)}" for n in self.notices)
         if self.error:
             chunks.append(f"**Error** — {_escape_md(self.error)}")
         if self.status == "waiting_approval":
@@ -262,6 +289,7 @@ class RunView:
                     chunks.append(segment.text)
             else:
                 chunks.append(tool_text(segment))
+        chunks.extend(f"Warning — {n}" for n in self.notices)
         if self.error:
             chunks.append(f"Error — {self.error}")
         if self.status == "waiting_approval":
@@ -276,6 +304,7 @@ _HANDLERS: dict[str, Callable[[RunView, dict[str, Any]], None]] = {
     "iteration": RunView._iteration,
     "output.text.delta": RunView._text_delta,
     "output.text.done": RunView._text_done,
+    "output.text.reset": RunView._text_reset,
     "reasoning.delta": RunView._reasoning,
     "reasoning.done": RunView._reasoning_done,
     "tool.call.started": RunView._tool_started,
@@ -287,6 +316,7 @@ _HANDLERS: dict[str, Callable[[RunView, dict[str, Any]], None]] = {
     "usage": RunView._usage,
     "budget": RunView._budget,
     "message.completed": RunView._message,
+    "notice": RunView._notice,
     "error": RunView._error,
     "run.final": RunView._final,
 }

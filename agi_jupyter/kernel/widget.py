@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 from traitlets import Dict, List, Unicode
 
+from agi_jupyter.amounts import UNKNOWN, stop_note, usd
 from agi_jupyter.budget import describe
 from agi_jupyter.records import Message, TextPart, ToolCallPart, ToolResultPart
 from agi_jupyter.tools.diffs import DIFF_KINDS
@@ -286,6 +287,10 @@ class _Stream:
         self.budgets: dict[str, dict[str, Any]] = {}  # the last ``budget`` event per scope
         self.meta: dict[str, Any] = {}
         self.error = ""
+        self.unknown: set[str] = set()  # "usage", "cost_usd": an answer's meta did not know
+        self.cost = 0.0  # of the answers whose cost is known
+        self.stop: str | None = None  # why an answer stopped short (``amounts.stop_note``)
+        self.last_entry: str | None = None  # the entry of the last answer's text
 
     def apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -293,10 +298,10 @@ class _Stream:
             self._delta(str(event.get("delta", "")))
         elif kind == "output.text.done":
             self._text_done(str(event.get("text", "")))
-        elif kind == "iteration":
-            self.close_entry()
-        elif kind == "run.meta":
-            self.meta = event
+        elif kind == "output.text.reset":
+            self._reset()
+        elif kind in ("iteration", "run.meta", "notice"):
+            self._turn_event(event)
         elif kind in (
             "tool.call.started",
             "tool.call.arguments.done",
@@ -307,17 +312,35 @@ class _Stream:
             self._tool(event)
         elif kind == "run.status" and event.get("status") == "waiting_approval":
             self._waiting()
-        elif kind == "usage":
-            self.tokens[0] += int(event.get("input_tokens") or 0)
-            self.tokens[1] += int(event.get("output_tokens") or 0)
-        elif kind == "budget":
-            self.budgets[str(event.get("scope"))] = event
+        elif kind in ("usage", "budget"):
+            self._tally(event)
         elif kind == "message.completed":
             self._message(event.get("message") or {})
         elif kind == "error" and not event.get("retryable"):
             self.error = f"{event.get('code')}: {event.get('message')}"
         elif kind == "run.final":
             self._final(event)
+
+    def _turn_event(self, event: dict[str, Any]) -> None:
+        """``run.meta`` is kept for the footer; ``iteration`` ends the open entry; a
+        ``notice`` is a line of its own in the transcript."""
+        if event.get("type") == "run.meta":
+            self.meta = event
+            return
+        self.close_entry()
+        if event.get("type") == "notice":
+            text = f"warning: {event.get('message')} [{event.get('code')}]"
+            with self.w._lock:
+                self.w._append({"id": self.w._new_id("i"), "role": "info", "text": text})
+
+    def _tally(self, event: dict[str, Any]) -> None:
+        """A ``usage`` event adds to the tokens; a ``budget`` event is its scope's last."""
+        if event.get("type") == "usage":
+            self.tokens[0] += int(event.get("input_tokens") or 0)
+            self.tokens[1] += int(event.get("output_tokens") or 0)
+            self.cost += float(event.get("cost_usd") or 0.0)
+        else:
+            self.budgets[str(event.get("scope"))] = event
 
     def _text_done(self, text: str) -> None:
         self.flush()
@@ -326,12 +349,22 @@ class _Stream:
                 self._open_entry()
             assert self.entry is not None
             self.w._update(self.entry, text=text, streaming=False)
-        self.entry = None
+        self.last_entry, self.entry = self.entry, None
 
     def _message(self, message: dict[str, Any]) -> None:
-        """A partial answer (the run ended mid-answer): commit it to the entry streamed so far,
-        which would otherwise end with no text in the transcript."""
-        if message.get("role") != "assistant" or not (message.get("meta") or {}).get("partial"):
+        """A model answer: what its meta says is unknown (usage, cost) or why it stopped short
+        (marked on its entry); a partial answer (the run ended mid-answer) is committed to the
+        entry streamed so far, which would otherwise end with no text in the transcript."""
+        meta = message.get("meta") or {}
+        if message.get("role") != "assistant":
+            return
+        self.unknown.update(k for k in ("usage", "cost_usd") if k in meta and meta[k] is None)
+        stop = stop_note(meta)
+        if stop and self.last_entry is not None:
+            with self.w._lock:
+                self.w._update(self.last_entry, stop=stop)
+            self.stop = stop
+        if not meta.get("partial"):
             return
         self.flush()
         with self.w._lock:
@@ -341,6 +374,15 @@ class _Stream:
             text = str(message.get("text") or "")
             self.w._update(self.entry, text=text, streaming=False, partial=True)
         self.entry = None
+
+    def _reset(self) -> None:
+        """The next attempt streams the unfinished turn again: the entry streamed so far is
+        taken out of the transcript (its text is discarded, not the answer)."""
+        self.buffer = self.text = ""
+        if self.entry is not None:
+            entry, self.entry = self.entry, None
+            with self.w._lock:
+                self.w.transcript = [e for e in self.w.transcript if e.get("id") != entry]
 
     def _open_entry(self) -> None:
         self.text = ""
@@ -432,7 +474,13 @@ class _Stream:
         run = event.get("run") or {}
         status = str(run.get("status", ""))
         model = f"{self.meta.get('provider', '')}:{self.meta.get('model', '')}"
-        footer = f"{model} · {self.tokens[0]} in / {self.tokens[1]} out tokens · {self.run_id}"
+        tokens = f"{self.tokens[0]} in / {self.tokens[1]} out tokens"
+        if "usage" in self.unknown:
+            tokens = "usage unknown (the server sent none)"
+        cost = f"cost {UNKNOWN}" if self.unknown else usd(self.cost)
+        footer = f"{model} · {tokens} · {cost} · {self.run_id}"
+        if self.stop:
+            footer += f" · {self.stop}"
         for budget in self.budgets.values():
             footer += f" · {describe(budget)}"
         if status != "succeeded":

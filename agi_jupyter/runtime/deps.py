@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
     from agi_jupyter.config import Config
     from agi_jupyter.providers.base import Provider
+    from agi_jupyter.providers.server_caps import ServerCaps
     from agi_jupyter.runtime.bus import EventBus
     from agi_jupyter.runtime.loop_thread import BackgroundLoop
     from agi_jupyter.runtime.store_thread import StoreThread
@@ -30,9 +31,12 @@ class ProviderPool:
     """One provider client per provider name, created on first use on the runtime loop."""
 
     def __init__(self, config: Config) -> None:
+        from agi_jupyter.providers.server_caps import ServerCapsCache
+
         self.config = config
         self._providers: dict[str, Provider] = {}
         self._creating: dict[str, asyncio.Lock] = {}  # per provider name, on the runtime loop
+        self._caps = ServerCapsCache()
 
     def get(self, name: str) -> Provider:
         provider = self._providers.get(name)
@@ -57,6 +61,16 @@ class ProviderPool:
                 provider = await asyncio.to_thread(self._create, name)
                 self._providers[name] = provider
         return provider
+
+    async def server_caps(self, name: str, model: str) -> ServerCaps | None:
+        """What a local provider's server says about ``model`` (tools, context window), asked
+        once per process; None for a hosted provider (its catalog entry says it)."""
+        from agi_jupyter.providers.local_models import is_local
+
+        settings = self.config.provider(name)
+        if not settings.base_url or not is_local(settings):
+            return None
+        return await self._caps.get(settings.base_url, model, settings.api_key)
 
     def _create(self, name: str) -> Provider:
         from agi_jupyter.providers import create_provider

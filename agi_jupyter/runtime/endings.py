@@ -8,8 +8,10 @@ changes nothing. What each ending leaves behind:
   tool calls still pending or running end ``cancelled`` (cancelled run) or ``skipped`` /
   ``failed``, and each gets an error result message, so the stored conversation is complete;
   then the ``error`` event, the status, and ``run.final`` last.
-- **queued again** (a retryable error with attempts left): ``run.status: queued`` with the
-  backoff in ``next_attempt_at``; ``loop_state`` is kept, so the next attempt resumes.
+- **queued again** (a retryable error with attempts left): the ``error`` event (``retryable``),
+  ``output.text.reset`` (the text the unfinished turn streamed is discarded: the next attempt
+  streams that turn again), then ``run.status: queued`` with the backoff in
+  ``next_attempt_at``; ``loop_state`` is kept, so the next attempt resumes.
 - **waiting for approval** (a tool call the policy says a person must decide): the calls
   wait in ``tool_calls`` (status ``waiting_approval``, arguments in the assistant message),
   and the run goes to ``waiting_approval`` with no owner: no tick claims it until every
@@ -22,8 +24,9 @@ changes nothing. What each ending leaves behind:
   a tool approval; a decision (``Agi.decide``: a larger budget, or deny) is written into it and
   queues the run, and the attempt that resumes it goes on (or fails ``BUDGET_EXCEEDED``).
 - **released** (a graceful stop of this process): the tool calls in flight are answered as
-  interrupted, and the run goes back to ``queued`` with no owner and ``next_attempt_at`` now, so
-  the next process or any tick resumes it from ``loop_state`` at once.
+  interrupted, ``output.text.reset`` as for a retry, and the run goes back to ``queued`` with
+  no owner and ``next_attempt_at`` now, so the next process or any tick resumes it from
+  ``loop_state`` at once.
 
 The status events are emitted before the update that hands the run over (owner cleared: the
 fence stops holding); ``run.final`` follows the terminal update, which keeps the owner.
@@ -112,6 +115,7 @@ def requeue(deps: RuntimeDeps, run_id: str, emitter: RunEmitter, delay_at: str, 
     emitter.emit(
         ev.ErrorEvent(code=str(error["code"]), message=str(error["message"]), retryable=True)
     )
+    emit_reset(deps, run_id, emitter)
     emitter.emit(ev.RunStatusEvent(status="queued"))
     return deps.store.update_run(
         run_id,
@@ -182,6 +186,7 @@ def release(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> Run:
     run = store.get_run(run_id)
     if run.status != "cancelled":
         settle_tool_calls(deps, run_id, emitter, "cancelled", output=INTERRUPTED, keep_waiting=True)
+        emit_reset(deps, run_id, emitter)
         emitter.emit(ev.RunStatusEvent(status="queued"))
     while run.status != "cancelled":
         if fence is not None and (run.owner, run.epoch) != (fence.owner, fence.epoch):
@@ -192,6 +197,21 @@ def release(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> Run:
             return store.get_run(run_id)
         run = store.get_run(run_id)  # changed meanwhile (a heartbeat, or the cancel)
     return finish(deps, run_id, emitter, "cancelled", cancel_error())
+
+
+def emit_reset(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> None:
+    """Tell every stream that the text of the unfinished model turn is discarded: the next
+    attempt (``run.attempt + 1``, counted by its claim) streams that turn again from its start
+    (``output.text.reset``, before ``run.status: queued``)."""
+    text, reasoning = emitter.partial()
+    attempt = deps.store.get_run(run_id).attempt + 1
+    emitter.emit(
+        ev.TextReset(
+            attempt=attempt,
+            discarded_chars=len(text),
+            discarded_reasoning_chars=len(reasoning),
+        )
+    )
 
 
 def save_partial(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> None:

@@ -46,10 +46,14 @@ from agi_jupyter.runtime.toolnames import ToolNames
 from agi_jupyter.runtime.turn_tools import ToolSteps
 from agi_jupyter.tools.policy import ToolPolicy
 
+TOOLS_UNSUPPORTED = "TOOLS_UNSUPPORTED"
+
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
+    from agi_jupyter.providers.server_caps import ServerCaps
     from agi_jupyter.runtime.deps import RuntimeDeps
     from agi_jupyter.runtime.emitter import RunEmitter
+    from agi_jupyter.store import Store
     from agi_jupyter.tools import AnyTool, ToolRegistry
 
 
@@ -65,18 +69,31 @@ class TurnResult:
     usage: pb.Usage | None = None  # None: the server sent no usage (unknown, not zero)
     finish: pb.Finish | None = None
     response_id: str | None = None
+    context_window: int | None = None  # the model's, read when the answer was truncated
 
     @property
     def truncated(self) -> bool:
-        """The answer stopped at the output token limit, not because the model was done."""
+        """The answer stopped at a token limit (``finish_reason: length``), not because the
+        model was done: the output token limit, or a full context window."""
         return self.finish is not None and self.finish.reason == "length"
+
+    @property
+    def context_tokens(self) -> int | None:
+        return None if self.usage is None else self.usage.input_tokens + self.usage.output_tokens
+
+    @property
+    def context_full(self) -> bool:
+        """Truncated because prompt and answer filled the context window (a local server's
+        ``n_ctx``), not at the output token limit."""
+        used, window = self.context_tokens, self.context_window
+        return self.truncated and used is not None and window is not None and used + 1 >= window
 
 
 @dataclass
 class AttemptResult:
     text: str
     usage: dict[str, Any]
-    cost_usd: float
+    cost_usd: float | None  # None: a turn's cost is unknown (no usage, or no catalog price)
     iterations: int
     max_iterations_reached: bool = False
 
@@ -118,12 +135,13 @@ class AgentLoop:
             system = await self._system_prompt(run, session, agent, tools)
             await stored(store.update_run, run.id, fence=emitter.fence, system_prompt=system)
         provider = await deps.providers.aget(run.provider or "fake")
+        await self._reset_after_takeover(run, emitter)
         state = run.loop_state or LoopState()
         self._answered_budget(run, state)
         state = replace(state, budget_question=None)
         done = state.progress
         usage_total = UsageTotals() if done is None else done.usage
-        cost_total = 0.0 if done is None else done.cost_usd
+        cost_total: float | None = 0.0 if done is None else done.cost_usd
         # Calls that waited for a person: executed or refused now, as decided (the model
         # turn that made them is not repeated); still undecided: the run waits again.
         # (One trip to the store thread for both reads when no call waited.)
@@ -146,6 +164,7 @@ class AgentLoop:
         # Every registered name, so a call to a tool not offered is refused by its real name.
         names = ToolNames([t.name for t in deps.registry.all()])
         specs = [names.encode_spec(t.spec()) for t in tools]
+        await self._warn_tools_unsupported(run, session, len(specs), emitter)
         extras = deps.config.request_extras.body_for(run.provider or "", run.model or "")
         text = ""
         for iteration in range(state.iteration + 1, max_iterations + 1):
@@ -168,10 +187,12 @@ class AgentLoop:
                 extra_body=extras,
             )
             turn = await self._stream_turn(provider, request, emitter, names)
+            if turn.truncated:
+                turn.context_window = await self._context_window(run)
             usage = turn.usage
             cost = None if usage is None else cost_usd(run.provider or "", run.model or "", usage)
             usage_total = add_turn_usage(usage_total, turn)
-            cost_total += cost or 0.0
+            cost_total = add_turn_cost(cost_total, cost)
             text = turn.text
             # Saved before the tools run, in the assistant message's trip to the store thread:
             # a resumed attempt continues after this model turn.
@@ -301,6 +322,77 @@ class AgentLoop:
         current = deps.store.get_session(session.id)
         return budgets.statuses(deps.store, current, deps.config.budgets)
 
+    async def _reset_after_takeover(self, run: Run, emitter: RunEmitter) -> None:
+        """An attempt that took the run over from a process that died mid-turn: that process
+        stored deltas (``persist_deltas``) no ending took back, and a follower in another
+        process showed them; this attempt streams the turn again, so ``output.text.reset``
+        first. (A retry or a release already sent theirs: nothing is left to take back.)"""
+        if run.attempt <= 1 or not self.deps.config.persist_deltas:
+            return
+        text, reasoning = await self.deps.stored(unsettled_deltas, self.deps.store, run.id)
+        if text or reasoning:
+            emitter.emit(
+                ev.TextReset(
+                    attempt=run.attempt,
+                    discarded_chars=text,
+                    discarded_reasoning_chars=reasoning,
+                )
+            )
+
+    # --- what the model's server says ---------------------------------------------------------
+
+    async def _context_window(self, run: Run) -> int | None:
+        """The model's context window: what its local server says (``n_ctx``), else the
+        catalog's; None when neither says."""
+        caps = await self._server_caps(run)
+        if caps is not None and caps.context_window:
+            return caps.context_window
+        info = lookup(run.provider or "", run.model or "")
+        return info.context_window if info is not None else None
+
+    async def _server_caps(self, run: Run) -> ServerCaps | None:
+        try:
+            return await self.deps.providers.server_caps(run.provider or "", run.model or "")
+        except UsageError:
+            return None
+
+    async def _warn_tools_unsupported(
+        self, run: Run, session: Session, offered: int, emitter: RunEmitter
+    ) -> None:
+        """Tools offered to a local model whose chat template has no place for them (its
+        server says so): a ``notice``, once per session and model (kept in the session's
+        ``metadata["agi_notices"]``), because the server drops them without a word."""
+        if not offered:
+            return
+        caps = await self._server_caps(run)
+        if caps is None or caps.supports_tools is not False:
+            return
+        key = f"{TOOLS_UNSUPPORTED}:{run.provider}:{run.model}"
+        store = self.deps.store
+
+        def first_time() -> bool:  # (store thread)
+            current = store.get_session(session.id)
+            said = dict(current.metadata.get("agi_notices") or {})
+            if key in said:
+                return False
+            said[key] = run.id
+            store.update_session(session.id, metadata={**current.metadata, "agi_notices": said})
+            return True
+
+        if not await self.deps.stored(first_time):
+            return
+        emitter.emit(
+            ev.Notice(
+                code=TOOLS_UNSUPPORTED,
+                message=(
+                    f"{run.provider}:{run.model} cannot take tools: {caps.source} says its chat "
+                    f"template has no place for them, so the server drops the {offered} tools "
+                    "offered and the model cannot call them (use a model or chat template "
+                    "with tool support, e.g. llama-server --jinja)"
+                ),
+            )
+        )
+
     # --- setup -------------------------------------------------------------------------------
 
     def _agent(self, session: Session) -> Agent:
@@ -399,6 +491,12 @@ class AgentLoop:
         }
         if turn.truncated:
             meta["truncated"] = True
+        if turn.context_full:
+            meta.update(
+                context_full=True,
+                context_window=turn.context_window,
+                context_tokens=turn.context_tokens,
+            )
         if turn.response_id:
             meta["response_id"] = turn.response_id
         store, fence, usage = self.deps.store, emitter.fence, turn.usage
@@ -465,11 +563,36 @@ class AgentLoop:
 
 def add_turn_usage(total: UsageTotals, turn: TurnResult) -> UsageTotals:
     """A run's usage with a model turn added. A turn whose server sent no usage makes the
-    totals unknown (``None``), never zero (``UsageTotals.add``); a turn cut at the output
-    token limit marks the run ``truncated``."""
+    totals unknown (``None``), never zero (``UsageTotals.add``); a turn cut at a token limit
+    marks the run ``truncated``, and ``context_full`` (with the window and the tokens) when
+    the context window was full."""
     usage = turn.usage
     tokens = None if usage is None else (usage.input_tokens, usage.output_tokens)
-    return total.add(tokens, truncated=turn.truncated)
+    context = (turn.context_window, turn.context_tokens) if turn.context_full else None
+    return total.add(tokens, truncated=turn.truncated, context=context)
+
+
+def unsettled_deltas(store: Store, run_id: str) -> tuple[int, int]:
+    """(text, reasoning) characters of the run's stored deltas that no stored assistant message
+    and no ``output.text.reset`` settled: what an attempt that died mid-turn had shown."""
+    text = reasoning = 0
+    for event in store.list_run_events(run_id):
+        if event.type == "output.text.delta":
+            text += len(str(event.payload.get("delta", "")))
+        elif event.type == "reasoning.delta":
+            reasoning += len(str(event.payload.get("delta", "")))
+        elif event.type == "output.text.reset" or (
+            event.type == "message.completed"
+            and (event.payload.get("message") or {}).get("role") == "assistant"
+        ):
+            text = reasoning = 0
+    return text, reasoning
+
+
+def add_turn_cost(total: float | None, cost: float | None) -> float | None:
+    """A run's cost after a turn: unknown (None) as soon as one turn's is — a server that sent
+    no usage, or a model without a catalog price — never a sum that counts it as 0."""
+    return None if total is None or cost is None else total + cost
 
 
 def allowed_tool_names(agent: Agent, session: Session | None, registry: ToolRegistry) -> list[str]:

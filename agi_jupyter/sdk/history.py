@@ -49,7 +49,7 @@ from agi_jupyter.records import (
     ToolResultPart,
     utc_now,
 )
-from agi_jupyter.runtime.runner import AttemptResult, message_to_dict
+from agi_jupyter.runtime.runner import AttemptResult, add_turn_cost, message_to_dict
 from agi_jupyter.sdk.base import (
     AssistantText,
     AssistantThinking,
@@ -130,7 +130,7 @@ class CanonicalHistory:
         self.max_iterations = max_iterations
         self.iterations = 0
         self.usage = {"input_tokens": 0, "output_tokens": 0}
-        self.cost_usd = 0.0
+        self.cost_usd: float | None = 0.0  # None once a turn's cost is unknown (add_turn_cost)
         self.final_text = ""
         self._draft: _Draft | None = None
         self._pending_meta: TurnMeta | None = None
@@ -334,7 +334,7 @@ class CanonicalHistory:
             cost = cost_usd(meta.provider or "", meta.model or "", usage)
         self.usage["input_tokens"] += meta.input_tokens
         self.usage["output_tokens"] += meta.output_tokens
-        self.cost_usd += cost or 0.0
+        self.cost_usd = add_turn_cost(self.cost_usd, cost)
         stamped = TurnMeta(
             provider=meta.provider,
             model=meta.model,

@@ -212,6 +212,9 @@ class Stats(Out):
     cost_usd: float = 0.0
     # Runs whose server sent no usage for a turn: not in the token and cost totals.
     unknown_usage_runs: int = 0
+    # Runs whose cost is unknown (no usage, or a model without a catalog price): not in
+    # ``cost_usd``, which is the total of the costs that were measured.
+    unknown_cost_runs: int = 0
 
 
 class TaskPage(Out):

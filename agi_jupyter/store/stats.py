@@ -10,6 +10,9 @@ from agi_jupyter.store.sql import Database
 # are not in the totals, so the totals are a lower bound. ``usage`` is JSON text on both
 # backends; the key only appears when such a turn happened.
 UNKNOWN_USAGE_RUNS = "SELECT COUNT(*) FROM runs WHERE usage LIKE '%\"unknown_turns\"%'"
+# Runs whose cost is unknown (a turn without usage, or a model without a catalog price): the
+# cost total leaves them out.
+UNKNOWN_COST_RUNS = "SELECT COUNT(*) FROM runs WHERE cost_usd IS NULL"
 _USAGE = (
     "SELECT COUNT(*), CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT),"
     " CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT), COALESCE(SUM(cost_usd), 0.0)"
@@ -35,11 +38,19 @@ class Stats:
             }
             runs = conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall()
             unknown = conn.execute(UNKNOWN_USAGE_RUNS).fetchone()
+            unpriced = conn.execute(UNKNOWN_COST_RUNS).fetchone()
             tools = conn.execute(
                 "SELECT name, COUNT(*) FROM tool_calls GROUP BY name ORDER BY name"
             ).fetchall()
             usage = conn.execute(_USAGE).fetchone()
-        return stats_dict(counts, runs, tools, usage, unknown[0] if unknown else 0)
+        return stats_dict(
+            counts,
+            runs,
+            tools,
+            usage,
+            unknown[0] if unknown else 0,
+            unpriced[0] if unpriced else 0,
+        )
 
 
 def stats_dict(
@@ -48,6 +59,7 @@ def stats_dict(
     tools: list[tuple[str, int]],
     usage: tuple[int, int, int, float],
     unknown_usage_runs: int = 0,
+    unknown_cost_runs: int = 0,
 ) -> dict[str, Any]:
     sessions, input_tokens, output_tokens, cost = usage
     return {
@@ -65,4 +77,5 @@ def stats_dict(
         "total_tokens": input_tokens + output_tokens,
         "cost_usd": float(cost),
         "unknown_usage_runs": int(unknown_usage_runs),
+        "unknown_cost_runs": int(unknown_cost_runs),
     }

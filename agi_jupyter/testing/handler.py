@@ -50,6 +50,8 @@ ROUTES: list[tuple[str, re.Pattern[str], ProtocolName, str]] = [
     ("POST", re.compile(r".*/messages/count_tokens"), "anthropic", "count_tokens"),
     ("POST", re.compile(r".*/messages"), "anthropic", "model"),
     ("GET", re.compile(r".*/models"), "other", "models"),
+    ("GET", re.compile(r"/props"), "other", "props"),
+    ("POST", re.compile(r"/api/show"), "other", "show"),
 ]
 
 
@@ -157,6 +159,12 @@ class FakeHandler(BaseHTTPRequestHandler):
     def _act(self, action: str, protocol: ProtocolName, body: Any, response_id: str | None) -> None:
         if action == "models":
             self._send_json(200, models_list("anthropic-version" in self.headers))
+        elif action in ("props", "show"):
+            said = self.state.props if action == "props" else self.state.show
+            if said is None:
+                self._send_json(404, error_body("chat", 404, f"(fake) no {action}"))
+            else:
+                self._send_json(200, said)
         elif not isinstance(body, dict) and action in ("model", "count_tokens"):
             self._send_json(400, error_body(protocol, 400, "request body must be a JSON object"))
         elif action == "count_tokens":

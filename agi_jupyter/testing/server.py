@@ -7,7 +7,7 @@ from types import TracebackType
 
 from agi_jupyter.testing.control import reset
 from agi_jupyter.testing.handler import FakeHTTPServer
-from agi_jupyter.testing.script import RecordedRequest, Turn
+from agi_jupyter.testing.script import JSON, RecordedRequest, Turn
 from agi_jupyter.testing.state import FakeState, Rule
 
 
@@ -104,6 +104,17 @@ class FakeLLMServer:
     def reset(self) -> None:
         """``clear()`` and restore the default rule."""
         reset(self._state)
+
+    def serve_props(self, props: JSON | None) -> None:
+        """Answer ``GET /props`` with ``props``, as llama.cpp's ``llama-server`` does
+        (``{"chat_template_caps": {"supports_tools": false}, "default_generation_settings":
+        {"n_ctx": 4096}}``); None: 404, as a server without it."""
+        self._state.props = props
+
+    def serve_show(self, show: JSON | None) -> None:
+        """Answer Ollama's ``POST /api/show`` with ``show`` (``{"capabilities": ["completion"],
+        "model_info": {"llama.context_length": 4096}}``); None: 404."""
+        self._state.show = show
 
     def complete_background(self, response_id: str) -> None:
         """Let a background response finish now (``KeyError`` if the id is unknown)."""

@@ -24,6 +24,10 @@ class FakeState:
         self.store = ResponseStore()
         self.ids = IdFactory()
         self.default_rule: Rule = default_rule
+        # What the server says about its model, as a local server does (None: no such
+        # endpoint, 404): llama-server's ``GET /props``, Ollama's ``POST /api/show``.
+        self.props: JSON | None = None
+        self.show: JSON | None = None
 
     def enqueue(self, *turns: Turn) -> None:
         for turn in turns:
@@ -60,5 +64,6 @@ class FakeState:
         with self._lock:
             self._turns.clear()
             self._requests.clear()
+        self.props = self.show = None
         self.store.clear()
         self.ids.reset()

@@ -57,7 +57,9 @@ function TurnView(props: { turn: Turn; model: PanelModel }): JSX.Element {
   const { turn } = props;
   const assistant = turn.role === 'assistant';
   const name = turn.role === 'user' ? trans.__('You') : assistant ? trans.__('Assistant') : trans.__('System');
-  const meta = assistant ? metaLine(turn.model, turn.inputTokens, turn.outputTokens, turn.costUsd, turn.sdk, trans) : '';
+  const meta = assistant
+    ? metaLine(turn.model, turn.inputTokens, turn.outputTokens, turn.costUsd, turn.sdk, trans, turn.costUnknown)
+    : '';
   return (
     <section
       className={`jp-AgiTurn jp-AgiTurn-${turn.role}`}
@@ -85,6 +87,11 @@ function TurnView(props: { turn: Turn; model: PanelModel }): JSX.Element {
           ))}
         </div>
       ))}
+      {assistant && turn.stop ? (
+        <div className="jp-AgiTurn-stop" role="note">
+          {turn.stop}
+        </div>
+      ) : null}
       {meta ? <div className="jp-AgiTurn-meta">{meta}</div> : null}
     </section>
   );
@@ -136,6 +143,12 @@ function BlockView(props: { block: Block; model: PanelModel; runId: string | nul
       return (
         <div className="jp-AgiBlockError" role="alert">
           <strong>{block.code}</strong>: {block.message}
+        </div>
+      );
+    case 'notice':
+      return (
+        <div className="jp-AgiNotice" role="status" data-code={block.code}>
+          <strong>{trans.__('Warning')}</strong>: {block.message}
         </div>
       );
     case 'artifact':

@@ -4,6 +4,7 @@
  * used by the reducer of `state.ts` and by the transcript edits of `transcript.ts`.
  */
 
+import { stopNote } from './format';
 import type { ChatItem } from './items';
 import type { Run, Session } from './types';
 import { isTerminal } from './types';
@@ -22,7 +23,10 @@ export interface RunView {
   error: string | null;
   inputTokens: number;
   outputTokens: number;
-  costUsd: number;
+  /** null: unknown (a model turn without usage, or a model without a catalog price). */
+  costUsd: number | null;
+  /** Why an answer of the run stopped short (`stopNote` of its usage), or null. */
+  stop: string | null;
   iteration: number | null;
   /** Spent and limit of each budget that applies (by scope: session, notebook). */
   budgets: Record<string, string>;
@@ -71,6 +75,7 @@ export function emptyRun(id: string): RunView {
     inputTokens: 0,
     outputTokens: 0,
     costUsd: 0,
+    stop: null,
     iteration: null,
     budgets: {},
     budgetAsk: null,
@@ -101,6 +106,7 @@ export function upsertRun(state: ChatState, run: Run): ChatState {
     inputTokens: usage.input_tokens ?? old.inputTokens,
     outputTokens: usage.output_tokens ?? old.outputTokens,
     costUsd: run.cost_usd,
+    stop: stopNote(run.usage) ?? old.stop,
     createdAt: run.created_at || old.createdAt,
     completedAt: run.completed_at ?? old.completedAt,
     prompt: runPrompt(run) ?? old.prompt

@@ -44,19 +44,38 @@ export function formatBudget(event: {
   return `${where} budget: ${parts.join(', ')}`;
 }
 
-/** "model · 12 in / 3 out · $0.0012", leaving out what is unknown; prefixed by the agent
- * SDK when it is not `native` ("claude · model · …"). */
+/** How a cost nobody measured is written (a model turn without usage, or a model without a
+ * catalog price): never $0, as every other door writes it (`agi_jupyter/amounts.py`). */
+export const UNKNOWN = '?';
+
+/** "model · 12 in / 3 out · $0.0012", leaving out what is not there yet; a cost that is
+ * unknown is "cost ?"; prefixed by the agent SDK when it is not `native` ("claude · model · …"). */
 export function metaLine(
   model: string | null,
   input: number | null,
   output: number | null,
   cost: number | null,
   sdk: string | null,
-  trans: Trans
+  trans: Trans,
+  costUnknown = false
 ): string {
-  return [sdkBadge(sdk) ?? '', model ?? '', formatTokens(input, output, trans), formatCost(cost)]
-    .filter(Boolean)
-    .join(' · ');
+  const price = costUnknown ? `cost ${UNKNOWN}` : formatCost(cost);
+  return [sdkBadge(sdk) ?? '', model ?? '', formatTokens(input, output, trans), price].filter(Boolean).join(' · ');
+}
+
+/** Why an answer stopped short (a message's `meta` or a run's `usage`), as the CLI and the
+ * magics say it: a full context window with its tokens, or the output token limit; else null. */
+export function stopNote(meta: {
+  truncated?: unknown;
+  context_full?: unknown;
+  context_window?: unknown;
+  context_tokens?: unknown;
+}): string | null {
+  if (meta.context_full) {
+    const known = typeof meta.context_window === 'number' && typeof meta.context_tokens === 'number';
+    return `truncated: the context window is full${known ? ` (${meta.context_tokens} of ${meta.context_window} tokens)` : ''}`;
+  }
+  return meta.truncated ? 'truncated: output token limit' : null;
 }
 
 /** A short local time of an ISO timestamp ('' if missing or invalid). */

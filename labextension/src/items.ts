@@ -3,6 +3,7 @@
  * artifacts, images) and how a stored message becomes one. Used by the reducer of `state.ts`.
  */
 
+import { stopNote } from './format';
 import type { Message, Part, Role, ToolResultPart } from './types';
 
 export interface ArtifactSummary {
@@ -34,6 +35,7 @@ export type Block =
   | { kind: 'reasoning'; text: string }
   | ToolBlock
   | { kind: 'error'; code: string; message: string }
+  | { kind: 'notice'; code: string; message: string }
   | { kind: 'artifact'; artifactId: string; artifactKind: string; title: string | null }
   | { kind: 'image'; mime: string; src: string };
 
@@ -54,6 +56,10 @@ export interface ChatItem {
   inputTokens: number | null;
   outputTokens: number | null;
   costUsd: number | null;
+  /** The answer's cost is unknown (no usage, or no catalog price): shown as "?", never $0. */
+  costUnknown: boolean;
+  /** Why the answer stopped short (`stopNote`), or null. */
+  stop: string | null;
   createdAt: string | null;
 }
 
@@ -62,10 +68,10 @@ export function visibleBlocks(item: ChatItem, view: 'simple' | 'full'): Block[] 
   if (view === 'full') {
     return item.blocks;
   }
-  if (item.role !== 'user' && item.role !== 'assistant') {
+  if (item.role !== 'user' && item.role !== 'assistant' && !item.blocks.some(b => b.kind === 'notice')) {
     return null;
   }
-  const blocks = item.blocks.filter(b => b.kind === 'text' || b.kind === 'error');
+  const blocks = item.blocks.filter(b => b.kind === 'text' || b.kind === 'error' || b.kind === 'notice');
   return blocks.length || item.status === 'streaming' ? blocks : null;
 }
 
@@ -94,6 +100,8 @@ export function emptyItem(key: string, role: Role, runId: string | null): ChatIt
     inputTokens: null,
     outputTokens: null,
     costUsd: null,
+    costUnknown: false,
+    stop: null,
     createdAt: null
   };
 }
@@ -107,6 +115,10 @@ interface MessageMeta {
   usage?: { input_tokens?: number; output_tokens?: number };
   /** The answer a cancelled or failed run had streamed (status `error`). */
   partial?: boolean;
+  truncated?: boolean;
+  context_full?: boolean;
+  context_window?: number;
+  context_tokens?: number;
 }
 
 /** A stored message as a chat item. */
@@ -125,6 +137,8 @@ export function messageItem(message: Message): ChatItem {
     inputTokens: usage.input_tokens ?? null,
     outputTokens: usage.output_tokens ?? null,
     costUsd: meta.cost_usd ?? null,
+    costUnknown: message.role === 'assistant' && 'cost_usd' in meta && meta.cost_usd === null,
+    stop: message.role === 'assistant' ? stopNote(meta) : null,
     createdAt: message.created_at || null
   };
 }

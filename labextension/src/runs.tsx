@@ -5,7 +5,7 @@ import React, { useState } from 'react';
 
 import { errorText } from './api';
 import { ApprovalBar, DiffView, diffText, runStatusLabel, StatusBadge } from './chat';
-import { formatCost, formatTokens, shortTime } from './format';
+import { UNKNOWN, formatCost, formatTokens, shortTime } from './format';
 import { useTrans } from './i18n';
 import { Markdown } from './markdown';
 import type { PanelModel } from './model';
@@ -45,7 +45,8 @@ function RunRow(props: { run: RunView; chat: ChatState; model: PanelModel }): JS
     run.agent ? trans.__('agent %1', run.agent) : '',
     run.model ?? '',
     run.inputTokens || run.outputTokens ? formatTokens(run.inputTokens, run.outputTokens, trans) : '',
-    run.costUsd ? formatCost(run.costUsd) : '',
+    run.costUsd === null ? `cost ${UNKNOWN}` : run.costUsd ? formatCost(run.costUsd) : '',
+    run.stop ?? '',
     shortTime(run.createdAt)
   ].filter(Boolean);
   return (

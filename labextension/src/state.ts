@@ -14,6 +14,8 @@ import {
   applyError,
   applyFinal,
   applyHistory,
+  applyNotice,
+  applyReset,
   setTurnUsage,
   startTool,
   updateDraft,
@@ -109,6 +111,8 @@ function applyRunEvent(state: ChatState, runId: string, event: AgiEvent): ChatSt
       return updateDraft(state, runId, item => appendText(item, 'text', event.delta, false));
     case 'output.text.done':
       return updateDraft(state, runId, item => appendText(item, 'text', event.text, true));
+    case 'output.text.reset':
+      return applyReset(state, runId, event.discarded_chars ?? 0, event.discarded_reasoning_chars ?? 0);
     case 'reasoning.delta':
       return updateDraft(state, runId, item => appendText(item, 'reasoning', event.delta, false));
     case 'reasoning.done':
@@ -145,6 +149,8 @@ function applyRunEvent(state: ChatState, runId: string, event: AgiEvent): ChatSt
     case 'message.created': {
       return upsertMessage(state, { ...event.message, run_id: event.message.run_id ?? runId });
     }
+    case 'notice':
+      return applyNotice(state, runId, event.code, event.message, event.seq);
     case 'error':
       return applyError(state, runId, event.code, event.message, event.retryable, event.seq);
     case 'run.final':
@@ -159,7 +165,8 @@ function applyUsage(state: ChatState, runId: string, input: number, output: numb
   const next = patchRun(state, runId, {
     inputTokens: run.inputTokens + input,
     outputTokens: run.outputTokens + output,
-    costUsd: run.costUsd + (cost ?? 0)
+    // Unknown stays unknown: never a sum that counts a turn without a price as $0.
+    costUsd: run.costUsd === null || cost === null ? null : run.costUsd + cost
   });
   return setTurnUsage(next, runId, input, output, cost);
 }

@@ -93,6 +93,40 @@ export function appendText(item: ChatItem, kind: 'text' | 'reasoning', text: str
   return { ...item, blocks };
 }
 
+/**
+ * `output.text.reset`: the next attempt streams the unfinished turn again, so the text and
+ * reasoning streamed for it are taken back (`chars` and `reasoningChars` from the end of the
+ * run's draft, still open or closed by the retryable error before the reset).
+ */
+export function applyReset(state: ChatState, runId: string, chars: number, reasoningChars: number): ChatState {
+  const key = draftKey(runId);
+  let index = state.items.findIndex(i => i.key === key);
+  if (index < 0) {
+    index = state.items.map(i => i.key.startsWith(`${key}:`)).lastIndexOf(true);
+  }
+  if (index < 0) {
+    return state;
+  }
+  const item = state.items[index] as ChatItem;
+  const left = { text: chars, reasoning: reasoningChars };
+  const blocks: Block[] = [];
+  for (const block of [...item.blocks].reverse()) {
+    if (block.kind === 'text' || block.kind === 'reasoning') {
+      const cut = Math.min(left[block.kind], block.text.length);
+      left[block.kind] -= cut;
+      const text = block.text.slice(0, block.text.length - cut);
+      if (text) {
+        blocks.unshift({ kind: block.kind, text });
+      }
+    } else {
+      blocks.unshift(block);
+    }
+  }
+  const items = [...state.items];
+  items[index] = { ...item, blocks };
+  return { ...state, items };
+}
+
 // --- tool blocks -----------------------------------------------------------------------------
 
 export function startTool(state: ChatState, runId: string, toolCallId: string, name: string): ChatState {
@@ -242,11 +276,21 @@ export function setTurnUsage(
     const item = state.items[i] as ChatItem;
     if (item.runId === runId && item.role === 'assistant') {
       const items = [...state.items];
-      items[i] = { ...item, inputTokens: input, outputTokens: output, costUsd: cost };
+      items[i] = { ...item, inputTokens: input, outputTokens: output, costUsd: cost, costUnknown: cost === null };
       return { ...state, items };
     }
   }
   return state;
+}
+
+/** A `notice` (e.g. tools a local model cannot take): an item of its own before the run's
+ * answer, so the stored answer that replaces the draft leaves it in place. */
+export function applyNotice(state: ChatState, runId: string, code: string, message: string, seq: number): ChatState {
+  const item: ChatItem = { ...emptyItem(`notice:${runId}:${seq}`, 'system', runId), blocks: [{ kind: 'notice', code, message }] };
+  const draft = state.items.findIndex(i => i.key === draftKey(runId));
+  const items = [...state.items];
+  items.splice(draft < 0 ? items.length : draft, 0, item);
+  return { ...state, items };
 }
 
 export function applyError(

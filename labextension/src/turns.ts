@@ -21,6 +21,8 @@ export interface Turn {
   inputTokens: number | null;
   outputTokens: number | null;
   costUsd: number | null;
+  costUnknown: boolean;
+  stop: string | null;
   createdAt: string | null;
 }
 
@@ -45,6 +47,8 @@ const EMPTY = {
   inputTokens: null,
   outputTokens: null,
   costUsd: null,
+  costUnknown: false,
+  stop: null,
   createdAt: null
 };
 
@@ -60,6 +64,8 @@ function summarize(turn: Turn): Turn {
     inputTokens: sum(items.map(i => i.inputTokens)),
     outputTokens: sum(items.map(i => i.outputTokens)),
     costUsd: sum(items.map(i => i.costUsd)),
+    costUnknown: items.some(i => i.costUnknown),
+    stop: items.find(i => i.stop)?.stop ?? null,
     createdAt: items[0]?.createdAt ?? null
   };
 }

@@ -228,6 +228,66 @@ describe('stopping and failing', () => {
     });
   });
 
+  it('takes back the text a retried attempt discards (output.text.reset)', () => {
+    const state = run(
+      initialState(),
+      events([
+        ...RUN_EVENTS.slice(0, 5),
+        { type: 'reasoning.delta', run_id: R, seq: 6, delta: 'hmm' },
+        { type: 'output.text.delta', run_id: R, seq: 7, delta: 'again' },
+        { type: 'error', run_id: R, seq: 8, code: 'PROVIDER_ERROR', message: 'dropped', retryable: true },
+        { type: 'output.text.reset', run_id: R, seq: 9, attempt: 2, discarded_chars: 12, discarded_reasoning_chars: 3 },
+        { type: 'run.status', run_id: R, seq: 10, status: 'queued' },
+        { type: 'run.status', run_id: R, seq: 11, status: 'running' },
+        { type: 'output.text.delta', run_id: R, seq: 12, delta: 'The answer' }
+      ])
+    );
+    expect(state.items.map(i => i.status)).toEqual(['complete', 'error', 'streaming']);
+    expect(texts(state.items[1])).toBe('');
+    expect(state.items[1]?.blocks.map(b => b.kind)).toEqual(['error']);
+    expect(texts(state.items[2])).toBe('The answer');
+  });
+
+  it('takes back only what the reset discards from an open draft', () => {
+    const state = run(
+      initialState(),
+      events([
+        ...RUN_EVENTS.slice(0, 6),
+        { type: 'output.text.reset', run_id: R, seq: 7, attempt: 2, discarded_chars: 5 }
+      ])
+    );
+    expect(texts(state.items[1])).toBe('Let me ');
+    expect(state.items[1]?.status).toBe('streaming');
+  });
+
+  it('keeps an unknown cost unknown, marks a truncated answer and shows a notice', () => {
+    const truncated = message({
+      id: 'msg_t',
+      session_id: 'ses_1',
+      run_id: R,
+      role: 'assistant',
+      parts: [{ type: 'text', text: 'cut' }],
+      meta: { cost_usd: null, truncated: true, context_full: true, context_window: 512, context_tokens: 512 }
+    });
+    const state = run(
+      initialState(),
+      events([
+        ...RUN_EVENTS.slice(0, 4),
+        { type: 'notice', run_id: R, seq: 5, code: 'TOOLS_UNSUPPORTED', message: 'compat:q cannot take tools' },
+        { type: 'output.text.delta', run_id: R, seq: 6, delta: 'cut' },
+        { type: 'message.completed', run_id: R, seq: 7, message: truncated },
+        { type: 'usage', run_id: R, seq: 8, input_tokens: 500, output_tokens: 12, cost_usd: null }
+      ])
+    );
+    expect(state.runs[R]?.costUsd).toBeNull();
+    const answer = state.items.find(i => i.messageId === 'msg_t') as ChatItem;
+    expect(answer.costUnknown).toBe(true);
+    expect(answer.stop).toBe('truncated: the context window is full (512 of 512 tokens)');
+    const notice = state.items.find(i => i.key.startsWith('notice:')) as ChatItem;
+    expect(notice.blocks).toEqual([{ kind: 'notice', code: 'TOOLS_UNSUPPORTED', message: 'compat:q cannot take tools' }]);
+    expect(visibleBlocks(notice, 'simple')).toEqual(notice.blocks);
+  });
+
   it('shows an error of a run with no draft as its own item', () => {
     const state = run(
       initialState(),

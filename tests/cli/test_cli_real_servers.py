@@ -5,6 +5,7 @@ that sends no usage. Real ``agi`` processes against the fake server."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 from pathlib import Path
@@ -107,3 +108,35 @@ def test_models_lists_a_local_servers_models(run_cli: RunCli, fake_llm: FakeLLMS
     assert text.exit_code == 0
     assert MODELS[0] in text.stdout
     assert "not listed: unreachable" in text.stdout
+
+
+def test_unknown_cost_and_a_truncated_answer_show_where_the_answer_does(
+    project: Path, fake_llm: FakeLLMServer
+) -> None:
+    """`agi show`, `agi run`, `agi runs` and `agi stats` print an unknown cost as `?` (never
+    $0.0000) and mark a truncated answer."""
+    fake_llm.enqueue(Turn(text="no usage", send_usage=False))
+    assert run_agi(["-m", "fake:echo", "hi"]).returncode == 0
+    fake_llm.enqueue(Turn(text="cut short", hit_max_tokens=True))
+    assert run_agi(["-m", "fake:echo", "more"]).returncode == 0
+    with Agi(project) as agi:
+        cut, unknown = agi.runs().items
+    assert (unknown.cost_usd, cut.usage["truncated"]) == (None, True)
+
+    shown = run_agi(["run", unknown.id])
+    assert re.search(r"^cost\s+\?$", shown.stdout, re.MULTILINE)
+    assert "$0.0000" not in shown.stdout
+    shown = run_agi(["run", cut.id])
+    assert "truncated: output token limit" in shown.stdout
+    listed = run_agi(["runs"]).stdout
+    (unknown_row,) = [line for line in listed.splitlines() if unknown.id in line]
+    assert " ? " in unknown_row
+    (cut_row,) = [line for line in listed.splitlines() if cut.id in line]
+    assert "truncated" in cut_row
+    session = run_agi(["show", unknown.session_id]).stdout
+    assert "$0.0000 + ? (1 answers of unknown cost)" in session
+    session = run_agi(["show", cut.session_id]).stdout
+    assert "truncated: output token limit" in session
+    stats = run_agi(["stats"]).stdout
+    assert "+ ? (1 runs of unknown cost)" in stats
+    assert json.loads(run_agi(["stats", "--json"]).stdout)["unknown_cost_runs"] == 1

@@ -121,7 +121,7 @@ def test_run_view_shows_progress_errors_and_replays() -> None:
     view.apply({"type": "run.final", "run": {"status": "cancelled", "replayed_from": "run_0"}})
     assert "**Error** — RUN\\_CANCELLED: stopped" in view.to_markdown()
     assert view.footer().endswith("· run_0 · cancelled")  # a replay shows the recorded run
-    assert "cost n/a" in view.footer()
+    assert "cost ?" in view.footer()  # unknown, never $0
 
 
 def test_run_view_of_a_cancelled_run_shows_its_partial_answer_and_cancelled_tools() -> None:
@@ -166,6 +166,36 @@ def test_terminal_printer_streams_text_and_tool_lines() -> None:
     assert printed.startswith("Let me patch.\n[tool apply_patch completed]")
     assert "Done ```x```." in printed
     assert printed.rstrip().endswith("run_1]")
+
+
+def test_run_view_and_terminal_take_back_what_a_reset_discards() -> None:
+    view = RunView()
+    out = io.StringIO()
+    printer = TerminalPrinter(view, out)
+    for event in [
+        EVENTS[0],
+        {"type": "iteration", "iteration": 1},
+        {"type": "reasoning.delta", "delta": "think"},
+        {"type": "output.text.delta", "delta": "half an "},
+        {"type": "error", "code": "PROVIDER_ERROR", "message": "dropped", "retryable": True},
+        {
+            "type": "output.text.reset",
+            "attempt": 2,
+            "discarded_chars": 8,
+            "discarded_reasoning_chars": 5,
+        },
+        {"type": "iteration", "iteration": 1},
+        {"type": "output.text.delta", "delta": "whole answer"},
+        {"type": "output.text.done", "text": "whole answer"},
+    ]:
+        view.apply(event)
+        printer.event(event)
+    assert view.text == "whole answer"
+    assert view.reasoning == ""
+    assert view.to_markdown().startswith("whole answer\n\n<sub>")
+    printed = out.getvalue()
+    assert "[retrying: attempt 2 answers again; the 8 characters above are discarded]" in printed
+    assert printed.endswith("discarded]\nwhole answer")
 
 
 def test_tables_render_text_and_html() -> None:

@@ -70,7 +70,7 @@ def test_send_streams_deltas_and_commits_the_transcript(
     user, answer, info = widget.transcript
     assert user["text"] == "hi"
     assert (answer["text"], answer["streaming"]) == ("Hello there", False)
-    assert info["text"].startswith("fake:echo · 7 in / 3 out tokens · run_")
+    assert info["text"].startswith("fake:echo · 7 in / 3 out tokens · $0.0000 · run_")
     deltas = _deltas(widget)
     assert {d["entry"] for d in deltas} == {answer["id"]}
     assert "".join(d["text"] for d in deltas) == "Hello there"
@@ -123,6 +123,22 @@ def test_stop_cancels_the_run(widget: Any, fake_llm: FakeLLMServer) -> None:
     widget._on_session_change({"new": widget.session_id})  # what picking the session does
     (reloaded,) = [e for e in widget.transcript if e["role"] == "assistant"]
     assert (reloaded["text"], reloaded["partial"]) == (streamed, True)
+
+
+def test_a_retried_attempt_takes_its_partial_entry_back(
+    widget: Any, fake_llm: FakeLLMServer
+) -> None:
+    widget._interval = 0.0
+    first = " ".join(f"first{i}" for i in range(40))
+    fake_llm.enqueue(Turn(text=first, fault=Fault(drop_after=8)), Turn(text="the final answer"))
+    _from_front_end(widget, {"type": "send", "text": "hi"})
+    result = widget.wait(30)
+    assert (result.run.status, result.run.attempt) == ("succeeded", 2)
+    (answer,) = [e for e in widget.transcript if e["role"] == "assistant"]
+    assert (answer["text"], answer["streaming"]) == ("the final answer", False)
+    streamed = {d["entry"] for d in _deltas(widget)}
+    assert len(streamed) == 2  # the first attempt's entry was streamed, then taken out
+    assert "first0" in "".join(d["text"] for d in _deltas(widget))
 
 
 def test_the_session_picker_counts_the_messages_after_an_answer(widget: Any) -> None:

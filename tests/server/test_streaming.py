@@ -362,3 +362,62 @@ async def test_a_resumed_session_stream_repeats_nothing_of_earlier_runs(
     assert [(e["data"]["run_id"], e["data"]["seq"]) for e in resumed] == [
         (second, seq) for seq in due
     ]
+
+
+# --- a retried attempt: output.text.reset before its first delta ---------------------------------
+
+RETRIED_FINAL = "the final answer, streamed again"
+
+
+def _consumed(events: list[dict[str, Any]]) -> str:
+    """What a consumer shows that joins deltas and drops what each reset discards."""
+    text = ""
+    for event in events:
+        if event["type"] == "output.text.delta":
+            text += event["delta"]
+        elif event["type"] == "output.text.reset":
+            text = text[: len(text) - event["discarded_chars"]]
+    return text
+
+
+async def _retried_stream(
+    api: Api, fetch: Fetch, fake_llm: FakeLLMServer, server_root: Path, headers: dict[str, str]
+) -> None:
+    (server_root / ".agi").mkdir(exist_ok=True)
+    (server_root / ".agi" / "config.json").write_text(json.dumps({"retry_backoff": [0.01]}))
+    first = " ".join(f"first{i}" for i in range(40))
+    fake_llm.enqueue(Turn(text=first, fault=Fault(drop_after=8)), Turn(text=RETRIED_FINAL))
+    session = await new_session(fetch, model="openai-chat:gpt-4o-mini")
+    async with (
+        api.client() as client,
+        client.stream(
+            "POST", f"/sessions/{session}/messages", json={"content": "go"}, headers=headers
+        ) as response,
+    ):
+        if headers is SSE:
+            events = [e["data"] async for e in sse_events(response)]
+        else:
+            events = await ndjson(response)
+    check_sequence(events)
+    (reset,) = [e for e in events if e["type"] == "output.text.reset"]
+    before = events[: events.index(reset)]
+    shown = "".join(e["delta"] for e in before if e["type"] == "output.text.delta")
+    assert shown
+    assert first.startswith(shown)
+    assert (reset["attempt"], reset["discarded_chars"]) == (2, len(shown))
+    assert events[-1]["run"]["status"] == "succeeded"
+    reply = await fetch("sessions", session, "history")
+    (answer,) = [m for m in reply.data["messages"] if m["role"] == "assistant"]
+    assert _consumed(events) == answer["text"] == RETRIED_FINAL
+
+
+async def test_a_retried_ndjson_stream_says_what_it_discards(
+    api: Api, fetch: Fetch, fake_llm: FakeLLMServer, server_root: Path
+) -> None:
+    await _retried_stream(api, fetch, fake_llm, server_root, NDJSON)
+
+
+async def test_a_retried_sse_stream_says_what_it_discards(
+    api: Api, fetch: Fetch, fake_llm: FakeLLMServer, server_root: Path
+) -> None:
+    await _retried_stream(api, fetch, fake_llm, server_root, SSE)

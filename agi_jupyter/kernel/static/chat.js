@@ -296,6 +296,7 @@ export default {
         node.append(view.node);
         node.markdown = view;
         if (entry.partial) node.append(el("div", { class: "agi-label" }, "partial answer: the run ended before it did"));
+        if (entry.stop) node.append(el("div", { class: "agi-label agi-truncated" }, entry.stop));
       } else {
         node.textContent = entry.text ?? "";
       }
