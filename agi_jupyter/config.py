@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agi_jupyter.budget import BudgetSettings, BudgetsLayer
 from agi_jupyter.errors import ConfigError, UsageError
+from agi_jupyter.kinds import DEFAULT_REVIEW_MODE, DEFAULT_SDK, ReviewMode, SdkName
 from agi_jupyter.model_specs import KNOWN_PROVIDERS, Wire, parse_model_spec
 from agi_jupyter.request_extras import (
     ModelLayer,
@@ -75,8 +76,8 @@ class _Layer(BaseModel):
     model_config = ConfigDict(extra="forbid")
     default_agent: str | None = None
     default_model: str | None = None
-    default_sdk: Literal["native", "claude", "codex", "acp"] | None = None
-    review_mode: Literal["ask", "auto-edit", "auto"] | None = None
+    default_sdk: SdkName | None = None
+    review_mode: ReviewMode | None = None
     max_iterations: int | None = Field(default=None, ge=1, le=1000)
     persist_deltas: bool | None = None
     wire: WirePath | None = None
@@ -138,9 +139,9 @@ class AcpCommand:
 class Config:
     project: Path
     default_agent: str = "general"
-    default_sdk: str = "native"  # the agent SDK of new sessions (DESIGN.md section 10)
+    default_sdk: SdkName = DEFAULT_SDK  # the agent SDK of new sessions (DESIGN.md section 10)
     # Which ``ask`` tool calls wait for a person (tools/policy.py): ask, auto-edit or auto.
-    review_mode: str = "ask"
+    review_mode: ReviewMode = DEFAULT_REVIEW_MODE
     default_model: str = "fake:echo"
     default_model_is_fallback: bool = True
     max_iterations: int = 10

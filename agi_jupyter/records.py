@@ -1,6 +1,7 @@
 """The records of the store: sessions, messages and their parts, runs, tool calls, artifacts.
 
-Plain dataclasses that import nothing from the package, so every layer can use them. Message
+Plain dataclasses that import nothing from the package but its named kinds (``kinds``), so
+every layer can use them. Message
 parts carry a literal ``type`` so they round-trip losslessly through JSON (``part_to_dict`` /
 ``part_from_dict``); the same part types make up the conversation sent to a provider.
 """
@@ -13,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+
+from agi_jupyter.kinds import SdkName
 
 JSON = dict[str, Any]
 
@@ -198,7 +201,7 @@ class Session:
     id: str
     title: str | None = None
     agent: str = "general"
-    sdk: str = "native"
+    sdk: str = SdkName.NATIVE
     provider: str | None = None
     model: str | None = None
     system_prompt: str | None = None

@@ -23,7 +23,7 @@ from agi_jupyter.cli.common import (
     project_option,
     server_options,
 )
-from agi_jupyter.errors import Conflict
+from agi_jupyter.errors import Conflict, ErrorCode
 
 
 @click.command()
@@ -63,7 +63,7 @@ def undo(
             else _local(project, run_id, force, turn)
         )
     except Conflict as e:
-        if e.code != "UNDO_CONFLICT":
+        if e.code != ErrorCode.UNDO_CONFLICT:
             raise
         fail(e.message, EXIT_CONFLICT)
     if as_json:

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agi_jupyter.kinds import SdkName
+
 MAX_BLOCK_CHARS = 4_000
 DIFF_KINDS = ("file_diff", "notebook_diff")  # as tools.diffs (not imported: %load_ext stays light)
 
@@ -157,7 +159,7 @@ class RunView:
         meta = message.get("meta") or {}
         if message.get("role") != "assistant":
             return
-        if meta.get("sdk") == "native" and "usage" in meta and meta["usage"] is None:
+        if meta.get("sdk") == SdkName.NATIVE and "usage" in meta and meta["usage"] is None:
             self.usage_unknown = True
         self.truncated = self.truncated or bool(meta.get("truncated"))
         if not meta.get("partial"):

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi_jupyter.errors import ErrorCode
 from agi_jupyter.notebook.ops import NotebookError
 from agi_jupyter.notebook.tab import TabBackend
 from agi_jupyter.records import new_id
@@ -96,5 +97,5 @@ class TabLink:
         raise NotebookError(
             f"the notebook's JupyterLab tab did not answer within {REPLY_TIMEOUT:g} s "
             "(was it closed or reloaded?); nothing is known to have changed",
-            code="NOTEBOOK_TAB_TIMEOUT",
+            code=ErrorCode.NOTEBOOK_TAB_TIMEOUT,
         )

@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from agi_jupyter.errors import ToolError
+from agi_jupyter.errors import ErrorCode, ToolError
 from agi_jupyter.notebook.model import CELL_TYPES, CellJSON, NotebookJSON, find_cell, source_hash
 
 
@@ -142,7 +142,9 @@ def apply_op(notebook: NotebookJSON, op: Op) -> None:
     index, cell = locate(notebook, op.cell_id)
     if isinstance(op, SetOutputs):
         if cell.get("cell_type") != "code":
-            raise NotebookError(f"cell {op.cell_id} is not a code cell", code="NOT_A_CODE_CELL")
+            raise NotebookError(
+                f"cell {op.cell_id} is not a code cell", code=ErrorCode.NOT_A_CODE_CELL
+            )
         cell["outputs"] = list(op.outputs)
         cell["execution_count"] = op.execution_count
         return
@@ -163,7 +165,7 @@ def insert_position(notebook: NotebookJSON, op: Insert) -> int:
         raise NotebookError(
             f"index {op.index} is out of range: the notebook has {len(cells)} cells "
             f"(0 inserts at the top, {len(cells)} at the end)",
-            code="INDEX_OUT_OF_RANGE",
+            code=ErrorCode.INDEX_OUT_OF_RANGE,
         )
     return op.index
 
@@ -179,7 +181,7 @@ def cell_not_found(cell_id: str) -> NotebookError:
     return NotebookError(
         f"no cell with id {cell_id!r} in the notebook (it may have been deleted); "
         "call notebook.read for the current cells",
-        code="CELL_NOT_FOUND",
+        code=ErrorCode.CELL_NOT_FOUND,
     )
 
 
@@ -192,7 +194,7 @@ def hash_mismatch(cell_id: str, current: str) -> NotebookError:
     return NotebookError(
         f"cell {cell_id} changed since you read it (its source_hash is now {current}); "
         "nothing was written. Call notebook.read and retry with the new hash.",
-        code="HASH_MISMATCH",
+        code=ErrorCode.HASH_MISMATCH,
     )
 
 

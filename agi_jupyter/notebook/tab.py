@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from agi_jupyter.errors import ErrorCode
 from agi_jupyter.notebook.backend import Applied, Loaded
 from agi_jupyter.notebook.model import canonical_bytes, normalized
 from agi_jupyter.notebook.ops import NotebookError, Op, op_to_wire
@@ -45,5 +46,5 @@ def checked(reply: dict[str, Any]) -> dict[str, Any]:
         return reply
     raise NotebookError(
         str(reply.get("message") or "the tab refused the change"),
-        code=str(reply.get("code") or "NOTEBOOK_TAB_ERROR"),
+        code=str(reply.get("code") or ErrorCode.NOTEBOOK_TAB_ERROR),
     )

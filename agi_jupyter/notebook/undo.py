@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agi_jupyter.errors import Conflict, UsageError
+from agi_jupyter.errors import Conflict, ErrorCode, UsageError
 from agi_jupyter.notebook.access import NotebookAccess
 from agi_jupyter.notebook.document import NotebookDocument, NotebookState
 from agi_jupyter.notebook.model import fingerprint, normalized, parse
@@ -122,7 +122,9 @@ async def undo_run(
 ) -> UndoResult:
     run = await asyncio.to_thread(store.get_run, run_id)
     if not run.is_terminal:
-        raise Conflict(f"run {run_id} is still {run.status}; cancel it first", code="RUN_ACTIVE")
+        raise Conflict(
+            f"run {run_id} is still {run.status}; cancel it first", code=ErrorCode.RUN_ACTIVE
+        )
     await asyncio.to_thread(_check_turn, store, run_id, turn)
     from_turn = None if turn in (None, 1) else turn
     spans = await asyncio.to_thread(run_changes, store, run_id, from_turn=from_turn)
@@ -141,7 +143,7 @@ async def undo_run(
         raise Conflict(
             f"cannot undo {what} {run_id}: the cells or files were changed after it "
             f"({listing}). Nothing was restored; undo with force to restore anyway.",
-            code="UNDO_CONFLICT",
+            code=ErrorCode.UNDO_CONFLICT,
         )
     for file in files:
         result.files.append(await asyncio.to_thread(_restore_file, project, file, force))

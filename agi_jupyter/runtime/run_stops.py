@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from agi_jupyter.errors import RunTerminal
+from agi_jupyter.errors import ErrorCode, RunTerminal
 from agi_jupyter.records import Run, RunFence
 
 if TYPE_CHECKING:
@@ -201,7 +201,7 @@ class RunStops:
                 fence = self._take_over(run)
                 if fence is not None:
                     error = {
-                        "code": "RUN_ABANDONED",
+                        "code": ErrorCode.RUN_ABANDONED,
                         "message": "the process running this run stopped and no attempts are left",
                     }
                     self._finish(run.id, self._emitter(run, fence), "failed", error)
@@ -225,4 +225,4 @@ class RunStops:
 
 
 def cancel_error() -> dict[str, Any]:
-    return {"code": "RUN_CANCELLED", "message": "the run was cancelled"}
+    return {"code": ErrorCode.RUN_CANCELLED, "message": "the run was cancelled"}

@@ -10,8 +10,8 @@ registry   the adapters by id
 
 from __future__ import annotations
 
+from agi_jupyter.kinds import DEFAULT_SDK
 from agi_jupyter.sdk.base import (
-    DEFAULT_SDK,
     KNOWN_SDKS,
     DisplayModel,
     SdkAdapter,

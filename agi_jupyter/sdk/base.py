@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.errors import SdkModelMismatch
+from agi_jupyter.kinds import SdkName
 from agi_jupyter.records import JSON, Run, Session
 from agi_jupyter.tools.base import ArtifactDraft
 
@@ -31,8 +32,7 @@ if TYPE_CHECKING:
     from agi_jupyter.runtime.runner import AttemptResult
     from agi_jupyter.tools import AnyTool, ToolOutcome
 
-KNOWN_SDKS = ("native", "claude", "codex", "acp")
-DEFAULT_SDK = "native"
+KNOWN_SDKS: tuple[SdkName, ...] = tuple(SdkName)
 
 
 @dataclass(frozen=True)

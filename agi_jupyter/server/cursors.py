@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.errors import NotFound, UsageError
+from agi_jupyter.errors import ErrorCode, NotFound, UsageError
 
 if TYPE_CHECKING:
     from agi_jupyter.store import Store
@@ -52,7 +52,7 @@ def parse_session_cursor(text: str) -> SessionCursor:
 def not_found(text: str) -> NotFound:
     return NotFound(
         f"after_cursor / Last-Event-ID {text[:100]!r} is no position of this stream",
-        code="CURSOR_NOT_FOUND",
+        code=ErrorCode.CURSOR_NOT_FOUND,
     )
 
 

@@ -16,35 +16,36 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from agi_jupyter import __version__
+from agi_jupyter.errors import ErrorCode
 from agi_jupyter.server.models import ErrorBody, Event, MessagePart, body_required
 from agi_jupyter.server.routes import API_VERSION, ROUTES, Route, path_params
 from agi_jupyter.server.streaming import NDJSON, SSE
 
 REF = "#/components/schemas/{model}"
-STATUS_OF_CODE: dict[str, tuple[int, ...]] = {
-    "VALIDATION_ERROR": (400,),
-    "PROVIDER_NOT_CONFIGURED": (400,),
-    "SDK_NOT_AVAILABLE": (409,),  # a JSON reply of a run whose SDK this server lacks
-    "SDK_MODEL_MISMATCH": (400, 409),  # 409: it conflicts with what the session has
-    "INVALID_SIGNATURE": (401,),
-    "UNAUTHORIZED": (401,),
-    "FORBIDDEN": (403,),
-    "SESSION_NOT_FOUND": (404,),
-    "RUN_NOT_FOUND": (404,),
-    "ARTIFACT_NOT_FOUND": (404,),
-    "MESSAGE_NOT_FOUND": (404,),
-    "AGENT_NOT_FOUND": (404,),
-    "PROJECT_NOT_FOUND": (404,),
-    "CURSOR_NOT_FOUND": (404,),
-    "WEBHOOK_NOT_CONFIGURED": (404,),
-    "REQUEST_NOT_FOUND": (404,),
-    "RUN_TERMINAL": (409,),
-    "UNDO_CONFLICT": (409,),
-    "RUN_ACTIVE": (409,),
-    "NO_USER_MESSAGE": (409,),
-    "NO_PENDING_APPROVAL": (409,),
-    "PAYLOAD_TOO_LARGE": (413,),
-    "RATE_LIMITED": (429,),
+STATUS_OF_CODE: dict[ErrorCode, tuple[int, ...]] = {
+    ErrorCode.VALIDATION_ERROR: (400,),
+    ErrorCode.PROVIDER_NOT_CONFIGURED: (400,),
+    ErrorCode.SDK_NOT_AVAILABLE: (409,),  # a JSON reply of a run whose SDK this server lacks
+    ErrorCode.SDK_MODEL_MISMATCH: (400, 409),  # 409: it conflicts with what the session has
+    ErrorCode.INVALID_SIGNATURE: (401,),
+    ErrorCode.UNAUTHORIZED: (401,),
+    ErrorCode.FORBIDDEN: (403,),
+    ErrorCode.SESSION_NOT_FOUND: (404,),
+    ErrorCode.RUN_NOT_FOUND: (404,),
+    ErrorCode.ARTIFACT_NOT_FOUND: (404,),
+    ErrorCode.MESSAGE_NOT_FOUND: (404,),
+    ErrorCode.AGENT_NOT_FOUND: (404,),
+    ErrorCode.PROJECT_NOT_FOUND: (404,),
+    ErrorCode.CURSOR_NOT_FOUND: (404,),
+    ErrorCode.WEBHOOK_NOT_CONFIGURED: (404,),
+    ErrorCode.REQUEST_NOT_FOUND: (404,),
+    ErrorCode.RUN_TERMINAL: (409,),
+    ErrorCode.UNDO_CONFLICT: (409,),
+    ErrorCode.RUN_ACTIVE: (409,),
+    ErrorCode.NO_USER_MESSAGE: (409,),
+    ErrorCode.NO_PENDING_APPROVAL: (409,),
+    ErrorCode.PAYLOAD_TOO_LARGE: (413,),
+    ErrorCode.RATE_LIMITED: (429,),
 }
 HEADERS_OF_STATUS = {  # response headers every answer with this status carries
     401: {"WWW-Authenticate": "How to authenticate: the Jupyter token (a webhook: its signature)."},
@@ -230,19 +231,19 @@ def _sse_event(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def error_codes(route: Route) -> tuple[str, ...]:
+def error_codes(route: Route) -> tuple[ErrorCode, ...]:
     """Every error code the operation can answer with."""
-    codes: tuple[str, ...] = ()
+    codes: tuple[ErrorCode, ...] = ()
     if route.query or route.body or route.headers:
-        codes += ("VALIDATION_ERROR",)
+        codes += (ErrorCode.VALIDATION_ERROR,)
     if route.authenticated:
-        codes += ("UNAUTHORIZED", "FORBIDDEN")
+        codes += (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN)
     if route.project:
-        codes += ("PROJECT_NOT_FOUND",)
+        codes += (ErrorCode.PROJECT_NOT_FOUND,)
     if route.query is not None and "cursor" in route.query.model_fields:
-        codes += ("CURSOR_NOT_FOUND",)
+        codes += (ErrorCode.CURSOR_NOT_FOUND,)
     if route.body is not None:
-        codes += ("PAYLOAD_TOO_LARGE",)
+        codes += (ErrorCode.PAYLOAD_TOO_LARGE,)
     return tuple(dict.fromkeys(codes + route.errors))
 
 

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from agi_jupyter.kinds import SdkName, ToolTrait
 from agi_jupyter.records import Artifact as ArtifactRecord
 from agi_jupyter.records import Change as ChangeRecord
 from agi_jupyter.records import (
@@ -115,7 +116,7 @@ class AgentInfo(Out):
     tools: list[str]
     read_only: bool
     model: str | None
-    sdk: str | None = Field(description="The agent's own SDK (None: the project default).")
+    sdk: SdkName | None = Field(description="The agent's own SDK (None: the project default).")
     source: str
 
 
@@ -131,7 +132,7 @@ class SdkCapabilityFlags(Out):
 
 
 class SdkInfo(Out):
-    id: str
+    id: SdkName
     display_name: str
     capabilities: SdkCapabilityFlags
     available: bool = Field(description="Whether the SDK / CLI is installed here.")
@@ -139,7 +140,7 @@ class SdkInfo(Out):
 
 
 class SdkList(Out):
-    default_sdk: str
+    default_sdk: SdkName
     sdks: list[SdkInfo]
 
 
@@ -148,6 +149,10 @@ class ToolInfo(Out):
     description: str
     parameters: JSONObject
     read_only: bool = Field(description="Changes nothing (offered to read-only agents).")
+    trait: ToolTrait = Field(
+        description="What its calls do: read, edit (files or notebook cells; review mode "
+        "auto-edit lets these through) or shell (commands, code, anything else)."
+    )
     source: str = Field(description="builtin, project (.agi/tools/) or mcp:<server>.")
     server: str | None = Field(description="The MCP server it comes from, if any.")
 

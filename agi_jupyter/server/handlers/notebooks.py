@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from agi_jupyter.errors import NotFound, UsageError
+from agi_jupyter.errors import ErrorCode, NotFound, UsageError
 from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.models import BridgeAnnounce, BridgeQuery, NotebookReply, UndoRequest
 from agi_jupyter.server.responses import Ack, ChangeList, UndoResponse
@@ -42,7 +42,7 @@ class NotebookRepliesHandler(AgiHandler):
             return
         if body.project_dir is None:
             raise NotFound(
-                f"no pending notebook request {body.request_id!r}", code="REQUEST_NOT_FOUND"
+                f"no pending notebook request {body.request_id!r}", code=ErrorCode.REQUEST_NOT_FOUND
             )
         projects = self.agi_app.projects
         agi = await projects.get(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.errors import NotFound, NoUserMessage, UsageError
+from agi_jupyter.errors import ErrorCode, NotFound, NoUserMessage, UsageError
 from agi_jupyter.records import Part, Run, TextPart
 from agi_jupyter.runtime.follow import is_new, stored_event_to_dict
 from agi_jupyter.server.handlers.base import AgiHandler, protected
@@ -45,7 +45,7 @@ def run_input(
     if message_id is not None:
         chosen = next((m for m in messages if m.id == message_id), None)
         if chosen is None:
-            raise NotFound(f"message {message_id!r} not found", code="MESSAGE_NOT_FOUND")
+            raise NotFound(f"message {message_id!r} not found", code=ErrorCode.MESSAGE_NOT_FOUND)
         if chosen.role != "user":
             raise NoUserMessage(f"message {message_id!r} is not a user message")
         return [], {"input_message_id": chosen.id}
