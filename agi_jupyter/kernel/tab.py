@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from agi_jupyter.errors import ErrorCode
 from agi_jupyter.notebook.ops import NotebookError
 from agi_jupyter.notebook.tab import TabBackend
+from agi_jupyter.notebook.wire import TabRequest
 from agi_jupyter.records import new_id
 
 if TYPE_CHECKING:
@@ -86,7 +87,8 @@ class TabLink:
 
     async def request(self, store: Store, payload: dict[str, Any]) -> dict[str, Any]:
         request_id = new_id("nbr")
-        self.comm.send({"request_id": request_id, **payload})
+        request = TabRequest.model_validate({"request_id": request_id, **payload})
+        self.comm.send(request.model_dump(mode="json"))
         deadline = time.monotonic() + REPLY_TIMEOUT
         while time.monotonic() < deadline:
             reply = await asyncio.to_thread(store.take_notebook_reply, request_id)

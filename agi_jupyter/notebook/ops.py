@@ -1,8 +1,8 @@
 """The changes a notebook tool makes, as data, and how they apply to a notebook dict.
 
 Every backend applies the same operations: the file backend with ``apply_op`` below, the
-RTC backend on the shared document, the JupyterLab tab in TypeScript (``op_to_wire`` is the
-form it receives). Edits and deletes carry the source the agent saw (``expected_source``) and
+RTC backend on the shared document, the JupyterLab tab in TypeScript (``wire.change_of`` is
+the form it receives). Edits and deletes carry the source the agent saw (``expected_source``) and
 are refused, changing nothing, when the cell holds anything else by the time they apply.
 """
 
@@ -67,66 +67,6 @@ class Replace:
 
 
 Op = Insert | Edit | Delete | SetOutputs | Replace
-
-
-def op_to_wire(op: Op) -> dict[str, Any]:
-    """The JSON form of an operation (what the JupyterLab tab receives)."""
-    if isinstance(op, Insert):
-        return {
-            "op": "insert",
-            "cell_id": op.cell_id,
-            "cell_type": op.cell_type,
-            "source": op.source,
-            "after_cell_id": op.after_cell_id,
-            "index": op.index,
-        }
-    if isinstance(op, Edit):
-        return {
-            "op": "edit",
-            "cell_id": op.cell_id,
-            "expected_source": op.expected_source,
-            "source": op.source,
-        }
-    if isinstance(op, Delete):
-        return {"op": "delete", "cell_id": op.cell_id, "expected_source": op.expected_source}
-    if isinstance(op, SetOutputs):
-        return {
-            "op": "set_outputs",
-            "cell_id": op.cell_id,
-            "outputs": op.outputs,
-            "execution_count": op.execution_count,
-        }
-    return {"op": "replace", "notebook": op.notebook}
-
-
-def op_from_wire(data: dict[str, Any]) -> Op:
-    """The operation of ``op_to_wire``'s JSON (``Replace`` without its snapshot bytes)."""
-    kind = data.get("op")
-    if kind == "insert":
-        return Insert(
-            cell_type=str(data["cell_type"]),
-            source=str(data["source"]),
-            cell_id=str(data["cell_id"]),
-            after_cell_id=data.get("after_cell_id"),
-            index=data.get("index"),
-        )
-    if kind == "edit":
-        return Edit(
-            cell_id=str(data["cell_id"]),
-            expected_source=str(data["expected_source"]),
-            source=str(data["source"]),
-        )
-    if kind == "delete":
-        return Delete(cell_id=str(data["cell_id"]), expected_source=str(data["expected_source"]))
-    if kind == "set_outputs":
-        return SetOutputs(
-            cell_id=str(data["cell_id"]),
-            outputs=list(data["outputs"]),
-            execution_count=data.get("execution_count"),
-        )
-    if kind == "replace":
-        return Replace(content=b"", notebook=dict(data["notebook"]))
-    raise NotebookError(f"unknown notebook operation {kind!r}")
 
 
 def apply_op(notebook: NotebookJSON, op: Op) -> None:

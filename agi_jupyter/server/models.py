@@ -30,6 +30,7 @@ from agi_jupyter import events as ev
 from agi_jupyter.errors import ErrorCode
 from agi_jupyter.kinds import ReviewMode, SdkName, Verdict
 from agi_jupyter.model_specs import model_spec_pattern
+from agi_jupyter.notebook.wire import TabReply
 from agi_jupyter.records import (
     NON_BLANK,
     ArtifactRefPart,
@@ -476,7 +477,7 @@ class NotebookReply(Body):
     """A JupyterLab tab's answer to a notebook request (of this server, or of a kernel)."""
 
     request_id: str = Field(min_length=1, max_length=200)
-    reply: JSONObject
+    reply: TabReply
     project_dir: str | None = Field(
         None, description="A kernel's request: the kernel's project folder (absolute path)."
     )

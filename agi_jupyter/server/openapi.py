@@ -4,19 +4,24 @@ Schemas come from ``models.py`` (request bodies in validation mode, responses in
 serialization mode) and share ``#/components/schemas``; the event union and the
 message-part union are ``oneOf`` + ``discriminator`` on ``type``. Streaming operations list
 ``application/x-ndjson`` and/or ``text/event-stream`` with the ``Event`` schema (one item).
+The named kinds (``kinds.py``, ``errors.ErrorCode``) are enum schemas of their own, whose
+``x-enum-varnames`` are the members' names: the panel's generated types make them constants.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from agi_jupyter import __version__
 from agi_jupyter.errors import ErrorCode
+from agi_jupyter.kinds import ReviewMode, SdkName, ToolTrait, Verdict
+from agi_jupyter.notebook.wire import TabRequest
 from agi_jupyter.server.models import ErrorBody, Event, MessagePart, body_required
 from agi_jupyter.server.routes import API_VERSION, ROUTES, Route, path_params
 from agi_jupyter.server.streaming import NDJSON, SSE
@@ -108,6 +113,7 @@ def _schemas() -> dict[str, Any]:
         (ErrorBody, "serialization"): None,
         (Event, "serialization"): None,
         (MessagePart, "serialization"): None,
+        (TabRequest, "serialization"): None,  # a kernel's request to a tab (over its comm)
     }
     for route in ROUTES:
         if route.body is not None:
@@ -121,7 +127,14 @@ def _schemas() -> dict[str, Any]:
     for (event, field), target in EVENT_PAYLOADS.items():
         prop = defs[event]["properties"][field]
         defs[event]["properties"][field] = {"$ref": REF.format(model=target), **_doc(prop)}
+    for kind in KINDS:
+        schema = defs.get(kind.__name__) or TypeAdapter(kind).json_schema(ref_template=REF)
+        defs[kind.__name__] = {**schema, "x-enum-varnames": [member.name for member in kind]}
     return dict(sorted(defs.items()))
+
+
+# The named kinds, each an enum schema (those no model uses too) with its members' names.
+KINDS: tuple[type[StrEnum], ...] = (ErrorCode, ReviewMode, SdkName, ToolTrait, Verdict)
 
 
 # Event payloads that are records: plain JSON objects in events.py (a bottom module), documented

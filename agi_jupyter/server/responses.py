@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from agi_jupyter.kinds import SdkName, ToolTrait
+from agi_jupyter.kinds import ToolTrait
 from agi_jupyter.records import Artifact as ArtifactRecord
 from agi_jupyter.records import Change as ChangeRecord
 from agi_jupyter.records import (
@@ -116,7 +116,7 @@ class AgentInfo(Out):
     tools: list[str]
     read_only: bool
     model: str | None
-    sdk: SdkName | None = Field(description="The agent's own SDK (None: the project default).")
+    sdk: str | None = Field(description="The agent's own SDK (None: the project default).")
     source: str
 
 
@@ -132,7 +132,7 @@ class SdkCapabilityFlags(Out):
 
 
 class SdkInfo(Out):
-    id: SdkName
+    id: str
     display_name: str
     capabilities: SdkCapabilityFlags
     available: bool = Field(description="Whether the SDK / CLI is installed here.")
@@ -140,7 +140,7 @@ class SdkInfo(Out):
 
 
 class SdkList(Out):
-    default_sdk: SdkName
+    default_sdk: str
     sdks: list[SdkInfo]
 
 
@@ -264,16 +264,6 @@ class ChangeList(Out):
     """The changes a run made to notebooks (and files): snapshots before/after, in order."""
 
     changes: list[ChangeRecord]
-
-
-class NotebookRequest(Out):
-    """What the bridge stream sends a tab: read the notebook, or apply one change to it."""
-
-    type: Literal["notebook.request"] = "notebook.request"
-    request_id: str
-    path: str
-    op: Literal["read", "apply"]
-    change: JSONObject | None = None
 
 
 class Ack(Out):

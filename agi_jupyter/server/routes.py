@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from agi_jupyter.errors import ErrorCode
+from agi_jupyter.notebook.wire import NotebookRequest
 from agi_jupyter.server.handlers.artifacts import ArtifactContentHandler, ArtifactHandler
 from agi_jupyter.server.handlers.base import AgiHandler
 from agi_jupyter.server.handlers.catalog import (
@@ -86,7 +87,6 @@ from agi_jupyter.server.responses import (
     History,
     MessagePage,
     NotebookBudgets,
-    NotebookRequest,
     ProviderList,
     RunEvents,
     RunPage,

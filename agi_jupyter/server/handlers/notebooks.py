@@ -37,7 +37,8 @@ class NotebookRepliesHandler(AgiHandler):
     @protected
     async def post(self) -> None:
         body = self.body(NotebookReply)
-        if self.agi_app.bridge.resolve(body.request_id, body.reply):
+        reply = body.reply.model_dump(mode="json", exclude_unset=True)  # as the tab sent it
+        if self.agi_app.bridge.resolve(body.request_id, reply):
             self.reply(Ack())
             return
         if body.project_dir is None:
@@ -48,7 +49,7 @@ class NotebookRepliesHandler(AgiHandler):
         agi = await projects.get(
             await self.call(_project_parameter, projects.root, body.project_dir)
         )
-        await self.call(agi.store.put_notebook_reply, body.request_id, body.reply)
+        await self.call(agi.store.put_notebook_reply, body.request_id, reply)
         self.reply(Ack())
 
 

@@ -20,11 +20,11 @@ from typing import Any
 from agi_jupyter.errors import ErrorCode
 from agi_jupyter.notebook.ops import NotebookError
 from agi_jupyter.notebook.tab import TabBackend
+from agi_jupyter.notebook.wire import NotebookRequest
 from agi_jupyter.records import new_id
 from agi_jupyter.server.notebooks.rtc import on_loop
 
 REPLY_TIMEOUT = 30.0
-REQUEST_TYPE = "notebook.request"  # the SSE event name of a request
 KEEPALIVE = 15.0
 MAX_CLIENTS = 100
 
@@ -103,7 +103,8 @@ class TabBridge:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.pending[request_id] = future
         client.pending.add(request_id)
-        client.queue.put_nowait({"type": REQUEST_TYPE, "request_id": request_id, **payload})
+        request = NotebookRequest.model_validate({"request_id": request_id, **payload})
+        client.queue.put_nowait(request.model_dump(mode="json"))
         try:
             return await asyncio.wait_for(future, REPLY_TIMEOUT)
         except TimeoutError:
