@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from agi_jupyter.app import Agi
 
 
-
 def config_trait(key: str) -> TraitType[Any, Any]:
     """The trait of the project setting ``key``: its type and help as ``config`` declares it;
     None (the default) leaves it to the project's configuration."""
