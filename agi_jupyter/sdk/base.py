@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.errors import SdkModelMismatch
-from agi_jupyter.kinds import SdkName
 from agi_jupyter.records import JSON, Run, Session
 from agi_jupyter.tools.base import ArtifactDraft
 
@@ -31,8 +30,6 @@ if TYPE_CHECKING:
     from agi_jupyter.runtime.emitter import RunEmitter
     from agi_jupyter.runtime.runner import AttemptResult
     from agi_jupyter.tools import AnyTool, ToolOutcome
-
-KNOWN_SDKS: tuple[SdkName, ...] = tuple(SdkName)
 
 
 @dataclass(frozen=True)
