@@ -14,9 +14,10 @@ nothing, when the cell holds something else now (``HASH_MISMATCH``).
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
 
 from agi_jupyter.errors import ErrorCode
 from agi_jupyter.notebook.ops import Delete, Edit, Insert, Op, Replace, SetOutputs
@@ -116,53 +117,26 @@ class TabReply(BaseModel):
 
 
 AnyChange = InsertChange | EditChange | DeleteChange | SetOutputsChange | ReplaceChange
+_CHANGE: TypeAdapter[TabChange] = TypeAdapter(TabChange)
+# The ``op`` of each operation on the wire (``Replace`` apart: its snapshot bytes stay here).
+_OPS: dict[type[Insert | Edit | Delete | SetOutputs], str] = {
+    Insert: "insert",
+    Edit: "edit",
+    Delete: "delete",
+    SetOutputs: "set_outputs",
+}
 
 
 def change_of(op: Op) -> AnyChange:
     """The wire form of an operation (``Replace``: its parsed notebook, not its bytes)."""
-    if isinstance(op, Insert):
-        return InsertChange(
-            op="insert",
-            cell_id=op.cell_id,
-            cell_type=op.cell_type,
-            source=op.source,
-            after_cell_id=op.after_cell_id,
-            index=op.index,
-        )
-    if isinstance(op, Edit):
-        return EditChange(
-            op="edit", cell_id=op.cell_id, expected_source=op.expected_source, source=op.source
-        )
-    if isinstance(op, Delete):
-        return DeleteChange(op="delete", cell_id=op.cell_id, expected_source=op.expected_source)
-    if isinstance(op, SetOutputs):
-        return SetOutputsChange(
-            op="set_outputs",
-            cell_id=op.cell_id,
-            outputs=op.outputs,
-            execution_count=op.execution_count,
-        )
-    return ReplaceChange(op="replace", notebook=op.notebook)
+    if isinstance(op, Replace):
+        return ReplaceChange(op="replace", notebook=op.notebook)
+    return _CHANGE.validate_python({"op": _OPS[type(op)], **asdict(op)})
 
 
 def op_of(change: AnyChange) -> Op:
     """The operation of a change (``Replace`` without its snapshot bytes)."""
-    if isinstance(change, InsertChange):
-        return Insert(
-            cell_type=change.cell_type,
-            source=change.source,
-            cell_id=change.cell_id,
-            after_cell_id=change.after_cell_id,
-            index=change.index,
-        )
-    if isinstance(change, EditChange):
-        return Edit(
-            cell_id=change.cell_id, expected_source=change.expected_source, source=change.source
-        )
-    if isinstance(change, DeleteChange):
-        return Delete(cell_id=change.cell_id, expected_source=change.expected_source)
-    if isinstance(change, SetOutputsChange):
-        return SetOutputs(
-            cell_id=change.cell_id, outputs=change.outputs, execution_count=change.execution_count
-        )
-    return Replace(content=b"", notebook=change.notebook)
+    if isinstance(change, ReplaceChange):
+        return Replace(content=b"", notebook=change.notebook)
+    kind = next(kind for kind, name in _OPS.items() if name == change.op)
+    return kind(**change.model_dump(exclude={"op"}))
