@@ -28,9 +28,11 @@ from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 
 from agi_jupyter.budget import BudgetSettings, BudgetsLayer
 from agi_jupyter.errors import ConfigError, UsageError
+from agi_jupyter.kinds import DEFAULT_REVIEW_MODE, DEFAULT_SDK, ReviewMode, SdkName
 from agi_jupyter.model_specs import KNOWN_PROVIDERS, Wire, parse_model_spec
 from agi_jupyter.request_extras import (
     ModelLayer,
@@ -45,6 +47,8 @@ PROJECT_DIRNAME = ".agi"
 CONFIG_FILENAME = "config.json"
 CREDENTIALS_FILENAME = "credentials.json"
 CREDENTIALS_DATABASE_KEY = "database_password"
+CREDENTIALS_WEBHOOK_KEY = "openai_webhook_secret"
+WEBHOOK_SECRET_ENV = "OPENAI_WEBHOOK_SECRET"
 
 
 # --- validated file/layer schema -------------------------------------------------------------
@@ -70,30 +74,72 @@ class _AcpLayer(BaseModel):
 
 
 class _Layer(BaseModel):
-    """What one config layer (a file, traitlets, env, explicit arguments) may contain."""
+    """What one config layer (a file, traitlets, env, explicit arguments) may contain. The keys
+    the server extension also takes as traitlets (``SERVER_KEYS``) are declared here only, with
+    their help; ``server.extension`` derives its traits from these fields."""
 
     model_config = ConfigDict(extra="forbid")
     default_agent: str | None = None
     default_model: str | None = None
-    default_sdk: Literal["native", "claude", "codex", "acp"] | None = None
-    review_mode: Literal["ask", "auto-edit", "auto"] | None = None
+    default_sdk: SdkName | None = None
+    review_mode: ReviewMode | None = None
     max_iterations: int | None = Field(default=None, ge=1, le=1000)
-    persist_deltas: bool | None = None
-    wire: WirePath | None = None
+    persist_deltas: bool | None = Field(
+        default=None,
+        description="Persist streaming deltas as run events (coalesced to ~10 writes/s), so "
+        "runs of other processes stream live.",
+    )
+    wire: WirePath | None = Field(
+        default=None,
+        description="How model streams (Chat Completions, Responses, Anthropic Messages) are "
+        'read: "http" (httpx2 + orjson, no SDK) or "sdk" (the openai / anthropic SDK, the '
+        "reference).",
+    )
     artifact_threshold: int | None = Field(default=None, ge=1024)
     tool_timeout: float | None = Field(default=None, gt=0)
     max_attempts: int | None = Field(default=None, ge=1, le=100)
     retry_backoff: list[float] | None = None
-    stale_after: float | None = Field(default=None, ge=1, le=86400)
+    stale_after: float | None = Field(
+        default=None,
+        ge=1,
+        le=86400,
+        description="Seconds without a heartbeat after which a running run counts as abandoned "
+        "by its process and a tick takes it over (at least 1).",
+    )
     providers: dict[str, _ProviderLayer] | None = None
     models: dict[str, ModelLayer] | None = None
     redact_patterns: list[str] | None = None
     redact_allow: list[str] | None = None
     acp: _AcpLayer | None = None
-    database_url: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
+    database_url: str | None = Field(
+        default=None,
+        pattern=r"^postgres(ql)?://",
+        description="A postgresql:// URL: keep every project's sessions and runs in this shared "
+        "PostgreSQL database instead of each project's .agi/agi.sqlite, so several servers "
+        "(JupyterHub user servers, replicas) share them. AGI_DATABASE_URL works too.",
+    )
     project_key: str | None = Field(default=None, min_length=1, max_length=1000)
-    project_namespace: str | None = Field(default=None, min_length=1, max_length=200)
+    project_namespace: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="With a database_url: a prefix for the keys of this server's projects in "
+        "the shared database (a project's key is its folder's absolute path, or the "
+        "project_key of its .agi/config.json). Servers that see different projects at the "
+        "same paths (JupyterHub users' /home/jovyan) set one each. AGI_PROJECT_NAMESPACE "
+        "works too.",
+    )
     budgets: BudgetsLayer | None = None  # budget.py; the highest layer that sets it wins
+
+
+# The settings the server extension also takes as traitlets (``c.AgiExtensionApp.<key>``): the
+# traitlets layer of ``load_config``. Their types and help are the fields above.
+SERVER_KEYS = ("persist_deltas", "wire", "stale_after", "database_url", "project_namespace")
+
+
+def setting_field(key: str) -> FieldInfo:
+    """The declaration of one setting (its type, bounds and help), as a config file has it."""
+    return _Layer.model_fields[key]
 
 
 # --- resolved settings -----------------------------------------------------------------------
@@ -138,9 +184,9 @@ class AcpCommand:
 class Config:
     project: Path
     default_agent: str = "general"
-    default_sdk: str = "native"  # the agent SDK of new sessions (DESIGN.md section 10)
+    default_sdk: SdkName = DEFAULT_SDK  # the agent SDK of new sessions (DESIGN.md section 10)
     # Which ``ask`` tool calls wait for a person (tools/policy.py): ask, auto-edit or auto.
-    review_mode: str = "ask"
+    review_mode: ReviewMode = DEFAULT_REVIEW_MODE
     default_model: str = "fake:echo"
     default_model_is_fallback: bool = True
     max_iterations: int = 10
@@ -397,6 +443,24 @@ def reference_values(env: Mapping[str, str]) -> dict[str, str]:
     ``envrefs``): the global credentials file's entries, overridden by the environment."""
     credentials = read_credentials(global_config_dir(env) / CREDENTIALS_FILENAME)
     return {**credentials, **env}
+
+
+def webhook_secret(
+    configured: str | None = None,
+    *,
+    env_var: str = WEBHOOK_SECRET_ENV,
+    env: Mapping[str, str] | None = None,
+) -> str | None:
+    """The OpenAI webhook secret: ``configured`` (the server's ``webhook_secret`` trait), else
+    the environment variable ``env_var``, else ``openai_webhook_secret`` in the credentials
+    file."""
+    if configured:
+        return configured
+    env = os.environ if env is None else env
+    if env_var and env.get(env_var):
+        return env[env_var]
+    credentials = read_credentials(global_config_dir(env) / CREDENTIALS_FILENAME)
+    return credentials.get(CREDENTIALS_WEBHOOK_KEY)
 
 
 def _provider_settings(

@@ -24,14 +24,99 @@
     ├── RunStateUnreadable        RUN_STATE_UNREADABLE (500): a run's stored state is unreadable
     └── StoreUnavailable          STORE_UNAVAILABLE (503): the store's database cannot be reached
 
+Every code the package answers or records with is a member of ``ErrorCode`` (the classes'
+codes and the ones passed as ``code=``); the OpenAPI document lists them as an enum, from which
+the panel's TypeScript gets the same constants.
+
 Messages never contain secrets: callers pass only what is safe to show to a user.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum, unique
+
+
+@unique
+class ErrorCode(StrEnum):
+    """Every error code, by what raises it. A member is its string on the wire."""
+
+    # the exception tree below
+    AGI_ERROR = "AGI_ERROR"
+    VALIDATION_ERROR = "VALIDATION_ERROR"
+    SDK_MODEL_MISMATCH = "SDK_MODEL_MISMATCH"
+    BUDGET_NOT_RAISED = "BUDGET_NOT_RAISED"
+    CONFIG_ERROR = "CONFIG_ERROR"
+    PROVIDER_NOT_CONFIGURED = "PROVIDER_NOT_CONFIGURED"
+    SDK_NOT_AVAILABLE = "SDK_NOT_AVAILABLE"
+    PROVIDER_ERROR = "PROVIDER_ERROR"
+    PROVIDER_HTTP_ERROR = "PROVIDER_HTTP_ERROR"
+    PROVIDER_DISCONNECTED = "PROVIDER_DISCONNECTED"
+    TOOL_ERROR = "TOOL_ERROR"
+    TOOL_DENIED = "TOOL_DENIED"
+    PATH_OUTSIDE_PROJECT = "PATH_OUTSIDE_PROJECT"
+    NOT_FOUND = "NOT_FOUND"
+    SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
+    RUN_NOT_FOUND = "RUN_NOT_FOUND"
+    ARTIFACT_NOT_FOUND = "ARTIFACT_NOT_FOUND"
+    AGENT_NOT_FOUND = "AGENT_NOT_FOUND"
+    CONFLICT = "CONFLICT"
+    RUN_TERMINAL = "RUN_TERMINAL"
+    NO_USER_MESSAGE = "NO_USER_MESSAGE"
+    RUN_LOST = "RUN_LOST"
+    NO_PENDING_APPROVAL = "NO_PENDING_APPROVAL"
+    RUN_CANCELLED = "RUN_CANCELLED"
+    BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
+    STORE_UNAVAILABLE = "STORE_UNAVAILABLE"
+    # not found, by what was looked for
+    MESSAGE_NOT_FOUND = "MESSAGE_NOT_FOUND"
+    TASK_NOT_FOUND = "TASK_NOT_FOUND"
+    TOOL_CALL_NOT_FOUND = "TOOL_CALL_NOT_FOUND"
+    BLOB_NOT_FOUND = "BLOB_NOT_FOUND"
+    WEBHOOK_EVENT_NOT_FOUND = "WEBHOOK_EVENT_NOT_FOUND"
+    PROJECT_NOT_FOUND = "PROJECT_NOT_FOUND"
+    CURSOR_NOT_FOUND = "CURSOR_NOT_FOUND"
+    REQUEST_NOT_FOUND = "REQUEST_NOT_FOUND"
+    # the HTTP layer (server/handlers/base.py) and webhooks
+    BAD_REQUEST = "BAD_REQUEST"
+    UNAUTHORIZED = "UNAUTHORIZED"
+    FORBIDDEN = "FORBIDDEN"
+    METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    RATE_LIMITED = "RATE_LIMITED"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+    HTTP_ERROR = "HTTP_ERROR"  # another HTTP error status (and a client's, without a body)
+    BAD_RESPONSE = "BAD_RESPONSE"  # a client's: the server's answer could not be read
+    INVALID_SIGNATURE = "INVALID_SIGNATURE"
+    WEBHOOK_NOT_CONFIGURED = "WEBHOOK_NOT_CONFIGURED"
+    # runs
+    RUN_ACTIVE = "RUN_ACTIVE"
+    CHANGE_NOT_FOUND = "CHANGE_NOT_FOUND"
+    RUN_STATE_UNREADABLE = "RUN_STATE_UNREADABLE"
+    RUN_ABANDONED = "RUN_ABANDONED"
+    MAX_ITERATIONS_REACHED = "MAX_ITERATIONS_REACHED"
+    DEEP_RESEARCH_FAILED = "DEEP_RESEARCH_FAILED"
+    # tool calls
+    INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
+    TOOL_TIMEOUT = "TOOL_TIMEOUT"
+    PATCH_FAILED = "PATCH_FAILED"
+    # notebooks: their operations, their tabs (the notebook bridge) and undo
+    CELL_NOT_FOUND = "CELL_NOT_FOUND"
+    HASH_MISMATCH = "HASH_MISMATCH"
+    INDEX_OUT_OF_RANGE = "INDEX_OUT_OF_RANGE"
+    NOT_A_CODE_CELL = "NOT_A_CODE_CELL"
+    NOTEBOOK_NOT_FOUND = "NOTEBOOK_NOT_FOUND"
+    NOTEBOOK_CHANGED_ON_DISK = "NOTEBOOK_CHANGED_ON_DISK"
+    INVALID_NOTEBOOK = "INVALID_NOTEBOOK"
+    NO_KERNEL = "NO_KERNEL"
+    SERVER_NOT_READY = "SERVER_NOT_READY"
+    NOTEBOOK_TAB_ERROR = "NOTEBOOK_TAB_ERROR"
+    NOTEBOOK_TAB_GONE = "NOTEBOOK_TAB_GONE"
+    NOTEBOOK_TAB_TIMEOUT = "NOTEBOOK_TAB_TIMEOUT"
+    UNDO_CONFLICT = "UNDO_CONFLICT"
+
 
 class AgiError(Exception):
-    code = "AGI_ERROR"
+    code: str = ErrorCode.AGI_ERROR
     http_status = 500
     retryable = False
 
@@ -48,7 +133,7 @@ class AgiError(Exception):
 
 
 class UsageError(AgiError):
-    code = "VALIDATION_ERROR"
+    code = ErrorCode.VALIDATION_ERROR
     http_status = 400
 
 
@@ -56,39 +141,39 @@ class SdkModelMismatch(UsageError):
     """A session's agent SDK cannot run its model (the claude SDK runs Anthropic models, the
     codex SDK OpenAI Responses models)."""
 
-    code = "SDK_MODEL_MISMATCH"
+    code = ErrorCode.SDK_MODEL_MISMATCH
 
 
 class BudgetNotRaised(UsageError):
     """A run waits for a larger budget, and its approval gave none (or one no larger than the
     budget it has): raise ``max_tokens`` and/or ``max_usd``, or deny."""
 
-    code = "BUDGET_NOT_RAISED"
+    code = ErrorCode.BUDGET_NOT_RAISED
 
 
 class ConfigError(AgiError):
-    code = "CONFIG_ERROR"
+    code = ErrorCode.CONFIG_ERROR
     http_status = 400
 
 
 class ProviderNotConfigured(ConfigError):
-    code = "PROVIDER_NOT_CONFIGURED"
+    code = ErrorCode.PROVIDER_NOT_CONFIGURED
 
 
 class SdkNotAvailable(ConfigError):
     """An optional agent SDK (``claude-agent-sdk``, the ``codex`` CLI) is missing; the message
     says how to install it."""
 
-    code = "SDK_NOT_AVAILABLE"
+    code = ErrorCode.SDK_NOT_AVAILABLE
 
 
 class ProviderError(AgiError):
-    code = "PROVIDER_ERROR"
+    code = ErrorCode.PROVIDER_ERROR
     http_status = 502
 
 
 class ProviderHTTPError(ProviderError):
-    code = "PROVIDER_HTTP_ERROR"
+    code = ErrorCode.PROVIDER_HTTP_ERROR
 
     def __init__(
         self,
@@ -106,59 +191,59 @@ class ProviderHTTPError(ProviderError):
 
 
 class ProviderDisconnected(ProviderError):
-    code = "PROVIDER_DISCONNECTED"
+    code = ErrorCode.PROVIDER_DISCONNECTED
     retryable = True
 
 
 class ToolError(AgiError):
-    code = "TOOL_ERROR"
+    code = ErrorCode.TOOL_ERROR
     http_status = 400
 
 
 class ToolDenied(ToolError):
-    code = "TOOL_DENIED"
+    code = ErrorCode.TOOL_DENIED
     http_status = 403
 
 
 class PathOutsideProject(ToolError):
-    code = "PATH_OUTSIDE_PROJECT"
+    code = ErrorCode.PATH_OUTSIDE_PROJECT
     http_status = 403
 
 
 class NotFound(AgiError):
-    code = "NOT_FOUND"
+    code = ErrorCode.NOT_FOUND
     http_status = 404
 
 
 class SessionNotFound(NotFound):
-    code = "SESSION_NOT_FOUND"
+    code = ErrorCode.SESSION_NOT_FOUND
 
 
 class RunNotFound(NotFound):
-    code = "RUN_NOT_FOUND"
+    code = ErrorCode.RUN_NOT_FOUND
 
 
 class ArtifactNotFound(NotFound):
-    code = "ARTIFACT_NOT_FOUND"
+    code = ErrorCode.ARTIFACT_NOT_FOUND
 
 
 class AgentNotFound(NotFound):
-    code = "AGENT_NOT_FOUND"
+    code = ErrorCode.AGENT_NOT_FOUND
 
 
 class Conflict(AgiError):
-    code = "CONFLICT"
+    code = ErrorCode.CONFLICT
     http_status = 409
 
 
 class RunTerminal(Conflict):
-    code = "RUN_TERMINAL"
+    code = ErrorCode.RUN_TERMINAL
 
 
 class NoUserMessage(Conflict):
     """A run was asked to answer the session's last user message, and there is none."""
 
-    code = "NO_USER_MESSAGE"
+    code = ErrorCode.NO_USER_MESSAGE
 
 
 class RunLost(Conflict):
@@ -166,17 +251,17 @@ class RunLost(Conflict):
     over after the owner stalled, or the run was released): the owner must stop at once and
     write nothing more. Raised by the ``Store`` methods called with ``fence=``."""
 
-    code = "RUN_LOST"
+    code = ErrorCode.RUN_LOST
 
 
 class NoPendingApproval(Conflict):
     """A decision was given for a run (or one of its tool calls) that waits for none."""
 
-    code = "NO_PENDING_APPROVAL"
+    code = ErrorCode.NO_PENDING_APPROVAL
 
 
 class RunCancelled(AgiError):
-    code = "RUN_CANCELLED"
+    code = ErrorCode.RUN_CANCELLED
     http_status = 409
 
 
@@ -185,7 +270,7 @@ class BudgetExceeded(AgiError):
     budget (``agi_jupyter.budget``): the run stops before making it. Not retryable: only a
     larger budget helps."""
 
-    code = "BUDGET_EXCEEDED"
+    code = ErrorCode.BUDGET_EXCEEDED
     http_status = 409
 
 
@@ -193,13 +278,13 @@ class RunStateUnreadable(AgiError):
     """A run's stored state (``loop_state``) cannot be read by this version: written by a newer
     one in a format it does not know (its ``version``), or malformed (``run_state_codec``)."""
 
-    code = "RUN_STATE_UNREADABLE"
+    code = ErrorCode.RUN_STATE_UNREADABLE
 
 
 class StoreUnavailable(AgiError):
     """The store's database server cannot be reached (PostgreSQL down, wrong host or password);
     retrying later may work. The message names the database without its password."""
 
-    code = "STORE_UNAVAILABLE"
+    code = ErrorCode.STORE_UNAVAILABLE
     http_status = 503
     retryable = True

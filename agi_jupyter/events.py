@@ -1,4 +1,5 @@
-"""The live event vocabulary (DESIGN.md section 4). Imports nothing from the package.
+"""The live event vocabulary (DESIGN.md section 4). Imports nothing from the package but its
+named kinds (``kinds``).
 
 Every consumer — the magic's display, the chat widget, NDJSON and SSE responses, the side panel,
 replay from the store — sees these same events. Each is a dataclass with a literal ``type``; on
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
+
+from agi_jupyter.kinds import ReviewMode
 
 JSON = dict[str, Any]
 
@@ -136,7 +139,7 @@ class ApprovalRequested(BaseEvent):
     tool_call_id: str
     name: str
     arguments: JSON
-    review_mode: str = "ask"
+    review_mode: ReviewMode = ReviewMode.ASK
     diff: str | None = None  # what the call would change (a unified diff), when it can tell
     type: Literal["approval.requested"] = "approval.requested"
 

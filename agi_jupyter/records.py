@@ -1,7 +1,8 @@
 """The records of the store: sessions, messages and their parts, runs, tool calls, artifacts.
 
-Plain dataclasses that import nothing from the package (but ``run_state``, the typed state of a
-run, which imports nothing either), so every layer can use them. Message
+Plain dataclasses that import nothing from the package but its named kinds (``kinds``) and
+``run_state`` (the typed state of a run, which imports nothing either), so every layer can
+use them. Message
 parts carry a literal ``type`` so they round-trip losslessly through JSON (``part_to_dict`` /
 ``part_from_dict``); the same part types make up the conversation sent to a provider.
 """
@@ -15,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
+from agi_jupyter.kinds import SdkName
 from agi_jupyter.run_state import LoopState
 
 JSON = dict[str, Any]
@@ -201,7 +203,7 @@ class Session:
     id: str
     title: str | None = None
     agent: str = "general"
-    sdk: str = "native"
+    sdk: str = SdkName.NATIVE
     provider: str | None = None
     model: str | None = None
     system_prompt: str | None = None

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 from agi_jupyter.config import AcpCommand
-
-# (tools/policy.py's ``Verdict``; not imported from there: importing the tools package loads
-# pydantic and the tool modules, and ``%load_ext`` must stay light.)
-Verdict = Literal["allow", "ask", "deny"]
+from agi_jupyter.kinds import SdkName, Verdict
 
 
 @dataclass(frozen=True)
@@ -23,7 +19,7 @@ class Agent:
     tools: tuple[str, ...] = ()
     read_only: bool = False
     model: str | None = None
-    sdk: str | None = None  # the agent SDK its sessions use; None: the configured default
+    sdk: SdkName | None = None  # the agent SDK its sessions use; None: the configured default
     acp: AcpCommand | None = None  # the ACP agent its ``acp`` sessions start (else config's)
     # Tool policy rules (name or glob -> allow | ask | deny): see tools/policy.py.
     permissions: Mapping[str, Verdict] = field(default_factory=dict)
@@ -64,14 +60,14 @@ BUILD_TOOLS: tuple[str, ...] = (
 
 # The built-in ``build`` agent's tool policy: commands, code and edits ask (tools/policy.py).
 BUILD_PERMISSIONS: Mapping[str, Verdict] = {
-    "shell.run": "ask",
-    "python": "ask",
-    "apply_patch": "ask",
-    "fs.write": "ask",
-    "notebook.edit": "ask",
-    "notebook.insert": "ask",
-    "notebook.delete": "ask",
-    "notebook.run": "ask",
+    "shell.run": Verdict.ASK,
+    "python": Verdict.ASK,
+    "apply_patch": Verdict.ASK,
+    "fs.write": Verdict.ASK,
+    "notebook.edit": Verdict.ASK,
+    "notebook.insert": Verdict.ASK,
+    "notebook.delete": Verdict.ASK,
+    "notebook.run": Verdict.ASK,
 }
 
 BUILTIN_AGENTS: dict[str, Agent] = {

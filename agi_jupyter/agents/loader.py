@@ -12,13 +12,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agi_jupyter.agents.definitions import _COMMON, BUILTIN_AGENTS, Agent
 from agi_jupyter.config import AcpCommand
 from agi_jupyter.errors import ConfigError
+from agi_jupyter.kinds import SdkName, Verdict
 from agi_jupyter.records import Task, utc_now
 
 BOOTSTRAP_FILES = ("SOUL.md", "USER.md", "AGENTS.md")
@@ -32,10 +33,10 @@ class _AgentEntry(BaseModel):
     read_only: bool | None = None
     prompt: str | None = None  # a path relative to the project, or the prompt text itself
     model: str | None = None
-    sdk: Literal["native", "claude", "codex", "acp"] | None = None
+    sdk: SdkName | None = None
     acp: dict[str, Any] | None = None  # {command, args, env}: see config.AcpCommand
     # Tool policy rules, merged over the base agent's (tools/policy.py).
-    permissions: dict[str, Literal["allow", "ask", "deny"]] | None = None
+    permissions: dict[str, Verdict] | None = None
 
 
 def load_agents(project: Path) -> dict[str, Agent]:

@@ -29,7 +29,8 @@ from agi_jupyter.cli.common import (
 )
 from agi_jupyter.cli.render import one_line
 from agi_jupyter.cli.stream import Progress, StreamPrinter
-from agi_jupyter.errors import AgiError, RunTerminal, UsageError
+from agi_jupyter.errors import AgiError, ErrorCode, RunTerminal, UsageError
+from agi_jupyter.kinds import ReviewMode, SdkName
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
@@ -81,12 +82,12 @@ class AskOptions:
 @click.option("--title", help="Title of a new session (default: the prompt's first line).")
 @click.option(
     "--sdk",
-    type=click.Choice(["native", "claude", "codex", "acp"]),
+    type=click.Choice([sdk.value for sdk in SdkName]),
     help="Agent SDK of a new session (default: the agent's, else native; see `agi sdks`).",
 )
 @click.option(
     "--review-mode",
-    type=click.Choice(["ask", "auto-edit", "auto"]),
+    type=click.Choice([mode.value for mode in ReviewMode]),
     help="Which tool calls of a new session wait for you: ask (default: commands, code and "
     "edits), auto-edit (edits go through) or auto (nothing asks).",
 )
@@ -257,7 +258,7 @@ def exit_for(printer: StreamPrinter, interrupted: bool) -> None:
         fail(f"the events of run {run_id} ended before the run did")
     error = final.get("error") or {}
     reason = error.get("message") if isinstance(error, dict) else error
-    over = isinstance(error, dict) and error.get("code") == "BUDGET_EXCEEDED"
+    over = isinstance(error, dict) and error.get("code") == ErrorCode.BUDGET_EXCEEDED
     prefix = "BUDGET_EXCEEDED: " if over else ""
     reason = f"{prefix}{reason or 'no reason given'}"
     fail(f"run {run_id} {status}: {reason}", EXIT_BUDGET if over else EXIT_FAILED)

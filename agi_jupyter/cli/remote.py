@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 from agi_jupyter import errors
 from agi_jupyter.cli.common import EXIT_WAITING, fail
+from agi_jupyter.errors import ErrorCode
 
 if TYPE_CHECKING:
     from http.client import HTTPResponse
@@ -29,20 +30,20 @@ if TYPE_CHECKING:
 
 NDJSON = "application/x-ndjson"
 _ERRORS: dict[str, type[errors.AgiError]] = {
-    "VALIDATION_ERROR": errors.UsageError,
-    "CONFIG_ERROR": errors.ConfigError,
-    "PROVIDER_NOT_CONFIGURED": errors.ProviderNotConfigured,
-    "SDK_NOT_AVAILABLE": errors.SdkNotAvailable,
-    "SDK_MODEL_MISMATCH": errors.SdkModelMismatch,
-    "SESSION_NOT_FOUND": errors.SessionNotFound,
-    "RUN_NOT_FOUND": errors.RunNotFound,
-    "ARTIFACT_NOT_FOUND": errors.ArtifactNotFound,
-    "AGENT_NOT_FOUND": errors.AgentNotFound,
-    "RUN_TERMINAL": errors.RunTerminal,
-    "NO_USER_MESSAGE": errors.NoUserMessage,
-    "NO_PENDING_APPROVAL": errors.NoPendingApproval,
-    "UNDO_CONFLICT": errors.Conflict,
-    "RUN_ACTIVE": errors.Conflict,
+    ErrorCode.VALIDATION_ERROR: errors.UsageError,
+    ErrorCode.CONFIG_ERROR: errors.ConfigError,
+    ErrorCode.PROVIDER_NOT_CONFIGURED: errors.ProviderNotConfigured,
+    ErrorCode.SDK_NOT_AVAILABLE: errors.SdkNotAvailable,
+    ErrorCode.SDK_MODEL_MISMATCH: errors.SdkModelMismatch,
+    ErrorCode.SESSION_NOT_FOUND: errors.SessionNotFound,
+    ErrorCode.RUN_NOT_FOUND: errors.RunNotFound,
+    ErrorCode.ARTIFACT_NOT_FOUND: errors.ArtifactNotFound,
+    ErrorCode.AGENT_NOT_FOUND: errors.AgentNotFound,
+    ErrorCode.RUN_TERMINAL: errors.RunTerminal,
+    ErrorCode.NO_USER_MESSAGE: errors.NoUserMessage,
+    ErrorCode.NO_PENDING_APPROVAL: errors.NoPendingApproval,
+    ErrorCode.UNDO_CONFLICT: errors.Conflict,
+    ErrorCode.RUN_ACTIVE: errors.Conflict,
 }
 _BY_STATUS: dict[int, type[errors.AgiError]] = {  # codes of newer servers, by their status
     400: errors.UsageError,

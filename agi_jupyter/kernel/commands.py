@@ -16,6 +16,7 @@ from agi_jupyter.amounts import UNKNOWN, usd
 from agi_jupyter.errors import UsageError
 from agi_jupyter.kernel._ipython import MagicArgumentParser, is_terminal
 from agi_jupyter.kernel.tables import Table, Text
+from agi_jupyter.kinds import ReviewMode, SdkName
 
 if TYPE_CHECKING:
     import argparse
@@ -74,8 +75,8 @@ def _parser() -> Any:
     new = sub.add_parser("new", add_help=False)
     new.add_argument("--agent", "-a")
     new.add_argument("--model", "-m")
-    new.add_argument("--sdk", choices=("native", "claude", "codex", "acp"))
-    new.add_argument("--review-mode", choices=("ask", "auto-edit", "auto"))
+    new.add_argument("--sdk", choices=tuple(SdkName))
+    new.add_argument("--review-mode", choices=tuple(ReviewMode))
     new.add_argument("--max-tokens", type=int)
     new.add_argument("--max-usd", type=float)
     budget = sub.add_parser("budget", add_help=False)
@@ -175,7 +176,7 @@ def cmd_new(ctx: KernelContext, args: argparse.Namespace) -> None:
         review_mode=args.review_mode,
         budget=budget or None,
     )
-    sdk = "" if session.sdk == "native" else f", sdk {session.sdk}"
+    sdk = "" if session.sdk == SdkName.NATIVE else f", sdk {session.sdk}"
     print(
         f"agi: new session {session.id} ({session.agent}, {session.provider}:{session.model}{sdk})"
     )

@@ -27,6 +27,7 @@ from agi_jupyter.kernel.context import KernelContext, context_for
 from agi_jupyter.kernel.live import LiveDisplay
 from agi_jupyter.kernel.render import RunView
 from agi_jupyter.kernel.warmup import ready
+from agi_jupyter.kinds import SdkName
 
 FORMATS = ("markdown", "code", "text", "json")
 
@@ -38,7 +39,7 @@ CELL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (
         ("--sdk",),
         {
-            "choices": ("native", "claude", "codex", "acp"),
+            "choices": tuple(SdkName),
             "help": "agent SDK of the new session (with --new)",
         },
     ),

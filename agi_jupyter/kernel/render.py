@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agi_jupyter.kinds import SdkName
+
 MAX_BLOCK_CHARS = 4_000
 DIFF_KINDS = ("file_diff", "notebook_diff")  # as tools.diffs (not imported: %load_ext stays light)
 
@@ -173,7 +175,7 @@ class RunView:
         meta = message.get("meta") or {}
         if message.get("role") != "assistant":
             return
-        if meta.get("sdk") == "native" and "usage" in meta and meta["usage"] is None:
+        if meta.get("sdk") == SdkName.NATIVE and "usage" in meta and meta["usage"] is None:
             self.usage_unknown = True
         if meta.get("truncated") and not self.stop.get("context_full"):
             self.stop = {k: meta.get(k) for k in STOP_KEYS if k in meta}

@@ -22,8 +22,10 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from agi_jupyter.errors import ErrorCode
 from agi_jupyter.notebook.ops import NotebookError
 from agi_jupyter.notebook.tab import TabBackend
+from agi_jupyter.notebook.wire import TabRequest
 from agi_jupyter.records import JSON, new_id
 
 
@@ -89,7 +91,8 @@ class TabLink:
 
     async def request(self, replies: Replies, payload: dict[str, Any]) -> dict[str, Any]:
         request_id = new_id("nbr")
-        self.comm.send({"request_id": request_id, **payload})
+        request = TabRequest.model_validate({"request_id": request_id, **payload})
+        self.comm.send(request.model_dump(mode="json"))
         deadline = time.monotonic() + REPLY_TIMEOUT
         while time.monotonic() < deadline:
             reply = await asyncio.to_thread(replies.take_notebook_reply, request_id)
@@ -100,5 +103,5 @@ class TabLink:
         raise NotebookError(
             f"the notebook's JupyterLab tab did not answer within {REPLY_TIMEOUT:g} s "
             "(was it closed or reloaded?); nothing is known to have changed",
-            code="NOTEBOOK_TAB_TIMEOUT",
+            code=ErrorCode.NOTEBOOK_TAB_TIMEOUT,
         )

@@ -18,6 +18,7 @@ import asyncio
 import threading
 from pathlib import Path
 
+from agi_jupyter.errors import ErrorCode
 from agi_jupyter.notebook.backend import Applied, Loaded
 from agi_jupyter.notebook.model import canonical_bytes, nbf, parse, with_cell_ids
 from agi_jupyter.notebook.ops import NotebookError, Op, Replace, apply_op
@@ -51,7 +52,9 @@ class FileBackend:
         try:
             return read_bytes_in_project(self.root, self.rel)[0]
         except MissingPath:
-            raise NotebookError(f"no notebook at {self.shown}", code="NOTEBOOK_NOT_FOUND") from None
+            raise NotebookError(
+                f"no notebook at {self.shown}", code=ErrorCode.NOTEBOOK_NOT_FOUND
+            ) from None
 
     def _load(self) -> Loaded:
         data = self._read()
@@ -74,7 +77,7 @@ class FileBackend:
                 raise NotebookError(
                     f"{self.shown} changed on disk while the change was being made; nothing "
                     "was written. Read the notebook again and retry.",
-                    code="NOTEBOOK_CHANGED_ON_DISK",
+                    code=ErrorCode.NOTEBOOK_CHANGED_ON_DISK,
                 )
             write_bytes_in_project(self.root, self.rel, after)
             return Applied(loaded.content, after)
@@ -86,5 +89,5 @@ def _validate(notebook: dict[str, object], shown: str) -> None:
     except nbf().ValidationError as e:
         raise NotebookError(
             f"the change would make {shown} an invalid notebook: {e.message}",
-            code="INVALID_NOTEBOOK",
+            code=ErrorCode.INVALID_NOTEBOOK,
         ) from None

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from agi_jupyter.errors import ErrorCode
 from agi_jupyter.notebook.execution import Emit, Execution, read_history, run_cell
 from agi_jupyter.notebook.model import History
 from agi_jupyter.notebook.ops import NotebookError
@@ -64,7 +65,7 @@ class PrivateKernels:
             raise NotebookError(
                 f"cannot run cells of {file.name}: no kernel {e.name!r} is installed "
                 "(for python3: pip install ipykernel)",
-                code="NO_KERNEL",
+                code=ErrorCode.NO_KERNEL,
             ) from None
         client = manager.client()
         client.start_channels()

@@ -1,8 +1,8 @@
 """The changes a notebook tool makes, as data, and how they apply to a notebook dict.
 
 Every backend applies the same operations: the file backend with ``apply_op`` below, the
-RTC backend on the shared document, the JupyterLab tab in TypeScript (``op_to_wire`` is the
-form it receives). Edits and deletes carry the source the agent saw (``expected_source``) and
+RTC backend on the shared document, the JupyterLab tab in TypeScript (``wire.change_of`` is
+the form it receives). Edits and deletes carry the source the agent saw (``expected_source``) and
 are refused, changing nothing, when the cell holds anything else by the time they apply.
 """
 
@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from agi_jupyter.errors import ToolError
+from agi_jupyter.errors import ErrorCode, ToolError
 from agi_jupyter.notebook.model import CELL_TYPES, CellJSON, NotebookJSON, find_cell, source_hash
 
 
@@ -69,66 +69,6 @@ class Replace:
 Op = Insert | Edit | Delete | SetOutputs | Replace
 
 
-def op_to_wire(op: Op) -> dict[str, Any]:
-    """The JSON form of an operation (what the JupyterLab tab receives)."""
-    if isinstance(op, Insert):
-        return {
-            "op": "insert",
-            "cell_id": op.cell_id,
-            "cell_type": op.cell_type,
-            "source": op.source,
-            "after_cell_id": op.after_cell_id,
-            "index": op.index,
-        }
-    if isinstance(op, Edit):
-        return {
-            "op": "edit",
-            "cell_id": op.cell_id,
-            "expected_source": op.expected_source,
-            "source": op.source,
-        }
-    if isinstance(op, Delete):
-        return {"op": "delete", "cell_id": op.cell_id, "expected_source": op.expected_source}
-    if isinstance(op, SetOutputs):
-        return {
-            "op": "set_outputs",
-            "cell_id": op.cell_id,
-            "outputs": op.outputs,
-            "execution_count": op.execution_count,
-        }
-    return {"op": "replace", "notebook": op.notebook}
-
-
-def op_from_wire(data: dict[str, Any]) -> Op:
-    """The operation of ``op_to_wire``'s JSON (``Replace`` without its snapshot bytes)."""
-    kind = data.get("op")
-    if kind == "insert":
-        return Insert(
-            cell_type=str(data["cell_type"]),
-            source=str(data["source"]),
-            cell_id=str(data["cell_id"]),
-            after_cell_id=data.get("after_cell_id"),
-            index=data.get("index"),
-        )
-    if kind == "edit":
-        return Edit(
-            cell_id=str(data["cell_id"]),
-            expected_source=str(data["expected_source"]),
-            source=str(data["source"]),
-        )
-    if kind == "delete":
-        return Delete(cell_id=str(data["cell_id"]), expected_source=str(data["expected_source"]))
-    if kind == "set_outputs":
-        return SetOutputs(
-            cell_id=str(data["cell_id"]),
-            outputs=list(data["outputs"]),
-            execution_count=data.get("execution_count"),
-        )
-    if kind == "replace":
-        return Replace(content=b"", notebook=dict(data["notebook"]))
-    raise NotebookError(f"unknown notebook operation {kind!r}")
-
-
 def apply_op(notebook: NotebookJSON, op: Op) -> None:
     """Apply ``op`` to a normalised notebook dict in place (``NotebookError`` if refused)."""
     if isinstance(op, Replace):
@@ -142,7 +82,9 @@ def apply_op(notebook: NotebookJSON, op: Op) -> None:
     index, cell = locate(notebook, op.cell_id)
     if isinstance(op, SetOutputs):
         if cell.get("cell_type") != "code":
-            raise NotebookError(f"cell {op.cell_id} is not a code cell", code="NOT_A_CODE_CELL")
+            raise NotebookError(
+                f"cell {op.cell_id} is not a code cell", code=ErrorCode.NOT_A_CODE_CELL
+            )
         cell["outputs"] = list(op.outputs)
         cell["execution_count"] = op.execution_count
         return
@@ -163,7 +105,7 @@ def insert_position(notebook: NotebookJSON, op: Insert) -> int:
         raise NotebookError(
             f"index {op.index} is out of range: the notebook has {len(cells)} cells "
             f"(0 inserts at the top, {len(cells)} at the end)",
-            code="INDEX_OUT_OF_RANGE",
+            code=ErrorCode.INDEX_OUT_OF_RANGE,
         )
     return op.index
 
@@ -179,7 +121,7 @@ def cell_not_found(cell_id: str) -> NotebookError:
     return NotebookError(
         f"no cell with id {cell_id!r} in the notebook (it may have been deleted); "
         "call notebook.read for the current cells",
-        code="CELL_NOT_FOUND",
+        code=ErrorCode.CELL_NOT_FOUND,
     )
 
 
@@ -192,7 +134,7 @@ def hash_mismatch(cell_id: str, current: str) -> NotebookError:
     return NotebookError(
         f"cell {cell_id} changed since you read it (its source_hash is now {current}); "
         "nothing was written. Call notebook.read and retry with the new hash.",
-        code="HASH_MISMATCH",
+        code=ErrorCode.HASH_MISMATCH,
     )
 
 

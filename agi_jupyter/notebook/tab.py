@@ -1,10 +1,10 @@
 """The tab backend: the notebook as an open JupyterLab tab holds it, through the labextension.
 
-The tab receives ``{"op": "read"}`` or ``{"op": "apply", "change": <op_to_wire(op)>}`` and
-answers ``{"ok": true, "notebook": ...}`` / ``{"ok": true, "before": ..., "after": ...}`` (the
-notebook's JSON as JupyterLab's model gives it), or ``{"ok": false, "code", "message"}`` when
-it refused a change (a source that no longer matches: ``HASH_MISMATCH``). How a request gets
-there differs per front door: a comm from the kernel (``kernel.tab``), a stream from the server
+The tab is sent a ``TabRequest``'s fields (``op`` read, or apply with a ``change``: see
+``notebook.wire``, the bridge protocol) and answers with a ``TabReply``: the notebook's JSON as
+JupyterLab's model gives it, the notebook before and after the change, or a refusal with its
+code (a source that no longer matches: ``HASH_MISMATCH``). How a request gets there differs per
+front door: a comm from the kernel (``kernel.tab``), a stream from the server
 (``server.notebooks.bridge``); both hand this backend their ``send``.
 """
 
@@ -13,11 +13,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pydantic import ValidationError
+
+from agi_jupyter.errors import ErrorCode
 from agi_jupyter.notebook.backend import Applied, Loaded
-from agi_jupyter.notebook.model import canonical_bytes, normalized
-from agi_jupyter.notebook.ops import NotebookError, Op, op_to_wire
+from agi_jupyter.notebook.model import NotebookJSON, canonical_bytes, normalized
+from agi_jupyter.notebook.ops import NotebookError, Op
+from agi_jupyter.notebook.wire import TabReply, change_of
 
 Send = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+"""``send(fields)``: a request's ``op`` and ``change`` to the tab, its reply's JSON back."""
 
 
 class TabBackend:
@@ -26,24 +31,36 @@ class TabBackend:
     def __init__(self, send: Send) -> None:
         self.send = send
 
-    async def _request(self, payload: dict[str, Any]) -> dict[str, Any]:
-        return checked(await self.send(payload))
-
     async def load(self) -> Loaded:
-        notebook = normalized((await self._request({"op": "read"}))["notebook"])
+        reply = checked(await self.send({"op": "read"}))
+        notebook = normalized(_notebook(reply.notebook))
         return Loaded(notebook, canonical_bytes(notebook))
 
     async def apply(self, op: Op) -> Applied:
-        reply = await self._request({"op": "apply", "change": op_to_wire(op)})
-        before, after = normalized(reply["before"]), normalized(reply["after"])
+        change = change_of(op).model_dump(mode="json")
+        reply = checked(await self.send({"op": "apply", "change": change}))
+        before, after = normalized(_notebook(reply.before)), normalized(_notebook(reply.after))
         return Applied(canonical_bytes(before), canonical_bytes(after))
 
 
-def checked(reply: dict[str, Any]) -> dict[str, Any]:
+def checked(raw: dict[str, Any]) -> TabReply:
     """A tab's answer, or its refusal raised as the ``NotebookError`` it names."""
-    if reply.get("ok"):
+    try:
+        reply = TabReply.model_validate(raw)
+    except ValidationError as e:
+        raise NotebookError(
+            f"the tab's answer is not one of the bridge protocol's: {e.errors()[0]['msg']}",
+            code=ErrorCode.NOTEBOOK_TAB_ERROR,
+        ) from None
+    if reply.ok:
         return reply
     raise NotebookError(
-        str(reply.get("message") or "the tab refused the change"),
-        code=str(reply.get("code") or "NOTEBOOK_TAB_ERROR"),
+        reply.message or "the tab refused the change",
+        code=reply.code or ErrorCode.NOTEBOOK_TAB_ERROR,
     )
+
+
+def _notebook(value: NotebookJSON | None) -> NotebookJSON:
+    if value is None:
+        raise NotebookError("the tab's answer holds no notebook", code=ErrorCode.NOTEBOOK_TAB_ERROR)
+    return value

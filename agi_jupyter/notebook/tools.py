@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from agi_jupyter.errors import ToolError
+from agi_jupyter.errors import ErrorCode, ToolError
+from agi_jupyter.kinds import ToolTrait
 from agi_jupyter.notebook.access import NotebookAccess, NotebookTarget, locate
 from agi_jupyter.notebook.diff import describe, diff_draft, label, unified
 from agi_jupyter.notebook.document import Mutation, NotebookDocument
@@ -142,6 +143,7 @@ def default_path(ctx: ToolContext) -> str | None:
 
 class NotebookRead(NotebookTool):
     name = "notebook.read"
+    trait = ToolTrait.READ
     description = (
         "Read a notebook's cells in order: id, type, source, source_hash, execution count, "
         "outputs (summarised) and whether a code cell is stale (changed since it ran)."
@@ -160,7 +162,8 @@ class NotebookRead(NotebookTool):
             missing = [i for i in args.cell_ids if i not in known]
             if missing:
                 raise ToolError(
-                    f"no cells with ids {', '.join(missing)} in {state.path}", code="CELL_NOT_FOUND"
+                    f"no cells with ids {', '.join(missing)} in {state.path}",
+                    code=ErrorCode.CELL_NOT_FOUND,
                 )
             cells = [known[i] for i in args.cell_ids]
         text = render_cells(state, cells, include_outputs=args.include_outputs)
@@ -174,6 +177,7 @@ class NotebookRead(NotebookTool):
 
 class NotebookInsert(NotebookTool):
     name = "notebook.insert"
+    trait = ToolTrait.EDIT
     in_order = True
     description = "Insert a new cell into a notebook, after a cell id or at an index."
     parameters = InsertArgs
@@ -201,6 +205,7 @@ class NotebookInsert(NotebookTool):
 
 class NotebookEdit(NotebookTool):
     name = "notebook.edit"
+    trait = ToolTrait.EDIT
     in_order = True
     description = (
         "Replace a cell's source. expected_hash is the cell's source_hash from notebook.read; "
@@ -220,6 +225,7 @@ class NotebookEdit(NotebookTool):
 
 class NotebookDelete(NotebookTool):
     name = "notebook.delete"
+    trait = ToolTrait.EDIT
     in_order = True
     description = (
         "Delete a cell. expected_hash is the cell's source_hash from notebook.read; if the "
@@ -301,12 +307,14 @@ class NotebookRun(NotebookTool):
 def _code_cell(notebook: dict[str, Any], cell_id: str) -> tuple[str, str]:
     found = find_cell(notebook, cell_id)
     if found is None:
-        raise ToolError(f"no cell with id {cell_id!r}; call notebook.read", code="CELL_NOT_FOUND")
+        raise ToolError(
+            f"no cell with id {cell_id!r}; call notebook.read", code=ErrorCode.CELL_NOT_FOUND
+        )
     cell = found[1]
     if cell.get("cell_type") != "code":
         raise ToolError(
             f"cell {cell_id} is a {cell.get('cell_type')} cell; only code cells run",
-            code="NOT_A_CODE_CELL",
+            code=ErrorCode.NOT_A_CODE_CELL,
         )
     return cell_id, str(cell.get("source"))
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from agi_jupyter.errors import Conflict, NotFound, UsageError
+from agi_jupyter.errors import Conflict, ErrorCode, NotFound, UsageError
 from agi_jupyter.notebook.access import NotebookAccess
 from agi_jupyter.notebook.changes import REDONE, UNDONE, ChangeRecord, changeset
 from agi_jupyter.notebook.document import NotebookDocument
@@ -141,7 +141,7 @@ def choose(
         missing = [i for i in chosen if i not in known]
         if missing:
             raise NotFound(
-                f"run {run_id} made no change {', '.join(missing)}", code="CHANGE_NOT_FOUND"
+                f"run {run_id} made no change {', '.join(missing)}", code=ErrorCode.CHANGE_NOT_FOUND
             )
         wanted = set(chosen)
         return [r for r in records if r.id in wanted or r.row.id in wanted]
@@ -171,7 +171,9 @@ async def undo_run(
     """Undo (``redo``: make again) the run's chosen changes by merge; see the module."""
     run = await asyncio.to_thread(store.get_run, run_id)
     if not run.is_terminal:
-        raise Conflict(f"run {run_id} is still {run.status}; cancel it first", code="RUN_ACTIVE")
+        raise Conflict(
+            f"run {run_id} is still {run.status}; cancel it first", code=ErrorCode.RUN_ACTIVE
+        )
     records = await asyncio.to_thread(run_changeset, store, run_id)
     chosen = choose(records, run_id, turn, changes)
     undo = _Undo(access, project, redo=redo, force=force, records=records)

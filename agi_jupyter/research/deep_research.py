@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from agi_jupyter import events as ev
 from agi_jupyter.aio import regardless
-from agi_jupyter.errors import Conflict, ProviderError, RunLost
+from agi_jupyter.errors import Conflict, ErrorCode, ProviderError, RunLost
 from agi_jupyter.providers.base import Usage
 from agi_jupyter.providers.catalog import cost_usd
 from agi_jupyter.records import (
@@ -203,10 +203,10 @@ class DeepResearch:
         if status == "completed":
             self._succeed(run, response, emitter)
         elif status == "cancelled":
-            error = {"code": "RUN_CANCELLED", "message": "the response was cancelled"}
+            error = {"code": ErrorCode.RUN_CANCELLED, "message": "the response was cancelled"}
             self.manager.finish(run.id, emitter, "cancelled", error)
         else:
-            error = {"code": "DEEP_RESEARCH_FAILED", "message": failure_message(response)}
+            error = {"code": ErrorCode.DEEP_RESEARCH_FAILED, "message": failure_message(response)}
             self.manager.finish(run.id, emitter, "failed", error)
         return True
 

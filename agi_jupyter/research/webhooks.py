@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agi_jupyter.errors import AgiError, UsageError
+from agi_jupyter.errors import AgiError, ErrorCode, UsageError
 from agi_jupyter.records import JSON, WebhookEvent
 from agi_jupyter.store import Store
 
@@ -23,14 +23,14 @@ PROVIDER = "openai"
 
 
 class InvalidSignature(AgiError):
-    code = "INVALID_SIGNATURE"
+    code = ErrorCode.INVALID_SIGNATURE
     http_status = 401
 
 
 class WebhookNotConfigured(AgiError):
     """This server has no webhook secret: for it, the webhook endpoint does not exist."""
 
-    code = "WEBHOOK_NOT_CONFIGURED"
+    code = ErrorCode.WEBHOOK_NOT_CONFIGURED
     http_status = 404
 
 

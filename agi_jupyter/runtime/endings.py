@@ -38,7 +38,7 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import events as ev
-from agi_jupyter.errors import RunLost
+from agi_jupyter.errors import ErrorCode, RunLost
 from agi_jupyter.records import (
     JSON,
     Part,
@@ -170,7 +170,7 @@ def await_budget(deps: RuntimeDeps, run_id: str, emitter: RunEmitter, state: Loo
 
 
 def cancel_error() -> JSON:
-    return {"code": "RUN_CANCELLED", "message": "the run was cancelled"}
+    return {"code": ErrorCode.RUN_CANCELLED, "message": "the run was cancelled"}
 
 
 def release(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> Run:

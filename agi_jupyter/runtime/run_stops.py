@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.errors import RunTerminal
+from agi_jupyter.errors import ErrorCode, RunTerminal
 from agi_jupyter.records import Run, RunFence
 from agi_jupyter.runtime import endings
 from agi_jupyter.runtime.endings import cancel_error
@@ -107,7 +107,7 @@ class RunStops:
                 fence = self._take_over(run)
                 if fence is not None:
                     error = {
-                        "code": "RUN_ABANDONED",
+                        "code": ErrorCode.RUN_ABANDONED,
                         "message": "the process running this run stopped and no attempts are left",
                     }
                     self._end(run, fence, "failed", error)

@@ -21,6 +21,7 @@ from agi_jupyter import budget as budgets
 from agi_jupyter import events as ev
 from agi_jupyter.agents import PROJECT_TOOLS, build_system_prompt
 from agi_jupyter.errors import BudgetExceeded, UsageError
+from agi_jupyter.kinds import ReviewMode, SdkName
 from agi_jupyter.providers import base as pb
 from agi_jupyter.providers.catalog import cost_usd, lookup
 from agi_jupyter.records import (
@@ -272,7 +273,7 @@ class AgentLoop:
         state: LoopState,
         emitter: RunEmitter,
         found: list[budgets.BudgetStatus],
-        review_mode: str = "ask",
+        review_mode: str = ReviewMode.ASK,
     ) -> None:
         """Refuse the next model call when it would go over a budget: ``BUDGET_EXCEEDED``, or
         in review mode ``ask`` the run waits for a person to raise the session's budget
@@ -294,7 +295,7 @@ class AgentLoop:
         ]
         if not refused:
             return
-        asking = review_mode == "ask" and all(
+        asking = review_mode == ReviewMode.ASK and all(
             budgets.raisable(status, call) for status, _ in refused
         )
         for status, reason in refused:
@@ -487,7 +488,7 @@ class AgentLoop:
             },
             "cost_usd": cost,
             "stop_reason": turn.finish.reason if turn.finish else None,
-            "sdk": "native",
+            "sdk": SdkName.NATIVE,
         }
         if turn.truncated:
             meta["truncated"] = True

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agi_jupyter import events as ev
 from agi_jupyter.aio import complete, regardless
-from agi_jupyter.errors import AgiError, RunLost
+from agi_jupyter.errors import AgiError, ErrorCode, RunLost
+from agi_jupyter.kinds import SdkName
 from agi_jupyter.records import Message, Run, RunFence, Session, session_for_run
 from agi_jupyter.runtime import endings
 from agi_jupyter.runtime.emitter import RunEmitter
@@ -381,7 +382,7 @@ class RunManager:
             return await regardless(emitter.section(self._after_error, run.id, emitter, e))
         except Exception as e:
             log.exception("run %s failed with an unexpected error", run.id)
-            error = {"code": "INTERNAL_ERROR", "message": f"{type(e).__name__}: {e}"}
+            error = {"code": ErrorCode.INTERNAL_ERROR, "message": f"{type(e).__name__}: {e}"}
             return await regardless(emitter.section(self._finish, run.id, emitter, "failed", error))
         return await regardless(emitter.section(self._succeed, run.id, emitter, result))
 
@@ -404,7 +405,7 @@ class RunManager:
             )
         inputs = None
         effective = session_for_run(session, run)
-        if run.type not in self.executors and effective.sdk == "native":
+        if run.type not in self.executors and effective.sdk == SdkName.NATIVE:
             # Read now, not in a trip of their own once the attempt starts: nothing this
             # attempt does before its first model call writes what they read.
             inputs = self.agent_loop.attempt_inputs(run, effective)
@@ -416,7 +417,7 @@ class RunManager:
         error = None
         if result.max_iterations_reached:
             error = {
-                "code": "MAX_ITERATIONS_REACHED",
+                "code": ErrorCode.MAX_ITERATIONS_REACHED,
                 "message": f"stopped after {result.iterations} iterations with tool calls pending",
             }
         if self.deps.store.get_run(run_id).status == "cancelled":  # asked for meanwhile

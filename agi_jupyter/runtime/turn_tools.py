@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from agi_jupyter import events as ev
+from agi_jupyter.errors import ErrorCode
+from agi_jupyter.kinds import Verdict
 from agi_jupyter.records import (
     JSON,
     Message,
@@ -65,9 +67,9 @@ class ToolSteps:
             c.tool_call_id
             for c in calls
             if c.parse_error is None
-            and c.name in self.deps.registry
+            and (tool := self.deps.registry.get(c.name)) is not None
             and is_allowed(c.name, allowed)
-            and policy.decide(c.name) == "ask"
+            and policy.decide(c.name, tool.trait) == Verdict.ASK
         }
         rows = [
             await self.deps.stored(
@@ -272,7 +274,7 @@ class ToolSteps:
         text = "A person denied this tool call; it was not run."
         if message:
             text += f" Their message: {message}"
-        error: JSON = {"code": "TOOL_DENIED", "message": text}
+        error: JSON = {"code": ErrorCode.TOOL_DENIED, "message": text}
         now = utc_now()
         outcome = ToolOutcome(
             tool_call_id=call.tool_call_id,

@@ -10,9 +10,8 @@ registry   the adapters by id
 
 from __future__ import annotations
 
+from agi_jupyter.kinds import DEFAULT_SDK, SdkName
 from agi_jupyter.sdk.base import (
-    DEFAULT_SDK,
-    KNOWN_SDKS,
     DisplayModel,
     SdkAdapter,
     SdkCapabilities,
@@ -21,9 +20,9 @@ from agi_jupyter.sdk.base import (
 
 __all__ = [
     "DEFAULT_SDK",
-    "KNOWN_SDKS",
     "DisplayModel",
     "SdkAdapter",
     "SdkCapabilities",
+    "SdkName",
     "SdkRunParams",
 ]

@@ -31,9 +31,6 @@ if TYPE_CHECKING:
     from agi_jupyter.runtime.runner import AttemptResult
     from agi_jupyter.tools import AnyTool, ToolOutcome
 
-KNOWN_SDKS = ("native", "claude", "codex", "acp")
-DEFAULT_SDK = "native"
-
 
 @dataclass(frozen=True)
 class SdkCapabilities:

@@ -28,10 +28,11 @@ from agi_jupyter import budget
 from agi_jupyter.agents import build_system_prompt
 from agi_jupyter.aio import complete
 from agi_jupyter.errors import UsageError
+from agi_jupyter.kinds import SdkName
 from agi_jupyter.records import JSON, Run, Session, TextPart, session_for_run
 from agi_jupyter.runtime.runner import allowed_tool_names
 from agi_jupyter.runtime.toolcalls import run_tool
-from agi_jupyter.sdk.base import KNOWN_SDKS, SdkAdapter, SdkRunParams
+from agi_jupyter.sdk.base import SdkAdapter, SdkRunParams
 from agi_jupyter.sdk.history import CanonicalHistory
 from agi_jupyter.sdk.native import NativeAdapter
 
@@ -66,7 +67,7 @@ class SdkDispatch:
         adapter = self.adapters.get(sdk)
         if adapter is None:
             listed = [name for name, a in self.adapters.items() if a.listed]
-            known = ", ".join(listed) or ", ".join(KNOWN_SDKS)
+            known = ", ".join(listed) or ", ".join(SdkName)
             raise UsageError(f"unknown sdk {sdk!r} (known: {known})")
         return adapter
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from agi_jupyter.kinds import SdkName
 from agi_jupyter.sdk.base import DisplayModel, SdkAdapter, SdkCapabilities, SdkRunParams
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 
 class NativeAdapter(SdkAdapter):
-    id = "native"
+    id = SdkName.NATIVE
     display_name = "agi-jupyter (native)"
     # A message sent while a run streams waits as a queued run (the durable queue); an
     # interrupt cancels the run at its next safe point.

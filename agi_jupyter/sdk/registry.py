@@ -19,10 +19,11 @@ if TYPE_CHECKING:
 def default_adapters(loop: AgentLoop, *, acp: AcpAgents | None = None) -> dict[str, SdkAdapter]:
     """``native`` plus the optional SDKs (their modules import the SDK only when a run starts,
     so a missing SDK shows up as ``SDK_NOT_AVAILABLE`` on use, never at import)."""
-    return {
-        "native": NativeAdapter(loop),
-        "claude": ClaudeAdapter(),
-        "codex": CodexAdapter(),
-        "acp": AcpAdapter(acp),
-        "external": ExternalAdapter(),
-    }
+    adapters: list[SdkAdapter] = [
+        NativeAdapter(loop),
+        ClaudeAdapter(),
+        CodexAdapter(),
+        AcpAdapter(acp),
+        ExternalAdapter(),
+    ]
+    return {adapter.id: adapter for adapter in adapters}

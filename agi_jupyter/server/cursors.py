@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from agi_jupyter.errors import NotFound, UsageError
+from agi_jupyter.errors import ErrorCode, NotFound, UsageError
 from agi_jupyter.runtime.follow import SessionMark
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def parse_session_cursor(text: str) -> SessionMark:
 def not_found(text: str) -> NotFound:
     return NotFound(
         f"after_cursor / Last-Event-ID {text[:100]!r} is no position of this stream",
-        code="CURSOR_NOT_FOUND",
+        code=ErrorCode.CURSOR_NOT_FOUND,
     )
 
 

@@ -3,19 +3,30 @@
 Configure with ``c.AgiExtensionApp.<trait>`` (``jupyter server --AgiExtensionApp.tick_interval=2``
 or a ``jupyter_server_config.py``). One ``Agi`` per project folder is created on first use and
 closed when the server stops; a periodic tick and the heartbeat run on the server's loop.
+
+The traits that are project settings too (``config.SERVER_KEYS``: persist_deltas, wire,
+stale_after, database_url, project_namespace) are made from their declaration in ``config``
+(type and help; validated there, as the traitlets layer of ``load_config``). Secrets are read
+by ``config`` only.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Float, Int, Unicode, validate
+from traitlets import Bool, Enum, Float, Int, TraitType, Unicode, validate
 
+from agi_jupyter.config import (
+    SERVER_KEYS,
+    WEBHOOK_SECRET_ENV,
+    Config,
+    setting_field,
+    webhook_secret,
+)
 from agi_jupyter.research import DEFAULT_MODEL, ResearchSettings
 from agi_jupyter.server.heap import freeze_heap, load_default_provider
 from agi_jupyter.server.kernels import NotebookKernels, NotebookPython
@@ -29,8 +40,21 @@ from agi_jupyter.server.runner import BackgroundRunner
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
 
-WEBHOOK_SECRET_ENV = "OPENAI_WEBHOOK_SECRET"
-CREDENTIALS_WEBHOOK_KEY = "openai_webhook_secret"
+
+def config_trait(key: str) -> TraitType[Any, Any]:
+    """The trait of the project setting ``key``: its type and help as ``config`` declares it;
+    None (the default) leaves it to the project's configuration."""
+    field = setting_field(key)
+    kind = next(a for a in get_args(field.annotation) if a is not type(None))
+    default = getattr(Config(project=Path()), key)
+    text = f"{field.description} None: as the project's configuration says"
+    text += f" ({default})." if default is not None else "."
+    trait: TraitType[Any, Any]
+    if getattr(kind, "__origin__", None) is Literal:
+        trait = Enum(get_args(kind), None, allow_none=True, help=text)
+    else:
+        trait = {bool: Bool, float: Float, str: Unicode}[kind](None, allow_none=True, help=text)
+    return trait.tag(config=True)
 
 
 class AgiExtensionApp(ExtensionApp):
@@ -42,26 +66,9 @@ class AgiExtensionApp(ExtensionApp):
         "",
         help="The project folder (relative to the server root) used when a request names none.",
     ).tag(config=True)
-    persist_deltas = Bool(
-        None,
-        allow_none=True,
-        help="Persist streaming deltas as run events (coalesced to ~10 writes/s), so runs of "
-        "other processes stream live. None: as the project's configuration says (on).",
-    ).tag(config=True)
-    wire = Unicode(
-        None,
-        allow_none=True,
-        help="How model streams (Chat Completions, Responses, Anthropic Messages) are read: "
-        '"http" (httpx2 + orjson, no SDK) or "sdk" (the openai / anthropic SDK, the '
-        "reference). None: as the project's configuration says (http).",
-    ).tag(config=True)
-    stale_after = Float(
-        None,
-        allow_none=True,
-        help="Seconds without a heartbeat after which a running run counts as abandoned by "
-        "its process and a tick takes it over (at least 1). None: as the project's "
-        "configuration says (30).",
-    ).tag(config=True)
+    persist_deltas = config_trait("persist_deltas")
+    wire = config_trait("wire")
+    stale_after = config_trait("stale_after")
     tick_interval = Float(
         5.0, help="Seconds between in-process runner ticks (0: only on demand and webhooks)."
     ).tag(config=True)
@@ -120,21 +127,8 @@ class AgiExtensionApp(ExtensionApp):
     stream_keepalive = Float(
         15.0, help="Seconds of silence after which an SSE stream sends a keep-alive comment."
     ).tag(config=True)
-    database_url = Unicode(
-        None,
-        allow_none=True,
-        help="A postgresql:// URL: keep every project's sessions and runs in this shared "
-        "PostgreSQL database instead of each project's .agi/agi.sqlite, so several servers "
-        "(JupyterHub user servers, replicas) share them. AGI_DATABASE_URL works too.",
-    ).tag(config=True)
-    project_namespace = Unicode(
-        None,
-        allow_none=True,
-        help="With a database_url: a prefix for the keys of this server's projects in the "
-        "shared database (a project's key is its folder's absolute path, or the project_key "
-        "of its .agi/config.json). Servers that see different projects at the same paths "
-        "(JupyterHub users' /home/jovyan) set one each. AGI_PROJECT_NAMESPACE works too.",
-    ).tag(config=True)
+    database_url = config_trait("database_url")
+    project_namespace = config_trait("project_namespace")
     stream_max_seconds = Float(
         0.0,
         help="Seconds after which an event stream ends (0: never). Clients resume with "
@@ -216,15 +210,9 @@ class AgiExtensionApp(ExtensionApp):
     # --- what handlers use -------------------------------------------------------------------
 
     def webhook_secret_value(self) -> str | None:
-        """The configured webhook secret: the trait, the environment, the credentials file."""
-        if self.webhook_secret:
-            return str(self.webhook_secret)
-        if self.webhook_secret_env and os.environ.get(self.webhook_secret_env):
-            return os.environ[self.webhook_secret_env]
-        from agi_jupyter.config import CREDENTIALS_FILENAME, global_config_dir, read_credentials
-
-        credentials = read_credentials(global_config_dir(os.environ) / CREDENTIALS_FILENAME)
-        return credentials.get(CREDENTIALS_WEBHOOK_KEY)
+        """The configured webhook secret: the trait, the environment, the credentials file
+        (``config.webhook_secret``)."""
+        return webhook_secret(self.webhook_secret, env_var=self.webhook_secret_env)
 
     def research_settings(self) -> ResearchSettings:
         return ResearchSettings(
@@ -235,19 +223,10 @@ class AgiExtensionApp(ExtensionApp):
         )
 
     def traitlets_layer(self) -> dict[str, Any]:
-        """The settings of this server as a configuration layer (``config.load_config``)."""
-        layer: dict[str, Any] = {}
-        if self.persist_deltas is not None:
-            layer["persist_deltas"] = bool(self.persist_deltas)
-        if self.stale_after is not None:
-            layer["stale_after"] = float(self.stale_after)
-        if self.wire is not None:
-            layer["wire"] = str(self.wire)
-        if self.database_url:
-            layer["database_url"] = self.database_url
-        if self.project_namespace:
-            layer["project_namespace"] = self.project_namespace
-        return layer
+        """The settings of this server as a configuration layer (``config.load_config``):
+        the ``SERVER_KEYS`` traits that are set."""
+        values = {key: getattr(self, key) for key in SERVER_KEYS}
+        return {key: value for key, value in values.items() if value not in (None, "")}
 
     def has_store(self, project: Path) -> bool:
         """Whether the runner should tick ``project`` before a request opens it."""

@@ -10,11 +10,13 @@ message-part unions (discriminated by ``type``) live here too; the response bodi
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Union
+from enum import StrEnum
+from typing import Annotated, Any, Literal, TypeVar, Union
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     JsonValue,
@@ -25,7 +27,10 @@ from pydantic import (
 from pydantic.config import JsonDict
 
 from agi_jupyter import events as ev
+from agi_jupyter.errors import ErrorCode
+from agi_jupyter.kinds import ReviewMode, SdkName, Verdict
 from agi_jupyter.model_specs import model_spec_pattern
+from agi_jupyter.notebook.wire import TabReply
 from agi_jupyter.records import (
     NON_BLANK,
     ArtifactRefPart,
@@ -39,6 +44,7 @@ from agi_jupyter.records import (
     ToolResultPart,
 )
 
+E = TypeVar("E", bound=StrEnum)
 MAX_PAGE_SIZE = 200
 MAX_INT = 2**63 - 1  # what a 64-bit database column holds
 JSONObject = dict[str, Any]
@@ -67,12 +73,12 @@ ModelSpec = Annotated[
 Prompt = Annotated[str, Field(pattern=NON_BLANK, description="Not blank.")]
 
 
-def _sdk_needs_model(sdk: str, pattern: str) -> JsonDict:
+def _sdk_needs_model(sdk: SdkName, pattern: str) -> JsonDict:
     """JSON Schema: with ``sdk`` set to ``sdk``, a ``model`` given is one it runs. (Without a
     model, the session's or the project's default applies; the server answers 409 when that
     one does not fit.)"""
     return {
-        "if": {"properties": {"sdk": {"const": sdk}}, "required": ["sdk"]},
+        "if": {"properties": {"sdk": {"const": sdk.value}}, "required": ["sdk"]},
         "then": {
             "properties": {"model": {"anyOf": [{"type": "null"}, {"pattern": pattern}]}},
         },
@@ -80,8 +86,8 @@ def _sdk_needs_model(sdk: str, pattern: str) -> JsonDict:
 
 
 SDK_RULES: list[JsonValue] = [
-    _sdk_needs_model("claude", CLAUDE_MODELS),
-    _sdk_needs_model("codex", CODEX_MODELS),
+    _sdk_needs_model(SdkName.CLAUDE, CLAUDE_MODELS),
+    _sdk_needs_model(SdkName.CODEX, CODEX_MODELS),
 ]
 SDK_MODEL_RULES: JsonDict = {"allOf": SDK_RULES}
 
@@ -158,7 +164,7 @@ class MessagePart(RootModel[PartUnion]):
 
 
 class ErrorDetail(Out):
-    code: str = Field(examples=["SESSION_NOT_FOUND", "VALIDATION_ERROR", "RUN_TERMINAL"])
+    code: ErrorCode
     message: str
 
 
@@ -228,10 +234,21 @@ class ImageInput(Body):
 InputPart = Annotated[Union[TextInput, ImageInput], Field(discriminator="type")]  # noqa: UP007
 
 
-SdkName = Literal["native", "claude", "codex", "acp"]
+def _member_of(kind: type[E]) -> BeforeValidator:
+    """A request's string as the member of ``kind`` it names (bodies are validated strictly,
+    and strict validation of Python data takes only members; the JSON has strings)."""
+
+    def member(value: Any) -> Any:
+        return kind(value) if isinstance(value, str) else value
+
+    return BeforeValidator(member)
+
+
+# The named kinds of kinds.py, as request fields (the document names their enums).
+SdkChoice = Annotated[SdkName, _member_of(SdkName)]
+ReviewModeChoice = Annotated[ReviewMode, _member_of(ReviewMode)]
+VerdictChoice = Annotated[Verdict, _member_of(Verdict)]
 _SDK_HELP = "The agent SDK that runs the session: native (default), claude, codex or acp."
-ReviewMode = Literal["ask", "auto-edit", "auto"]
-Verdict = Literal["allow", "ask", "deny"]
 _PERMISSIONS_HELP = (
     "The session's tool rules, over the agent's: a tool name or glob (notebook.*, mcp.*) -> "
     "allow, ask or deny."
@@ -266,7 +283,7 @@ class SessionCreate(Body):
 
     title: str | None = None
     agent: str | None = Field(None, description="general, plan, build or a project agent.")
-    sdk: SdkName | None = Field(None, description=_SDK_HELP)
+    sdk: SdkChoice | None = Field(None, description=_SDK_HELP)
     model: ModelSpec | None = None
     system_prompt: str | None = None
     thinking_level: str | None = None
@@ -274,8 +291,8 @@ class SessionCreate(Body):
     notebook_path: str | None = None
     tools: list[str] = Field(default_factory=list, description="Extra tools for this session.")
     metadata: JSONObject = Field(default_factory=dict)
-    review_mode: ReviewMode | None = Field(None, description=_REVIEW_HELP)
-    permissions: dict[str, Verdict] | None = Field(None, description=_PERMISSIONS_HELP)
+    review_mode: ReviewModeChoice | None = Field(None, description=_REVIEW_HELP)
+    permissions: dict[str, VerdictChoice] | None = Field(None, description=_PERMISSIONS_HELP)
     budget: BudgetBody | None = Field(
         None,
         description="Stop its runs with BUDGET_EXCEEDED before a model call would go over it "
@@ -291,7 +308,7 @@ class SessionUpdate(Body):
 
     title: str | None = None
     agent: str | None = None
-    sdk: SdkName | None = Field(None, description=_SDK_HELP)
+    sdk: SdkChoice | None = Field(None, description=_SDK_HELP)
     model: ModelSpec | None = None
     system_prompt: str | None = None
     thinking_level: str | None = None
@@ -299,8 +316,8 @@ class SessionUpdate(Body):
     notebook_path: str | None = None
     tools: list[str] | None = None
     metadata: JSONObject | None = None
-    review_mode: ReviewMode | None = Field(None, description=_REVIEW_HELP)
-    permissions: dict[str, Verdict] | None = Field(None, description=_PERMISSIONS_HELP)
+    review_mode: ReviewModeChoice | None = Field(None, description=_REVIEW_HELP)
+    permissions: dict[str, VerdictChoice] | None = Field(None, description=_PERMISSIONS_HELP)
     budget: BudgetBody | None = Field(None, description="The session's budget; null removes it.")
 
 
@@ -403,7 +420,7 @@ class OneShotRequest(RunOptions):
     prompt: Prompt | None = None
     messages: list[ChatTurn] | None = Field(None, min_length=1)
     system_prompt: str | None = None
-    sdk: SdkName | None = Field(None, description=_SDK_HELP)
+    sdk: SdkChoice | None = Field(None, description=_SDK_HELP)
 
 
 class WebhookPayload(BaseModel):
@@ -471,7 +488,7 @@ class NotebookReply(Body):
     """A JupyterLab tab's answer to a notebook request (of this server, or of a kernel)."""
 
     request_id: str = Field(min_length=1, max_length=200)
-    reply: JSONObject
+    reply: TabReply
     project_dir: str | None = Field(
         None, description="A kernel's request: the kernel's project folder (absolute path)."
     )

@@ -4,47 +4,53 @@ Schemas come from ``models.py`` (request bodies in validation mode, responses in
 serialization mode) and share ``#/components/schemas``; the event union and the
 message-part union are ``oneOf`` + ``discriminator`` on ``type``. Streaming operations list
 ``application/x-ndjson`` and/or ``text/event-stream`` with the ``Event`` schema (one item).
+The named kinds (``kinds.py``, ``errors.ErrorCode``) are enum schemas of their own, whose
+``x-enum-varnames`` are the members' names: the panel's generated types make them constants.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from agi_jupyter import __version__
+from agi_jupyter.errors import ErrorCode
+from agi_jupyter.kinds import ReviewMode, SdkName, ToolTrait, Verdict
+from agi_jupyter.notebook.wire import TabRequest
 from agi_jupyter.server.models import ErrorBody, Event, MessagePart, body_required
 from agi_jupyter.server.routes import API_VERSION, ROUTES, Route, path_params
 from agi_jupyter.server.streaming import NDJSON, SSE
 
 REF = "#/components/schemas/{model}"
-STATUS_OF_CODE: dict[str, tuple[int, ...]] = {
-    "VALIDATION_ERROR": (400,),
-    "PROVIDER_NOT_CONFIGURED": (400,),
-    "SDK_NOT_AVAILABLE": (409,),  # a JSON reply of a run whose SDK this server lacks
-    "SDK_MODEL_MISMATCH": (400, 409),  # 409: it conflicts with what the session has
-    "INVALID_SIGNATURE": (401,),
-    "UNAUTHORIZED": (401,),
-    "FORBIDDEN": (403,),
-    "SESSION_NOT_FOUND": (404,),
-    "RUN_NOT_FOUND": (404,),
-    "ARTIFACT_NOT_FOUND": (404,),
-    "MESSAGE_NOT_FOUND": (404,),
-    "AGENT_NOT_FOUND": (404,),
-    "PROJECT_NOT_FOUND": (404,),
-    "CURSOR_NOT_FOUND": (404,),
-    "WEBHOOK_NOT_CONFIGURED": (404,),
-    "REQUEST_NOT_FOUND": (404,),
-    "RUN_TERMINAL": (409,),
-    "UNDO_CONFLICT": (409,),
-    "RUN_ACTIVE": (409,),
-    "NO_USER_MESSAGE": (409,),
-    "NO_PENDING_APPROVAL": (409,),
-    "PAYLOAD_TOO_LARGE": (413,),
-    "RATE_LIMITED": (429,),
+STATUS_OF_CODE: dict[ErrorCode, tuple[int, ...]] = {
+    ErrorCode.VALIDATION_ERROR: (400,),
+    ErrorCode.PROVIDER_NOT_CONFIGURED: (400,),
+    ErrorCode.SDK_NOT_AVAILABLE: (409,),  # a JSON reply of a run whose SDK this server lacks
+    ErrorCode.SDK_MODEL_MISMATCH: (400, 409),  # 409: it conflicts with what the session has
+    ErrorCode.INVALID_SIGNATURE: (401,),
+    ErrorCode.UNAUTHORIZED: (401,),
+    ErrorCode.FORBIDDEN: (403,),
+    ErrorCode.SESSION_NOT_FOUND: (404,),
+    ErrorCode.RUN_NOT_FOUND: (404,),
+    ErrorCode.ARTIFACT_NOT_FOUND: (404,),
+    ErrorCode.MESSAGE_NOT_FOUND: (404,),
+    ErrorCode.AGENT_NOT_FOUND: (404,),
+    ErrorCode.PROJECT_NOT_FOUND: (404,),
+    ErrorCode.CURSOR_NOT_FOUND: (404,),
+    ErrorCode.WEBHOOK_NOT_CONFIGURED: (404,),
+    ErrorCode.REQUEST_NOT_FOUND: (404,),
+    ErrorCode.RUN_TERMINAL: (409,),
+    ErrorCode.UNDO_CONFLICT: (409,),
+    ErrorCode.RUN_ACTIVE: (409,),
+    ErrorCode.NO_USER_MESSAGE: (409,),
+    ErrorCode.NO_PENDING_APPROVAL: (409,),
+    ErrorCode.PAYLOAD_TOO_LARGE: (413,),
+    ErrorCode.RATE_LIMITED: (429,),
 }
 HEADERS_OF_STATUS = {  # response headers every answer with this status carries
     401: {"WWW-Authenticate": "How to authenticate: the Jupyter token (a webhook: its signature)."},
@@ -107,6 +113,7 @@ def _schemas() -> dict[str, Any]:
         (ErrorBody, "serialization"): None,
         (Event, "serialization"): None,
         (MessagePart, "serialization"): None,
+        (TabRequest, "serialization"): None,  # a kernel's request to a tab (over its comm)
     }
     for route in ROUTES:
         if route.body is not None:
@@ -120,7 +127,14 @@ def _schemas() -> dict[str, Any]:
     for (event, field), target in EVENT_PAYLOADS.items():
         prop = defs[event]["properties"][field]
         defs[event]["properties"][field] = {"$ref": REF.format(model=target), **_doc(prop)}
+    for kind in KINDS:
+        schema = defs.get(kind.__name__) or TypeAdapter(kind).json_schema(ref_template=REF)
+        defs[kind.__name__] = {**schema, "x-enum-varnames": [member.name for member in kind]}
     return dict(sorted(defs.items()))
+
+
+# The named kinds, each an enum schema (those no model uses too) with its members' names.
+KINDS: tuple[type[StrEnum], ...] = (ErrorCode, ReviewMode, SdkName, ToolTrait, Verdict)
 
 
 # Event payloads that are records: plain JSON objects in events.py (a bottom module), documented
@@ -230,19 +244,19 @@ def _sse_event(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def error_codes(route: Route) -> tuple[str, ...]:
+def error_codes(route: Route) -> tuple[ErrorCode, ...]:
     """Every error code the operation can answer with."""
-    codes: tuple[str, ...] = ()
+    codes: tuple[ErrorCode, ...] = ()
     if route.query or route.body or route.headers:
-        codes += ("VALIDATION_ERROR",)
+        codes += (ErrorCode.VALIDATION_ERROR,)
     if route.authenticated:
-        codes += ("UNAUTHORIZED", "FORBIDDEN")
+        codes += (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN)
     if route.project:
-        codes += ("PROJECT_NOT_FOUND",)
+        codes += (ErrorCode.PROJECT_NOT_FOUND,)
     if route.query is not None and "cursor" in route.query.model_fields:
-        codes += ("CURSOR_NOT_FOUND",)
+        codes += (ErrorCode.CURSOR_NOT_FOUND,)
     if route.body is not None:
-        codes += ("PAYLOAD_TOO_LARGE",)
+        codes += (ErrorCode.PAYLOAD_TOO_LARGE,)
     return tuple(dict.fromkeys(codes + route.errors))
 
 

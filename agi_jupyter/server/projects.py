@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from agi_jupyter.config import PROJECT_DIRNAME, find_project
-from agi_jupyter.errors import NotFound
+from agi_jupyter.errors import ErrorCode, NotFound
 from agi_jupyter.store import store_exists
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ MAX_REMEMBERED = 1000  # project parameters remembered (they are few: one per fo
 
 def project_not_found(relative: str, why: str = "does not exist") -> NotFound:
     shown = relative if len(relative) <= 200 else relative[:200] + "…"
-    return NotFound(f"project folder {shown!r} {why}", code="PROJECT_NOT_FOUND")
+    return NotFound(f"project folder {shown!r} {why}", code=ErrorCode.PROJECT_NOT_FOUND)
 
 
 class Projects:

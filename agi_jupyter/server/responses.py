@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from agi_jupyter.kinds import ToolTrait
 from agi_jupyter.records import Artifact as ArtifactRecord
 from agi_jupyter.records import (
     MessageStatus,
@@ -152,6 +153,10 @@ class ToolInfo(Out):
     description: str
     parameters: JSONObject
     read_only: bool = Field(description="Changes nothing (offered to read-only agents).")
+    trait: ToolTrait = Field(
+        description="What its calls do: read, edit (files or notebook cells; review mode "
+        "auto-edit lets these through) or shell (commands, code, anything else)."
+    )
     source: str = Field(description="builtin, project (.agi/tools/) or mcp:<server>.")
     server: str | None = Field(description="The MCP server it comes from, if any.")
 
@@ -320,16 +325,6 @@ class ChangeList(Out):
     """The changes a run made to notebook cells and files, in order, with their diffs."""
 
     changes: list[Change]
-
-
-class NotebookRequest(Out):
-    """What the bridge stream sends a tab: read the notebook, or apply one change to it."""
-
-    type: Literal["notebook.request"] = "notebook.request"
-    request_id: str
-    path: str
-    op: Literal["read", "apply"]
-    change: JSONObject | None = None
 
 
 class Ack(Out):

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from agi_jupyter.errors import ErrorCode
+from agi_jupyter.notebook.wire import NotebookRequest
 from agi_jupyter.server.handlers.artifacts import ArtifactContentHandler, ArtifactHandler
 from agi_jupyter.server.handlers.base import AgiHandler
 from agi_jupyter.server.handlers.catalog import (
@@ -86,7 +88,6 @@ from agi_jupyter.server.responses import (
     History,
     MessagePage,
     NotebookBudgets,
-    NotebookRequest,
     ProviderList,
     RunEvents,
     RunPage,
@@ -110,12 +111,12 @@ V1 = f"{PREFIX}/v1"
 Method = Literal["GET", "POST", "PATCH", "DELETE"]
 StreamFormat = Literal["ndjson", "sse"]
 
-SESSION = ("SESSION_NOT_FOUND",)
-RUN = ("RUN_NOT_FOUND",)
-AGENT = ("AGENT_NOT_FOUND", "SDK_MODEL_MISMATCH")
+SESSION = (ErrorCode.SESSION_NOT_FOUND,)
+RUN = (ErrorCode.RUN_NOT_FOUND,)
+AGENT = (ErrorCode.AGENT_NOT_FOUND, ErrorCode.SDK_MODEL_MISMATCH)
 # A run's start: a provider without a key; in a JSON reply, what made the run fail at once.
-START = ("PROVIDER_NOT_CONFIGURED", "SDK_NOT_AVAILABLE", *AGENT)
-INPUT = ("NO_USER_MESSAGE", "MESSAGE_NOT_FOUND")
+START = (ErrorCode.PROVIDER_NOT_CONFIGURED, ErrorCode.SDK_NOT_AVAILABLE, *AGENT)
+INPUT = (ErrorCode.NO_USER_MESSAGE, ErrorCode.MESSAGE_NOT_FOUND)
 WEBHOOK_HEADERS = (
     ("webhook-id", "The delivery's id (the same for every retry of it)."),
     ("webhook-timestamp", "Unix time of the delivery (at most five minutes away from now)."),
@@ -139,7 +140,7 @@ class Route:
     stream_default: bool = False  # streams unless Accept asks for application/json
     raw_content: str | None = None  # a non-JSON response (artifact content)
     stream_item: type[BaseModel] | None = None  # what a stream carries (default: Event)
-    errors: tuple[str, ...] = ()
+    errors: tuple[ErrorCode, ...] = ()
     headers: tuple[tuple[str, str], ...] = ()  # required request headers: (name, description)
     authenticated: bool = True
     project: bool = True
@@ -175,7 +176,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", f"{V1}/sessions/{{session_id}}/stream", SessionStreamHandler, "streamSession",
           "Live events of every run of the session (SSE), wherever the runs execute",
           "sessions", query=SessionStreamQuery, streams=("sse",), stream_default=True,
-          errors=(*SESSION, "CURSOR_NOT_FOUND")),
+          errors=(*SESSION, ErrorCode.CURSOR_NOT_FOUND)),
     # runs
     Route("GET", f"{V1}/sessions/{{session_id}}/runs", SessionRunsHandler, "listRuns",
           "List a session's runs, newest first", "runs", query=PageQuery, response=RunPage,
@@ -190,7 +191,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", f"{V1}/runs/{{run_id}}", RunHandler, "getRun", "Get a run", "runs",
           response=RunResponse, errors=RUN),
     Route("POST", f"{V1}/runs/{{run_id}}/cancel", RunCancelHandler, "cancelRun", "Cancel a run",
-          "runs", response=RunResponse, errors=(*RUN, "RUN_TERMINAL")),
+          "runs", response=RunResponse, errors=(*RUN, ErrorCode.RUN_TERMINAL)),
     Route("GET", f"{V1}/runs/{{run_id}}/approvals", RunApprovalsHandler, "listApprovals",
           "The run's tool calls waiting for a person's decision", "runs",
           response=ApprovalList, errors=RUN),
@@ -198,7 +199,7 @@ ROUTES: tuple[Route, ...] = (
           "Approve or deny the run's waiting tool calls (one, or all without tool_call_id); "
           "once none is undecided the run is queued and resumes", "runs",
           body=ApprovalDecision, response=ApprovalResult,
-          errors=(*RUN, "NO_PENDING_APPROVAL", "VALIDATION_ERROR")),
+          errors=(*RUN, ErrorCode.NO_PENDING_APPROVAL, ErrorCode.VALIDATION_ERROR)),
     Route("GET", f"{V1}/runs/{{run_id}}/events", RunEventsHandler, "getRunEvents",
           "Replay a run's persisted events after after_seq; with follow, continue live until "
           "run.final", "runs", query=RunEventsQuery, response=RunEvents,
@@ -210,22 +211,22 @@ ROUTES: tuple[Route, ...] = (
           "cell and file: what was changed since is a conflict left as it is, unless forced; "
           "everything else stays", "runs",
           body=UndoRequest, response=UndoResponse,
-          errors=(*RUN, "CHANGE_NOT_FOUND", "RUN_ACTIVE")),
+          errors=(*RUN, ErrorCode.CHANGE_NOT_FOUND, ErrorCode.RUN_ACTIVE)),
     Route("POST", f"{V1}/runs/{{run_id}}/redo", RunRedoHandler, "redoRun",
           "Make the run's undone changes (all, from a turn on, or the chosen ones) again, "
           "by the same merge", "runs",
           body=UndoRequest, response=UndoResponse,
-          errors=(*RUN, "CHANGE_NOT_FOUND", "RUN_ACTIVE")),
+          errors=(*RUN, ErrorCode.CHANGE_NOT_FOUND, ErrorCode.RUN_ACTIVE)),
     Route("GET", f"{V1}/runs/{{run_id}}/changes", RunChangesHandler, "listRunChanges",
           "The changes the run made, one per notebook cell and per file, with unified diffs "
           "and whether each is undone", "runs",
           response=ChangeList, errors=RUN),
     Route("GET", f"{V1}/artifacts/{{artifact_id}}", ArtifactHandler, "getArtifact",
           "Get an artifact's metadata", "artifacts", response=ArtifactResponse,
-          errors=("ARTIFACT_NOT_FOUND",)),
+          errors=(ErrorCode.ARTIFACT_NOT_FOUND,)),
     Route("GET", f"{V1}/artifacts/{{artifact_id}}/content", ArtifactContentHandler,
           "getArtifactContent", "An artifact's content, with its MIME type", "artifacts",
-          raw_content="application/octet-stream", errors=("ARTIFACT_NOT_FOUND",)),
+          raw_content="application/octet-stream", errors=(ErrorCode.ARTIFACT_NOT_FOUND,)),
     Route("POST", f"{V1}/one-shot", OneShotHandler, "oneShot",
           "Answer one prompt in a fresh session (streamed by Accept, or JSON)", "messages",
           body=OneShotRequest, response=RunResultResponse, streams=("ndjson", "sse"),
@@ -234,7 +235,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", f"{V1}/agents", AgentsHandler, "listAgents", "Agents of the project", "catalog",
           response=AgentList),
     Route("GET", f"{V1}/tools", ToolsHandler, "listTools", "Tools (of one agent, or all)",
-          "catalog", query=ToolsQuery, response=ToolList, errors=("AGENT_NOT_FOUND",)),
+          "catalog", query=ToolsQuery, response=ToolList, errors=(ErrorCode.AGENT_NOT_FOUND,)),
     Route("GET", f"{V1}/providers", ProvidersHandler, "listProviders",
           "Model providers and whether they are configured (never their keys)", "catalog",
           response=ProviderList),
@@ -249,7 +250,7 @@ ROUTES: tuple[Route, ...] = (
     Route("PATCH", f"{V1}/notebook-budgets", NotebookBudgetsHandler, "setNotebookBudget",
           "Set (budget null: remove) a notebook's stored budget, seen by every process",
           "catalog", body=NotebookBudgetUpdate, response=NotebookBudgets,
-          errors=("VALIDATION_ERROR",)),
+          errors=(ErrorCode.VALIDATION_ERROR,)),
     Route("GET", f"{V1}/tasks", TasksHandler, "listTasks", "The project's tasks", "catalog",
           query=TasksQuery, response=TaskPage),
     # the labextension's notebook bridge (open tabs without real-time collaboration)
@@ -262,14 +263,14 @@ ROUTES: tuple[Route, ...] = (
           response=Ack, project=False),
     Route("POST", f"{V1}/notebook/replies", NotebookRepliesHandler, "notebookReply",
           "A tab's answer to a notebook request of this server or of a kernel", "notebooks",
-          body=NotebookReply, response=Ack, errors=("REQUEST_NOT_FOUND", "PROJECT_NOT_FOUND"),
-          project=False),
+          body=NotebookReply, response=Ack,
+          errors=(ErrorCode.REQUEST_NOT_FOUND, ErrorCode.PROJECT_NOT_FOUND), project=False),
     # runner and webhooks
     Route("POST", f"{V1}/webhooks/openai", WebhookHandler, "openaiWebhook",
           "OpenAI webhook (Standard Webhooks signature; no Jupyter auth)", "runner",
           body=WebhookPayload, response=WebhookAck, headers=WEBHOOK_HEADERS,
-          errors=("INVALID_SIGNATURE", "WEBHOOK_NOT_CONFIGURED", "RATE_LIMITED"),
-          authenticated=False),
+          errors=(ErrorCode.INVALID_SIGNATURE, ErrorCode.WEBHOOK_NOT_CONFIGURED,
+                  ErrorCode.RATE_LIMITED), authenticated=False),
     Route("POST", f"{V1}/runner/tick", TickHandler, "tick",
           "Run one bounded tick: webhook events, polls, stale and queued runs", "runner",
           body=TickRequest, response=TickResponse),

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_type_hints
 from pydantic import BaseModel, ConfigDict
 
 from agi_jupyter.errors import UsageError
+from agi_jupyter.kinds import ToolTrait
 from agi_jupyter.providers.base import ToolSpec
 from agi_jupyter.records import JSON
 
@@ -117,6 +118,10 @@ class Tool(ABC, Generic[P]):
     description: str = ""
     parameters: type[P]
     read_only: bool = False
+    trait: ToolTrait = ToolTrait.SHELL
+    """What its calls do, for review (``kinds.ToolTrait``): ``read``, ``edit`` (files or
+    notebook cells, each change recorded: review mode ``auto-edit`` lets these through) or
+    ``shell`` (commands, code, anything else: the default)."""
     in_order: bool = False
     """Calls of this tool in one model turn run one after another, in the order the model made
     them, not concurrently: edits of files and notebooks, whose changes are applied, recorded
@@ -230,6 +235,7 @@ class FunctionTool(Tool[Any]):
         description: str | None = None,
         parameters: type[BaseModel] | None = None,
         read_only: bool = False,
+        trait: ToolTrait | None = None,
         requires: frozenset[str] | set[str] | tuple[str, ...] = (),
         prompt: str | None = None,
     ) -> None:
@@ -238,6 +244,7 @@ class FunctionTool(Tool[Any]):
         self.description = description or inspect.cleandoc(function.__doc__ or "") or self.name
         self.parameters = parameters or _parameters_of(function)
         self.read_only = read_only
+        self.trait = trait or (ToolTrait.READ if read_only else ToolTrait.SHELL)
         self.requires = frozenset(requires)
         self.prompt = prompt
         self._takes_ctx = len(inspect.signature(function).parameters) >= 2
@@ -271,6 +278,7 @@ def tool(
     *,
     description: str | None = None,
     read_only: bool = False,
+    trait: ToolTrait | None = None,
     requires: frozenset[str] | set[str] | tuple[str, ...] = (),
     prompt: str | None = None,
 ) -> Callable[[ToolFunction], FunctionTool]:
@@ -282,6 +290,7 @@ def tool(
             name=name,
             description=description,
             read_only=read_only,
+            trait=trait,
             requires=requires,
             prompt=prompt,
         )

@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import Field
 
 from agi_jupyter.errors import ToolError
+from agi_jupyter.kinds import ToolTrait
 from agi_jupyter.tools.base import AnyTool, Tool, ToolArgs, ToolContext, ToolResult
 from agi_jupyter.tools.diffs import ChangeOp, FileChange, describe, file_diff_draft
 from agi_jupyter.tools.filerecord import write_and_record
@@ -86,6 +87,7 @@ class FsReadArgs(ToolArgs):
 
 class FsRead(Tool[FsReadArgs]):
     name = "fs.read"
+    trait = ToolTrait.READ
     description = (
         "Read a UTF-8 text file of the project. Large files are cut; the note at the end tells "
         "which offset to pass to read on."
@@ -150,6 +152,7 @@ def _glob_matches(pattern: str | None, rel: str, name: str) -> bool:
 
 class FsList(Tool[FsListArgs]):
     name = "fs.list"
+    trait = ToolTrait.READ
     description = (
         "List files and folders of a project folder (folders end with '/'). Skips .git, .agi, "
         "node_modules, __pycache__, .venv and similar."
@@ -192,6 +195,7 @@ class FsSearchArgs(ToolArgs):
 
 class FsSearch(Tool[FsSearchArgs]):
     name = "fs.search"
+    trait = ToolTrait.READ
     description = (
         "Search text files under a project folder for a regular expression (or literal text); "
         "answers with path:line:text lines."
@@ -285,6 +289,7 @@ class FsWriteArgs(ToolArgs):
 
 class FsWrite(Tool[FsWriteArgs]):
     name = "fs.write"
+    trait = ToolTrait.EDIT
     in_order = True
     description = (
         "Create or overwrite a text file of the project with the given content (parent folders "

@@ -20,7 +20,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from agi_jupyter.aio import complete
-from agi_jupyter.errors import AgiError, ToolError
+from agi_jupyter.errors import AgiError, ErrorCode, ToolError
+from agi_jupyter.kinds import Verdict
 from agi_jupyter.records import JSON, Artifact, utc_now
 from agi_jupyter.tools.base import AnyTool, ArtifactDraft, Emit, ToolContext, ToolResult
 from agi_jupyter.tools.policy import ToolPolicy
@@ -88,11 +89,11 @@ async def execute_tool_call(
     outcome: ToolResult | _Failure
     refusal = _refusal(registry, tool, name, allowed, ctx, policy, approved)
     if refusal is not None:
-        outcome = _Failure("denied", "TOOL_DENIED", refusal)
+        outcome = _Failure("denied", ErrorCode.TOOL_DENIED, refusal)
     elif raw_arguments_error is not None:
         outcome = _Failure(
             "failed",
-            "INVALID_ARGUMENTS",
+            ErrorCode.INVALID_ARGUMENTS,
             f"the arguments for {name} were not a valid JSON object ({raw_arguments_error}); "
             "call the tool again with a JSON object matching its schema",
         )
@@ -176,10 +177,10 @@ def _refusal(
     if ctx.read_only and not tool.read_only:
         return f"tool {name!r} can change things, and {agent} may only read"
     if policy is not None:
-        verdict = policy.decide(name)
-        if verdict == "deny":
+        verdict = policy.decide(name, tool.trait)
+        if verdict == Verdict.DENY:
             return policy.denied_reason(name)
-        if verdict == "ask" and not approved:
+        if verdict == Verdict.ASK and not approved:
             return policy.ask_reason(name)
     return None
 
@@ -190,9 +191,9 @@ async def _run(
     try:
         args = tool.validate(arguments)
     except ValidationError as e:
-        return _Failure("failed", "INVALID_ARGUMENTS", _summarize_validation(tool.name, e))
+        return _Failure("failed", ErrorCode.INVALID_ARGUMENTS, _summarize_validation(tool.name, e))
     except ToolError as e:
-        return _Failure("failed", "INVALID_ARGUMENTS", e.message)
+        return _Failure("failed", ErrorCode.INVALID_ARGUMENTS, e.message)
     deadline = tool.call_timeout(args, default_deadline)
     scope = asyncio.timeout(deadline)
     try:
@@ -202,7 +203,7 @@ async def _run(
         if scope.expired():
             return _Failure(
                 "failed",
-                "TOOL_TIMEOUT",
+                ErrorCode.TOOL_TIMEOUT,
                 f"tool {tool.name} timed out after {_seconds(deadline)} s and was stopped",
             )
         return _exception_failure(tool.name, e)
@@ -215,7 +216,9 @@ async def _run(
     if isinstance(raw, ToolResult):
         return raw
     return _Failure(  # type: ignore[unreachable]
-        "failed", "TOOL_ERROR", f"tool {tool.name} returned {type(raw).__name__}, not a result"
+        "failed",
+        ErrorCode.TOOL_ERROR,
+        f"tool {tool.name} returned {type(raw).__name__}, not a result",
     )
 
 
@@ -223,7 +226,7 @@ def _exception_failure(name: str, error: Exception) -> _Failure:
     log.debug("tool %s raised", name, exc_info=error)
     text = str(error)
     message = f"{type(error).__name__}: {text}" if text else type(error).__name__
-    return _Failure("failed", "TOOL_ERROR", message)
+    return _Failure("failed", ErrorCode.TOOL_ERROR, message)
 
 
 def _seconds(value: float) -> str:
@@ -257,7 +260,7 @@ async def _finish(
         data = redactor.redact_json(outcome.data)
         draft = outcome.artifact
         status = "completed" if ok else "failed"
-        error = None if ok else {"code": "TOOL_ERROR", "message": _first_line(output)}
+        error = None if ok else {"code": ErrorCode.TOOL_ERROR, "message": _first_line(output)}
     artifact = await asyncio.to_thread(_persist_draft, draft, ctx, redactor) if draft else None
     output, spilled = await asyncio.to_thread(_spill_if_large, name, output, ctx)
     result: JSON = {"ok": ok, "output": output}

@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import AliasChoices, Field
 
 from agi_jupyter.errors import ToolError
+from agi_jupyter.kinds import ToolTrait
 from agi_jupyter.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from agi_jupyter.tools.builtin_fs import read_text_if_exists
 from agi_jupyter.tools.diffs import FileChange, describe, file_diff_draft, summarize
@@ -265,6 +266,7 @@ class ApplyPatchArgs(ToolArgs):
 
 class ApplyPatch(Tool[ApplyPatchArgs]):
     name = "apply_patch"
+    trait = ToolTrait.EDIT
     in_order = True
     description = (
         "Edit project files with a patch (apply_patch envelope or unified diff). The patch is "

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agi_jupyter.errors import ToolError
+from agi_jupyter.errors import ErrorCode, ToolError
 
 PatchFormat = Literal["envelope", "unified"]
 OpKind = Literal["add", "update", "delete"]
@@ -39,7 +39,7 @@ _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 class PatchError(ToolError):
     """A patch that cannot be parsed or applied; nothing has been written."""
 
-    code = "PATCH_FAILED"
+    code = ErrorCode.PATCH_FAILED
 
 
 @dataclass

@@ -19,38 +19,27 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.errors import UsageError
+from agi_jupyter.kinds import DEFAULT_REVIEW_MODE, ReviewMode, ToolTrait, Verdict
 
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
     from agi_jupyter.config import Config
     from agi_jupyter.records import Session
 
-Verdict = Literal["allow", "ask", "deny"]
-ReviewMode = Literal["ask", "auto-edit", "auto"]
-VERDICTS: tuple[str, ...] = get_args(Verdict)
-REVIEW_MODES: tuple[str, ...] = get_args(ReviewMode)
-DEFAULT_REVIEW_MODE: ReviewMode = "ask"
-
-# Tools whose effects are edits of files or notebook cells (``auto-edit`` lets them through;
-# each is recorded as a change that ``agi undo`` can restore).
-EDIT_TOOLS: frozenset[str] = frozenset(
-    {"fs.write", "apply_patch", "notebook.edit", "notebook.insert", "notebook.delete"}
-)
-
 
 def check_verdict(value: object, *, where: str) -> Verdict:
-    if value not in VERDICTS:
-        raise UsageError(f"{where}: must be one of {', '.join(VERDICTS)}, not {value!r}")
-    return cast(Verdict, value)
+    if not isinstance(value, str) or value not in set(Verdict):
+        raise UsageError(f"{where}: must be one of {', '.join(Verdict)}, not {value!r}")
+    return Verdict(value)
 
 
 def check_review_mode(value: object, *, where: str = "review_mode") -> ReviewMode:
-    if value not in REVIEW_MODES:
-        raise UsageError(f"{where} must be one of {', '.join(REVIEW_MODES)}, not {value!r}")
-    return cast(ReviewMode, value)
+    if not isinstance(value, str) or value not in set(ReviewMode):
+        raise UsageError(f"{where} must be one of {', '.join(ReviewMode)}, not {value!r}")
+    return ReviewMode(value)
 
 
 def check_rules(raw: Mapping[str, Any] | None, *, where: str = "permissions") -> dict[str, Verdict]:
@@ -96,22 +85,23 @@ class ToolPolicy:
 
     def rule(self, name: str) -> Verdict:
         """The configured verdict, before the review mode: session, then agent, else allow."""
-        return _match(self.session_rules, name) or _match(self.agent_rules, name) or "allow"
+        return _match(self.session_rules, name) or _match(self.agent_rules, name) or Verdict.ALLOW
 
-    def decide(self, name: str) -> Verdict:
-        """What a call of ``name`` gets now, the review mode and approvals applied."""
+    def decide(self, name: str, trait: ToolTrait) -> Verdict:
+        """What a call of ``name`` (a tool of ``trait``) gets now, the review mode and
+        approvals applied: ``auto-edit`` lets the calls of ``edit`` tools through."""
         verdict = self.rule(name)
-        if verdict != "ask":
+        if verdict != Verdict.ASK:
             return verdict
-        if name in self.approved or self.review_mode == "auto":
-            return "allow"
-        if self.review_mode == "auto-edit" and name in EDIT_TOOLS:
-            return "allow"
-        return "ask"
+        if name in self.approved or self.review_mode == ReviewMode.AUTO:
+            return Verdict.ALLOW
+        if self.review_mode == ReviewMode.AUTO_EDIT and trait == ToolTrait.EDIT:
+            return Verdict.ALLOW
+        return Verdict.ASK
 
     def offers(self, name: str) -> bool:
         """Whether the tool is offered at all (denied tools are not)."""
-        return self.rule(name) != "deny"
+        return self.rule(name) != Verdict.DENY
 
     def denied_reason(self, name: str) -> str:
         return f"tool {name!r} is denied by this session's tool policy"

@@ -1,6 +1,10 @@
 // Generates src/openapi.ts, the panel's types of the /agi/v1 API, from the server's OpenAPI
 // document with openapi-typescript: paths, operations, and every schema, the events as a
-// discriminated union on `type`. The document is what the server serves at /agi/openapi.json:
+// discriminated union on `type`. Each enum schema that names its members (`x-enum-varnames`:
+// the server's named kinds, ErrorCode, ReviewMode, SdkName...) also becomes a constant object
+// and a type of the same name (`ErrorCode.HASH_MISMATCH`, `ErrorCode` the union of its values),
+// so the panel compares with generated constants, never literals. The document is what the
+// server serves at /agi/openapi.json:
 //
 //   node scripts/gen-types.mjs                 # asks Python for the document (agi_jupyter)
 //   node scripts/gen-types.mjs --input FILE    # a saved copy of /agi/openapi.json
@@ -50,12 +54,34 @@ function documentText(args) {
 }
 
 export async function generate(text) {
-  const ast = await openapiTS(JSON.parse(text), {
+  const document = JSON.parse(text);
+  const ast = await openapiTS(document, {
     // Request bodies: a field with a default may be left out (responses list every field as
     // required themselves).
     defaultNonNullable: false
   });
-  return HEADER + astToString(ast);
+  return HEADER + astToString(ast) + enumConstants(document);
+}
+
+/** `export const Kind = { NAME: 'value', ... } as const` and `export type Kind` per named enum. */
+function enumConstants(document) {
+  const out = [];
+  for (const [name, schema] of Object.entries(document.components?.schemas ?? {})) {
+    const names = schema['x-enum-varnames'];
+    if (!Array.isArray(schema.enum) || !Array.isArray(names) || names.length !== schema.enum.length) {
+      continue;
+    }
+    const members = names.map((member, i) => `    ${member}: ${JSON.stringify(schema.enum[i])},`);
+    out.push(
+      '',
+      `/** The values of ${name} (components["schemas"]["${name}"]), by their names on the server. */`,
+      `export const ${name} = {`,
+      ...members,
+      '} as const;',
+      `export type ${name} = components["schemas"]["${name}"];`
+    );
+  }
+  return out.length ? out.join('\n') + '\n' : '';
 }
 
 async function main() {

@@ -10,7 +10,7 @@
  * Errors come back as `ApiError` with the server's code and message.
  */
 
-import type { paths } from './openapi';
+import { ErrorCode, type paths } from './openapi';
 import { formatOf, readEvents } from './stream';
 import type {
   AgentInfo,
@@ -25,6 +25,7 @@ import type {
   Run,
   SdkList,
   Session,
+  TabReply,
   UndoResult
 } from './types';
 
@@ -43,7 +44,7 @@ export class ApiError extends Error {
 
   /** What the panel shows: the message, with the code when it says more. */
   get readable(): string {
-    return this.code && this.code !== 'HTTP_ERROR' ? `${this.message} (${this.code})` : this.message;
+    return this.code && this.code !== ErrorCode.HTTP_ERROR ? `${this.message} (${this.code})` : this.message;
   }
 }
 
@@ -105,7 +106,7 @@ export class AgiClient {
     try {
       return JSON.parse(text) as Json<Operation<P, M>>;
     } catch {
-      throw new ApiError(response.status, 'BAD_RESPONSE', `the server sent invalid JSON: ${text.slice(0, 200)}`);
+      throw new ApiError(response.status, ErrorCode.BAD_RESPONSE, `the server sent invalid JSON: ${text.slice(0, 200)}`);
     }
   }
 
@@ -120,7 +121,7 @@ export class AgiClient {
   ): AsyncGenerator<AgiEvent, void, undefined> {
     const response = await this.send(method, path, parts as Parts, accept, signal);
     if (!response.body) {
-      throw new ApiError(response.status, 'BAD_RESPONSE', 'the server sent no stream');
+      throw new ApiError(response.status, ErrorCode.BAD_RESPONSE, 'the server sent no stream');
     }
     yield* readEvents(response.body, formatOf(response.headers.get('Content-Type')));
   }
@@ -234,7 +235,7 @@ export class AgiClient {
   }
 
   /** The answer to a notebook request; `projectDir` for a kernel's request. */
-  async notebookReply(requestId: string, reply: Record<string, unknown>, projectDir?: string): Promise<void> {
+  async notebookReply(requestId: string, reply: TabReply, projectDir?: string): Promise<void> {
     const body = { request_id: requestId, reply, ...(projectDir ? { project_dir: projectDir } : {}) };
     await this.request('post', '/agi/v1/notebook/replies', { body });
   }
@@ -320,14 +321,14 @@ export async function toApiError(response: Response): Promise<ApiError> {
   try {
     json = JSON.parse(await response.text());
   } catch {
-    return new ApiError(response.status, 'HTTP_ERROR', status);
+    return new ApiError(response.status, ErrorCode.HTTP_ERROR, status);
   }
   const body = (json ?? {}) as { error?: { code?: unknown; message?: unknown }; message?: unknown };
   if (body.error && typeof body.error.message === 'string') {
-    return new ApiError(response.status, String(body.error.code ?? 'HTTP_ERROR'), body.error.message);
+    return new ApiError(response.status, String(body.error.code ?? ErrorCode.HTTP_ERROR), body.error.message);
   }
   if (typeof body.message === 'string' && body.message) {
-    return new ApiError(response.status, 'HTTP_ERROR', body.message);
+    return new ApiError(response.status, ErrorCode.HTTP_ERROR, body.message);
   }
-  return new ApiError(response.status, 'HTTP_ERROR', status);
+  return new ApiError(response.status, ErrorCode.HTTP_ERROR, status);
 }

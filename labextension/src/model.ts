@@ -14,6 +14,7 @@ import { collectArtifacts, openArtifact } from './artifacts';
 import { loadCatalogue } from './catalogue';
 import { isNotebookSession, sessionToShow } from './follow';
 import { PanelMemory, type Storage } from './memory';
+import { ErrorCode } from './openapi';
 import { folderOf, PanelStore, type Tab } from './snapshot';
 import { activeRuns, initialState } from './state';
 import { SessionStreams } from './streams';
@@ -383,7 +384,7 @@ export class PanelModel extends PanelStore {
         this.dispatch({ type: 'run', run });
       }
     } catch (error) {
-      if (error instanceof ApiError && error.code === 'RUN_TERMINAL') {
+      if (error instanceof ApiError && error.code === ErrorCode.RUN_TERMINAL) {
         return;
       }
       this.reportError(error);
@@ -399,7 +400,7 @@ export class PanelModel extends PanelStore {
         this.dispatch({ type: 'run', run });
       }
     } catch (error) {
-      if (error instanceof ApiError && error.code === 'NO_PENDING_APPROVAL') {
+      if (error instanceof ApiError && error.code === ErrorCode.NO_PENDING_APPROVAL) {
         return;
       }
       this.reportError(error);
@@ -421,7 +422,7 @@ export class PanelModel extends PanelStore {
         this.dispatch({ type: 'run', run });
       }
     } catch (error) {
-      if (error instanceof ApiError && error.code === 'NO_PENDING_APPROVAL') {
+      if (error instanceof ApiError && error.code === ErrorCode.NO_PENDING_APPROVAL) {
         return; // decided meanwhile (another window, the CLI, a notebook)
       }
       this.reportError(error);

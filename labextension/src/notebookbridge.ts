@@ -21,7 +21,8 @@ import type { ISignal } from '@lumino/signaling';
 import type { Widget } from '@lumino/widgets';
 
 import { type AgiClient, isAbort } from './api';
-import { answer, type NotebookRequest } from './notebookops';
+import { answer, type BridgeRequest, type NotebookRequest, type Reply } from './notebookops';
+import { ErrorCode } from './openapi';
 
 export const COMM_TARGET = 'agi-jupyter:notebook';
 const RETRY_MS = [1000, 2000, 5000, 10000];
@@ -126,15 +127,15 @@ export class NotebookBridge {
     }
     this.handled.add(request.request_id);
     const model = panel.content.model;
-    const reply = model
+    const reply: Reply = model
       ? answer(model.sharedModel, request)
-      : { ok: false, code: 'NOTEBOOK_TAB_ERROR', message: 'the notebook is not loaded yet' };
+      : { ok: false, code: ErrorCode.NOTEBOOK_TAB_ERROR, message: 'the notebook is not loaded yet' };
     void this.reply(request.request_id, reply, project);
   }
 
-  private async reply(requestId: string, reply: object, project?: string): Promise<void> {
+  private async reply(requestId: string, reply: Reply, project?: string): Promise<void> {
     try {
-      await this.client.notebookReply(requestId, reply as Record<string, unknown>, project);
+      await this.client.notebookReply(requestId, reply, project);
     } catch (error) {
       console.warn('agi-jupyter: could not answer a notebook request', error);
     }
@@ -163,7 +164,7 @@ export class NotebookBridge {
         for await (const event of this.client.notebookRequests(this.clientId, controller.signal)) {
           attempt = 0;
           if ((event as { type: string }).type === 'notebook.request') {
-            this.serve(event as unknown as NotebookRequest);
+            this.serve(event as unknown as BridgeRequest);
           }
         }
       } catch (error) {
@@ -177,10 +178,14 @@ export class NotebookBridge {
     }
   }
 
-  private serve(request: NotebookRequest): void {
+  private serve(request: BridgeRequest): void {
     const panel = [...this.panels].find(p => p.context.path === request.path);
     if (!panel) {
-      void this.reply(request.request_id, { ok: false, code: 'NOTEBOOK_TAB_GONE', message: 'the notebook is not open here' });
+      void this.reply(request.request_id, {
+        ok: false,
+        code: ErrorCode.NOTEBOOK_TAB_GONE,
+        message: 'the notebook is not open here'
+      });
       return;
     }
     this.handle(panel, request);

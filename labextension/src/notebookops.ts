@@ -4,7 +4,9 @@
  * tab's own). Changes go through the shared model in one transaction each, so they are in the
  * user's undo history and the user's unsaved edits stay. Edits and deletes carry the source
  * the agent saw (`expected_source`) and are refused, changing nothing, when the cell holds
- * something else now. The Python side (`agi_jupyter/notebook/ops.py`) defines the operations.
+ * something else now. The requests and replies are the bridge protocol's, whose types are
+ * generated from the server's OpenAPI document (`agi_jupyter/notebook/wire.py`): `TabRequest`,
+ * its `change` (one of the operations of `agi_jupyter/notebook/ops.py`, by `op`), `TabReply`.
  *
  * No JupyterLab import: the shared model is `@jupyter/ydoc`'s, which the tests use directly.
  */
@@ -12,33 +14,25 @@
 import type { ISharedNotebook } from '@jupyter/ydoc';
 import type * as nbformat from '@jupyterlab/nbformat';
 
-export type Change =
-  | { op: 'insert'; cell_id: string; cell_type: string; source: string; after_cell_id?: string | null; index?: number | null }
-  | { op: 'edit'; cell_id: string; expected_source: string; source: string }
-  | { op: 'delete'; cell_id: string; expected_source: string }
-  | { op: 'set_outputs'; cell_id: string; outputs: nbformat.IOutput[]; execution_count: number | null }
-  | { op: 'replace'; notebook: nbformat.INotebookContent };
+import { type components, ErrorCode } from './openapi';
 
-/** A request of the agent (from a kernel's comm or the server's bridge stream). */
-export interface NotebookRequest {
-  request_id: string;
-  op: 'read' | 'apply';
-  change?: Change;
-  path?: string;
-}
-
-export interface Reply {
-  ok: boolean;
-  code?: string;
-  message?: string;
-  notebook?: nbformat.INotebookContent;
-  before?: nbformat.INotebookContent;
-  after?: nbformat.INotebookContent;
-}
+type Schemas = components['schemas'];
+/** One change to apply, discriminated by `op`. */
+export type Change = NonNullable<Schemas['TabRequest']['change']>;
+/** A request of the agent over a kernel's comm. */
+export type NotebookRequest = Schemas['TabRequest'];
+/** A request of the agent on the server's bridge stream (with the notebook's `path`). */
+export type BridgeRequest = Schemas['NotebookRequest'];
+/** The answer; its notebooks (JSON objects in the document) are nbformat's. */
+export type Reply = Omit<Schemas['TabReply'], 'notebook' | 'before' | 'after'> & {
+  notebook?: nbformat.INotebookContent | null;
+  before?: nbformat.INotebookContent | null;
+  after?: nbformat.INotebookContent | null;
+};
 
 class Refused extends Error {
   constructor(
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string
   ) {
     super(message);
@@ -51,7 +45,7 @@ export function answer(notebook: ISharedNotebook, request: NotebookRequest): Rep
     return { ok: true, notebook: notebook.toJSON() };
   }
   if (!request.change) {
-    return { ok: false, code: 'BAD_REQUEST', message: 'an apply request needs a change' };
+    return { ok: false, code: ErrorCode.BAD_REQUEST, message: 'an apply request needs a change' };
   }
   const before = notebook.toJSON();
   try {
@@ -60,14 +54,14 @@ export function answer(notebook: ISharedNotebook, request: NotebookRequest): Rep
     if (error instanceof Refused) {
       return { ok: false, code: error.code, message: error.message };
     }
-    return { ok: false, code: 'NOTEBOOK_TAB_ERROR', message: String(error) };
+    return { ok: false, code: ErrorCode.NOTEBOOK_TAB_ERROR, message: String(error) };
   }
   return { ok: true, before, after: notebook.toJSON() };
 }
 
 export function apply(notebook: ISharedNotebook, change: Change): void {
   if (change.op === 'replace') {
-    notebook.fromJSON(change.notebook);
+    notebook.fromJSON(change.notebook as unknown as nbformat.INotebookContent);
     return;
   }
   if (change.op === 'insert') {
@@ -80,18 +74,18 @@ export function apply(notebook: ISharedNotebook, change: Change): void {
   const cell = notebook.cells[index]!;
   if (change.op === 'set_outputs') {
     if (cell.cell_type !== 'code') {
-      throw new Refused('NOT_A_CODE_CELL', `cell ${change.cell_id} is not a code cell`);
+      throw new Refused(ErrorCode.NOT_A_CODE_CELL, `cell ${change.cell_id} is not a code cell`);
     }
     const code = cell as unknown as { setOutputs(o: nbformat.IOutput[]): void; execution_count: number | null };
     notebook.transact(() => {
-      code.setOutputs(change.outputs);
+      code.setOutputs(change.outputs as unknown as nbformat.IOutput[]);
       code.execution_count = change.execution_count;
     });
     return;
   }
   if (cell.getSource() !== change.expected_source) {
     throw new Refused(
-      'HASH_MISMATCH',
+      ErrorCode.HASH_MISMATCH,
       `cell ${change.cell_id} changed since you read it (someone edited it in the open tab); ` +
         'nothing was written. Call notebook.read and retry with the new hash.'
     );
@@ -106,7 +100,7 @@ export function apply(notebook: ISharedNotebook, change: Change): void {
 function indexOf(notebook: ISharedNotebook, cellId: string): number {
   const index = notebook.cells.findIndex(cell => cell.id === cellId);
   if (index < 0) {
-    throw new Refused('CELL_NOT_FOUND', `no cell with id ${JSON.stringify(cellId)} in the open notebook`);
+    throw new Refused(ErrorCode.CELL_NOT_FOUND, `no cell with id ${JSON.stringify(cellId)} in the open notebook`);
   }
   return index;
 }
@@ -120,7 +114,7 @@ function position(notebook: ISharedNotebook, change: Extract<Change, { op: 'inse
     return count;
   }
   if (change.index < 0 || change.index > count) {
-    throw new Refused('INDEX_OUT_OF_RANGE', `index ${change.index} is out of range: the notebook has ${count} cells`);
+    throw new Refused(ErrorCode.INDEX_OUT_OF_RANGE, `index ${change.index} is out of range: the notebook has ${count} cells`);
   }
   return change.index;
 }

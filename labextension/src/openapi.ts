@@ -672,11 +672,8 @@ export interface components {
             arguments: {
                 [key: string]: unknown;
             };
-            /**
-             * Review Mode
-             * @default ask
-             */
-            review_mode: string;
+            /** @default ask */
+            review_mode: components["schemas"]["ReviewMode"];
             /**
              * Diff
              * @default null
@@ -1069,6 +1066,21 @@ export interface components {
              */
             content: string;
         };
+        /**
+         * DeleteChange
+         * @description A cell removed, if it still holds ``expected_source``.
+         */
+        DeleteChange: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            op: "delete";
+            /** Cell Id */
+            cell_id: string;
+            /** Expected Source */
+            expected_source: string;
+        };
         /** Deleted */
         Deleted: {
             /**
@@ -1078,21 +1090,38 @@ export interface components {
             ok: boolean;
         };
         /**
+         * EditChange
+         * @description A cell's new source, if it still holds ``expected_source``.
+         */
+        EditChange: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            op: "edit";
+            /** Cell Id */
+            cell_id: string;
+            /** Expected Source */
+            expected_source: string;
+            /** Source */
+            source: string;
+        };
+        /**
          * ErrorBody
          * @description Every error: ``{"error": {"code", "message"}}``.
          */
         ErrorBody: {
             error: components["schemas"]["ErrorDetail"];
         };
+        /**
+         * ErrorCode
+         * @description Every error code, by what raises it. A member is its string on the wire.
+         * @enum {string}
+         */
+        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT";
         /** ErrorDetail */
         ErrorDetail: {
-            /**
-             * Code
-             * @example SESSION_NOT_FOUND
-             * @example VALIDATION_ERROR
-             * @example RUN_TERMINAL
-             */
-            code: string;
+            code: components["schemas"]["ErrorCode"];
             /** Message */
             message: string;
         };
@@ -1195,6 +1224,36 @@ export interface components {
              * @enum {string}
              */
             type: "image";
+        };
+        /**
+         * InsertChange
+         * @description A new cell after ``after_cell_id``, else at ``index``, else at the end.
+         */
+        InsertChange: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            op: "insert";
+            /** Cell Id */
+            cell_id: string;
+            /**
+             * Cell Type
+             * @description code, markdown or raw.
+             */
+            cell_type: string;
+            /** Source */
+            source: string;
+            /**
+             * After Cell Id
+             * @default null
+             */
+            after_cell_id?: string | null;
+            /**
+             * Index
+             * @default null
+             */
+            index?: number | null;
         };
         /** Iteration */
         Iteration: {
@@ -1441,10 +1500,7 @@ export interface components {
         NotebookReply: {
             /** Request Id */
             request_id: string;
-            /** Reply */
-            reply: {
-                [key: string]: unknown;
-            };
+            reply: components["schemas"]["TabReply"];
             /**
              * Project Dir
              * @description A kernel's request: the kernel's project folder (absolute path).
@@ -1457,16 +1513,8 @@ export interface components {
          * @description What the bridge stream sends a tab: read the notebook, or apply one change to it.
          */
         NotebookRequest: {
-            /**
-             * Type
-             * @default notebook.request
-             * @constant
-             */
-            type: "notebook.request";
             /** Request Id */
             request_id: string;
-            /** Path */
-            path: string;
             /**
              * Op
              * @enum {string}
@@ -1474,11 +1522,21 @@ export interface components {
             op: "read" | "apply";
             /**
              * Change
+             * @description The change to apply (op apply).
              * @default null
              */
-            change: {
-                [key: string]: unknown;
-            } | null;
+            change: (components["schemas"]["InsertChange"] | components["schemas"]["EditChange"] | components["schemas"]["DeleteChange"] | components["schemas"]["SetOutputsChange"] | components["schemas"]["ReplaceChange"]) | null;
+            /**
+             * Type
+             * @default notebook.request
+             * @constant
+             */
+            type: "notebook.request";
+            /**
+             * Path
+             * @description The notebook, relative to the server root.
+             */
+            path: string;
         };
         /**
          * OneShotRequest
@@ -1524,11 +1582,10 @@ export interface components {
              */
             system_prompt?: string | null;
             /**
-             * Sdk
              * @description The agent SDK that runs the session: native (default), claude, codex or acp.
              * @default null
              */
-            sdk?: ("native" | "claude" | "codex" | "acp") | null;
+            sdk?: components["schemas"]["SdkName"] | null;
         } & (({
             prompt: string;
         } | {
@@ -1665,6 +1722,29 @@ export interface components {
              */
             type: "reasoning";
         };
+        /**
+         * ReplaceChange
+         * @description The whole notebook (nbformat JSON), as an undo restores it.
+         */
+        ReplaceChange: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            op: "replace";
+            /** Notebook */
+            notebook: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * ReviewMode
+         * @description Which tool calls wait for a person (``tools.policy``): ``ask`` keeps every call the
+         *     policy marks ask; ``auto-edit`` lets file and notebook edits through (commands and code
+         *     still ask); ``auto`` lets everything through (changes stay reviewable and undoable).
+         * @enum {string}
+         */
+        ReviewMode: "ask" | "auto-edit" | "auto";
         /** Run */
         Run: {
             /** Id */
@@ -2113,6 +2193,13 @@ export interface components {
             /** Sdks */
             sdks: components["schemas"]["SdkInfo"][];
         };
+        /**
+         * SdkName
+         * @description The agent SDK that runs a session (DESIGN.md section 10): our own loop, the Claude
+         *     Agent SDK, the Codex CLI, or an agent speaking the Agent Client Protocol.
+         * @enum {string}
+         */
+        SdkName: "native" | "claude" | "codex" | "acp";
         /** Session */
         Session: {
             /** Id */
@@ -2223,11 +2310,10 @@ export interface components {
              */
             agent?: string | null;
             /**
-             * Sdk
              * @description The agent SDK that runs the session: native (default), claude, codex or acp.
              * @default null
              */
-            sdk?: ("native" | "claude" | "codex" | "acp") | null;
+            sdk?: components["schemas"]["SdkName"] | null;
             /**
              * Model
              * @default null
@@ -2264,18 +2350,17 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * Review Mode
              * @description Which tool calls wait for a person: ask (every call the tool policy marks ask), auto-edit (file and notebook edits go through; commands and code ask) or auto (nothing asks). Default: the configured review_mode (AGI_REVIEW_MODE), else ask.
              * @default null
              */
-            review_mode?: ("ask" | "auto-edit" | "auto") | null;
+            review_mode?: components["schemas"]["ReviewMode"] | null;
             /**
              * Permissions
              * @description The session's tool rules, over the agent's: a tool name or glob (notebook.*, mcp.*) -> allow, ask or deny.
              * @default null
              */
             permissions?: {
-                [key: string]: "allow" | "ask" | "deny";
+                [key: string]: components["schemas"]["Verdict"];
             } | null;
             /**
              * @description Stop its runs with BUDGET_EXCEEDED before a model call would go over it (default: the config's budgets.session).
@@ -2339,11 +2424,10 @@ export interface components {
              */
             agent?: string | null;
             /**
-             * Sdk
              * @description The agent SDK that runs the session: native (default), claude, codex or acp.
              * @default null
              */
-            sdk?: ("native" | "claude" | "codex" | "acp") | null;
+            sdk?: components["schemas"]["SdkName"] | null;
             /**
              * Model
              * @default null
@@ -2382,18 +2466,17 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             /**
-             * Review Mode
              * @description Which tool calls wait for a person: ask (every call the tool policy marks ask), auto-edit (file and notebook edits go through; commands and code ask) or auto (nothing asks). Default: the configured review_mode (AGI_REVIEW_MODE), else ask.
              * @default null
              */
-            review_mode?: ("ask" | "auto-edit" | "auto") | null;
+            review_mode?: components["schemas"]["ReviewMode"] | null;
             /**
              * Permissions
              * @description The session's tool rules, over the agent's: a tool name or glob (notebook.*, mcp.*) -> allow, ask or deny.
              * @default null
              */
             permissions?: {
-                [key: string]: "allow" | "ask" | "deny";
+                [key: string]: components["schemas"]["Verdict"];
             } | null;
             /**
              * @description The session's budget; null removes it.
@@ -2425,6 +2508,25 @@ export interface components {
              * @enum {string}
              */
             type: "session.updated";
+        };
+        /**
+         * SetOutputsChange
+         * @description A code cell's outputs (nbformat) and execution count, after the agent ran it.
+         */
+        SetOutputsChange: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            op: "set_outputs";
+            /** Cell Id */
+            cell_id: string;
+            /** Outputs */
+            outputs: {
+                [key: string]: unknown;
+            }[];
+            /** Execution Count */
+            execution_count: number | null;
         };
         /** Stats */
         Stats: {
@@ -2479,6 +2581,71 @@ export interface components {
             unknown_usage_runs: number;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * TabReply
+         * @description A tab's answer: ``ok`` with the notebook (read) or the notebook before and after the
+         *     change (apply), or a refusal (``ok`` false, its ``code`` and ``message``). The answer to a
+         *     kernel comm's opening (a hello) is ``ok`` with the notebook's ``path``.
+         */
+        TabReply: {
+            /** Ok */
+            ok: boolean;
+            /** @default null */
+            code?: components["schemas"]["ErrorCode"] | null;
+            /**
+             * Message
+             * @default null
+             */
+            message?: string | null;
+            /**
+             * Notebook
+             * @default null
+             */
+            notebook?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Before
+             * @default null
+             */
+            before?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * After
+             * @default null
+             */
+            after?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Path
+             * @description A hello: the notebook the tab has open.
+             * @default null
+             */
+            path?: string | null;
+        };
+        /**
+         * TabRequest
+         * @description A request to a tab: read the notebook, or apply one change to it. Over a kernel's comm
+         *     exactly this; on the server's bridge stream a ``NotebookRequest`` (with the notebook's
+         *     ``path``).
+         */
+        TabRequest: {
+            /** Request Id */
+            request_id: string;
+            /**
+             * Op
+             * @enum {string}
+             */
+            op: "read" | "apply";
+            /**
+             * Change
+             * @description The change to apply (op apply).
+             * @default null
+             */
+            change?: (components["schemas"]["InsertChange"] | components["schemas"]["EditChange"] | components["schemas"]["DeleteChange"] | components["schemas"]["SetOutputsChange"] | components["schemas"]["ReplaceChange"]) | null;
         };
         /** Task */
         Task: {
@@ -2815,6 +2982,8 @@ export interface components {
              * @description Changes nothing (offered to read-only agents).
              */
             read_only: boolean;
+            /** @description What its calls do: read, edit (files or notebook cells; review mode auto-edit lets these through) or shell (commands, code, anything else). */
+            trait: components["schemas"]["ToolTrait"];
             /**
              * Source
              * @description builtin, project (.agi/tools/) or mcp:<server>.
@@ -2865,6 +3034,14 @@ export interface components {
              */
             type: "tool_result";
         };
+        /**
+         * ToolTrait
+         * @description What a tool's calls do, for review: ``read`` only reads; ``edit`` changes files or
+         *     notebook cells (each change recorded, and undoable: ``auto-edit`` lets these through);
+         *     ``shell`` runs commands or code, or acts in any other way (the default of a tool).
+         * @enum {string}
+         */
+        ToolTrait: "read" | "edit" | "shell";
         /** UndoRequest */
         UndoRequest: {
             /**
@@ -3015,6 +3192,12 @@ export interface components {
              */
             type: "usage";
         };
+        /**
+         * Verdict
+         * @description A tool rule's verdict: the call runs, waits for a person, or is refused.
+         * @enum {string}
+         */
+        Verdict: "allow" | "ask" | "deny";
         /** WebhookAck */
         WebhookAck: {
             /**
@@ -5612,3 +5795,106 @@ export interface operations {
         };
     };
 }
+
+/** The values of ErrorCode (components["schemas"]["ErrorCode"]), by their names on the server. */
+export const ErrorCode = {
+    AGI_ERROR: "AGI_ERROR",
+    VALIDATION_ERROR: "VALIDATION_ERROR",
+    SDK_MODEL_MISMATCH: "SDK_MODEL_MISMATCH",
+    BUDGET_NOT_RAISED: "BUDGET_NOT_RAISED",
+    CONFIG_ERROR: "CONFIG_ERROR",
+    PROVIDER_NOT_CONFIGURED: "PROVIDER_NOT_CONFIGURED",
+    SDK_NOT_AVAILABLE: "SDK_NOT_AVAILABLE",
+    PROVIDER_ERROR: "PROVIDER_ERROR",
+    PROVIDER_HTTP_ERROR: "PROVIDER_HTTP_ERROR",
+    PROVIDER_DISCONNECTED: "PROVIDER_DISCONNECTED",
+    TOOL_ERROR: "TOOL_ERROR",
+    TOOL_DENIED: "TOOL_DENIED",
+    PATH_OUTSIDE_PROJECT: "PATH_OUTSIDE_PROJECT",
+    NOT_FOUND: "NOT_FOUND",
+    SESSION_NOT_FOUND: "SESSION_NOT_FOUND",
+    RUN_NOT_FOUND: "RUN_NOT_FOUND",
+    ARTIFACT_NOT_FOUND: "ARTIFACT_NOT_FOUND",
+    AGENT_NOT_FOUND: "AGENT_NOT_FOUND",
+    CONFLICT: "CONFLICT",
+    RUN_TERMINAL: "RUN_TERMINAL",
+    NO_USER_MESSAGE: "NO_USER_MESSAGE",
+    RUN_LOST: "RUN_LOST",
+    NO_PENDING_APPROVAL: "NO_PENDING_APPROVAL",
+    RUN_CANCELLED: "RUN_CANCELLED",
+    BUDGET_EXCEEDED: "BUDGET_EXCEEDED",
+    STORE_UNAVAILABLE: "STORE_UNAVAILABLE",
+    MESSAGE_NOT_FOUND: "MESSAGE_NOT_FOUND",
+    TASK_NOT_FOUND: "TASK_NOT_FOUND",
+    TOOL_CALL_NOT_FOUND: "TOOL_CALL_NOT_FOUND",
+    BLOB_NOT_FOUND: "BLOB_NOT_FOUND",
+    WEBHOOK_EVENT_NOT_FOUND: "WEBHOOK_EVENT_NOT_FOUND",
+    PROJECT_NOT_FOUND: "PROJECT_NOT_FOUND",
+    CURSOR_NOT_FOUND: "CURSOR_NOT_FOUND",
+    REQUEST_NOT_FOUND: "REQUEST_NOT_FOUND",
+    BAD_REQUEST: "BAD_REQUEST",
+    UNAUTHORIZED: "UNAUTHORIZED",
+    FORBIDDEN: "FORBIDDEN",
+    METHOD_NOT_ALLOWED: "METHOD_NOT_ALLOWED",
+    PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
+    RATE_LIMITED: "RATE_LIMITED",
+    INTERNAL_ERROR: "INTERNAL_ERROR",
+    HTTP_ERROR: "HTTP_ERROR",
+    BAD_RESPONSE: "BAD_RESPONSE",
+    INVALID_SIGNATURE: "INVALID_SIGNATURE",
+    WEBHOOK_NOT_CONFIGURED: "WEBHOOK_NOT_CONFIGURED",
+    RUN_ACTIVE: "RUN_ACTIVE",
+    RUN_ABANDONED: "RUN_ABANDONED",
+    MAX_ITERATIONS_REACHED: "MAX_ITERATIONS_REACHED",
+    DEEP_RESEARCH_FAILED: "DEEP_RESEARCH_FAILED",
+    INVALID_ARGUMENTS: "INVALID_ARGUMENTS",
+    TOOL_TIMEOUT: "TOOL_TIMEOUT",
+    PATCH_FAILED: "PATCH_FAILED",
+    CELL_NOT_FOUND: "CELL_NOT_FOUND",
+    HASH_MISMATCH: "HASH_MISMATCH",
+    INDEX_OUT_OF_RANGE: "INDEX_OUT_OF_RANGE",
+    NOT_A_CODE_CELL: "NOT_A_CODE_CELL",
+    NOTEBOOK_NOT_FOUND: "NOTEBOOK_NOT_FOUND",
+    NOTEBOOK_CHANGED_ON_DISK: "NOTEBOOK_CHANGED_ON_DISK",
+    INVALID_NOTEBOOK: "INVALID_NOTEBOOK",
+    NO_KERNEL: "NO_KERNEL",
+    SERVER_NOT_READY: "SERVER_NOT_READY",
+    NOTEBOOK_TAB_ERROR: "NOTEBOOK_TAB_ERROR",
+    NOTEBOOK_TAB_GONE: "NOTEBOOK_TAB_GONE",
+    NOTEBOOK_TAB_TIMEOUT: "NOTEBOOK_TAB_TIMEOUT",
+    UNDO_CONFLICT: "UNDO_CONFLICT",
+} as const;
+export type ErrorCode = components["schemas"]["ErrorCode"];
+
+/** The values of ReviewMode (components["schemas"]["ReviewMode"]), by their names on the server. */
+export const ReviewMode = {
+    ASK: "ask",
+    AUTO_EDIT: "auto-edit",
+    AUTO: "auto",
+} as const;
+export type ReviewMode = components["schemas"]["ReviewMode"];
+
+/** The values of SdkName (components["schemas"]["SdkName"]), by their names on the server. */
+export const SdkName = {
+    NATIVE: "native",
+    CLAUDE: "claude",
+    CODEX: "codex",
+    ACP: "acp",
+} as const;
+export type SdkName = components["schemas"]["SdkName"];
+
+/** The values of ToolTrait (components["schemas"]["ToolTrait"]), by their names on the server. */
+export const ToolTrait = {
+    READ: "read",
+    EDIT: "edit",
+    SHELL: "shell",
+} as const;
+export type ToolTrait = components["schemas"]["ToolTrait"];
+
+/** The values of Verdict (components["schemas"]["Verdict"]), by their names on the server. */
+export const Verdict = {
+    ALLOW: "allow",
+    ASK: "ask",
+    DENY: "deny",
+} as const;
+export type Verdict = components["schemas"]["Verdict"];

@@ -5,12 +5,11 @@
  */
 
 import { bundle, type Trans } from './i18n';
+import { SdkName } from './openapi';
 import type { AgentInfo, SdkInfo, SdkList } from './types';
 
 /** `GET /sdks`: the SDKs and the project's default. */
 export type SdkCatalogue = SdkList;
-
-export const NATIVE_SDK = 'native';
 
 export interface SdkChoice {
   id: string;
@@ -104,5 +103,5 @@ export function sdkSelection(
 
 /** The badge of a session or message: its SDK when it is not `native`, else null. */
 export function sdkBadge(sdk: string | null | undefined): string | null {
-  return sdk && sdk !== NATIVE_SDK ? sdk : null;
+  return sdk && sdk !== SdkName.NATIVE ? sdk : null;
 }

@@ -11,6 +11,7 @@ import React, { useEffect, useState } from 'react';
 
 import { ApiError, errorText } from './api';
 import type { PanelModel } from './model';
+import { ErrorCode } from './openapi';
 import { isTerminal } from './types';
 
 type State =
@@ -61,7 +62,7 @@ export function UndoButton(props: { runId: string; status: string; model: PanelM
       const text = undone.map(n => `${n.status} ${n.path}`).join(', ') || 'nothing to undo';
       setState({ kind: 'done', text });
     } catch (error) {
-      const conflict = error instanceof ApiError && error.code === 'UNDO_CONFLICT';
+      const conflict = error instanceof ApiError && error.code === ErrorCode.UNDO_CONFLICT;
       setState({ kind: conflict ? 'conflict' : 'error', text: conflict ? (error as ApiError).message : errorText(error) });
     }
   };

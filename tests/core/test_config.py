@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agi_jupyter.config import find_project, load_config
+from agi_jupyter.config import SERVER_KEYS, find_project, load_config, setting_field, webhook_secret
 from agi_jupyter.errors import ConfigError, UsageError
 from agi_jupyter.model_specs import parse_model_spec
 
@@ -249,3 +249,35 @@ def test_durability_settings_and_their_defaults(project: Path, home: Path) -> No
     assert (cfg.stale_after, cfg.persist_deltas) == (90.0, False)
     with pytest.raises(ConfigError, match="environment: stale_after"):
         load_config(project, env=env_for(home, AGI_STALE_AFTER="0.1"))
+
+
+def test_the_webhook_secret_is_the_servers_else_the_environments_else_the_files(
+    home: Path,
+) -> None:
+    assert webhook_secret(env=env_for(home)) is None
+    write_json(home / ".config/agi/credentials.json", {"openai_webhook_secret": "whsec_file"})
+    assert webhook_secret(env=env_for(home)) == "whsec_file"
+    env = env_for(home, OPENAI_WEBHOOK_SECRET="whsec_env", OTHER="whsec_other")
+    assert webhook_secret(env=env) == "whsec_env"
+    assert webhook_secret(env=env, env_var="OTHER") == "whsec_other"
+    assert webhook_secret("whsec_trait", env=env) == "whsec_trait"
+
+
+def test_the_servers_traits_of_project_settings_are_their_declarations() -> None:
+    """``server.extension`` takes ``SERVER_KEYS`` as traitlets made from ``config`` (declared
+    once), and its traitlets layer is what ``load_config`` validates."""
+    from traitlets import Bool, Enum, Float, Unicode
+
+    from agi_jupyter.server.extension import AgiExtensionApp
+
+    traits = AgiExtensionApp.class_traits()
+    kinds = {"persist_deltas": Bool, "wire": Enum, "stale_after": Float}
+    for key in SERVER_KEYS:
+        trait = traits[key]
+        assert isinstance(trait, kinds.get(key, Unicode)), key
+        assert trait.default_value is None
+        assert trait.metadata["config"] is True
+        assert trait.help.startswith(str(setting_field(key).description))
+    assert list(traits["wire"].values) == ["http", "sdk"]
+    app = AgiExtensionApp(wire="sdk", stale_after=5, database_url="")
+    assert app.traitlets_layer() == {"wire": "sdk", "stale_after": 5.0}

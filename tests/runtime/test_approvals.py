@@ -12,8 +12,11 @@ import pytest
 from agi_jupyter.agents import BUILTIN_AGENTS
 from agi_jupyter.config import load_config
 from agi_jupyter.errors import NoPendingApproval, UsageError
+from agi_jupyter.kinds import ToolTrait
+from agi_jupyter.notebook import tools as notebook_tools
 from agi_jupyter.records import Session, ToolResultPart
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
+from agi_jupyter.tools.builtins import builtin_tools
 from agi_jupyter.tools.policy import ToolPolicy
 from tests.runtime.conftest import MakeAgi
 
@@ -24,6 +27,38 @@ def _session(**tool_config: object) -> Session:
     return Session(id="ses_x", agent="build", tool_config=dict(tool_config))
 
 
+NOTEBOOK_TOOLS = (
+    notebook_tools.NotebookRead,
+    notebook_tools.NotebookInsert,
+    notebook_tools.NotebookEdit,
+    notebook_tools.NotebookDelete,
+    notebook_tools.NotebookRun,
+)
+
+
+def _trait(name: str) -> ToolTrait:
+    """The trait the named built-in tool declares (the kernel's ``python``: the default)."""
+    tools = [*builtin_tools(), *NOTEBOOK_TOOLS]
+    return next((t.trait for t in tools if t.name == name), ToolTrait.SHELL)
+
+
+def test_the_edit_tools_are_the_ones_that_edit_files_and_cells() -> None:
+    tools = [*builtin_tools(), *NOTEBOOK_TOOLS]
+    assert {t.name for t in tools if t.trait == ToolTrait.EDIT} == {
+        "fs.write",
+        "apply_patch",
+        "notebook.edit",
+        "notebook.insert",
+        "notebook.delete",
+    }
+    assert {t.name for t in tools if t.trait == ToolTrait.READ} == {
+        "fs.read",
+        "fs.list",
+        "fs.search",
+        "notebook.read",
+    }
+
+
 def test_the_build_agent_asks_for_commands_code_and_edits_and_plan_never_asks(
     tmp_path: Path,
 ) -> None:
@@ -31,27 +66,29 @@ def test_the_build_agent_asks_for_commands_code_and_edits_and_plan_never_asks(
     assert config.review_mode == "ask"  # the product default
     build = ToolPolicy.for_session(BUILTIN_AGENTS["build"], _session(), config)
     for name in ("shell.run", "python", "apply_patch", "fs.write", "notebook.edit", "notebook.run"):
-        assert build.decide(name) == "ask", name
-    assert build.decide("fs.read") == "allow"
+        assert build.decide(name, _trait(name)) == "ask", name
+    assert build.decide("fs.read", _trait("fs.read")) == "allow"
     plan = ToolPolicy.for_session(BUILTIN_AGENTS["plan"], _session(), config)
-    assert {plan.decide(n) for n in ("fs.read", "fs.list", "sql.query", "notebook.read")} == {
-        "allow"
-    }
+    assert {
+        plan.decide(n, _trait(n)) for n in ("fs.read", "fs.list", "sql.query", "notebook.read")
+    } == {"allow"}
 
     edit = ToolPolicy.for_session(
         BUILTIN_AGENTS["build"], _session(review_mode="auto-edit"), config
     )
-    assert [edit.decide(n) for n in ("fs.write", "notebook.edit", "shell.run", "python")] == [
+    assert [
+        edit.decide(n, _trait(n)) for n in ("fs.write", "notebook.edit", "shell.run", "python")
+    ] == [
         "allow",
         "allow",
         "ask",
         "ask",
     ]
     auto = ToolPolicy.for_session(BUILTIN_AGENTS["build"], _session(review_mode="auto"), config)
-    assert auto.decide("shell.run") == "allow"
+    assert auto.decide("shell.run", _trait("shell.run")) == "allow"
     env_auto = load_config(tmp_path, env={"HOME": str(tmp_path), "AGI_REVIEW_MODE": "auto"})
     assert ToolPolicy.for_session(BUILTIN_AGENTS["build"], _session(), env_auto).decide(
-        "python"
+        "python", _trait("python")
     ) == ("allow")
 
 
@@ -62,15 +99,20 @@ def test_session_rules_win_and_the_most_specific_pattern_decides(tmp_path: Path)
         _session(permissions={"notebook.*": "deny", "notebook.read": "allow", "shell.run": "deny"}),
         config,
     )
-    assert policy.decide("notebook.edit") == "deny"  # deny is never relaxed, even in auto
-    assert policy.decide("notebook.read") == "allow"
-    assert policy.decide("shell.run") == "deny"
+    assert (
+        policy.decide("notebook.edit", _trait("notebook.edit")) == "deny"
+    )  # deny is never relaxed, even in auto
+    assert policy.decide("notebook.read", _trait("notebook.read")) == "allow"
+    assert policy.decide("shell.run", _trait("shell.run")) == "deny"
     assert not policy.offers("notebook.run")
     assert policy.offers("fs.read")
     approved = ToolPolicy.for_session(
         BUILTIN_AGENTS["build"], _session(review_mode="ask", approved_tools=["python"]), config
     )
-    assert (approved.decide("python"), approved.decide("shell.run")) == ("allow", "ask")
+    assert (
+        approved.decide("python", _trait("python")),
+        approved.decide("shell.run", _trait("shell.run")),
+    ) == ("allow", "ask")
 
 
 def test_agents_json_sets_permissions_and_denied_tools_are_not_offered(

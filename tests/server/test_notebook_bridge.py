@@ -14,13 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+from pydantic import TypeAdapter
 
 from agi_jupyter.notebook import NotebookError, source_hash
 from agi_jupyter.notebook.model import parse
-from agi_jupyter.notebook.ops import apply_op, op_from_wire
+from agi_jupyter.notebook.ops import apply_op
+from agi_jupyter.notebook.wire import TabChange, op_of
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 from tests.notebook.conftest import write_notebook
 from tests.server.conftest import Api, Fetch, sse_events
+
+CHANGE: TypeAdapter[TabChange] = TypeAdapter(TabChange)
 
 
 def answer(notebook: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
@@ -28,7 +32,7 @@ def answer(notebook: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "notebook": notebook}
     before = copy.deepcopy(notebook)
     try:
-        apply_op(notebook, op_from_wire(request["change"]))
+        apply_op(notebook, op_of(CHANGE.validate_python(request["change"])))
     except NotebookError as e:
         return {"ok": False, "code": e.code, "message": e.message}
     return {"ok": True, "before": before, "after": copy.deepcopy(notebook)}

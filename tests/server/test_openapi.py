@@ -11,6 +11,8 @@ from openapi_spec_validator import validate
 from tornado.routing import PathMatches, Rule
 
 from agi_jupyter import events as ev
+from agi_jupyter.errors import ErrorCode
+from agi_jupyter.kinds import ReviewMode, SdkName, ToolTrait, Verdict
 from agi_jupyter.records import _PART_TYPES
 from agi_jupyter.server.handlers.base import AgiHandler
 from agi_jupyter.server.models import EventUnion, PartUnion
@@ -49,6 +51,66 @@ async def test_event_and_part_unions_are_discriminated(jp_fetch: Any) -> None:
     assert set(part["discriminator"]["mapping"]) == set(_PART_TYPES)
     assert len(EventUnion.__args__[0].__args__) == len(ev.EVENT_TYPES)  # type: ignore[attr-defined]
     assert len(PartUnion.__args__[0].__args__) == len(_PART_TYPES)  # type: ignore[attr-defined]
+
+
+async def test_the_named_kinds_are_the_documents_enums(jp_fetch: Any) -> None:
+    """Each Python enum is an enum schema of the document, value for value and with its
+    members' names (the panel's generated constants), and the fields that carry it use it."""
+    schemas = json.loads((await jp_fetch("agi", "openapi.json")).body)["components"]["schemas"]
+    kinds = (ErrorCode, ReviewMode, SdkName, ToolTrait, Verdict)
+    for kind in kinds:
+        schema = schemas[kind.__name__]
+        assert schema["type"] == "string"
+        assert schema["enum"] == [member.value for member in kind]
+        assert schema["x-enum-varnames"] == [member.name for member in kind]
+    named = {name for name, schema in schemas.items() if "x-enum-varnames" in schema}
+    assert named == {kind.__name__ for kind in kinds}
+
+    def ref(kind: type) -> dict[str, str]:
+        return {"$ref": f"#/components/schemas/{kind.__name__}"}
+
+    assert schemas["ErrorDetail"]["properties"]["code"] == ref(ErrorCode)
+    assert ref(ErrorCode) in schemas["TabReply"]["properties"]["code"]["anyOf"]
+    for body in ("SessionCreate", "SessionUpdate"):
+        fields = schemas[body]["properties"]
+        assert ref(ReviewMode) in fields["review_mode"]["anyOf"]
+        assert ref(SdkName) in fields["sdk"]["anyOf"]
+        rules = fields["permissions"]["anyOf"][0]
+        assert rules == {"additionalProperties": ref(Verdict), "type": "object"}
+    assert ref(SdkName) in schemas["OneShotRequest"]["properties"]["sdk"]["anyOf"]
+    assert schemas["ToolInfo"]["properties"]["trait"]["$ref"] == ref(ToolTrait)["$ref"]
+    assert (
+        schemas["ApprovalRequested"]["properties"]["review_mode"]["$ref"]
+        == (ref(ReviewMode)["$ref"])
+    )
+
+
+async def test_the_notebook_bridge_protocol_is_typed(jp_fetch: Any) -> None:
+    """What a tab is sent (``TabRequest``; on the bridge stream ``NotebookRequest``) and what it
+    answers (``TabReply``): a request's ``change`` is one of the operations, by ``op``."""
+    schemas = json.loads((await jp_fetch("agi", "openapi.json")).body)["components"]["schemas"]
+    changes = {
+        "insert": "InsertChange",
+        "edit": "EditChange",
+        "delete": "DeleteChange",
+        "set_outputs": "SetOutputsChange",
+        "replace": "ReplaceChange",
+    }
+    for request in ("TabRequest", "NotebookRequest"):
+        change, null = schemas[request]["properties"]["change"]["anyOf"]
+        assert null == {"type": "null"}
+        assert change["discriminator"]["propertyName"] == "op"
+        mapping = change["discriminator"]["mapping"]
+        assert mapping == {op: f"#/components/schemas/{name}" for op, name in changes.items()}
+    for op, name in changes.items():
+        assert schemas[name]["properties"]["op"]["const"] == op
+        assert "op" in schemas[name]["required"]
+    assert schemas["NotebookReply"]["properties"]["reply"] == {
+        "$ref": "#/components/schemas/TabReply"
+    }
+    assert set(schemas["TabReply"]["properties"]) == {
+        "ok", "code", "message", "notebook", "before", "after", "path"
+    }  # fmt: skip
 
 
 def agi_rules(rules: list[Rule]) -> list[tuple[re.Pattern[str], type[AgiHandler]]]:

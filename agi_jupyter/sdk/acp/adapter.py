@@ -28,6 +28,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.errors import ProviderDisconnected, ProviderError, SdkNotAvailable
+from agi_jupyter.kinds import SdkName
 from agi_jupyter.sdk.acp.settings import HINT, AcpAgents
 from agi_jupyter.sdk.base import DisplayModel, SdkAdapter, SdkCapabilities, SdkRunParams
 
@@ -44,7 +45,7 @@ CANCEL_GRACE = 5.0  # how long a cancelled turn may take to return before the pr
 
 
 class AcpAdapter(SdkAdapter):
-    id = "acp"
+    id = SdkName.ACP
     display_name = "Agent Client Protocol (any ACP agent)"
     capabilities = SdkCapabilities(
         queue_while_streaming=False, interrupt=True, tool_events=True, full_history=True

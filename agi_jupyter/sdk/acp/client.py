@@ -40,6 +40,7 @@ from acp.schema import (
 )
 
 from agi_jupyter.errors import AgiError
+from agi_jupyter.kinds import ToolTrait, Verdict
 from agi_jupyter.sdk.acp.mapping import UpdateMapper
 from agi_jupyter.sdk.acp.permissions import PermissionDecider, PermissionRequest
 from agi_jupyter.sdk.acp.terminals import Terminals
@@ -61,17 +62,17 @@ def refusal(params: SdkRunParams, name: str) -> str | None:
     of ours) are matched against the agent's tool list."""
     agent = params.agent
     policy = ToolPolicy.for_session(agent, params.session, params.config)
-    verdict = policy.decide(name)
-    if verdict == "deny":
-        return policy.denied_reason(name)
     tool = next((t for t in params.tools if t.name == name), None)
+    verdict = policy.decide(name, ToolTrait.SHELL if tool is None else tool.trait)
+    if verdict == Verdict.DENY:
+        return policy.denied_reason(name)
     if tool is not None:
         if agent.read_only and not tool.read_only:
             return f"{name} can change things, and agent {agent.name!r} may only read"
-        return policy.ask_reason(name) if verdict == "ask" else None
+        return policy.ask_reason(name) if verdict == Verdict.ASK else None
     extra = [str(t) for t in params.session.tool_config.get("extra_tools") or []]
     if name.startswith("acp.") and is_allowed(name, [*agent.tools, *extra]) and not agent.read_only:
-        return policy.ask_reason(name) if verdict == "ask" else None
+        return policy.ask_reason(name) if verdict == Verdict.ASK else None
     return f"{name} is not available to agent {agent.name!r}"
 
 

@@ -17,6 +17,7 @@ import importlib.util
 from typing import TYPE_CHECKING
 
 from agi_jupyter.errors import SdkNotAvailable
+from agi_jupyter.kinds import SdkName
 from agi_jupyter.sdk.base import DisplayModel, SdkAdapter, SdkCapabilities, SdkRunParams
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ INSTALL = "pip install 'agi-jupyter[claude]'"
 
 
 class ClaudeAdapter(SdkAdapter):
-    id = "claude"
+    id = SdkName.CLAUDE
     display_name = "Claude Agent SDK"
     capabilities = SdkCapabilities(
         queue_while_streaming=True, interrupt=True, tool_events=True, full_history=True

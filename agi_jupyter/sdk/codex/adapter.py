@@ -52,6 +52,7 @@ from agi_jupyter.errors import (
     ProviderNotConfigured,
     UsageError,
 )
+from agi_jupyter.kinds import SdkName
 from agi_jupyter.providers.registry import key_hint
 from agi_jupyter.runtime.runner import AttemptResult
 from agi_jupyter.sdk.base import (
@@ -124,7 +125,7 @@ class _ThreadGone(Exception):
 
 
 class CodexAdapter(SdkAdapter):
-    id = "codex"
+    id = SdkName.CODEX
     display_name = "Codex CLI"
     capabilities = SdkCapabilities(
         queue_while_streaming=False, interrupt=False, tool_events=True, full_history=True

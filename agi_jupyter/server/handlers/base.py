@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from agi_jupyter.errors import AgiError, NotFound, UsageError
+from agi_jupyter.errors import AgiError, ErrorCode, NotFound, UsageError
 from agi_jupyter.server.handlers.inputs import MISSING, parse_json_body, query_values
 from agi_jupyter.server.models import ErrorBody, ErrorDetail, body_required
 from agi_jupyter.server.streaming import (
@@ -41,14 +41,15 @@ if TYPE_CHECKING:
 
 AUTH_RESOURCE = "agi"
 HTTP_CODES = {
-    400: "BAD_REQUEST",
-    401: "UNAUTHORIZED",
-    403: "FORBIDDEN",
-    404: "NOT_FOUND",
-    405: "METHOD_NOT_ALLOWED",
-    413: "PAYLOAD_TOO_LARGE",
-    429: "RATE_LIMITED",
-}
+    400: ErrorCode.BAD_REQUEST,
+    401: ErrorCode.UNAUTHORIZED,
+    403: ErrorCode.FORBIDDEN,
+    404: ErrorCode.NOT_FOUND,
+    405: ErrorCode.METHOD_NOT_ALLOWED,
+    413: ErrorCode.PAYLOAD_TOO_LARGE,
+    429: ErrorCode.RATE_LIMITED,
+    500: ErrorCode.INTERNAL_ERROR,
+}  # another status: HTTP_ERROR
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -87,7 +88,7 @@ def _mapped(method: Method[H, P]) -> Method[H, P]:
         except AgiError as e:
             raise ApiError(e.http_status, e.code, e.message) from None
         except ValidationError as e:
-            raise ApiError(400, "VALIDATION_ERROR", _describe(e)) from None
+            raise ApiError(400, ErrorCode.VALIDATION_ERROR, _describe(e)) from None
 
     return wrapper
 
@@ -99,7 +100,7 @@ def _authenticated(method: Method[H, P]) -> Method[H, P]:
     @functools.wraps(method)
     async def wrapper(self: H, /, *args: P.args, **kwargs: P.kwargs) -> None:
         if not self.current_user:
-            raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED)
+            raise ApiError(401, ErrorCode.UNAUTHORIZED, UNAUTHORIZED)
         await method(self, *args, **kwargs)
 
     return wrapper
@@ -149,15 +150,17 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
             await super().prepare()
         except web.HTTPError as e:
             if e.status_code == 403 and self.current_user is None:
-                raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED) from None
+                raise ApiError(401, ErrorCode.UNAUTHORIZED, UNAUTHORIZED) from None
             raise
         if not self.current_user and not self._public():
-            raise ApiError(401, "UNAUTHORIZED", UNAUTHORIZED)
+            raise ApiError(401, ErrorCode.UNAUTHORIZED, UNAUTHORIZED)
         self.agi_app.start_on_loop()  # idempotent; covers servers started without _post_start
         limit = self.limit
         length = self.request.headers.get("Content-Length", "0").strip() or "0"
         if not length.isdigit() or int(length) > limit:
-            raise ApiError(413, "PAYLOAD_TOO_LARGE", f"the request body is over {limit} bytes")
+            raise ApiError(
+                413, ErrorCode.PAYLOAD_TOO_LARGE, f"the request body is over {limit} bytes"
+            )
         # A body without a length is read up to a few times the limit (then answered 413);
         # past that, tornado drops the connection.
         set_max = getattr(self.request.connection, "set_max_body_size", None)
@@ -187,7 +190,9 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
         """The request body (streamed in by ``data_received``)."""
         limit = self.limit
         if self._body_size > limit:
-            raise ApiError(413, "PAYLOAD_TOO_LARGE", f"the request body is over {limit} bytes")
+            raise ApiError(
+                413, ErrorCode.PAYLOAD_TOO_LARGE, f"the request body is over {limit} bytes"
+            )
         return b"".join(self._chunks)
 
     def on_connection_close(self) -> None:
@@ -220,10 +225,10 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
         data = parse_json_body(self.raw_body())
         if data is MISSING:
             if body_required(model):
-                raise ApiError(400, "VALIDATION_ERROR", "a JSON object body is required")
+                raise ApiError(400, ErrorCode.VALIDATION_ERROR, "a JSON object body is required")
             data = {}
         if not isinstance(data, dict):
-            raise ApiError(400, "VALIDATION_ERROR", "the body must be a JSON object")
+            raise ApiError(400, ErrorCode.VALIDATION_ERROR, "the body must be a JSON object")
         return model.model_validate(data, strict=True)
 
     def query(self, model: type[B]) -> B:
@@ -359,20 +364,32 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
             for name, value in error.headers.items():
                 self.set_header(name, value)
         elif isinstance(error, web.HTTPError):
-            code = HTTP_CODES.get(status_code, f"HTTP_{status_code}")
+            code = HTTP_CODES.get(status_code, ErrorCode.HTTP_ERROR)
             message = error.reason or _phrase(status_code)
             if error.log_message:
                 with contextlib.suppress(TypeError, ValueError):
                     message = str(error.log_message) % error.args
         else:
-            code, message = "INTERNAL_ERROR", "internal server error (details are in the log)"
+            code, message = (
+                ErrorCode.INTERNAL_ERROR,
+                "internal server error (details are in the log)",
+            )
         if status_code == 405:
             self.set_header("Allow", ", ".join(self.allowed_methods()))
         if status_code == 401 and "WWW-Authenticate" not in self._headers:
             self.set_header("WWW-Authenticate", self.challenge)
-        body = ErrorBody(error=ErrorDetail(code=code, message=message))
+        body = ErrorBody(error=ErrorDetail(code=self._documented(code), message=message))
         self.set_header("Content-Type", "application/json")
         self.finish(body.model_dump_json())
+
+    def _documented(self, code: str) -> ErrorCode:
+        """``code`` as the ``ErrorCode`` it is; one that is none (a project tool's own code
+        reaching an answer) is sent as ``AGI_ERROR``, so every answer has a documented code."""
+        try:
+            return ErrorCode(code)
+        except ValueError:
+            self.log.warning("agi: error code %r is not an ErrorCode; sent as AGI_ERROR", code)
+            return ErrorCode.AGI_ERROR
 
     @classmethod
     def allowed_methods(cls) -> list[str]:
@@ -387,7 +404,7 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
 def cursor_not_found(cursor: str) -> NotFound:
     return NotFound(
         f"cursor {cursor[:100]!r} is no position of this listing; start again without it",
-        code="CURSOR_NOT_FOUND",
+        code=ErrorCode.CURSOR_NOT_FOUND,
     )
 
 

@@ -66,6 +66,7 @@ class ToolsHandler(AgiHandler):
                 description=t.description,
                 parameters=t.json_schema(),
                 read_only=t.read_only,
+                trait=t.trait,
                 source=t.source,
                 server=server_of(t),
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agi_jupyter.errors import ErrorCode
 from agi_jupyter.server.handlers.base import AgiHandler, ApiError, protected
 
 
@@ -18,4 +19,4 @@ class NotFoundHandler(AgiHandler):
     authentication: that a route does not exist is no secret)."""
 
     async def prepare(self) -> None:  # type: ignore[override]  # as AgiHandler.prepare
-        raise ApiError(404, "NOT_FOUND", f"no such route: {self.request.path}")
+        raise ApiError(404, ErrorCode.NOT_FOUND, f"no such route: {self.request.path}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agi_jupyter.errors import NotFound, UsageError
+from agi_jupyter.errors import ErrorCode, NotFound, UsageError
 from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.models import BridgeAnnounce, BridgeQuery, NotebookReply, UndoRequest
 from agi_jupyter.server.responses import Ack, ChangeList, UndoResponse
@@ -48,18 +48,19 @@ class NotebookRepliesHandler(AgiHandler):
     @protected
     async def post(self) -> None:
         body = self.body(NotebookReply)
-        if self.agi_app.bridge.resolve(body.request_id, body.reply):
+        reply = body.reply.model_dump(mode="json", exclude_unset=True)  # as the tab sent it
+        if self.agi_app.bridge.resolve(body.request_id, reply):
             self.reply(Ack())
             return
         if body.project_dir is None:
             raise NotFound(
-                f"no pending notebook request {body.request_id!r}", code="REQUEST_NOT_FOUND"
+                f"no pending notebook request {body.request_id!r}", code=ErrorCode.REQUEST_NOT_FOUND
             )
         projects = self.agi_app.projects
         agi = await projects.get(
             await self.call(_project_parameter, projects.root, body.project_dir)
         )
-        await self.call(agi.put_notebook_reply, body.request_id, body.reply)
+        await self.call(agi.put_notebook_reply, body.request_id, reply)
         self.reply(Ack())
 
 

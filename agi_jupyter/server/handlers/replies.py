@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from agi_jupyter.errors import ErrorCode
 from agi_jupyter.server.handlers.base import ApiError
 from agi_jupyter.server.responses import Message, RunResultResponse
 from agi_jupyter.server.streaming import Format
@@ -35,13 +36,14 @@ def seq_of(event: dict[str, Any]) -> int | None:
 
 # A run that failed at once for one of these never did what was asked: a JSON reply is the
 # error (4xx), not a 200 holding a failed run. Other failures (the provider's) are outcomes.
-REJECTED_RUN_STATUS = {
-    "VALIDATION_ERROR": 400,
-    "CONFIG_ERROR": 400,
-    "PROVIDER_NOT_CONFIGURED": 400,
-    "SDK_NOT_AVAILABLE": 409,  # the server lacks what the session needs: its state, not the request
-    "SDK_MODEL_MISMATCH": 409,
-    "AGENT_NOT_FOUND": 404,
+REJECTED_RUN_STATUS: dict[str, int] = {
+    ErrorCode.VALIDATION_ERROR: 400,
+    ErrorCode.CONFIG_ERROR: 400,
+    ErrorCode.PROVIDER_NOT_CONFIGURED: 400,
+    # the server lacks what the session needs: its state, not the request
+    ErrorCode.SDK_NOT_AVAILABLE: 409,
+    ErrorCode.SDK_MODEL_MISMATCH: 409,
+    ErrorCode.AGENT_NOT_FOUND: 404,
 }
 
 

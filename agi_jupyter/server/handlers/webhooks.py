@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from agi_jupyter.errors import ErrorCode
 from agi_jupyter.research import WebhookDelivery, verify_webhook
 from agi_jupyter.server.handlers.base import AgiHandler, ApiError, public
 from agi_jupyter.server.responses import WebhookAck
@@ -31,7 +32,7 @@ class WebhookHandler(AgiHandler):
         if wait is not None:
             raise ApiError(
                 429,
-                "RATE_LIMITED",
+                ErrorCode.RATE_LIMITED,
                 "too many webhook deliveries from this address",
                 headers={"Retry-After": str(max(1, math.ceil(wait)))},
             )

@@ -13,6 +13,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agi_jupyter.errors import ErrorCode
 from agi_jupyter.notebook.access import NotebookTarget, locate
 from agi_jupyter.notebook.document import NotebookDocument
 from agi_jupyter.notebook.ops import NotebookError
@@ -54,7 +55,9 @@ class ServerNotebookAccess:
 
     def _loop(self) -> asyncio.AbstractEventLoop:
         if self.loop is None:
-            raise NotebookError("the Jupyter server is not ready yet", code="SERVER_NOT_READY")
+            raise NotebookError(
+                "the Jupyter server is not ready yet", code=ErrorCode.SERVER_NOT_READY
+            )
         return self.loop
 
     async def open(self, target: NotebookTarget, *, wait: bool = True) -> NotebookDocument:

@@ -17,13 +17,14 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agi_jupyter.errors import ErrorCode
 from agi_jupyter.notebook.ops import NotebookError
 from agi_jupyter.notebook.tab import TabBackend
+from agi_jupyter.notebook.wire import NotebookRequest
 from agi_jupyter.records import new_id
 from agi_jupyter.server.notebooks.rtc import on_loop
 
 REPLY_TIMEOUT = 30.0
-REQUEST_TYPE = "notebook.request"  # the SSE event name of a request
 KEEPALIVE = 15.0
 MAX_CLIENTS = 100
 
@@ -95,18 +96,21 @@ class TabBridge:
     async def request(self, client_id: str, payload: dict[str, Any]) -> dict[str, Any]:
         client = self.clients.get(client_id)
         if client is None or client.queue is None:
-            raise NotebookError("the notebook's JupyterLab tab is gone", code="NOTEBOOK_TAB_GONE")
+            raise NotebookError(
+                "the notebook's JupyterLab tab is gone", code=ErrorCode.NOTEBOOK_TAB_GONE
+            )
         request_id = new_id("nbr")
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.pending[request_id] = future
         client.pending.add(request_id)
-        client.queue.put_nowait({"type": REQUEST_TYPE, "request_id": request_id, **payload})
+        request = NotebookRequest.model_validate({"request_id": request_id, **payload})
+        client.queue.put_nowait(request.model_dump(mode="json"))
         try:
             return await asyncio.wait_for(future, REPLY_TIMEOUT)
         except TimeoutError:
             raise NotebookError(
                 f"the notebook's JupyterLab tab did not answer within {REPLY_TIMEOUT:g} s",
-                code="NOTEBOOK_TAB_TIMEOUT",
+                code=ErrorCode.NOTEBOOK_TAB_TIMEOUT,
             ) from None
         finally:
             self.pending.pop(request_id, None)
@@ -124,7 +128,7 @@ class TabBridge:
     def _fail(self, request_id: str, why: str) -> None:
         future = self.pending.get(request_id)
         if future is not None and not future.done():
-            future.set_exception(NotebookError(why, code="NOTEBOOK_TAB_GONE"))
+            future.set_exception(NotebookError(why, code=ErrorCode.NOTEBOOK_TAB_GONE))
 
 
 def tab_backend(bridge: TabBridge, client_id: str, api_path: str,

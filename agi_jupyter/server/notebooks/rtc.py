@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agi_jupyter.errors import ErrorCode
 from agi_jupyter.notebook.backend import Applied, Loaded
 from agi_jupyter.notebook.model import canonical_bytes, normalized, source_hash
 from agi_jupyter.notebook.ops import (
@@ -123,13 +124,13 @@ def _position(ydoc: Any, op: Insert) -> int:
         return count
     if not 0 <= op.index <= count:
         raise NotebookError(f"index {op.index} is out of range: the notebook has {count} cells",
-                            code="INDEX_OUT_OF_RANGE")  # fmt: skip
+                            code=ErrorCode.INDEX_OUT_OF_RANGE)  # fmt: skip
     return op.index
 
 
 def _set_outputs(ydoc: Any, ycell: Any, op: SetOutputs) -> None:
     if ycell.get("cell_type") != "code":
-        raise NotebookError(f"cell {op.cell_id} is not a code cell", code="NOT_A_CODE_CELL")
+        raise NotebookError(f"cell {op.cell_id} is not a code cell", code=ErrorCode.NOT_A_CODE_CELL)
     from pycrdt import Array, Map, Text  # jupyter-collaboration's CRDT library
 
     outputs = ycell.get("outputs")

@@ -1,0 +1,58 @@
+"""The named kinds of the package, each defined once. Imports nothing from the package.
+
+    ReviewMode   which tool calls wait for a person: ask, auto-edit, auto
+    Verdict      what the tool policy says of a call: allow, ask, deny
+    SdkName      the agent SDKs a session can run on: native, claude, codex, acp
+    ToolTrait    what a tool's calls do: read, edit, shell
+
+They are ``StrEnum``s: a member is its string (``ReviewMode.AUTO_EDIT == "auto-edit"``), so
+the stored rows, the REST API and the events carry the same strings as before. The OpenAPI
+document lists them as named enum schemas, from which the panel's TypeScript gets the same
+constants (``labextension/src/openapi.ts``); the error codes are ``errors.ErrorCode``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ReviewMode(StrEnum):
+    """Which tool calls wait for a person (``tools.policy``): ``ask`` keeps every call the
+    policy marks ask; ``auto-edit`` lets file and notebook edits through (commands and code
+    still ask); ``auto`` lets everything through (changes stay reviewable and undoable)."""
+
+    ASK = "ask"
+    AUTO_EDIT = "auto-edit"
+    AUTO = "auto"
+
+
+class Verdict(StrEnum):
+    """A tool rule's verdict: the call runs, waits for a person, or is refused."""
+
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+class SdkName(StrEnum):
+    """The agent SDK that runs a session (DESIGN.md section 10): our own loop, the Claude
+    Agent SDK, the Codex CLI, or an agent speaking the Agent Client Protocol."""
+
+    NATIVE = "native"
+    CLAUDE = "claude"
+    CODEX = "codex"
+    ACP = "acp"
+
+
+class ToolTrait(StrEnum):
+    """What a tool's calls do, for review: ``read`` only reads; ``edit`` changes files or
+    notebook cells (each change recorded, and undoable: ``auto-edit`` lets these through);
+    ``shell`` runs commands or code, or acts in any other way (the default of a tool)."""
+
+    READ = "read"
+    EDIT = "edit"
+    SHELL = "shell"
+
+
+DEFAULT_REVIEW_MODE = ReviewMode.ASK
+DEFAULT_SDK = SdkName.NATIVE
