@@ -10,7 +10,7 @@ from agi_jupyter.app.sessions import find_agent
 from agi_jupyter.budget import every_status
 from agi_jupyter.config import Config
 from agi_jupyter.records import Task, TaskStatus
-from agi_jupyter.runtime.runner import allowed_tool_names
+from agi_jupyter.runtime.agent_loop import allowed_tool_names
 
 if TYPE_CHECKING:
     from agi_jupyter.agents import Agent

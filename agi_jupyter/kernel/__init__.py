@@ -2,7 +2,7 @@
 
     magics       AgiMagics: the cell and line magics and their ``c.AgiMagics.*`` settings
     context      KernelContext: one Agi per kernel, the notebook session, cell ids, cell errors
-    cell         one %%agi cell: request, replay or run, live display, result
+    agi_cell     one %%agi cell: request, replay or run, live display, result
     commands     the %agi subcommands (sessions, history, runs, show, cancel, chat...)
     render       RunView (events -> text and tool blocks), live display, terminal printer
     dispatch     work handed from the runtime thread to the kernel's main thread
@@ -11,7 +11,8 @@
     interpolate  {var} / {In[n]} / {Out[n]} / {Err[n]} and variable summaries
     widget       ChatWidget (anywidget) and ``chat()``
     warmup       the runtime imported and loaded in the background after ``%load_ext``
-    cellids      the running cell's id from the notebook file (when the front end sends none)
+    running_cell the running cell's id from the notebook file (when the front end sends none)
+    run_cell     a cell of the kernel's own notebook run inside the kernel (``notebook.run``)
 
 Loading the extension imports IPython's magic machinery and traitlets only.
 """

@@ -342,7 +342,7 @@ def cmd_diff(ctx: KernelContext, args: argparse.Namespace) -> None:
 
 
 def cmd_wait(ctx: KernelContext, args: argparse.Namespace) -> Any:
-    from agi_jupyter.kernel.cell import cell_result
+    from agi_jupyter.kernel.agi_cell import cell_result
     from agi_jupyter.kernel.dispatch import follow_with_dispatch, join_with_dispatch
 
     run_ids = [args.run] if args.run else list(ctx.background)

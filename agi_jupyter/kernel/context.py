@@ -16,8 +16,8 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.kernel.cellids import NotebookCellIds
 from agi_jupyter.kernel.dispatch import MainThreadDispatcher
+from agi_jupyter.kernel.running_cell import NotebookCellIds
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi

@@ -139,7 +139,7 @@ class AgiMagics(Magics):  # type: ignore[misc]
         try:
             ready(self.ctx)  # the warm-up started by %load_ext, if it is still going
             from agi_jupyter.errors import AgiError
-            from agi_jupyter.kernel.cell import CellRunner
+            from agi_jupyter.kernel.agi_cell import CellRunner
 
             try:
                 return CellRunner(self.ctx, args, live).run(cell)

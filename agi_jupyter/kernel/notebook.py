@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agi_jupyter.kernel.cells import execute_in_kernel
+from agi_jupyter.kernel.run_cell import execute_in_kernel
 from agi_jupyter.kernel.tab import TabLink
 from agi_jupyter.notebook.access import HeadlessAccess, NotebookTarget, locate
 from agi_jupyter.notebook.document import NotebookDocument

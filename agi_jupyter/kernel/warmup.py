@@ -54,7 +54,7 @@ def warm(ctx: KernelContext) -> None:
     if it exists. Never raises: a problem here shows up, with its real message, when a magic
     does the same work."""
     try:
-        import agi_jupyter.kernel.cell  # noqa: F401  (the runtime, store and providers)
+        import agi_jupyter.kernel.agi_cell  # noqa: F401  (the runtime, store and providers)
         from agi_jupyter.providers import catalog
 
         agi = ctx.agi

@@ -235,7 +235,7 @@ class ChatWidget(anywidget.AnyWidget):
 
     def wait(self, timeout: float | None = 60) -> RunResult | None:
         """Wait for the answers being streamed (for scripts, tests and notebooks)."""
-        from agi_jupyter.kernel.cell import cell_result
+        from agi_jupyter.kernel.agi_cell import cell_result
         from agi_jupyter.kernel.dispatch import join_with_dispatch
 
         for thread in list(self._followers.values()):

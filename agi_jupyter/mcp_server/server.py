@@ -29,7 +29,7 @@ from agi_jupyter import __version__
 from agi_jupyter.errors import AgiError, UsageError
 from agi_jupyter.mcp_server.calls import ExternalCalls
 from agi_jupyter.mcp_server.project import BY_NAME, TOOLS
-from agi_jupyter.runtime.runner import allowed_tool_names
+from agi_jupyter.runtime.agent_loop import allowed_tool_names
 from agi_jupyter.runtime.toolnames import ToolNames
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from agi_jupyter.records import (
 from agi_jupyter.research.client import ResponsesClient
 from agi_jupyter.research.report import REPORT_KIND, build_report, failure_message
 from agi_jupyter.research.settings import ResearchSettings
-from agi_jupyter.runtime.runner import message_to_dict
+from agi_jupyter.runtime.agent_loop import message_to_dict
 
 if TYPE_CHECKING:
     from agi_jupyter.runtime.deps import RuntimeDeps

@@ -236,7 +236,7 @@ def save_partial(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> None:
         meta=meta,
         fence=emitter.fence,
     )
-    from agi_jupyter.runtime.runner import message_to_dict
+    from agi_jupyter.runtime.agent_loop import message_to_dict
 
     emitter.emit(ev.MessageCompleted(message=message_to_dict(message)))
 

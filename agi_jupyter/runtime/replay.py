@@ -21,8 +21,8 @@ from agi_jupyter import events as ev
 from agi_jupyter.errors import UsageError
 from agi_jupyter.events import event_from_dict
 from agi_jupyter.records import Message, Run, utc_now
+from agi_jupyter.runtime.agent_loop import message_to_dict
 from agi_jupyter.runtime.emitter import RunEmitter
-from agi_jupyter.runtime.runner import message_to_dict
 from agi_jupyter.runtime.runs import run_to_dict
 
 if TYPE_CHECKING:

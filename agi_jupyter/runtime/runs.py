@@ -33,12 +33,12 @@ from agi_jupyter.errors import AgiError, ErrorCode, RunLost
 from agi_jupyter.kinds import SdkName
 from agi_jupyter.records import Message, Run, RunFence, Session, session_for_run
 from agi_jupyter.runtime import endings
+from agi_jupyter.runtime.agent_loop import AgentLoop, AttemptInputs, AttemptResult, message_to_dict
 from agi_jupyter.runtime.emitter import RunEmitter
 from agi_jupyter.runtime.endings import cancel_error, run_to_dict
 from agi_jupyter.runtime.lease import LeaseKeeper
 from agi_jupyter.runtime.local_runs import LocalRuns
 from agi_jupyter.runtime.run_stops import RunStops, is_stale, iso_in
-from agi_jupyter.runtime.runner import AgentLoop, AttemptInputs, AttemptResult, message_to_dict
 
 if TYPE_CHECKING:
     from agi_jupyter.runtime.deps import RuntimeDeps

@@ -1,7 +1,7 @@
 """The agent-SDK adapter interface (seed 003, DESIGN.md section 10).
 
 A session's ``sdk`` names the adapter that executes its ``agent`` runs: ``native`` (our own loop,
-``runtime.runner``), ``claude`` (the Claude Agent SDK) or ``codex`` (``codex exec --json``).
+``runtime.agent_loop``), ``claude`` (the Claude Agent SDK) or ``codex`` (``codex exec --json``).
 An adapter turns one run into SDK calls and reports what happens as ``HistoryEvent``s; the
 runtime (``sdk.history.CanonicalHistory``) turns those into the section-4 live events and the
 session's canonical history in the store, by one set of merge rules for every SDK. Queueing and
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from agi_jupyter.agents import Agent
     from agi_jupyter.config import Config
     from agi_jupyter.events import Event
+    from agi_jupyter.runtime.agent_loop import AttemptResult
     from agi_jupyter.runtime.emitter import RunEmitter
-    from agi_jupyter.runtime.runner import AttemptResult
     from agi_jupyter.tools import AnyTool, ToolOutcome
 
 

@@ -30,16 +30,16 @@ from agi_jupyter.aio import complete
 from agi_jupyter.errors import UsageError
 from agi_jupyter.kinds import SdkName
 from agi_jupyter.records import JSON, Run, Session, TextPart, session_for_run
-from agi_jupyter.runtime.runner import allowed_tool_names
+from agi_jupyter.runtime.agent_loop import allowed_tool_names
 from agi_jupyter.runtime.toolcalls import run_tool
 from agi_jupyter.sdk.base import SdkAdapter, SdkRunParams
 from agi_jupyter.sdk.history import CanonicalHistory
 from agi_jupyter.sdk.native import NativeAdapter
 
 if TYPE_CHECKING:
+    from agi_jupyter.runtime.agent_loop import AttemptInputs, AttemptResult
     from agi_jupyter.runtime.deps import RuntimeDeps
     from agi_jupyter.runtime.emitter import RunEmitter
-    from agi_jupyter.runtime.runner import AttemptInputs, AttemptResult
     from agi_jupyter.tools import ToolOutcome
 
 log = logging.getLogger(__name__)

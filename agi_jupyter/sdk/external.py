@@ -31,7 +31,7 @@ from agi_jupyter.sdk.base import (
 
 if TYPE_CHECKING:
     from agi_jupyter.records import Session
-    from agi_jupyter.runtime.runner import AttemptResult
+    from agi_jupyter.runtime.agent_loop import AttemptResult
 
 EXTERNAL_SDK = "external"
 PROVIDER = "mcp"

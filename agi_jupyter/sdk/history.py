@@ -49,7 +49,7 @@ from agi_jupyter.records import (
     ToolResultPart,
     utc_now,
 )
-from agi_jupyter.runtime.runner import AttemptResult, add_turn_cost, message_to_dict
+from agi_jupyter.runtime.agent_loop import AttemptResult, add_turn_cost, message_to_dict
 from agi_jupyter.sdk.base import (
     AssistantText,
     AssistantThinking,

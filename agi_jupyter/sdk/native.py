@@ -1,4 +1,4 @@
-"""The ``native`` adapter: our own agent loop (``runtime.runner.AgentLoop``) behind the SDK
+"""The ``native`` adapter: our own agent loop (``runtime.agent_loop.AgentLoop``) behind the SDK
 interface, unchanged. It writes the canonical history itself (it is the reference the other
 adapters' history is assembled to match) and needs none of the prepared params."""
 
@@ -12,8 +12,8 @@ from agi_jupyter.sdk.base import DisplayModel, SdkAdapter, SdkCapabilities, SdkR
 
 if TYPE_CHECKING:
     from agi_jupyter.records import Run, Session
+    from agi_jupyter.runtime.agent_loop import AgentLoop, AttemptResult
     from agi_jupyter.runtime.emitter import RunEmitter
-    from agi_jupyter.runtime.runner import AgentLoop, AttemptResult
 
 
 class NativeAdapter(SdkAdapter):

@@ -11,7 +11,7 @@ from agi_jupyter.sdk.external import ExternalAdapter
 from agi_jupyter.sdk.native import NativeAdapter
 
 if TYPE_CHECKING:
-    from agi_jupyter.runtime.runner import AgentLoop
+    from agi_jupyter.runtime.agent_loop import AgentLoop
     from agi_jupyter.sdk.acp.settings import AcpAgents
     from agi_jupyter.sdk.base import SdkAdapter
 

@@ -35,7 +35,7 @@ from agi_jupyter.server.notebooks import ServerNotebookAccess, TabBridge
 from agi_jupyter.server.projects import Projects
 from agi_jupyter.server.ratelimit import RateLimiter
 from agi_jupyter.server.routes import url_patterns
-from agi_jupyter.server.runner import BackgroundRunner
+from agi_jupyter.server.ticker import BackgroundRunner
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi

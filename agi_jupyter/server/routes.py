@@ -36,7 +36,6 @@ from agi_jupyter.server.handlers.notebooks import (
     RunUndoHandler,
 )
 from agi_jupyter.server.handlers.oneshot import OneShotHandler
-from agi_jupyter.server.handlers.runner import TickHandler
 from agi_jupyter.server.handlers.runs import (
     RunApprovalsHandler,
     RunArtifactsHandler,
@@ -52,6 +51,7 @@ from agi_jupyter.server.handlers.sessions import (
     SessionsHandler,
     SessionStreamHandler,
 )
+from agi_jupyter.server.handlers.tick import TickHandler
 from agi_jupyter.server.handlers.webhooks import WebhookHandler
 from agi_jupyter.server.mcp_http import MCP_PATH, McpHandler
 from agi_jupyter.server.models import (

@@ -283,7 +283,7 @@ def test_background_run_returns_at_once_and_can_be_awaited(
 def test_terminal_ipython_prints_the_stream_and_text_tables(
     cell: RunCell, monkeypatch: Any, fake_llm: FakeLLMServer
 ) -> None:
-    import agi_jupyter.kernel.cell as cell_module
+    import agi_jupyter.kernel.agi_cell as cell_module
     import agi_jupyter.kernel.commands as commands_module
     import agi_jupyter.kernel.magics as magics_module
 

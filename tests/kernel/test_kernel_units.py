@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agi_jupyter.kernel.cell import extract_code, parse_json
+from agi_jupyter.kernel.agi_cell import extract_code, parse_json
 from agi_jupyter.kernel.dispatch import MainThreadDispatcher
 from agi_jupyter.kernel.interpolate import context_block, interpolate, summarize
 from agi_jupyter.kernel.live import TerminalPrinter

@@ -13,7 +13,7 @@ import pytest
 
 from agi_jupyter.records import Session, ToolResultPart
 from agi_jupyter.research import ResearchSettings
-from agi_jupyter.runtime.runner import AttemptResult
+from agi_jupyter.runtime.agent_loop import AttemptResult
 from agi_jupyter.sdk.base import (
     AssistantText,
     DisplayModel,

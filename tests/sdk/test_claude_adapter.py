@@ -14,7 +14,7 @@ from agi_jupyter.agents import BUILTIN_AGENTS
 from agi_jupyter.config import Config, ProviderSettings
 from agi_jupyter.errors import ProviderNotConfigured, SdkNotAvailable, UsageError
 from agi_jupyter.records import JSON
-from agi_jupyter.runtime.runner import AttemptResult
+from agi_jupyter.runtime.agent_loop import AttemptResult
 from agi_jupyter.sdk.base import SdkRunParams
 from agi_jupyter.sdk.claude import ClaudeAdapter
 from agi_jupyter.store import open_store

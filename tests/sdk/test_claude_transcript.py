@@ -43,9 +43,9 @@ from agi_jupyter.records import (
     ToolCallPart,
     ToolResultPart,
 )
+from agi_jupyter.runtime.agent_loop import AttemptResult
 from agi_jupyter.runtime.bus import EventBus
 from agi_jupyter.runtime.emitter import RunEmitter
-from agi_jupyter.runtime.runner import AttemptResult
 from agi_jupyter.runtime.store_thread import StoreThread
 from agi_jupyter.sdk.base import (
     AssistantText,

@@ -18,7 +18,7 @@ import pytest
 
 from agi_jupyter.errors import SdkNotAvailable, UsageError
 from agi_jupyter.records import Run, Session, TextPart, ToolCallPart, ToolResultPart
-from agi_jupyter.runtime.runner import AttemptResult
+from agi_jupyter.runtime.agent_loop import AttemptResult
 from agi_jupyter.sdk.base import (
     AssistantText,
     AssistantThinking,

@@ -34,7 +34,7 @@ from agi_jupyter.sdk.base import DisplayModel, SdkAdapter, SdkCapabilities, SdkR
 
 if TYPE_CHECKING:
     from agi_jupyter.records import Session
-    from agi_jupyter.runtime.runner import AttemptResult
+    from agi_jupyter.runtime.agent_loop import AttemptResult
     from agi_jupyter.sdk.acp.live import AcpLive
 
 log = logging.getLogger(__name__)

@@ -41,7 +41,7 @@ from agi_jupyter.sdk.claude.tools import ToolNameMap, ToolUseIds, mcp_server
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from agi_jupyter.runtime.runner import AttemptResult
+    from agi_jupyter.runtime.agent_loop import AttemptResult
     from agi_jupyter.sdk.base import SdkRunParams
 
 log = logging.getLogger(__name__)

@@ -54,7 +54,7 @@ from agi_jupyter.errors import (
 )
 from agi_jupyter.kinds import SdkName
 from agi_jupyter.providers.registry import key_hint
-from agi_jupyter.runtime.runner import AttemptResult
+from agi_jupyter.runtime.agent_loop import AttemptResult
 from agi_jupyter.sdk.base import (
     DisplayModel,
     HistoryEvent,
