@@ -132,19 +132,25 @@ def run_changeset(store: Store, run_id: str) -> list[ChangeRecord]:
 def choose(
     records: list[ChangeRecord], run_id: str, turn: int | None, chosen: Sequence[str] | None
 ) -> list[ChangeRecord]:
-    """The records undo works on: those of ``chosen`` (record or stored change ids), else
-    those of turns ``turn`` on, else all."""
-    if chosen is not None:
-        if turn is not None:
-            raise UsageError("give the changes to undo or a turn, not both")
-        known = {r.id for r in records} | {r.row.id for r in records}
-        missing = [i for i in chosen if i not in known]
-        if missing:
-            raise NotFound(
-                f"run {run_id} made no change {', '.join(missing)}", code=ErrorCode.CHANGE_NOT_FOUND
-            )
-        wanted = set(chosen)
-        return [r for r in records if r.id in wanted or r.row.id in wanted]
+    """The records undo works on: those of turns ``turn`` on (else all), and of those only the
+    ``chosen`` ones (record or stored change ids) when given; a chosen id that names none of
+    them is ``CHANGE_NOT_FOUND``."""
+    records = _from_turn(records, run_id, turn)
+    if chosen is None:
+        return records
+    known = {r.id for r in records} | {r.row.id for r in records}
+    missing = [i for i in chosen if i not in known]
+    if missing:
+        since = "" if turn is None or turn == 1 else f" from turn {turn} on"
+        raise NotFound(
+            f"run {run_id} made no change {', '.join(missing)}{since}",
+            code=ErrorCode.CHANGE_NOT_FOUND,
+        )
+    wanted = set(chosen)
+    return [r for r in records if r.id in wanted or r.row.id in wanted]
+
+
+def _from_turn(records: list[ChangeRecord], run_id: str, turn: int | None) -> list[ChangeRecord]:
     if turn is None or turn == 1:
         return records
     if turn < 1:

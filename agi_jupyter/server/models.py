@@ -480,7 +480,7 @@ class UndoRequest(Body):
         None,
         max_length=10_000,
         description="Only these changes (ids of GET /runs/{id}/changes, or a stored change's "
-        "id for every cell it touched); not with turn.",
+        "id for every cell it touched); with turn, they must be of that turn or later.",
     )
 
 

@@ -77,6 +77,17 @@ def _stale(run: Run, seconds: float) -> bool:
     return beat < datetime.now(UTC) - timedelta(seconds=seconds)
 
 
+def _build_owner(env: dict[str, str]) -> subprocess.Popen[str]:
+    """``agi -a build`` as a real process, asked to run the slow command the fake enqueued."""
+    return subprocess.Popen(
+        [AGI, "-a", "build", "run the slow command"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
 @pytest.mark.usefixtures("on_backend")
 def test_a_stalled_owner_loses_its_run_to_a_tick_and_writes_nothing_more(
     project: Path, fake_llm: FakeLLMServer
@@ -88,13 +99,7 @@ def test_a_stalled_owner_loses_its_run_to_a_tick_and_writes_nothing_more(
         Turn(text="answered by the process that took over"),
     )
     env = process_env(AGI_STALE_AFTER=STALE_AFTER)
-    owner = subprocess.Popen(
-        [AGI, "-a", "build", "run the slow command"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    owner = _build_owner(env)
     try:
         with open_store(project) as store:
             _until("the shell call", lambda: store.list_tool_calls(session_id=None))
@@ -251,13 +256,7 @@ def test_a_cancel_of_a_cli_owned_run_during_a_tool_call_sticks(
         Turn(text="this answer must never be asked for"),
     )
     env = process_env(AGI_STALE_AFTER=STALE_AFTER)
-    owner = subprocess.Popen(
-        [AGI, "-a", "build", "run the slow command"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    owner = _build_owner(env)
     try:
         with open_store(project) as store:
             _until(

@@ -164,7 +164,7 @@ def test_stats(store: Store, session: Session) -> None:
     store.update_run(runs[1].id, status="failed")
     # a run whose server sent no usage (runner.add_turn_usage) is counted apart
     unknown = {"input_tokens": None, "output_tokens": None, "unknown_turns": 1}
-    store.update_run(runs[1].id, usage=unknown)
+    store.update_run(runs[1].id, usage=unknown, cost_usd=None)  # ... and its cost unknown
     store.update_run(runs[0].id, usage={"input_tokens": 100, "output_tokens": 20})
     for i, name in enumerate(["fs.read", "fs.read", "shell.run"]):
         store.create_tool_call(runs[0].id, str(i), name, {})
@@ -188,6 +188,7 @@ def test_stats(store: Store, session: Session) -> None:
         "total_tokens": 123,
         "cost_usd": 0.75,
         "unknown_usage_runs": 1,
+        "unknown_cost_runs": 1,
     }
 
 
