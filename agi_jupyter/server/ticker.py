@@ -47,6 +47,7 @@ class BackgroundRunner:
         self.log = logger or log
         self.kernels = kernels
         self._wake = asyncio.Event()
+        self.beats = 0  # heartbeats completed (over every project in use)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loops: list[asyncio.Task[None]] = []
         self._ticking: dict[int, asyncio.Task[None]] = {}
@@ -137,3 +138,4 @@ class BackgroundRunner:
             runs = await loop.run_in_executor(self.executor, start)
             if runs:
                 self.log.info("agi: heartbeat started %d run(s) in %s", len(runs), agi.project)
+        self.beats += 1

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from typing import Any
 
 import pytest
 
+from agi_jupyter.app import Agi
 from agi_jupyter.runtime.follow import afollow_run_batches, follow_run, is_new
 from agi_jupyter.testing import FakeLLMServer, Fault, Turn
 from tests.runtime.conftest import MakeAgi
@@ -26,6 +26,15 @@ def _check_complete(events: list[dict[str, Any]], after_seq: int = 0) -> None:
     assert text == "".join(WORDS)
 
 
+def _ended(agi: Agi, run_id: str) -> threading.Event:
+    """Set once the run's final event is published (or at once if it already ended)."""
+    done = threading.Event()
+    agi.bus.subscribe_run(run_id, lambda e: done.set() if e.get("type") == "run.final" else None)
+    if agi.run(run_id).is_terminal:
+        done.set()
+    return done
+
+
 @pytest.mark.parametrize("persist_deltas", [False, True])
 def test_a_stream_iterated_late_has_every_delta(
     make_agi: MakeAgi, fake_llm: FakeLLMServer, persist_deltas: bool
@@ -35,9 +44,7 @@ def test_a_stream_iterated_late_has_every_delta(
     session = agi.new_session(model="openai-chat:gpt-4o-mini")
     stream = agi.stream("hello there", session=session.id)
     run_id = agi.runs(session.id).items[0].id
-    deadline = time.monotonic() + 60
-    while not agi.run(run_id).is_terminal and time.monotonic() < deadline:
-        time.sleep(0.02)  # the run ends before the stream is iterated
+    assert _ended(agi, run_id).wait(60), "the run ends before the stream is iterated"
     events = list(stream)
     _check_complete(events)
     assert events[0]["type"] == "run.meta"
@@ -63,10 +70,10 @@ def test_the_async_follower_of_a_reply_joins_late_without_loss(
     fake_llm.enqueue(Turn(chunks=WORDS))
     agi = make_agi(config={"persist_deltas": False})
     session = agi.new_session(model="openai-chat:gpt-4o-mini")
-    run = agi.submit("talk", session=session.id)
-    deadline = time.monotonic() + 60
-    while not agi.run(run.id).is_terminal and time.monotonic() < deadline:
-        time.sleep(0.02)
+    run = agi.submit("talk", session=session.id, start=False)
+    ended = _ended(agi, run.id)
+    agi.loop.submit(agi._spawn(run.id))
+    assert ended.wait(60)
 
     async def collect() -> list[dict[str, Any]]:
         batches = afollow_run_batches(agi.store, agi.bus, run.id)

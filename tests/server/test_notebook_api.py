@@ -14,7 +14,7 @@ import nbformat
 from agi_jupyter.notebook import source_hash
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 from tests.notebook.conftest import write_notebook
-from tests.server.conftest import TERMINAL, Fetch
+from tests.server.conftest import TERMINAL, Fetch, wait_for
 
 
 def tool_results(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -212,7 +212,13 @@ async def test_cancelling_a_run_during_notebook_run_interrupts_the_kernel(
         await asyncio.sleep(0.2)
         state = json.loads((await jp_fetch("api", "kernels", kernel_id)).body)["execution_state"]
     assert state == "busy", "the cell runs"
-    await asyncio.sleep(0.5)  # inside time.sleep
+    json_reply = {"Accept": "application/json"}
+
+    async def printed() -> bool:  # past the print: inside time.sleep
+        events = (await fetch("runs", run["id"], "events", headers=json_reply)).data["events"]
+        return any("napping" in str(e.get("chunk", "")) for e in events)
+
+    await wait_for(printed, within=60)
     cancelled = await fetch("runs", run["id"], "cancel", method="POST")
     assert cancelled.data["run"]["status"] in TERMINAL
     while time.monotonic() < deadline and state != "idle":

@@ -113,7 +113,7 @@ class TestHeartbeat:
         return {"heartbeat_interval": 0.2}
 
     async def test_heartbeat_acts_on_due_tasks(
-        self, fetch: Fetch, fake_llm: FakeLLMServer, server_root: Path
+        self, fetch: Fetch, fake_llm: FakeLLMServer, server_root: Path, jp_serverapp: Any
     ) -> None:
         task_id = due_task(server_root, "Water plants")
         later = due_task(server_root, "Next year", in_seconds=3600 * 24 * 365)
@@ -139,7 +139,13 @@ class TestHeartbeat:
         assert "water the plants" in prompt
         with project_store(server_root) as store:
             assert store.get_task(later).status == "pending", "not due within the interval"
-        await asyncio.sleep(0.5)  # more heartbeats: the task is not handed over twice
+        runner = jp_serverapp.web_app.settings["agi"].runner
+        seen = runner.beats
+
+        async def two_more_beats() -> bool:
+            return runner.beats >= seen + 2
+
+        await wait_for(two_more_beats)  # the task, done, is not handed over again
         assert len((await fetch("sessions")).data["sessions"]) == 1
 
 
