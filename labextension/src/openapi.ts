@@ -3139,7 +3139,7 @@ export interface components {
             turn?: number | null;
             /**
              * Changes
-             * @description Only these changes (ids of GET /runs/{id}/changes, or a stored change's id for every cell it touched); not with turn.
+             * @description Only these changes (ids of GET /runs/{id}/changes, or a stored change's id for every cell it touched); with turn, they must be of that turn or later.
              * @default null
              */
             changes?: string[] | null;
