@@ -14,7 +14,6 @@ owner's fence (``emitter.fence``). Provider errors propagate to the caller
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import budget as budgets
@@ -43,6 +42,7 @@ from agi_jupyter.run_state import LoopProgress, LoopState, UsageTotals
 from agi_jupyter.run_state_codec import usage_to_json
 from agi_jupyter.runtime.endings import AwaitingBudget
 from agi_jupyter.runtime.history import conversation, unanswered_tool_calls
+from agi_jupyter.runtime.run_stops import iso_in
 from agi_jupyter.runtime.toolnames import ToolNames
 from agi_jupyter.runtime.turn_tools import ToolSteps
 from agi_jupyter.tools.policy import ToolPolicy
@@ -102,7 +102,7 @@ class AttemptResult:
 # Tasks due this soon (or overdue) are in a run's system prompt: the heartbeat's default
 # interval (``AgiExtensionApp.heartbeat_interval``), so a task the next heartbeat will act on
 # is one the agent already knows of.
-DUE_HORIZON = timedelta(seconds=300)
+DUE_HORIZON = 300.0  # seconds
 
 
 class AgentLoop:
@@ -228,12 +228,10 @@ class AgentLoop:
         self, run: Run, session: Session, agent: Agent, tools: list[AnyTool]
     ) -> str:
         """What the run is told: the agent's and the session's prompts, bootstrap files, tool
-        contexts, the tasks due within ``DUE_HORIZON`` or overdue, and the notebook's
+        contexts, the tasks due within ``DUE_HORIZON`` seconds or overdue, and the notebook's
         context. Composed at the run's first attempt and snapshotted on the run."""
         deps = self.deps
-        now = datetime.now(UTC)
-        horizon = (now + DUE_HORIZON).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        due = await deps.stored(deps.store.due_tasks, before=horizon)
+        due = await deps.stored(deps.store.due_tasks, before=iso_in(DUE_HORIZON))
         system = build_system_prompt(
             agent,
             deps.config.project,
