@@ -34,6 +34,9 @@ class FakeLLMClient:
     def complete_background(self, response_id: str) -> None:
         self._call("POST", "/_fake/complete/" + quote(response_id, safe=""), {})
 
+    def release(self) -> None:
+        self._call("POST", "/_fake/release", {})
+
     def health(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", "/_fake/health")
         return result

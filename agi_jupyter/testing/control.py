@@ -6,6 +6,7 @@ Control endpoints let another process script a server it did not start::
     GET  /_fake/requests        the request log, oldest first
     POST /_fake/reset           empty queue, log and stored responses; restore the default rule
     POST /_fake/complete/{id}   make a background response due now
+    POST /_fake/release         let streams held by ``Fault.hold_after`` go on
     GET  /_fake/health          {"ok": true}
 """
 
@@ -34,6 +35,9 @@ def handle_control(state: FakeState, method: str, path: str, body: Any) -> tuple
             return 200, {"ok": True}
         if method == "POST" and action.startswith("complete/"):
             state.store.complete(unquote(action.removeprefix("complete/")))
+            return 200, {"ok": True}
+        if (method, action) == ("POST", "release"):
+            state.gate.set()
             return 200, {"ok": True}
         if (method, action) == ("GET", "health"):
             return 200, {"ok": True, "pending_turns": state.pending()}

@@ -28,6 +28,10 @@ from agi_jupyter.testing.script import JSON, Fault, ProtocolName, RecordedReques
 from agi_jupyter.testing.state import FakeState
 from agi_jupyter.testing.wire_errors import error_body
 
+# The longest a ``Fault.hold_after`` stream waits for ``release()``: a test that forgets to
+# release still ends.
+HOLD_LIMIT = 120.0
+
 
 class Wire(Protocol):
     """What each ``wire_*`` module provides."""
@@ -284,6 +288,8 @@ class FakeHandler(BaseHTTPRequestHandler):
                 break
             if n and fault.stall_between_events > 0:
                 time.sleep(fault.stall_between_events)
+            if n and n == fault.hold_after:
+                self.state.gate.wait(timeout=HOLD_LIMIT)
             self._write_chunk(event.encode())
         if fault.drop_after is not None:
             self._abort()

@@ -46,8 +46,10 @@ class Fault:
     events, then close the socket without ending the chunked body. ``truncate``: leave out the
     finishing events (finish chunk/usage/[DONE], ``response.completed``, ``message_delta`` /
     ``message_stop``) and end the body cleanly. ``delay_before_headers`` and
-    ``stall_between_events`` are sleeps in seconds. On a background Responses request, a fault
-    without ``status`` makes the stored response end ``failed``.
+    ``stall_between_events`` are sleeps in seconds. ``hold_after``: send that many SSE events,
+    then wait until the test releases the server's gate (``FakeLLMServer.release()``, ``POST
+    /_fake/release``; at most 120 s) before sending the rest. On a background Responses request,
+    a fault without ``status`` makes the stored response end ``failed``.
     """
 
     status: int | None = None
@@ -57,6 +59,7 @@ class Fault:
     truncate: bool = False
     delay_before_headers: float = 0.0
     stall_between_events: float = 0.0
+    hold_after: int | None = None
 
 
 @dataclass

@@ -120,6 +120,10 @@ class FakeLLMServer:
         """Let a background response finish now (``KeyError`` if the id is unknown)."""
         self._state.store.complete(response_id)
 
+    def release(self) -> None:
+        """Let every stream held at its ``Fault.hold_after`` (now or later) go on."""
+        self._state.gate.set()
+
     @property
     def default_rule(self) -> Rule:
         return self._state.default_rule

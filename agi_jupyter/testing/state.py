@@ -28,6 +28,8 @@ class FakeState:
         # endpoint, 404): llama-server's ``GET /props``, Ollama's ``POST /api/show``.
         self.props: JSON | None = None
         self.show: JSON | None = None
+        # The gate a ``Fault.hold_after`` stream waits at until the test releases it.
+        self.gate = threading.Event()
 
     def enqueue(self, *turns: Turn) -> None:
         for turn in turns:
@@ -65,5 +67,6 @@ class FakeState:
             self._turns.clear()
             self._requests.clear()
         self.props = self.show = None
+        self.gate.clear()
         self.store.clear()
         self.ids.reset()

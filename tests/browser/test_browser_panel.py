@@ -121,8 +121,10 @@ def test_a_reload_during_a_run_resumes_it(page: Any, lab: LabServer, fake: FakeL
     open_lab(page, lab)
     open_panel(page)
     session_id = new_session(page)
-    words = [f"part{i} " for i in range(150)]  # outlives a reload on a busy machine
-    fake.enqueue(Turn(chunks=words, fault=Fault(stall_between_events=0.1)))
+    words = [f"part{i} " for i in range(40)]
+    # The stream waits after a few words until the reloaded panel has shown the run as running,
+    # however long the reload takes on a busy machine.
+    fake.enqueue(Turn(chunks=words, fault=Fault(hold_after=5)))
     send(page, "Count slowly")
     expect(page.locator(f'{ASSISTANT}[data-status="streaming"]')).to_contain_text("part2 ")
     page.reload()  # the run goes on in the server; the panel comes back to it
@@ -131,6 +133,7 @@ def test_a_reload_during_a_run_resumes_it(page: Any, lab: LabServer, fake: FakeL
     expect(page.locator(SESSION_SELECT)).to_have_value(session_id)
     expect(page.locator(".jp-AgiRunLine")).to_have_attribute("data-run-status", "running")
     shoot(page, "resume-01-after-reload")
+    fake.release()
     answer = page.locator(ASSISTANT).last
     expect(answer).to_have_attribute("data-status", "complete", timeout=60_000)
     expect(answer.locator(".jp-AgiText")).to_have_text("".join(words).strip())

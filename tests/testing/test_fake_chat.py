@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import openai
@@ -168,6 +169,25 @@ def test_dropped_stream_raises_connection_error(
         for chunk in oai.chat.completions.create(model="gpt-fake", messages=USER, stream=True):
             seen.append(chunk)
     assert len(seen) == 3
+
+
+def test_a_held_stream_waits_for_release(fake_llm: FakeLLMServer, oai: openai.OpenAI) -> None:
+    fake_llm.enqueue(Turn(text="a b c d e f", fault=Fault(hold_after=2)))
+    stream = iter(oai.chat.completions.create(model="gpt-fake", messages=USER, stream=True))
+    first = [next(stream), next(stream)]  # the role chunk, then "a "
+    got: list[str] = []
+    reader = threading.Thread(
+        target=lambda: got.extend(c.choices[0].delta.content or "" for c in stream if c.choices)
+    )
+    reader.start()
+    reader.join(timeout=0.5)
+    assert reader.is_alive()  # held at the gate
+    assert got == []
+    fake_llm.release()
+    reader.join(timeout=10)
+    assert not reader.is_alive()
+    text = "".join(c.choices[0].delta.content or "" for c in first) + "".join(got)
+    assert text == "a b c d e f"
 
 
 def test_dropped_non_streaming_raises(fake_llm: FakeLLMServer, oai: openai.OpenAI) -> None:
