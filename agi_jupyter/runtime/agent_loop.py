@@ -13,13 +13,14 @@ owner's fence (``emitter.fence``). Provider errors propagate to the caller
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter import budget as budgets
 from agi_jupyter import events as ev
 from agi_jupyter.agents import PROJECT_TOOLS, build_system_prompt
-from agi_jupyter.errors import BudgetExceeded, UsageError
+from agi_jupyter.errors import BudgetExceeded, Conflict, RunLost, UsageError
 from agi_jupyter.kinds import ReviewMode, SdkName
 from agi_jupyter.providers import base as pb
 from agi_jupyter.providers.catalog import cost_usd, lookup
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from agi_jupyter.store import Store
     from agi_jupyter.tools import AnyTool, ToolRegistry
 
+log = logging.getLogger(__name__)
 
 # (the run's tool calls, the session's messages, the budget statuses or None): attempt_inputs
 AttemptInputs = tuple[list[ToolCall], list[Message], list[budgets.BudgetStatus] | None]
@@ -187,7 +189,7 @@ class AgentLoop:
                 idempotency_key=f"{run.id}-{run.attempt}-{iteration}",
                 extra_body=extras,
             )
-            turn = await self._stream_turn(provider, request, emitter, names)
+            turn = await self._stream_turn(run, provider, request, emitter, names)
             if turn.truncated:
                 turn.context_window = await self._context_window(run)
             usage = turn.usage
@@ -408,6 +410,7 @@ class AgentLoop:
 
     async def _stream_turn(
         self,
+        run: Run,
         provider: pb.Provider,
         request: pb.ProviderRequest,
         emitter: RunEmitter,
@@ -449,12 +452,27 @@ class AgentLoop:
                 turn.usage = event
             elif isinstance(event, pb.ResponseId):
                 turn.response_id = event.id
+                await self._record_response_id(run, event.id, emitter)
             elif isinstance(event, pb.Finish):
                 turn.finish = event
         turn.text = "".join(chunks)
         if turn.text:
             emitter.emit(ev.TextDone(text=turn.text))
         return turn
+
+    async def _record_response_id(self, run: Run, response_id: str, emitter: RunEmitter) -> None:
+        """Store the provider's id of the response in progress as soon as the stream names it
+        (seed 001 §9.5: a webhook or an operator finds the run by it). An id another run holds
+        already (a local server that reuses ids) stays on the message only."""
+        store = self.deps.store
+        try:
+            await self.deps.stored(
+                store.update_run, run.id, fence=emitter.fence, provider_response_id=response_id
+            )
+        except RunLost:
+            raise
+        except Conflict:
+            log.info("run %s: response id %s belongs to another run", run.id, response_id)
 
     async def _save_turn(
         self,
