@@ -2,7 +2,9 @@
 
 Before any kernel starts, a fake LLM server is started in this process and the environment the
 kernels inherit is made offline: ``AGI_FAKE_LLM_URL`` points the ``fake`` model at it, provider
-keys are removed (no real model can be used), and HOME / the agi config folder are temporary.
+keys are removed (no real model can be used), so is ``AGI_REVIEW_MODE`` (the notebooks run
+with the product's default review mode unless their own cells say otherwise), and HOME / the
+agi config folder are temporary.
 The notebooks' store (``notebooks/.agi/``, git-ignored) is emptied first, so every validation
 starts from nothing; run ids and times in outputs are sanitized with ``sanitize.cfg``.
 """
@@ -29,6 +31,8 @@ PROVIDER_KEYS = (
     "OPENAI_BASE_URL",
     "ANTHROPIC_BASE_URL",
     "JPY_SESSION_NAME",
+    # The notebooks say their review mode themselves; the product's default (ask) holds.
+    "AGI_REVIEW_MODE",
 )
 _state: dict[str, Any] = {}
 

@@ -70,3 +70,19 @@ def clear_output(*, wait: bool = False) -> None:
 def is_terminal(shell: Any) -> bool:
     """Whether ``shell`` is a terminal IPython (no display handles, text output)."""
     return type(shell).__name__ == "TerminalInteractiveShell"
+
+
+def someone_can_answer(shell: Any) -> bool:
+    """Whether a person drives this kernel's current execution. A frontend a person uses
+    (JupyterLab, Notebook, VS Code) sends ``allow_stdin: true``; headless runners (nbclient,
+    papermill, ``nbconvert --execute``, nbval) send false. A shell without a kernel (a test's
+    in-process shell) counts as attended."""
+    kernel = getattr(shell, "kernel", None)
+    get_parent = getattr(kernel, "get_parent", None)
+    if get_parent is None:
+        return True
+    parent = get_parent() or {}
+    content = parent.get("content") if isinstance(parent, dict) else None
+    if not isinstance(content, dict) or "allow_stdin" not in content:
+        return True
+    return bool(content["allow_stdin"])

@@ -314,8 +314,11 @@ class CellRunner:
         terminal = is_terminal(self.shell)
         value = self.value_of(view) if terminal else self.display_final(view)
         if view.status == "waiting_approval" and not terminal:
-            from agi_jupyter.kernel.approvals import show_buttons
+            from agi_jupyter.kernel._ipython import someone_can_answer
+            from agi_jupyter.kernel.approvals import NobodyToApprove, show_buttons, waiting_on
 
+            if not someone_can_answer(self.shell):
+                raise NobodyToApprove(view.run_id, waiting_on(self.ctx, view.run_id))
             show_buttons(self.ctx, view.run_id)
         result = self.result(view, value)
         if self.fmt == "code" and isinstance(value, str) and value:

@@ -19,6 +19,35 @@ if TYPE_CHECKING:
     from agi_jupyter.kernel.context import KernelContext
 
 
+class NobodyToApprove(Exception):
+    """A ``%%agi`` run waits for a decision in a kernel no person drives (nbclient, papermill,
+    ``nbconvert --execute``, nbval): the cell fails at once and says how to allow the call,
+    instead of ending with buttons nobody will press. The run keeps waiting, durably: a
+    decision from a terminal (``agi approve``) still resumes it."""
+
+    def __init__(self, run_id: str, waiting_on: str) -> None:
+        self.lines = [
+            f"agi: run {run_id} waits for your approval of {waiting_on}, but this notebook runs"
+            " headless (nbclient, papermill or nbconvert): nobody can answer here.",
+            "agi: let the notebook's session run its tools with `%agi new --review-mode auto`"
+            " (or `auto-edit`) in a cell before this one, or set `review_mode` in"
+            f" .agi/config.json; or decide from a terminal: agi approve {run_id}",
+        ]
+        super().__init__("\n".join(self.lines))
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows these lines as the cell's error, without a Python traceback."""
+        return self.lines
+
+
+def waiting_on(ctx: KernelContext, run_id: str) -> str:
+    """What a waiting run waits for, in words: its tool calls' names, or a larger budget."""
+    names = ", ".join(sorted({c.name for c in ctx.agi.pending_approvals(run_id)}))
+    if names:
+        return names
+    return "a larger budget" if ctx.agi.pending_budget(run_id) is not None else "a decision"
+
+
 # Stored events replayed into the view before the continuation (who runs it, which calls).
 _CONTEXT = ("run.meta", "tool.call.started", "tool.call.arguments.done", "approval.requested")
 

@@ -216,22 +216,35 @@ def _session_id(ctx: KernelContext, given: str | None) -> str:
 
 
 def cmd_history(ctx: KernelContext, args: argparse.Namespace) -> Table:
+    """A session's messages. Each names the run that answered as its cell shows it: a replayed
+    run by the recorded run it replays, so after "Restart & Run All" the table is the same
+    bytes as before (every kernel start opens a fresh session, so the notebook's own session
+    is named as such, not by its new id)."""
     from agi_jupyter.records import part_to_dict
 
     session_id = _session_id(ctx, args.id)
+    shown_as: dict[str, str] = {}
+    cursor: str | None = None
+    while True:
+        runs = ctx.agi.runs(session_id, limit=200, cursor=cursor)
+        shown_as.update((r.id, r.replayed_from) for r in runs.items if r.replayed_from)
+        if (cursor := runs.next_cursor) is None:
+            break
     view: Literal["simple", "full"] = "full" if args.full else "simple"
     rows: list[list[Any]] = []
     for message in ctx.agi.history(session_id, view=view, lazy=not args.full):
+        run_id = shown_as.get(message.run_id or "", message.run_id) or ""
         if not args.full:
-            rows.append([message.role, message.text, message.run_id or ""])
+            rows.append([message.role, message.text, run_id])
             continue
         for part in message.parts:
             data = part_to_dict(part)
             kind = data.pop("type")
             content = data.get("text") or data.get("output") or data
-            rows.append([message.role, kind, content, message.run_id or ""])
+            rows.append([message.role, kind, content, run_id])
     columns = ["role", "type", "content", "run"] if args.full else ["role", "text", "run"]
-    return Table(columns, rows, title=f"History of {session_id}")
+    title = f"History of {session_id}" if args.id else "History of the notebook's session"
+    return Table(columns, rows, title=title)
 
 
 # --- runs --------------------------------------------------------------------------------------
@@ -249,10 +262,9 @@ def cmd_runs(ctx: KernelContext, args: argparse.Namespace) -> Table:
         )
         status: str = r.status
         if r.status == "waiting_approval":
-            names = ", ".join(c.name for c in ctx.agi.pending_approvals(r.id)) or (
-                "a larger budget" if ctx.agi.pending_budget(r.id) else ""
-            )
-            status = f"{status}: {names} (%agi approve|deny {r.id})"
+            from agi_jupyter.kernel.approvals import waiting_on
+
+            status = f"{status}: {waiting_on(ctx, r.id)} (%agi approve|deny {r.id})"
         rows.append(
             [
                 r.id,

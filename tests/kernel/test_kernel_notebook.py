@@ -10,8 +10,9 @@ from typing import Any
 import nbformat
 import pytest
 from kernel_nb import execute, execute_file, notebook, texts
+from nbclient.exceptions import CellExecutionError
 
-from agi_jupyter.testing import FakeLLMServer, Fault, Turn
+from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Fault, Turn
 from tests.kernel.conftest import open_store
 
 pytestmark = pytest.mark.slow
@@ -143,7 +144,7 @@ def test_restart_and_run_all_twice_leaves_the_notebook_byte_identical(
     """Plain nbclient (no cell ids sent), fresh kernels: the second run replays every agent
     cell and saves the same bytes, and the runs know their cells from the notebook file."""
     path = folder / "analysis.ipynb"  # what JPY_SESSION_NAME names (the folder fixture)
-    nbformat.write(notebook(*CELLS), path)
+    nbformat.write(notebook(*CELLS, "%agi history"), path)
     execute_file(path)
     first = path.read_bytes()
     calls = len(fake_llm.requests)
@@ -161,3 +162,28 @@ def test_restart_and_run_all_twice_leaves_the_notebook_byte_identical(
         runs = sorted(store.list_runs(limit=20).items, key=lambda r: r.created_at)
     assert [r.cell_id for r in runs] == [c.id for c in agi_cells] * 2
     assert [r.replayed_from is not None for r in runs] == [False] * 3 + [True] * 3
+
+
+def test_a_headless_run_waiting_for_an_approval_fails_its_cell_at_once(
+    folder: Path, fake_llm: FakeLLMServer
+) -> None:
+    """nbclient (as papermill and nbconvert) sends ``allow_stdin: false``: nobody can press
+    the buttons, so the cell fails and says how to allow the call; the run keeps waiting."""
+    fake_llm.enqueue(Turn(tool_calls=[FakeToolCall("python", {"code": "z = 1"})]))
+    nb = notebook(
+        "%load_ext agi_jupyter",
+        "%agi new --agent build --review-mode ask",
+        "%%agi\nset z",
+        "z",
+    )
+    with pytest.raises(CellExecutionError) as raised:
+        execute(nb, folder)
+    shown = str(raised.value)
+    assert "waits for your approval of python" in shown
+    assert "%agi new --review-mode auto" in shown
+    assert "Traceback" not in shown
+    assert nb.cells[3].outputs == [], "the notebook stopped at the waiting cell"
+    with open_store(folder) as store:
+        (run,) = store.list_runs(limit=5).items
+    assert run.status == "waiting_approval"
+    assert f"agi approve {run.id}" in shown
