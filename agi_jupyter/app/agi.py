@@ -38,6 +38,8 @@ from agi_jupyter.config import (
     reference_values,
 )
 from agi_jupyter.errors import (
+    Conflict,
+    ErrorCode,
     NoPendingApproval,
     RunTerminal,
     UsageError,
@@ -672,6 +674,22 @@ class Agi:
         a view of it): after the message ``after_id`` (``NotFound`` if the session has no
         such message), at most ``limit``."""
         return self._sessions.messages(session_id, after_id=after_id, limit=limit)
+
+    def append_message(self, session_id: str, parts: Sequence[Part]) -> Message:
+        """Append a user message to a session without starting a run (seed 001 §11.8.3): a
+        later run answers it (``submit((), input_message_id=...)``, or by default the last
+        user message). Refused (``RUN_ACTIVE``) while a run of the session is under way: the
+        message would land between that run's tool calls and their results."""
+        active = self.store.list_runs(
+            session_id=session_id, statuses=["queued", "running", "waiting_approval"], limit=1
+        ).items
+        if active:
+            raise Conflict(
+                f"run {active[0].id} of the session is {active[0].status}: wait for it or "
+                "cancel it before appending a message",
+                code=ErrorCode.RUN_ACTIVE,
+            )
+        return self.store.add_message(session_id, "user", list(parts))
 
     def run_input(
         self,

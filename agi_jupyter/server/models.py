@@ -347,8 +347,20 @@ Parts = Annotated[
 ]
 
 
+# What only a run takes: with ``run: false`` these must be absent (MessageCreate).
+_RUN_ONLY = ("model", "agent", "thinking_level", "max_iterations", "notebook_path", "cell_id")
+_APPEND_ONLY: JsonDict = {  # JSON Schema: a message appended without a run takes no run option
+    "if": {"properties": {"run": {"const": False}}, "required": ["run"]},
+    "then": {"properties": {name: {"type": "null"} for name in _RUN_ONLY}},
+}
+
+
 class MessageCreate(RunOptions):
-    """A user message; the reply is streamed (by ``Accept``) or returned when done."""
+    """A user message; the reply is streamed (by ``Accept``) or returned when done. With
+    ``run: false`` the message is only appended to the session (201, the message): a later
+    ``POST /runs`` answers it (its ``input_message_id``, or by default the last user message)."""
+
+    model_config = ConfigDict(json_schema_extra=_APPEND_ONLY)
 
     content: Prompt | Parts = Field(description="Text, or a list of text/image parts.")
     notebook_path: str | None = Field(
@@ -357,6 +369,18 @@ class MessageCreate(RunOptions):
         "server root): the run's notebook for the notebook tools and the outline.",
     )
     cell_id: str | None = Field(None, description="The notebook's active cell.")
+    run: bool = Field(
+        True,
+        description="false: append the message without starting a run (seed 001 §11.8.3); "
+        "the run options must then be absent.",
+    )
+
+    @model_validator(mode="after")
+    def _no_run_options_without_a_run(self) -> MessageCreate:
+        given = [name for name in _RUN_ONLY if getattr(self, name) is not None]
+        if not self.run and given:
+            raise ValueError(f"run is false: no run, so no {', '.join(given)}")
+        return self
 
 
 _INPUT_OR_MESSAGE: JsonDict = {  # JSON Schema: not both input and input_message_id

@@ -122,6 +122,8 @@ def _schemas() -> dict[str, Any]:
             models[(route.response, "serialization")] = None
         if route.stream_item is not None:
             models[(route.stream_item, "serialization")] = None
+        for _status, model, _when in route.also:
+            models[(model, "serialization")] = None
     _, schema = models_json_schema(list(models), ref_template=REF)
     defs: dict[str, Any] = schema.get("$defs", {})
     for (event, field), target in EVENT_PAYLOADS.items():
@@ -162,7 +164,17 @@ def _operation(route: Route) -> dict[str, Any]:
         "operationId": route.operation_id,
         "summary": route.summary,
         "tags": [route.tag],
-        "responses": {str(route.status): _success(route), **_errors(route)},
+        "responses": {
+            str(route.status): _success(route),
+            **{
+                str(status): {
+                    "description": when,
+                    "content": {"application/json": {"schema": _ref(model)}},
+                }
+                for status, model, when in route.also
+            },
+            **_errors(route),
+        },
     }
     if route.description:
         operation["description"] = route.description

@@ -86,6 +86,7 @@ from agi_jupyter.server.responses import (
     ChangeList,
     Deleted,
     History,
+    Message,
     MessagePage,
     NotebookBudgets,
     ProviderList,
@@ -141,6 +142,8 @@ class Route:
     raw_content: str | None = None  # a non-JSON response (artifact content)
     stream_item: type[BaseModel] | None = None  # what a stream carries (default: Event)
     errors: tuple[ErrorCode, ...] = ()
+    # Other successful answers, by what the request asked: (status, JSON model, when).
+    also: tuple[tuple[int, type[BaseModel], str], ...] = ()
     headers: tuple[tuple[str, str], ...] = ()  # required request headers: (name, description)
     authenticated: bool = True
     project: bool = True
@@ -169,7 +172,8 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", f"{V1}/sessions/{{session_id}}/messages", MessagesHandler, "postMessage",
           "Send a user message; the reply streams as SSE or NDJSON (by Accept) or returns as JSON",
           "messages", body=MessageCreate, response=RunResultResponse, streams=("ndjson", "sse"),
-          errors=SESSION + START),
+          also=((201, Message, "run: false: the message, appended without a run"),),
+          errors=(*SESSION, *START, ErrorCode.RUN_ACTIVE)),
     Route("GET", f"{V1}/sessions/{{session_id}}/history", HistoryHandler, "getHistory",
           "The session's history, simple or full view", "messages", query=HistoryQuery,
           response=History, errors=SESSION),

@@ -1385,7 +1385,9 @@ export interface components {
         };
         /**
          * MessageCreate
-         * @description A user message; the reply is streamed (by ``Accept``) or returned when done.
+         * @description A user message; the reply is streamed (by ``Accept``) or returned when done. With
+         *     ``run: false`` the message is only appended to the session (201, the message): a later
+         *     ``POST /runs`` answers it (its ``input_message_id``, or by default the last user message).
          */
         MessageCreate: {
             /**
@@ -1427,6 +1429,12 @@ export interface components {
              * @default null
              */
             cell_id?: string | null;
+            /**
+             * Run
+             * @description false: append the message without starting a run (seed 001 §11.8.3); the run options must then be absent.
+             * @default true
+             */
+            run?: boolean;
         };
         /** MessageCreated */
         MessageCreated: {
@@ -3822,6 +3830,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description run: false: the message, appended without a run */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
             /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
             400: {
                 headers: {
@@ -3860,7 +3877,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH */
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, RUN_ACTIVE */
             409: {
                 headers: {
                     [name: string]: unknown;

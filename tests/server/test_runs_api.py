@@ -231,3 +231,41 @@ async def test_a_notebook_budget_set_over_rest_stops_the_notebooks_runs(
     )
     assert removed.data["notebook_budgets"] == {}
     assert (await fetch("notebook-budgets")).data["notebook_budgets"] == {}
+
+
+async def test_a_message_appended_without_a_run_is_answered_by_a_later_run(
+    fetch: Fetch, fake_llm: FakeLLMServer
+) -> None:
+    """Seed 001 §11.8.3: ``POST /sessions/{id}/messages {"run": false}``."""
+    session = await new_session(fetch)
+    appended = await fetch(
+        "sessions", session, "messages", method="POST", json={"content": "later", "run": False}
+    )
+    assert appended.status == 201, appended
+    assert (appended.data["role"], appended.data["text"]) == ("user", "later")
+    assert fake_llm.requests == [], "no model call"
+    assert (await fetch("sessions", session, "runs")).data["runs"] == []
+    with_options = await fetch(
+        "sessions", session, "messages", method="POST",
+        json={"content": "x", "run": False, "model": "fake:echo"},
+    )  # fmt: skip
+    assert (with_options.status, with_options.error["code"]) == (400, "VALIDATION_ERROR")
+    assert "no model" in with_options.error["message"]
+    nowhere = await fetch(
+        "sessions", "ses_nope", "messages", method="POST", json={"content": "x", "run": False}
+    )
+    assert nowhere.error["code"] == "SESSION_NOT_FOUND"
+    fake_llm.enqueue(Turn(chunks=["a "] * 30, fault=Fault(hold_after=3)))
+    started = await fetch("sessions", session, "runs", method="POST", json={})
+    assert started.status == 202, started
+    busy = await fetch(
+        "sessions", session, "messages", method="POST", json={"content": "x", "run": False}
+    )
+    assert (busy.status, busy.error["code"]) == (409, "RUN_ACTIVE")
+    fake_llm.release()
+    assert (await wait_run(fetch, started.data["run"]["id"]))["status"] == "succeeded"
+    messages = (await fetch("sessions", session, "messages")).data["messages"]
+    assert [(m["role"], m["id"] == appended.data["id"]) for m in messages] == [
+        ("user", True),
+        ("assistant", False),
+    ]

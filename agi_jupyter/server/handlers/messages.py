@@ -53,8 +53,12 @@ class MessagesHandler(AgiHandler):
     @protected
     async def post(self, session_id: str) -> None:
         body = self.body(MessageCreate)
-        fmt = self.format("json")
         agi = await self.agi()
+        if not body.run:
+            message = await self.call(agi.append_message, session_id, input_parts(body.content))
+            self.reply(Message.model_validate(asdict(message)), status=201)
+            return
+        fmt = self.format("json")
         run = await self.call(
             agi.submit,
             input_parts(body.content),
