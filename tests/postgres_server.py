@@ -50,8 +50,10 @@ def free_port() -> int:
 
 
 class PostgresServer:
-    def __init__(self, bin_dir: Path) -> None:
+    def __init__(self, bin_dir: Path, *, durable: bool = False) -> None:
+        """``durable``: commits survive ``halt`` (a crash); the default trades that for speed."""
         self.bin_dir = bin_dir
+        self.durable = durable
         self.folder = Path(tempfile.mkdtemp(prefix="agi-pg-"))
         self.data = self.folder / "data"
         self.port = free_port()
@@ -68,13 +70,16 @@ class PostgresServer:
         self.folder.chmod(0o700)
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
         (self.data / "pg_hba.conf").write_text(HBA)
+        self.resume()
+
+    def resume(self) -> None:
+        """Start the server on its data folder (again, after ``halt``)."""
         options = " ".join(
             [
                 f"-p {self.port}",
                 f"-k {self.folder}",
                 "-c listen_addresses=127.0.0.1",
-                "-c fsync=off",
-                "-c synchronous_commit=off",
+                *(() if self.durable else ("-c fsync=off", "-c synchronous_commit=off")),
                 "-c full_page_writes=off",
                 "-c shared_buffers=32MB",
                 "-c max_connections=300",
@@ -83,9 +88,13 @@ class PostgresServer:
         log = self.folder / "server.log"
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(log), "-w", "start")
 
+    def halt(self) -> None:
+        """Stop the server at once, as a crash would (``immediate``), keeping its data."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
     def stop(self) -> None:
         try:
-            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            self.halt()
         finally:
             if os.environ.get("AGI_TEST_POSTGRES_KEEP"):  # keep the folder (and its log)
                 print(f"PostgreSQL test server kept in {self.folder}")

@@ -51,10 +51,12 @@ STATUS_OF_CODE: dict[ErrorCode, tuple[int, ...]] = {
     ErrorCode.NO_PENDING_APPROVAL: (409,),
     ErrorCode.PAYLOAD_TOO_LARGE: (413,),
     ErrorCode.RATE_LIMITED: (429,),
+    ErrorCode.STORE_UNAVAILABLE: (503,),
 }
 HEADERS_OF_STATUS = {  # response headers every answer with this status carries
     401: {"WWW-Authenticate": "How to authenticate: the Jupyter token (a webhook: its signature)."},
     429: {"Retry-After": "Seconds to wait before trying again."},
+    503: {"Retry-After": "Seconds to wait before trying again."},
 }
 PROJECT_PARAM = {
     "name": "project",
@@ -263,8 +265,8 @@ def error_codes(route: Route) -> tuple[ErrorCode, ...]:
         codes += (ErrorCode.VALIDATION_ERROR,)
     if route.authenticated:
         codes += (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN)
-    if route.project:
-        codes += (ErrorCode.PROJECT_NOT_FOUND,)
+    if route.project:  # the project's store: a shared database may be down
+        codes += (ErrorCode.PROJECT_NOT_FOUND, ErrorCode.STORE_UNAVAILABLE)
     if route.query is not None and "cursor" in route.query.model_fields:
         codes += (ErrorCode.CURSOR_NOT_FOUND,)
     if route.body is not None:

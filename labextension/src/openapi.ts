@@ -3451,6 +3451,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     createSession: {
@@ -3534,6 +3545,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getSession: {
@@ -3588,6 +3610,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     deleteSession: {
@@ -3636,6 +3669,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3727,6 +3771,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listMessages: {
@@ -3788,6 +3843,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, CURSOR_NOT_FOUND, SESSION_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3895,6 +3961,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getHistory: {
@@ -3954,6 +4031,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4030,6 +4118,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listRuns: {
@@ -4091,6 +4190,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, CURSOR_NOT_FOUND, SESSION_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4176,6 +4286,17 @@ export interface operations {
             /** @description Error codes: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4274,6 +4395,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getRun: {
@@ -4322,6 +4454,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4391,6 +4534,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listApprovals: {
@@ -4439,6 +4593,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4530,6 +4695,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getRunEvents: {
@@ -4604,6 +4780,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listRunArtifacts: {
@@ -4652,6 +4839,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4743,6 +4941,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     redoRun: {
@@ -4828,6 +5037,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listRunChanges: {
@@ -4876,6 +5096,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4936,6 +5167,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getArtifactContent: {
@@ -4984,6 +5226,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, ARTIFACT_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5080,6 +5333,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listAgents: {
@@ -5126,6 +5390,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5195,6 +5470,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listProviders: {
@@ -5241,6 +5527,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5299,6 +5596,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getStats: {
@@ -5351,6 +5659,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listNotebookBudgets: {
@@ -5397,6 +5716,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5477,6 +5807,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listTasks: {
@@ -5537,6 +5878,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, CURSOR_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5816,6 +6168,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     tick: {
@@ -5884,6 +6247,17 @@ export interface operations {
             /** @description Error codes: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {

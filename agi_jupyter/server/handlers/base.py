@@ -60,6 +60,10 @@ Events = AsyncGenerator[dict[str, Any], None]
 Batches = AsyncGenerator[list[dict[str, Any]], None]
 
 
+# A 503 of an unreachable store: try again after about one pool wait (store/postgres).
+RETRY_AFTER = {"Retry-After": "5"}
+
+
 class ApiError(web.HTTPError):
     """An error answer with a code; raised by handlers, rendered by ``write_error``."""
 
@@ -86,7 +90,8 @@ def _mapped(method: Method[H, P]) -> Method[H, P]:
         try:
             await method(self, *args, **kwargs)
         except AgiError as e:
-            raise ApiError(e.http_status, e.code, e.message) from None
+            headers = RETRY_AFTER if e.code == ErrorCode.STORE_UNAVAILABLE else None
+            raise ApiError(e.http_status, e.code, e.message, headers=headers) from None
         except ValidationError as e:
             raise ApiError(400, ErrorCode.VALIDATION_ERROR, _describe(e)) from None
 

@@ -39,7 +39,11 @@ log = logging.getLogger(__name__)
 REGISTRY = "agi.projects"
 CHANNEL = "agi_work"
 POOL_MAX = 10  # connections per project and process: runtime thread + server executor threads
-CONNECT_TIMEOUT = 10  # seconds
+CONNECT_TIMEOUT = 10  # seconds: opening a project's pool, the listener's connection
+# Seconds a request waits for a pooled connection (the pool reconnects in the background):
+# while the database is down, requests fail with STORE_UNAVAILABLE (a 503 with Retry-After)
+# after this long instead of hanging past a client's timeout.
+POOL_WAIT = 5.0
 _MIGRATION_LOCK = 0x61676900  # pg_advisory_xact_lock key: "agi\0"
 
 
@@ -189,7 +193,11 @@ def _configure(conn: psycopg.Connection[tuple[object, ...]]) -> None:
 def _pool(info: str, schema: str) -> ConnectionPool[psycopg.Connection[tuple[object, ...]]]:
     pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]] = ConnectionPool(
         info,
-        kwargs={"autocommit": True, "options": f"-c search_path={schema}"},
+        kwargs={
+            "autocommit": True,
+            "options": f"-c search_path={schema}",
+            "connect_timeout": int(POOL_WAIT),
+        },
         min_size=1,
         max_size=POOL_MAX,
         # One worker (it opens connections in the background; the default is 3): with its
@@ -198,10 +206,10 @@ def _pool(info: str, schema: str) -> ConnectionPool[psycopg.Connection[tuple[obj
         configure=_configure,
         open=False,
         name=f"agi-{schema}",
-        timeout=30.0,
+        timeout=POOL_WAIT,
     )
     try:
-        pool.open(wait=True, timeout=CONNECT_TIMEOUT)
+        pool.open(wait=True, timeout=POOL_WAIT)
     except PoolTimeout:
         pool.close()
         raise StoreUnavailable(f"cannot connect to {redacted(info)}") from None
