@@ -739,15 +739,18 @@ class Agi:
         thinking_level: str | None = None,
         max_iterations: int | None = None,
     ) -> Run:
-        """Answer ``prompt``, or the short conversation ``messages`` ((role, text) pairs, the
-        last a user message), in a fresh session flagged ``metadata.one_shot``: the earlier
-        turns are stored in it and a run answering the last one is started and returned."""
+        """Answer ``prompt``, or the short conversation ``messages`` ((role, text) pairs, at
+        least one from the user), in a fresh session flagged ``metadata.one_shot``: the turns
+        are stored in it and a run answering the last user turn is started and returned (the
+        assistant turns after that one reach the model as they are: the start of its answer,
+        which Anthropic models continue)."""
         if (prompt is None) == (messages is None):
             raise UsageError("give either prompt or messages")
         turns: list[tuple[Role, str]] = [("user", prompt)] if prompt is not None else []
         turns = turns or list(messages or [])
-        if not turns or turns[-1][0] != "user":
-            raise UsageError("the last message must be a user message")
+        last_user = max((i for i, (role, _) in enumerate(turns) if role == "user"), default=None)
+        if last_user is None:
+            raise UsageError("the conversation has no user turn to answer")
         session = self.new_session(
             agent=agent,
             model=model,
@@ -756,10 +759,19 @@ class Agi:
             system_prompt=system_prompt,
             metadata={"one_shot": True},
         )
-        self._sessions.add_turns(session.id, turns[:-1])
+        if last_user == len(turns) - 1:
+            self._sessions.add_turns(session.id, turns[:-1])
+            return self.submit(
+                turns[-1][1],
+                session=session,
+                thinking_level=thinking_level,
+                max_iterations=max_iterations,
+            )
+        stored = self._sessions.add_turns(session.id, turns)
         return self.submit(
-            turns[-1][1],
+            (),
             session=session,
+            input_message_id=stored[last_user].id,
             thinking_level=thinking_level,
             max_iterations=max_iterations,
         )

@@ -150,7 +150,9 @@ class Sessions:
     def set_notebook_budget(self, path: str, budget: Mapping[str, Any] | None) -> JSON | None:
         """``Agi.set_notebook_budget``."""
         key = notebook_key(path)
-        if not key or key == "." or "\x00" in key:
+        if "\x00" in key:
+            raise UsageError("a notebook path cannot hold a NUL character")
+        if not key or key == ".":
             raise UsageError("a notebook budget needs the notebook's path")
         chosen = Budget.parse(budget) if budget else None
         stored = chosen.to_dict() if chosen else None

@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     JsonValue,
     RootModel,
+    ValidationError,
     field_validator,
     model_validator,
 )
@@ -118,9 +119,14 @@ def _int_fields(model: type[BaseModel]) -> set[str]:
 
 
 def body_required(model: type[BaseModel]) -> bool:
-    """Whether a request body of ``model`` must be sent: it has required fields (a body with
-    none may be left out, and is then ``{}``; the OpenAPI document says the same)."""
-    return any(f.is_required() for f in model.model_fields.values())
+    """Whether a request body of ``model`` must be sent: ``{}`` is not a valid one (a body
+    that may be empty may be left out, and is then ``{}``; the OpenAPI document says the
+    same)."""
+    try:
+        model.model_validate({})
+    except ValidationError:
+        return True
+    return False
 
 
 class Query(BaseModel):
@@ -271,7 +277,11 @@ class NotebookBudgetUpdate(Body):
     """Set (or with ``budget`` null remove) the stored budget of one notebook."""
 
     path: str = Field(
-        min_length=1, max_length=4096, description="The notebook's path relative to the project."
+        min_length=1,
+        max_length=4096,
+        # No NUL, and something besides "/" and "." (a path that names a notebook).
+        pattern=r"^[^\x00]*[^\x00/.][^\x00]*$",
+        description="The notebook's path relative to the project.",
     )
     budget: BudgetBody | None = Field(
         description="Its token/cost budget (wins over the config's); null removes it."
@@ -435,16 +445,30 @@ _PROMPT_OR_MESSAGES: JsonDict = {  # JSON Schema: exactly one of prompt and mess
 }
 
 
+_A_USER_TURN: JsonDict = {"properties": {"role": {"const": "user"}}, "required": ["role"]}
+
+
 class OneShotRequest(RunOptions):
-    """One prompt, or a short conversation ending with a user turn (its last turn is the
-    prompt), answered in a fresh session."""
+    """One prompt, or a short conversation answered in a fresh session: the run answers its
+    last user turn, and the assistant turns after that one reach the model as they are (the
+    start of its answer, which Anthropic models continue)."""
 
     model_config = ConfigDict(json_schema_extra={"allOf": [_PROMPT_OR_MESSAGES, *SDK_RULES]})
 
     prompt: Prompt | None = None
-    messages: list[ChatTurn] | None = Field(None, min_length=1)
+    messages: list[ChatTurn] | None = Field(
+        None, min_length=1, json_schema_extra={"contains": _A_USER_TURN}
+    )
     system_prompt: str | None = None
     sdk: SdkChoice | None = Field(None, description=_SDK_HELP)
+
+    @model_validator(mode="after")
+    def _prompt_or_a_conversation(self) -> OneShotRequest:
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError("give either prompt or messages")
+        if self.messages is not None and all(t.role != "user" for t in self.messages):
+            raise ValueError("messages: the conversation has no user turn to answer")
+        return self
 
 
 class WebhookPayload(BaseModel):

@@ -1580,8 +1580,9 @@ export interface components {
         };
         /**
          * OneShotRequest
-         * @description One prompt, or a short conversation ending with a user turn (its last turn is the
-         *     prompt), answered in a fresh session.
+         * @description One prompt, or a short conversation answered in a fresh session: the run answers its
+         *     last user turn, and the assistant turns after that one reach the model as they are (the
+         *     start of its answer, which Anthropic models continue).
          */
         OneShotRequest: {
             /**
@@ -5255,7 +5256,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": components["schemas"]["OneShotRequest"];
             };

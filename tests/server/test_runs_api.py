@@ -156,9 +156,40 @@ async def test_one_shot(api: Api, fetch: Fetch, fake_llm: FakeLLMServer) -> None
     ):
         events = await ndjson(response)
     assert (events[0]["type"], events[-1]["type"]) == ("run.meta", "run.final")
-    for bad in ({}, {"prompt": "a", "messages": conversation}, {"messages": conversation[:2]}):
+    bad_bodies = (
+        {},
+        {"prompt": "a", "messages": conversation},
+        {"messages": conversation[1:2]},  # no user turn to answer
+    )
+    for bad in bad_bodies:
         reply = await fetch("one-shot", method="POST", json=bad)
         assert (reply.status, reply.error["code"]) == (400, "VALIDATION_ERROR"), bad
+    async with api.client() as client:  # no body at all: the document says it is required
+        empty = await client.post("/one-shot")
+    assert (empty.status_code, empty.json()["error"]["code"]) == (400, "VALIDATION_ERROR")
+
+
+async def test_a_one_shot_ending_with_an_assistant_turn_answers_its_last_user_turn(
+    fetch: Fetch, fake_llm: FakeLLMServer
+) -> None:
+    """The conversation's assistant turns after its last user turn reach the model as they
+    are: the start of the answer (schemathesis found this schema-valid body refused)."""
+    conversation = [
+        {"role": "user", "content": "Write a haiku about autumn"},
+        {"role": "assistant", "content": "Autumn moonlight"},
+    ]
+    fake_llm.enqueue(Turn(text="- a worm digs silently"))
+    reply = await fetch("one-shot", method="POST", json={"messages": conversation})
+    assert reply.status == 200, reply
+    assert reply.data["text"] == "- a worm digs silently"
+    body = fake_llm.requests[-1].body
+    sent = [m for m in body.get("messages") or body["input"] if m.get("role") != "system"]
+    assert [m["role"] for m in sent] == ["user", "assistant"]
+    assert "Write a haiku about autumn" in json.dumps(sent[0])
+    assert "Autumn moonlight" in json.dumps(sent[1])
+    session = reply.data["run"]["session_id"]
+    messages = (await fetch("sessions", session, "messages")).data["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "assistant"]
 
 
 async def test_a_session_budget_stops_its_run_with_budget_exceeded(
@@ -204,6 +235,12 @@ async def test_a_notebook_budget_set_over_rest_stops_the_notebooks_runs(
         "notebook-budgets", method="PATCH", json={"path": "a.ipynb", "budget": {"max_usd": -1}}
     )
     assert (bad.status, bad.error["code"]) == (400, "VALIDATION_ERROR")
+    for path in ("a\x00b.ipynb", "./", ".."):  # a NUL, or no notebook named: refused by schema
+        nowhere = await fetch(
+            "notebook-budgets", method="PATCH", json={"path": path, "budget": {"max_tokens": 5}}
+        )
+        assert (nowhere.status, nowhere.error["code"]) == (400, "VALIDATION_ERROR"), path
+        assert nowhere.error["message"].startswith("path: String should match pattern"), path
     set_ = await fetch(
         "notebook-budgets",
         method="PATCH",
