@@ -12,6 +12,7 @@ import signal
 from pathlib import Path
 from types import FrameType
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
@@ -29,10 +30,22 @@ from agi_jupyter.cli.common import project_option, project_root
     show_envvar=True,
     help="Token clients must send (default: a random one).",
 )
+@click.option(
+    "--db",
+    "database_url",
+    metavar="URL",
+    help="The store: a postgresql:// URL (as AGI_DATABASE_URL; servers given the same one "
+    "share sessions and runs). Default: .agi/agi.sqlite beside each project.",
+)
 @project_option
 @click.argument("server_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- SERVER_ARGS]...")
 def serve(
-    port: int, ip: str, token: str | None, project: Path | None, server_args: tuple[str, ...]
+    port: int,
+    ip: str,
+    token: str | None,
+    database_url: str | None,
+    project: Path | None,
+    server_args: tuple[str, ...],
 ) -> None:
     """Serve the project's REST + streaming API (a jupyter server).
 
@@ -42,6 +55,14 @@ def serve(
     from jupyter_server.serverapp import ServerApp
 
     root = project_root(project)
+    if database_url is not None:
+        if urlsplit(database_url).scheme not in ("postgresql", "postgres"):
+            raise click.BadParameter(
+                "takes a postgresql:// URL (a SQLite store is always .agi/agi.sqlite beside its"
+                " project)",
+                param_hint="--db",
+            )
+        os.environ["AGI_DATABASE_URL"] = database_url  # read by every project's config
     app = ServerApp.instance()
     app.jpserver_extensions.update({"agi_jupyter": True})
     app.initialize(argv=_server_argv(root, ip, port, token, server_args))

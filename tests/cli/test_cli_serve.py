@@ -216,3 +216,48 @@ def test_a_run_waiting_for_a_larger_budget_through_the_server_exits_5(
     assert waiting.exit_code == 5, waiting.stderr
     assert "waiting for a larger budget (session budget: 60/100 tokens" in waiting.stderr
     assert len(fake_llm.requests) == 1
+
+
+def test_serve_db_takes_a_postgresql_url_only(run_cli: RunCli, project: Path) -> None:
+    refused = run_cli("serve", "--project", str(project), "--db", "store.sqlite")
+    assert refused.exit_code == 2
+    assert "--db" in refused.stderr
+    assert "takes a postgresql:// URL" in refused.stderr
+
+
+def test_serve_db_puts_the_store_in_that_database(
+    project: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """Seed 000: ``agi serve --db URL``; what the server stores, another process using the
+    same database (and project) reads."""
+    env = without_collaboration(tmp_path / "jupyter-config")
+    env.pop("AGI_DATABASE_URL", None)
+    process = subprocess.Popen(
+        [AGI, "serve", "--project", str(project), "--db", postgres_url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        banner = wait_for_banner(process)
+        match = re.search(r"URL\s+(http://\S+/)\?token=(\w+)", banner)
+        assert match, banner
+        request = urllib.request.Request(
+            match.group(1) + "agi/v1/sessions",
+            data=json.dumps({"title": "made through --db"}).encode(),
+            headers={
+                "Authorization": f"token {match.group(2)}",
+                "Content-Type": "application/json",
+            },
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            made = json.loads(response.read())["session"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        assert process.stdout is not None
+        process.stdout.close()
+    assert not (project / ".agi" / "agi.sqlite").exists(), "not the SQLite store"
+    with Agi(project, env={**env, "AGI_DATABASE_URL": postgres_url}) as agi:
+        assert agi.session(made["id"]).title == "made through --db"
