@@ -29,6 +29,7 @@ from agi_jupyter import __version__
 from agi_jupyter.errors import AgiError, UsageError
 from agi_jupyter.mcp_server.calls import ExternalCalls
 from agi_jupyter.mcp_server.project import BY_NAME, TOOLS
+from agi_jupyter.providers.base import MAX_TOOL_ARGUMENTS
 from agi_jupyter.runtime.agent_loop import allowed_tool_names
 from agi_jupyter.runtime.toolnames import ToolNames
 
@@ -90,6 +91,13 @@ class ProjectServer:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
+        size = len(json.dumps(arguments, ensure_ascii=False, default=str).encode())
+        if size > MAX_TOOL_ARGUMENTS:  # refused before anything is recorded or run
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"the arguments of {params.name} are {size:,} bytes, over the limit of "
+                f"{MAX_TOOL_ARGUMENTS:,}: send large content in smaller calls",
+            )
         project_tool = BY_NAME.get(params.name)
         if project_tool is not None:
             try:

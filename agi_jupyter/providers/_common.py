@@ -17,7 +17,12 @@ from time import time
 from typing import Any
 
 from agi_jupyter.errors import ProviderDisconnected, ProviderError, ProviderHTTPError
-from agi_jupyter.providers.base import ProviderEvent, ProviderRequest, ToolCallEnd
+from agi_jupyter.providers.base import (
+    MAX_TOOL_ARGUMENTS,
+    ProviderEvent,
+    ProviderRequest,
+    ToolCallEnd,
+)
 from agi_jupyter.providers.retry import RetryPolicy, stream_with_retry
 from agi_jupyter.records import ImagePart
 
@@ -58,6 +63,20 @@ def tool_call_end(tool_call_id: str, name: str, raw: str) -> ToolCallEnd:
     """A finished tool call; arguments that are not a JSON object become a ``parse_error``."""
     if not raw.strip():
         return ToolCallEnd(tool_call_id=tool_call_id, name=name, arguments={}, raw_arguments=raw)
+    size = len(raw.encode())
+    if size > MAX_TOOL_ARGUMENTS:  # kept out of every record: a short head says what it was
+        error = (
+            f"arguments of {size:,} bytes are over the limit of {MAX_TOOL_ARGUMENTS:,}; "
+            "write large content to a file in smaller calls"
+        )
+        head = raw[:200] + f"... [{size:,} bytes]"
+        return ToolCallEnd(
+            tool_call_id=tool_call_id,
+            name=name,
+            arguments={},
+            raw_arguments=head,
+            parse_error=error,
+        )
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as e:

@@ -75,6 +75,13 @@ class ToolCallArgsDelta:
     kind: Literal["tool_call_args_delta"] = "tool_call_args_delta"
 
 
+# The most bytes a tool call's arguments may hold, at every door: a model's output
+# (``_common.tool_call_end``), an MCP client's call (``mcp_server``); a REST body is bounded
+# by the server's ``max_body_size`` (1 MiB too). Larger arguments are never run or stored
+# whole: the call fails with a message the model (or client) can act on.
+MAX_TOOL_ARGUMENTS = 1024 * 1024
+
+
 @dataclass(kw_only=True)
 class ToolCallEnd:
     """A complete tool call. ``arguments`` is the parsed JSON object; when the model produced

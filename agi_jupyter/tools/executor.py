@@ -94,7 +94,7 @@ async def execute_tool_call(
         outcome = _Failure(
             "failed",
             ErrorCode.INVALID_ARGUMENTS,
-            f"the arguments for {name} were not a valid JSON object ({raw_arguments_error}); "
+            f"the arguments for {name} were not usable ({raw_arguments_error}); "
             "call the tool again with a JSON object matching its schema",
         )
     else:

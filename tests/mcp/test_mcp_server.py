@@ -173,3 +173,38 @@ def test_a_line_that_is_no_message_is_answered_with_a_json_rpc_error(
         (1, None),
     ], done.stderr
     assert answers[2]["result"]["serverInfo"]["name"]
+
+
+def test_arguments_over_the_limit_are_refused_before_anything_is_recorded(
+    project: Path, agi_env: dict[str, str]
+) -> None:
+    """Issue 29.7: a 2 MB cell through ``agi mcp`` is refused with an error the client can
+    act on; nothing is written or stored, and a call under the limit still works."""
+    from agi_jupyter.providers.base import MAX_TOOL_ARGUMENTS
+
+    big = "x" * (2 * MAX_TOOL_ARGUMENTS)
+
+    async def calls() -> tuple[str, Any]:
+        async with Client(server(project, agi_env)) as client:
+            try:
+                await client.call_tool("fs_write", {"path": "big.txt", "content": big})
+            except Exception as e:  # the SDK raises the JSON-RPC error it got
+                refused = str(e)
+            else:
+                refused = ""
+            fine = await client.call_tool("fs_write", {"path": "small.txt", "content": "ok"})
+        return refused, fine
+
+    refused, fine = asyncio.run(calls())
+
+    assert "over the limit of 1,048,576" in refused
+    assert not (project / "big.txt").exists()
+    assert fine.is_error is False
+    with Agi(project, env=agi_env) as agi:
+        recorded = [
+            c
+            for s in agi.sessions().items
+            for r in agi.runs(s.id).items
+            for c in agi.store.list_tool_calls(run_id=r.id)
+        ]
+    assert [(c.name, c.args["path"]) for c in recorded] == [("fs.write", "small.txt")]

@@ -143,7 +143,7 @@ async def test_unparseable_arguments_fail_clearly(registry: ToolRegistry, ctx: T
         timeout=5,
     )
     assert outcome.status == "failed"
-    assert "not a valid JSON object" in outcome.output
+    assert "were not usable" in outcome.output
     assert "Expecting ','" in outcome.output
     assert outcome.error is not None
     assert outcome.error["code"] == "INVALID_ARGUMENTS"
