@@ -253,6 +253,8 @@ def cmd_runs(ctx: KernelContext, args: argparse.Namespace) -> Table:
                 "a larger budget" if ctx.agi.pending_budget(r.id) else ""
             )
             status = f"{status}: {names} (%agi approve|deny {r.id})"
+        elif r.is_terminal and (undone := ctx.agi.undo_state(r.id)):
+            status = f"{status} ({undone})"
         rows.append(
             [
                 r.id,
