@@ -1174,6 +1174,14 @@ export interface components {
             expected_source: string;
             /** Source */
             source: string;
+            /**
+             * Metadata
+             * @description The cell's metadata as a whole (undo); null: left as it is.
+             * @default null
+             */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
         };
         /**
          * ErrorBody
@@ -1323,6 +1331,14 @@ export interface components {
              * @default null
              */
             index?: number | null;
+            /**
+             * Metadata
+             * @description The cell's metadata (default: none).
+             * @default null
+             */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
         };
         /** Iteration */
         Iteration: {

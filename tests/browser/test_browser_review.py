@@ -9,9 +9,14 @@ the agent's edit is a conflict for Undo all: the typed text stays, the other cel
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 from browser_lab import LabServer
 from panel_page import new_session, open_lab, open_panel, run_lab_command, send, shoot
@@ -21,6 +26,7 @@ from test_browser_notebook import model_cells, open_notebook, sources, write_not
 from agi_jupyter.notebook import source_hash
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 
+AGI = Path(sys.executable).parent / "agi"
 ASSISTANT = ".jp-AgiMessage-assistant"
 CHANGED = ".jp-Notebook .jp-Cell.jp-AgiChanged"
 BAR = ".jp-AgiReviewBar"
@@ -152,3 +158,32 @@ def test_undo_all_leaves_a_cell_the_user_typed_into_and_undoes_the_other(
     expect(page.locator(BAR)).to_be_hidden()
     assert sources(page) == ["# Review", "x = 20", "x + 1"]
     assert all(not c.get("outputs") for c in model_cells(page) if c["cell_type"] == "code")
+
+
+def test_agi_undo_with_the_notebook_open_changes_it_through_the_tab(
+    page: Any, lab: LabServer, fake: FakeLLMServer
+) -> None:
+    """One writer per open notebook: ``agi undo`` (no --server) finds the JupyterLab that has
+    the notebook open and undoes through its tab, never writing the file behind it; the tab
+    then saves what reopening the file gives."""
+    agent_edits_two_cells(page, lab, fake, "cli.ipynb")
+    on_disk = (lab.root / "cli.ipynb").read_bytes()
+    changes = lab.api("GET", "agi/v1/changes?path=cli.ipynb")["changes"]
+    run_id, total = next((c["run_id"], c["id"]) for c in changes if c["cell_id"] == "total")
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(lab.root.parent / "jupyter-runtime")}
+    done = subprocess.run(
+        [str(AGI), "undo", run_id, "--change", total, "-p", str(lab.root)],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "cli.ipynb is open in JupyterLab" in done.stderr
+    assert done.stdout == "reverted cli.ipynb cell total (edited)\n"
+    expect(page.locator(".jp-Notebook .jp-Cell").nth(2)).to_contain_text("x + 1")
+    assert sources(page) == ["# Review", "x = 30", "x + 1"]
+    assert (lab.root / "cli.ipynb").read_bytes() == on_disk, "nothing written behind the tab"
+
+    run_lab_command(page, "docmanager:save")
+    expect(page.locator(".jp-mod-dirty")).to_have_count(0)
+    saved = nbformat.read(lab.root / "cli.ipynb", as_version=4)
+    assert [c.source for c in saved.cells] == sources(page)
+    assert [c["metadata"] for c in model_cells(page)] == [dict(c.metadata) for c in saved.cells]
