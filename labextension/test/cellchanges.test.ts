@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { conflictText, locate, nextChanged, perRun, reviewLabel, reviewsByCell } from '../src/cellchanges';
+import { type Action, initialState, reduce } from '../src/state';
 import type { Change, UndoResult } from '../src/types';
 
 function change(id: string, runId: string, cellId: string | null, action: Change['action'] = 'edited'): Change {
@@ -73,5 +74,17 @@ describe('the changes of a notebook to review, per cell', () => {
     const results = [{ conflicts: [conflict] }, { conflicts: [] }] as unknown as UndoResult[];
     expect(conflictText(results)).toBe('changed since, left as it is: cell x was edited since');
     expect(conflictText([{ conflicts: [] }] as unknown as UndoResult[])).toBeNull();
+  });
+});
+
+describe('a call waiting for approval', () => {
+  it('keeps the diff of the change it would make, to show before the buttons', () => {
+    const event = (fields: Record<string, unknown>) => ({ type: 'event', event: { run_id: 'run_1', ts: '', ...fields } }) as Action;
+    const state = [
+      event({ type: 'tool.call.started', seq: 1, tool_call_id: 'c1', name: 'notebook.edit' }),
+      event({ type: 'approval.requested', seq: 2, tool_call_id: 'c1', name: 'notebook.edit', arguments: {}, diff: '-x + 1\n+x * 3\n' })
+    ].reduce(reduce, initialState());
+    const blocks = state.items.flatMap(item => item.blocks);
+    expect(blocks).toContainEqual(expect.objectContaining({ kind: 'tool', status: 'waiting_approval', diff: '-x + 1\n+x * 3\n' }));
   });
 });

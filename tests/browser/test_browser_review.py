@@ -186,4 +186,44 @@ def test_agi_undo_with_the_notebook_open_changes_it_through_the_tab(
     expect(page.locator(".jp-mod-dirty")).to_have_count(0)
     saved = nbformat.read(lab.root / "cli.ipynb", as_version=4)
     assert [c.source for c in saved.cells] == sources(page)
-    assert [c["metadata"] for c in model_cells(page)] == [dict(c.metadata) for c in saved.cells]
+    # (JupyterLab's model adds "trusted" to a cell's metadata and leaves it out when it saves.)
+    shown = model_cells(page)
+    metadata = [{k: v for k, v in c["metadata"].items() if k != "trusted"} for c in shown]
+    assert metadata == [dict(c.metadata) for c in saved.cells]
+
+
+def test_a_pending_edit_shows_its_diff_readable_at_the_default_width_and_is_approved(
+    page: Any, lab: LabServer, fake: FakeLLMServer
+) -> None:
+    from agi_jupyter.cli.remote import ServerClient
+
+    write_notebook(lab.root, "ask.ipynb", CELLS)
+    open_lab(page, lab)
+    open_notebook(page, "ask.ipynb")
+    open_panel(page)
+    session_id = new_session(page, agent="build", title="review before it lands")
+    ServerClient(lab.url, lab.token).call("PATCH", f"sessions/{session_id}", {"review_mode": "ask"})
+    long_line = "x * 3  # " + "a long comment the agent wrote, " * 6
+    fake.enqueue(Turn(tool_calls=[edit("total", "x + 1", long_line)]), Turn(text="Approved."))
+    send(page, "change the total")
+    tool = page.locator('.jp-AgiTool[data-status="waiting_approval"]')
+    expect(tool).to_be_visible(timeout=30_000)
+    diff = tool.locator(".jp-AgiDiff")
+    expect(diff.locator(".jp-AgiDiff-del")).to_have_text("-x + 1")
+    expect(diff.locator(".jp-AgiDiff-add")).to_contain_text("+x * 3  # a long comment")
+    for button in ("approve", "deny", "always"):
+        expect(tool.locator(f".jp-AgiApproval-{button}")).to_be_in_viewport()
+    body = page.locator(".jp-AgiBody")
+    assert body.evaluate("e => e.scrollWidth <= e.clientWidth"), "no horizontal overflow"
+    assert sources(page)[2] == "x + 1", "nothing applied while it waits"
+    shoot(page, "review-05-approval-diff-light")
+    try:
+        change_theme(page, "JupyterLab Dark", DARK_BACKGROUND)
+        shoot(page, "review-05-approval-diff-dark")
+    finally:
+        change_theme(page, "JupyterLab Light", LIGHT_BACKGROUND)
+
+    tool.locator(".jp-AgiApproval-approve").click()
+    expect(page.locator(ASSISTANT).last).to_contain_text("Approved.", timeout=60_000)
+    expect(page.locator(".jp-Notebook .jp-Cell").nth(2)).to_contain_text("x * 3")
+    assert sources(page)[2] == long_line
