@@ -22,14 +22,14 @@ def where(change: Mapping[str, Any]) -> str:
 
 
 def diff_lines(changes: Sequence[Mapping[str, Any]]) -> Iterator[tuple[str, str | None]]:
-    """Each change: a header (id, what, where, turn, whether undone), then its diff."""
+    """Each change: a header (id, what, where, turn, whether undone or kept), then its diff."""
     if not changes:
         yield "the run changed no notebook cell or file", "dim"
         return
     for change in changes:
         turn = f" turn {change['turn']}" if change.get("turn") is not None else ""
-        undone = " (undone)" if change.get("undone") else ""
-        header = f"{change['id']}  {change['action']} {where(change)}{turn}{undone}"
+        state = " (undone)" if change.get("undone") else " (kept)" if change.get("kept") else ""
+        header = f"{change['id']}  {change['action']} {where(change)}{turn}{state}"
         yield header, "bold"
         for line in str(change.get("diff") or "").splitlines():
             yield line, diff_style(line, bool(change.get("undone")))

@@ -234,6 +234,15 @@ class ChangesRedone(BaseEvent):
     type: Literal["changes.redone"] = "changes.redone"
 
 
+@dataclass(kw_only=True)
+class ChangesKept(BaseEvent):
+    """Changes of the run were kept by the user (accepted after review in the notebook): no
+    longer shown for review. Undo and redo still work on them."""
+
+    changes: list[str] = field(default_factory=list)
+    type: Literal["changes.kept"] = "changes.kept"
+
+
 # Session-stream events (GET /sessions/{id}/stream) — not tied to one run.
 
 
@@ -279,6 +288,7 @@ Event = (
     | RunFinal
     | ChangesUndone
     | ChangesRedone
+    | ChangesKept
     | SessionCreated
     | SessionUpdated
     | MessageCreated

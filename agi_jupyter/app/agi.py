@@ -46,6 +46,7 @@ from agi_jupyter.errors import (
 )
 from agi_jupyter.mcp.config import load_mcp_servers, secrets_of
 from agi_jupyter.mcp.servers import McpServers
+from agi_jupyter.notebook import review
 from agi_jupyter.records import (
     JSON,
     Artifact,
@@ -539,6 +540,31 @@ class Agi:
         whether each is undone (``notebook.changes``)."""
         self.store.get_run(run_id)
         return notebook.run_changeset(self.store, run_id)
+
+    def keep(
+        self, run_id: str, changes: Sequence[str] | None = None
+    ) -> list[notebook.ChangeRecord]:
+        """Keep the run's changes (the ``changes`` named, else all): the user accepted them
+        after review, so they are no longer shown for review (``notebook.review``). Returns
+        the run's changes as they are now."""
+        run = self.store.get_run(run_id)
+        if not run.is_terminal:
+            raise Conflict(
+                f"run {run_id} is still {run.status}; keep its changes once it ended",
+                code=ErrorCode.RUN_ACTIVE,
+            )
+        return review.keep_changes(self.store, run_id, changes)
+
+    def changes_at(self, path: str, *, to_review: bool = False) -> list[notebook.ChangeRecord]:
+        """The changes ended runs made to one notebook or file (relative to the project);
+        ``to_review``: only those neither undone nor kept."""
+        return review.changes_at(self.store, path, to_review=to_review)
+
+    def undo_state(self, run_id: str) -> review.UndoState:
+        """``undone`` / ``partly undone`` / ``""``: whether the run's changes were undone."""
+        if not self.store.list_changes(run_id=run_id):
+            return ""
+        return review.undo_state(notebook.run_changeset(self.store, run_id))
 
     def tick(self, *, max_runs: int = 10, max_webhook_events: int = 50) -> TickResult:
         """Process webhook events and due polls of deep research runs, recover stalled runs and

@@ -151,12 +151,13 @@ def runs(session_id: str | None, limit: int, project: Path | None, as_json: bool
             for r in items
             if r.status == "waiting_approval"
         }
+        undone = {r.id: agi.undo_state(r.id) for r in items if r.is_terminal}
     if as_json:
         render.print_json(items)
         return
     render.table(
         ["id", "session", "status", "model", "attempt", "tokens in/out", "cost", "stop", "created"],
-        (_run_row(r, waiting.get(r.id)) for r in items),
+        (_run_row(r, waiting.get(r.id), undone.get(r.id, "")) for r in items),
         empty="no runs",
     )
     if waiting:
@@ -165,8 +166,11 @@ def runs(session_id: str | None, limit: int, project: Path | None, as_json: bool
         )
 
 
-def _run_row(r: Run, waiting: list[str] | None = None) -> list[object]:
+def _run_row(r: Run, waiting: list[str] | None = None, undone: str = "") -> list[object]:
+    """A row of ``agi runs``; ``undone``: ``undone`` / ``partly undone`` (its changes)."""
     status = f"{r.status}: {', '.join(waiting)}" if waiting else r.status
+    if undone:
+        status = f"{status} ({undone})"
     return [
         r.id,
         r.session_id,

@@ -10,6 +10,9 @@ named). ``--redo`` makes undone changes again.
 In-process by default (the notebook file); with ``--server`` through a running server's
 ``POST /agi/v1/runs/{id}/undo`` (``/redo``, ``GET .../changes``), which also reaches notebooks
 open in JupyterLab (the shared document, or the open tab through the side panel's extension).
+One writer per open notebook: in-process, a notebook the undo would change that is open in a
+JupyterLab on this machine (``cli.labs``) is changed through that server, never by writing
+the file behind the tab; when that server cannot, nothing is written (exit 4).
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ from agi_jupyter.cli.common import (
     json_option,
     open_agi,
     project_option,
+    project_root,
     server_options,
 )
+from agi_jupyter.cli.labs import OpenLab, open_in_lab
+from agi_jupyter.errors import AgiError
 
 SERVER_HELP = (
     "Go through a running `agi serve` or Jupyter server (--project: a folder under its root)."
@@ -115,8 +121,14 @@ def undo(
         result = dict(where.remote("POST", f"runs/{quote(run_id, safe='')}/{verb}", body))
     else:
         with open_agi(project) as agi:
-            outcome = agi.undo(run_id, force=forced, turn=turn, changes=chosen, redo=redo)
-            result = outcome.to_dict()
+            notebooks = [c.path for c in agi.changes(run_id) if c.kind == "notebook"]
+            lab = open_in_lab(project_root(project), notebooks)
+            if lab is None:
+                outcome = agi.undo(run_id, force=forced, turn=turn, changes=chosen, redo=redo)
+                result = outcome.to_dict()
+        if lab is not None:
+            body = {"force": forced, "changes": chosen, **({"turn": turn} if turn else {})}
+            result = _through_lab(lab, project_root(project), run_id, body, redo)
     if as_json:
         render.print_json(result)
     else:
@@ -125,6 +137,27 @@ def undo(
     summary = conflict_summary(result)
     if summary:
         fail(summary, EXIT_CONFLICT)
+
+
+def _through_lab(
+    lab: OpenLab, project: Path, run_id: str, body: dict[str, Any], redo: bool
+) -> dict[str, Any]:
+    """Undo through the JupyterLab that has the notebook open (its tab is the one writer), or
+    refuse without writing anything."""
+    shown = ", ".join(lab.paths)
+    folder = lab.project_under_root(project)
+    where = Where(Path(folder) if folder else None, lab.url, lab.token)
+    try:
+        verb = "redo" if redo else "undo"
+        result = dict(where.remote("POST", f"runs/{quote(run_id, safe='')}/{verb}", body))
+    except AgiError as e:
+        fail(
+            f"{shown} is open in JupyterLab at {lab.url}, which could not do it ({e}): nothing "
+            "was written; undo from the AGI panel there, or close the tab and run this again",
+            EXIT_CONFLICT,
+        )
+    click.echo(f"agi: {shown} is open in JupyterLab at {lab.url}: changed through it", err=True)
+    return result
 
 
 @click.command("diff")

@@ -265,6 +265,8 @@ def cmd_runs(ctx: KernelContext, args: argparse.Namespace) -> Table:
             from agi_jupyter.kernel.approvals import waiting_on
 
             status = f"{status}: {waiting_on(ctx, r.id)} (%agi approve|deny {r.id})"
+        elif r.is_terminal and (undone := ctx.agi.undo_state(r.id)):
+            status = f"{status} ({undone})"
         rows.append(
             [
                 r.id,

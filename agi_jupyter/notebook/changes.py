@@ -14,7 +14,9 @@ the whole content before and after it (content-addressed blobs, ``notebook/recor
 Each record carries the content before and after (a cell's source, its outputs as summary
 lines, a file's text) and a rendered unified ``diff``. Whether a record is undone is the
 run's own log: undo and redo append a ``changes.undone`` / ``changes.redone`` event naming
-the records (``events.ChangesUndone``), and the last event naming a record wins.
+the records (``events.ChangesUndone``), and the last event naming a record wins. A record the
+user accepted (*Keep* in the notebook) is named by a ``changes.kept`` event: it is no longer
+shown for review, and stays kept (undo and redo still work on it).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from agi_jupyter.tools.diffs import ChangeOp, FileChange
 Action = Literal[
     "inserted", "edited", "deleted", "moved", "outputs", "created", "written", "removed"
 ]
-UNDONE, REDONE = "changes.undone", "changes.redone"
+UNDONE, REDONE, KEPT = "changes.undone", "changes.redone", "changes.kept"
 MAX_TEXT = 1_000_000  # a file larger than this is not shown (nor diffed) as text
 
 
@@ -54,6 +56,7 @@ class ChangeRecord:
     after: str | None = None
     diff: str = ""
     undone: bool = False
+    kept: bool = False
     cell_before: CellJSON | None = None
     cell_after: CellJSON | None = None
     order_before: tuple[str, ...] = ()
@@ -88,6 +91,7 @@ class ChangeRecord:
             "after": self.after,
             "diff": self.diff,
             "undone": self.undone,
+            "kept": self.kept,
             "before_sha": self.row.before_sha,
             "after_sha": self.row.after_sha,
             "created_at": self.row.created_at,
@@ -276,9 +280,11 @@ def changeset(
         else:
             before, after = blobs.notebook(row.before_sha), blobs.notebook(row.after_sha)
             records.extend(cell_changes(row, before, after))
-    undone = undone_ids(events)
+    events = list(events)
+    undone, kept = undone_ids(events), kept_ids(events)
     for record in records:
         record.undone = record.id in undone
+        record.kept = record.id in kept
     return records
 
 
@@ -292,3 +298,10 @@ def undone_ids(events: Iterable[RunEvent]) -> set[str]:
         elif event.type == REDONE:
             undone.difference_update(ids)
     return undone
+
+
+def kept_ids(events: Iterable[RunEvent]) -> set[str]:
+    """The records the user kept (accepted after review), as the run's log says."""
+    return {
+        str(i) for event in events if event.type == KEPT for i in event.payload.get("changes") or []
+    }

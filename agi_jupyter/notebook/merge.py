@@ -21,14 +21,18 @@ that cell stands is a conflict naming that edit.
 
 A cell put back into the notebook (an undone deletion or move, a redone insertion) goes
 after the nearest cell that preceded it in the snapshot and still exists, else before the
-nearest one that followed it, keeping its id; its outputs come back with it.
+nearest one that followed it, keeping its id; its outputs and metadata come back with it.
+
+A cell's metadata comes back with its source, by the same rule key by key: a key as the
+record left it is put back as the record found it (or removed); a key someone changed since
+(tags added in JupyterLab, say) is left as it is. Metadata alone never makes a conflict.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from agi_jupyter.notebook.changes import ChangeRecord, outputs_of
 from agi_jupyter.notebook.model import CellJSON, NotebookJSON, find_cell
@@ -63,20 +67,45 @@ def revert(
     if record.action == "moved":
         return _move(notebook, now, record, redo, force)
     theirs, target, was = _content(now), _content(ours), _content(base)
-    if theirs == target:
+    metadata = None if now is None or ours is None else merged_metadata(now, ours, base)
+    if theirs == target and metadata is None:
         return Decision(status="unchanged")
-    if theirs != was and not force:
+    if theirs != was and theirs != target and not force:
         return Decision(status="conflict", reason=_why(cell_id, now, base))
-    forced = theirs != was
+    forced = theirs not in (was, target)
     if now is not None and ours is not None and now.get("cell_type") == ours.get("cell_type"):
-        edit = Edit(cell_id=cell_id, expected_source=str(now["source"]), source=str(ours["source"]))
+        source = str(ours["source"])
+        edit = Edit(
+            cell_id=cell_id, expected_source=str(now["source"]), source=source, metadata=metadata
+        )
         return Decision(status="reverted", ops=[edit], forced=forced)
     ops: list[Op] = []
     if now is not None:
         ops.append(Delete(cell_id=cell_id, expected_source=str(now["source"])))
     if ours is not None:
+        if metadata is not None:
+            ours = {**ours, "metadata": metadata}
         ops += put_back(_without(notebook, cell_id), ours, order, cell_id)
     return Decision(status="reverted", ops=ops, forced=forced)
+
+
+_ABSENT = object()
+
+
+def merged_metadata(now: CellJSON, ours: CellJSON, base: CellJSON | None) -> dict[str, Any] | None:
+    """The cell's metadata after putting ``ours`` back over ``base``, key by key: a key as
+    ``base`` has it takes ``ours``' value (or goes); one changed since keeps ``now``'s.
+    None when that is the metadata ``now`` has."""
+    mine: dict[str, Any] = now.get("metadata") or {}
+    target: dict[str, Any] = ours.get("metadata") or {}
+    was: dict[str, Any] = (base or {}).get("metadata") or {}
+    merged: dict[str, Any] = {}
+    for key in dict.fromkeys([*mine, *target, *was]):
+        mine_value = mine.get(key, _ABSENT)
+        value = target.get(key, _ABSENT) if mine_value == was.get(key, _ABSENT) else mine_value
+        if value is not _ABSENT:
+            merged[key] = value
+    return None if merged == mine else merged
 
 
 def _without(notebook: NotebookJSON, cell_id: str) -> NotebookJSON:
@@ -172,15 +201,15 @@ def put_back(
     after = next((i for i in reversed(order[:at]) if i in ids), None)
     before = next((i for i in order[at + 1 :] if i in ids), None)
     cell_type, source = str(cell.get("cell_type")), str(cell.get("source"))
+    metadata = dict(cell.get("metadata") or {})
+    where: dict[str, Any]
     if after is not None:
-        insert = Insert(cell_type=cell_type, source=source, cell_id=cell_id, after_cell_id=after)
+        where = {"after_cell_id": after}
     elif before is not None:
-        insert = Insert(
-            cell_type=cell_type, source=source, cell_id=cell_id, index=ids.index(before)
-        )
+        where = {"index": ids.index(before)}
     else:  # none of its neighbours is left: at the top if it was first, else at the end
-        index = 0 if at == 0 else len(ids)
-        insert = Insert(cell_type=cell_type, source=source, cell_id=cell_id, index=index)
+        where = {"index": 0 if at == 0 else len(ids)}
+    insert = Insert(cell_type=cell_type, source=source, cell_id=cell_id, metadata=metadata, **where)
     ops: list[Op] = [insert]
     outputs, count = cell.get("outputs") or [], cell.get("execution_count")
     if cell_type == "code" and (outputs or count is not None):

@@ -33,6 +33,7 @@ class Insert:
     cell_id: str = field(default_factory=new_cell_id)
     after_cell_id: str | None = None
     index: int | None = None  # with neither: at the end
+    metadata: dict[str, Any] | None = None  # (a cell put back by undo: its metadata)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +41,7 @@ class Edit:
     cell_id: str
     expected_source: str
     source: str
+    metadata: dict[str, Any] | None = None  # None: left as it is (undo: as it was)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,7 +79,9 @@ def apply_op(notebook: NotebookJSON, op: Op) -> None:
         return
     cells: list[CellJSON] = notebook["cells"]
     if isinstance(op, Insert):
-        cells.insert(insert_position(notebook, op), new_cell(op.cell_type, op.source, op.cell_id))
+        cell = new_cell(op.cell_type, op.source, op.cell_id)
+        cell["metadata"] = copy.deepcopy(op.metadata or {})
+        cells.insert(insert_position(notebook, op), cell)
         return
     index, cell = locate(notebook, op.cell_id)
     if isinstance(op, SetOutputs):
@@ -91,6 +95,8 @@ def apply_op(notebook: NotebookJSON, op: Op) -> None:
     check_source(cell, op.cell_id, op.expected_source)
     if isinstance(op, Edit):
         cell["source"] = op.source
+        if op.metadata is not None:
+            cell["metadata"] = copy.deepcopy(op.metadata)
     else:
         del cells[index]
 

@@ -34,6 +34,7 @@ class InsertChange(BaseModel):
     source: str
     after_cell_id: str | None = None
     index: int | None = None
+    metadata: JSONObject | None = Field(None, description="The cell's metadata (default: none).")
 
 
 class EditChange(BaseModel):
@@ -43,6 +44,9 @@ class EditChange(BaseModel):
     cell_id: str
     expected_source: str
     source: str
+    metadata: JSONObject | None = Field(
+        None, description="The cell's metadata as a whole (undo); null: left as it is."
+    )
 
 
 class DeleteChange(BaseModel):

@@ -120,8 +120,8 @@ def _emit_recorded_events(
     has_deltas = any(e.type == "output.text.delta" for e in recorded)
     for stored in recorded:
         payload = dict(stored.payload)
-        if stored.type in ("run.final", "changes.undone", "changes.redone"):
-            continue  # (undo and redo name the source run's changes, not the copy's)
+        if stored.type in ("run.final", "changes.undone", "changes.redone", "changes.kept"):
+            continue  # (undo, redo and keep name the source run's changes, not the copy's)
         if stored.type == "run.meta":
             payload["session_id"] = emitter.session_id
         elif stored.type == "message.completed":

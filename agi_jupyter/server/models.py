@@ -532,6 +532,27 @@ class UndoRequest(Body):
     )
 
 
+class KeepRequest(Body):
+    changes: list[str] | None = Field(
+        None,
+        max_length=10_000,
+        description="Only these changes (ids of GET /runs/{id}/changes, or a stored change's "
+        "id for every cell it touched); default: every change of the run not undone.",
+    )
+
+
+class ChangesQuery(Query):
+    path: str = Field(
+        min_length=1,
+        max_length=4096,
+        pattern=r"^[^\x00]*$",
+        description="The notebook or file, relative to the project (as changes name it).",
+    )
+    to_review: bool = Field(
+        False, description="Only the changes still to review: neither undone nor kept."
+    )
+
+
 class NotebookReply(Body):
     """A JupyterLab tab's answer to a notebook request (of this server, or of a kernel)."""
 

@@ -316,6 +316,9 @@ class Change(Out):
     after: str | None = None
     diff: str = Field(description="A unified diff of before and after.")
     undone: bool = False
+    kept: bool = Field(
+        False, description="The user kept it (accepted after review): no longer to review."
+    )
     before_sha: str | None = Field(None, description="The notebook's or file's snapshot.")
     after_sha: str | None = None
     created_at: str = ""

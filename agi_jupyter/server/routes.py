@@ -29,9 +29,11 @@ from agi_jupyter.server.handlers.catalog import (
 from agi_jupyter.server.handlers.docs import NotFoundHandler, OpenAPIHandler
 from agi_jupyter.server.handlers.messages import MessagesHandler
 from agi_jupyter.server.handlers.notebooks import (
+    ChangesHandler,
     NotebookBridgeHandler,
     NotebookRepliesHandler,
     RunChangesHandler,
+    RunKeepHandler,
     RunRedoHandler,
     RunUndoHandler,
 )
@@ -58,7 +60,9 @@ from agi_jupyter.server.models import (
     ApprovalDecision,
     BridgeAnnounce,
     BridgeQuery,
+    ChangesQuery,
     HistoryQuery,
+    KeepRequest,
     MessageCreate,
     NotebookBudgetUpdate,
     NotebookReply,
@@ -225,6 +229,15 @@ ROUTES: tuple[Route, ...] = (
           "The changes the run made, one per notebook cell and per file, with unified diffs "
           "and whether each is undone", "runs",
           response=ChangeList, errors=RUN),
+    Route("POST", f"{V1}/runs/{{run_id}}/keep", RunKeepHandler, "keepRunChanges",
+          "Keep the run's changes (all, or the chosen ones): the user accepted them after "
+          "review, so they are no longer to review", "runs",
+          body=KeepRequest, response=ChangeList,
+          errors=(*RUN, ErrorCode.CHANGE_NOT_FOUND, ErrorCode.RUN_ACTIVE)),
+    Route("GET", f"{V1}/changes", ChangesHandler, "listChanges",
+          "The changes ended runs made to one notebook or file, in order (to_review: those "
+          "neither undone nor kept, as the notebook highlights them)", "runs",
+          query=ChangesQuery, response=ChangeList),
     Route("GET", f"{V1}/artifacts/{{artifact_id}}", ArtifactHandler, "getArtifact",
           "Get an artifact's metadata", "artifacts", response=ArtifactResponse,
           errors=(ErrorCode.ARTIFACT_NOT_FOUND,)),

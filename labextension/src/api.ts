@@ -223,6 +223,24 @@ export class AgiClient {
     return this.request('post', '/agi/v1/runs/{run_id}/undo', parts);
   }
 
+  /** Undo (or force through conflicts) only the chosen changes of a run. */
+  async undoChanges(project: string, runId: string, changes: string[], force: boolean | string[] = false): Promise<UndoResult> {
+    const parts = { path: { run_id: runId }, query: { project }, body: { changes, force } };
+    return this.request('post', '/agi/v1/runs/{run_id}/undo', parts);
+  }
+
+  /** Keep the chosen changes of a run (accepted after review): no longer to review. */
+  async keepChanges(project: string, runId: string, changes: string[]): Promise<Change[]> {
+    const parts = { path: { run_id: runId }, query: { project }, body: { changes } };
+    return (await this.request('post', '/agi/v1/runs/{run_id}/keep', parts)).changes;
+  }
+
+  /** The changes ended runs made to a notebook (relative to the project) still to review. */
+  async changesToReview(project: string, path: string): Promise<Change[]> {
+    const query = { project, path, to_review: true };
+    return (await this.request('get', '/agi/v1/changes', { query })).changes;
+  }
+
   /** This window's stream of notebook requests from server runs (SSE). */
   notebookRequests(clientId: string, signal?: AbortSignal): AsyncGenerator<AgiEvent> {
     const query = { client_id: clientId };

@@ -190,6 +190,13 @@ export function ToolView(props: { block: ToolBlock; model: PanelModel; runId?: s
         <span className="jp-AgiTool-preview">{argumentsPreview(block.arguments, block.argumentsText)}</span>
       </summary>
       <div className="jp-AgiTool-body">
+        {waiting && block.diff ? (
+          <>
+            <div className="jp-AgiTool-label">{trans.__('Change to review')}</div>
+            <DiffView text={block.diff} />
+          </>
+        ) : null}
+        {waiting ? <ApprovalBar runId={props.runId as string} toolCallId={block.toolCallId} model={props.model} /> : null}
         <div className="jp-AgiTool-label">{trans.__('Arguments')}</div>
         <pre className="jp-AgiPre">{prettyArguments(block.arguments, block.argumentsText)}</pre>
         {block.live && block.output === null ? (
@@ -205,7 +212,6 @@ export function ToolView(props: { block: ToolBlock; model: PanelModel; runId?: s
           </>
         ) : null}
         {block.artifact ? <ToolArtifact id={block.artifact.id} model={props.model} /> : null}
-        {waiting ? <ApprovalBar runId={props.runId as string} toolCallId={block.toolCallId} model={props.model} /> : null}
       </div>
     </details>
   );
@@ -217,6 +223,10 @@ export function ApprovalBar(props: { runId: string; toolCallId?: string; model: 
   const trans = useTrans();
   const [message, setMessage] = useState('');
   const [busy, setBusy] = useState(false);
+  const bar = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    bar.current?.scrollIntoView({ block: 'nearest' }); // a new question: its buttons in view
+  }, []);
   const decide = (decision: 'approve' | 'deny' | 'approve_always'): void => {
     setBusy(true);
     void props.model
@@ -224,7 +234,7 @@ export function ApprovalBar(props: { runId: string; toolCallId?: string; model: 
       .finally(() => setBusy(false));
   };
   return (
-    <div className="jp-AgiApproval" data-run-id={props.runId}>
+    <div className="jp-AgiApproval" data-run-id={props.runId} ref={bar}>
       <Button small className="jp-AgiApproval-approve" disabled={busy} onClick={() => decide('approve')}>
         {trans.__('Approve')}
       </Button>

@@ -12,12 +12,14 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette, InputDialog } from '@jupyterlab/apputils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
+import { INotebookTracker } from '@jupyterlab/notebook';
 import { FileDialog } from '@jupyterlab/filebrowser';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ITranslator } from '@jupyterlab/translation';
 
 import { AgiClient } from './api';
 import { notebookBridgePlugin } from './bridgeplugin';
+import { NotebookReview, refreshWhenRunsEnd } from './cellreview';
 import { bundle, type Trans } from './i18n';
 import { agiIcon } from './icons';
 import { PanelModel } from './model';
@@ -55,7 +57,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'The AGI side panel: sessions, streaming chat, tool calls, runs and artifacts.',
   autoStart: true,
   requires: [IRenderMimeRegistry],
-  optional: [ILabShell, ILayoutRestorer, ICommandPalette, IDocumentManager, ITranslator],
+  optional: [ILabShell, ILayoutRestorer, ICommandPalette, IDocumentManager, ITranslator, INotebookTracker],
   activate: (
     app: JupyterFrontEnd,
     rendermime: IRenderMimeRegistry,
@@ -63,15 +65,21 @@ const plugin: JupyterFrontEndPlugin<void> = {
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
     docManager: IDocumentManager | null,
-    translator: ITranslator | null
+    translator: ITranslator | null,
+    tracker: INotebookTracker | null
   ) => {
     const trans = bundle(translator);
     const client = new AgiClient(jupyterTransport(app.serviceManager.serverSettings));
     const model = new PanelModel(client, window.localStorage);
     const notebook = new ActiveNotebook(app);
+    const review = tracker ? new NotebookReview(client, tracker, () => model.snapshot.project) : null;
+    if (review) {
+      refreshWhenRunsEnd(model, review);
+    }
     const panel = new AgiPanel(model, {
       rendermime,
       trans,
+      review,
       codeActions: notebook.codeActions(),
       pickFolder: () => chooseFolder(docManager, model.snapshot.project, trans)
     });

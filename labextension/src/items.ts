@@ -28,6 +28,8 @@ export interface ToolBlock {
   /** Live stdout/stderr/patch chunks of a running tool. */
   live: string;
   artifact: ArtifactSummary | null;
+  /** The change a call waiting for approval would make, as a unified diff (edits only). */
+  diff?: string | null;
 }
 
 export type Block =

@@ -33,6 +33,8 @@ export class PanelModel extends PanelStore {
   private visible = false;
   /** The active cell of the notebook the user looks at (set by the plugin). */
   activeCell: () => string | null = () => null;
+  /** Told when the panel undid a run's changes (the notebook's highlights follow). */
+  changesUndone: () => void = () => {};
 
   constructor(
     readonly client: AgiClient,

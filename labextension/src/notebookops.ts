@@ -66,7 +66,7 @@ export function apply(notebook: ISharedNotebook, change: Change): void {
   }
   if (change.op === 'insert') {
     const at = position(notebook, change);
-    const cell = { cell_type: change.cell_type, source: change.source, id: change.cell_id, metadata: {} };
+    const cell = { cell_type: change.cell_type, source: change.source, id: change.cell_id, metadata: change.metadata ?? {} };
     notebook.transact(() => notebook.insertCell(at, cell as never));
     return;
   }
@@ -91,10 +91,26 @@ export function apply(notebook: ISharedNotebook, change: Change): void {
     );
   }
   if (change.op === 'edit') {
-    notebook.transact(() => cell.setSource(change.source));
+    const metadata = change.metadata;
+    notebook.transact(() => {
+      cell.setSource(change.source);
+      if (metadata !== null && metadata !== undefined) {
+        setMetadata(cell, metadata);
+      }
+    });
   } else {
     notebook.transact(() => notebook.deleteCell(index));
   }
+}
+
+/** A cell's metadata as a whole: keys it no longer has are deleted (undo puts it back). */
+function setMetadata(cell: ISharedNotebook['cells'][number], metadata: Record<string, unknown>): void {
+  for (const key of Object.keys(cell.getMetadata())) {
+    if (!(key in metadata)) {
+      cell.deleteMetadata(key);
+    }
+  }
+  cell.setMetadata(metadata as never);
 }
 
 function indexOf(notebook: ISharedNotebook, cellId: string): number {

@@ -283,6 +283,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agi/v1/runs/{run_id}/keep": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Keep the run's changes (all, or the chosen ones): the user accepted them after review, so they are no longer to review */
+        post: operations["keepRunChanges"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agi/v1/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The changes ended runs made to one notebook or file, in order (to_review: those neither undone nor kept, as the notebook highlights them) */
+        get: operations["listChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agi/v1/artifacts/{artifact_id}": {
         parameters: {
             query?: never;
@@ -972,6 +1006,12 @@ export interface components {
              */
             undone: boolean;
             /**
+             * Kept
+             * @description The user kept it (accepted after review): no longer to review.
+             * @default false
+             */
+            kept: boolean;
+            /**
              * Before Sha
              * @description The notebook's or file's snapshot.
              * @default null
@@ -995,6 +1035,35 @@ export interface components {
         ChangeList: {
             /** Changes */
             changes: components["schemas"]["Change"][];
+        };
+        /**
+         * ChangesKept
+         * @description Changes of the run were kept by the user (accepted after review in the notebook): no
+         *     longer shown for review. Undo and redo still work on them.
+         */
+        ChangesKept: {
+            /**
+             * Run Id
+             * @default
+             */
+            run_id: string;
+            /**
+             * Seq
+             * @default 0
+             */
+            seq: number;
+            /**
+             * Ts
+             * @default
+             */
+            ts: string;
+            /** Changes */
+            changes: string[];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "changes.kept";
         };
         /**
          * ChangesRedone
@@ -1105,6 +1174,14 @@ export interface components {
             expected_source: string;
             /** Source */
             source: string;
+            /**
+             * Metadata
+             * @description The cell's metadata as a whole (undo); null: left as it is.
+             * @default null
+             */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
         };
         /**
          * ErrorBody
@@ -1174,7 +1251,7 @@ export interface components {
          * @description One live event (DESIGN.md section 4): a line of NDJSON, or the data of an SSE event
          *     whose ``event:`` name is the ``type``.
          */
-        Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
+        Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["ChangesKept"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
         /** History */
         History: {
             /**
@@ -1254,6 +1331,14 @@ export interface components {
              * @default null
              */
             index?: number | null;
+            /**
+             * Metadata
+             * @description The cell's metadata (default: none).
+             * @default null
+             */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
         };
         /** Iteration */
         Iteration: {
@@ -1281,6 +1366,15 @@ export interface components {
              * @enum {string}
              */
             type: "iteration";
+        };
+        /** KeepRequest */
+        KeepRequest: {
+            /**
+             * Changes
+             * @description Only these changes (ids of GET /runs/{id}/changes, or a stored change's id for every cell it touched); default: every change of the run not undone.
+             * @default null
+             */
+            changes?: string[] | null;
         };
         /** McpServerInfo */
         McpServerInfo: {
@@ -2013,7 +2107,7 @@ export interface components {
         /** RunEvents */
         RunEvents: {
             /** Events */
-            events: (components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"])[];
+            events: (components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["ChangesKept"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"])[];
         };
         /**
          * RunFinal
@@ -5108,6 +5202,156 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again. */
                     "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    keepRunChanges: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["KeepRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeList"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR, CHANGE_NOT_FOUND */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: RUN_ACTIVE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listChanges: {
+        parameters: {
+            query: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+                /** @description The notebook or file, relative to the project (as changes name it). */
+                path: string;
+                /** @description Only the changes still to review: neither undone nor kept. */
+                to_review?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeList"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

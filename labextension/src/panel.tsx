@@ -5,6 +5,7 @@ import { ReactWidget } from '@jupyterlab/ui-components';
 import type { Message } from '@lumino/messaging';
 import React from 'react';
 
+import type { NotebookReview } from './cellreview';
 import { CodeActionsContext, type CodeActions } from './codeblocks';
 import { TransContext, type Trans } from './i18n';
 import { RenderMimeContext } from './markdown';
@@ -16,6 +17,8 @@ export interface PanelServices {
   trans: Trans;
   codeActions: CodeActions;
   pickFolder: () => Promise<string | null>;
+  /** The agent's changes highlighted in the open notebooks (none without a notebook tracker). */
+  review?: NotebookReview | null;
 }
 
 export class AgiPanel extends ReactWidget {
@@ -54,12 +57,12 @@ export class AgiPanel extends ReactWidget {
   }
 
   protected render(): JSX.Element {
-    const { rendermime, trans, codeActions, pickFolder } = this.services;
+    const { rendermime, trans, codeActions, pickFolder, review } = this.services;
     return (
       <TransContext.Provider value={trans}>
         <RenderMimeContext.Provider value={rendermime}>
           <CodeActionsContext.Provider value={codeActions}>
-            <PanelView model={this.model} pickFolder={pickFolder} />
+            <PanelView model={this.model} pickFolder={pickFolder} review={review ?? null} />
           </CodeActionsContext.Provider>
         </RenderMimeContext.Provider>
       </TransContext.Provider>

@@ -126,7 +126,11 @@ function applyRunEvent(state: ChatState, runId: string, event: AgiEvent): ChatSt
     case 'tool.call.delta':
       return updateTool(state, runId, event.tool_call_id, b => ({ live: b.live + event.chunk }));
     case 'approval.requested':
-      return updateTool(state, runId, event.tool_call_id, () => ({ arguments: event.arguments, status: 'waiting_approval' }));
+      return updateTool(state, runId, event.tool_call_id, () => ({
+        arguments: event.arguments,
+        status: 'waiting_approval',
+        diff: event.diff ?? null
+      }));
     case 'approval.decided':
       return event.decision === 'deny' ? state : updateTool(state, runId, event.tool_call_id, () => ({ status: 'running' }));
     case 'tool.call.output':

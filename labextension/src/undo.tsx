@@ -52,6 +52,7 @@ export function UndoButton(props: { runId: string; status: string; model: PanelM
     setState({ kind: 'working' });
     try {
       const result = await model.client.undoRun(model.snapshot.project, runId, force, turn);
+      model.changesUndone();
       const conflicts = result.conflicts ?? [];
       if (conflicts.length) {
         const named = conflicts.map(c => `${c.path}${c.cell_id ? ` cell ${c.cell_id}` : ''}: ${c.reason}`);

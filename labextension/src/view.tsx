@@ -3,12 +3,14 @@
 import { closeIcon } from '@jupyterlab/ui-components';
 import React, { useCallback, useState, useSyncExternalStore } from 'react';
 
+import type { NotebookReview } from './cellreview';
 import { Transcript } from './chat';
 import { Composer } from './composer';
 import { Header } from './header';
 import { useTrans } from './i18n';
 import type { PanelModel } from './model';
 import { NewSessionForm } from './newsession';
+import { ReviewBar } from './reviewbar';
 import { ArtifactsView, RunsList } from './runs';
 import type { Snapshot, Tab } from './snapshot';
 import { activeRuns } from './state';
@@ -18,6 +20,7 @@ export interface ViewProps {
   model: PanelModel;
   /** Opens a folder picker; resolves with a folder relative to the server root, or null. */
   pickFolder: () => Promise<string | null>;
+  review?: NotebookReview | null;
 }
 
 export function PanelView(props: ViewProps): JSX.Element {
@@ -50,6 +53,7 @@ export function PanelView(props: ViewProps): JSX.Element {
       ) : null}
       <Errors snap={snap} model={model} />
       <Tabs snap={snap} model={model} />
+      {props.review ? <ReviewBar review={props.review} path={snap.notebookPath} /> : null}
       <div className="jp-AgiBody" role="tabpanel" aria-label={snap.tab}>
         {snap.tab === 'chat' ? (
           <Transcript chat={snap.chat} view={snap.view} model={model} loading={snap.historyLoading} empty={empty} />

@@ -38,6 +38,19 @@ describe('notebook requests on the shared model', () => {
     expect(nb.cells.map(c => c.id)).toEqual(['new', 'load']);
   });
 
+  it('puts a cell\'s metadata back as a whole with an undo\'s edit or insert', () => {
+    const nb = notebook();
+    nb.cells[1]!.setMetadata({ tags: ['agent'], scrolled: true } as never);
+    const edit = { op: 'edit', cell_id: 'load', expected_source: 'x = 1', source: 'x = 0', metadata: { tags: ['setup'] } };
+    expect(apply(nb, edit as never).ok).toBe(true);
+    expect(nb.cells[1]!.getMetadata()).toEqual({ tags: ['setup'] });
+    expect(apply(nb, { op: 'edit', cell_id: 'load', expected_source: 'x = 0', source: 'x = 5' }).ok).toBe(true);
+    expect(nb.cells[1]!.getMetadata()).toEqual({ tags: ['setup'] }); // (no metadata: left as it is)
+    const back = { op: 'insert', cell_id: 'back', cell_type: 'markdown', source: 'b', index: 0, metadata: { tags: ['t'] } };
+    expect(apply(nb, back as never).ok).toBe(true);
+    expect(nb.cells[0]!.getMetadata()).toEqual({ tags: ['t'] });
+  });
+
   it('refuses a change to a cell that is no longer what the agent read', () => {
     const nb = notebook();
     nb.cells[1]!.setSource('x = 1  # typed by the user');

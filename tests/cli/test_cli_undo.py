@@ -168,3 +168,31 @@ def test_undo_a_turn_rewinds_the_files_to_before_it(
     )
     assert not (project / "new.txt").exists()
     assert run_cli("undo", run_id, "--turn", "0").exit_code == 2
+
+
+def test_agi_runs_marks_a_run_undone_partly_or_whole(
+    run_cli: RunCli, agi: Agi, fake_llm: FakeLLMServer, project: Path
+) -> None:
+    run_id = three_turns_of_files(agi, fake_llm, project)
+
+    def status() -> str:
+        rows = [line for line in run_cli("runs").stdout.splitlines() if run_id in line]
+        assert len(rows) == 1, rows
+        return rows[0]
+
+    assert "undone" not in status()
+    assert agi.undo(run_id, turn=3).conflicts == []
+    assert "succeeded (partly undone)" in status()
+    assert agi.undo(run_id).conflicts == []
+    assert "succeeded (undone)" in status()
+    assert "partly" not in status()
+
+
+def test_agi_diff_says_which_changes_were_kept(
+    run_cli: RunCli, agi: Agi, fake_llm: FakeLLMServer, project: Path
+) -> None:
+    run_id = three_turns_of_files(agi, fake_llm, project)
+    patched = next(c for c in agi.changes(run_id) if c.path == "keep.txt")
+    assert [c.kept for c in agi.keep(run_id, [patched.id])] == [False, True, False]
+    headers = [line for line in run_cli("diff", run_id).stdout.splitlines() if "  " in line]
+    assert [h.endswith("(kept)") for h in headers if h.startswith("chg_")] == [False, True, False]

@@ -207,3 +207,47 @@ async def _wait_for_approvals(fetch: Fetch, run_id: str) -> list[dict[str, Any]]
             return list(reply.data["approvals"])
         await asyncio.sleep(0.2)
     raise AssertionError(f"run {run_id} never waited for an approval")
+
+
+async def test_kept_and_undone_changes_are_no_longer_to_review(
+    fetch: Fetch, fake_llm: FakeLLMServer, server_root: Path
+) -> None:
+    """What the notebook highlights: the changes of ended runs to a notebook, neither undone
+    nor kept; Keep is recorded in the run's log, so it holds for every door and a reload."""
+    path = server_root / "review.ipynb"
+    write_notebook(path, CELLS)
+    fake_llm.enqueue(
+        Turn(tool_calls=[edit("load", "x = 20", "x = 30"), edit("total", "x + 1", "x * 2")]),
+        Turn(text="edited two cells"),
+    )
+    session = await session_on(fetch, "review.ipynb")
+    reply = await fetch("sessions", session, "messages", method="POST", json={"content": "go"})
+    run_id = reply.data["run"]["id"]
+
+    async def to_review() -> list[str | None]:
+        listed = await fetch("changes", params={"path": "review.ipynb", "to_review": "true"})
+        assert listed.status == 200, listed
+        return [c["cell_id"] for c in listed.data["changes"]]
+
+    assert await to_review() == ["load", "total"]
+    load, total = (await fetch("runs", run_id, "changes")).data["changes"]
+    assert (load["kept"], total["kept"]) == (False, False)
+
+    undone = await fetch("runs", run_id, "undo", method="POST", json={"changes": [load["id"]]})
+    assert [c["status"] for c in undone.data["changes"]] == ["reverted"]
+    assert await to_review() == ["total"]
+    kept = await fetch("runs", run_id, "keep", method="POST", json={"changes": [total["id"]]})
+    assert kept.status == 200, kept
+    states = [(True, False), (False, True)]  # (undone, kept) of load, total
+    assert [(c["undone"], c["kept"]) for c in kept.data["changes"]] == states
+    assert await to_review() == []
+    everything = await fetch("changes", params={"path": "review.ipynb"})
+    assert [c["cell_id"] for c in everything.data["changes"]] == ["load", "total"]
+    assert sources(path)[1:] == [("load", "x = 20"), ("total", "x * 2")]
+
+    again = await fetch("runs", run_id, "keep", method="POST", json={})
+    assert [(c["undone"], c["kept"]) for c in again.data["changes"]] == states
+    unknown = await fetch("runs", run_id, "keep", method="POST", json={"changes": ["nope"]})
+    assert (unknown.status, unknown.data["error"]["code"]) == (404, "CHANGE_NOT_FOUND")
+    shown = (await fetch("runs", run_id, "changes")).data["changes"]
+    assert [(c["undone"], c["kept"]) for c in shown] == states

@@ -6,7 +6,14 @@ from pathlib import Path
 
 from agi_jupyter.errors import ErrorCode, NotFound, UsageError
 from agi_jupyter.server.handlers.base import AgiHandler, protected
-from agi_jupyter.server.models import BridgeAnnounce, BridgeQuery, NotebookReply, UndoRequest
+from agi_jupyter.server.models import (
+    BridgeAnnounce,
+    BridgeQuery,
+    ChangesQuery,
+    KeepRequest,
+    NotebookReply,
+    UndoRequest,
+)
 from agi_jupyter.server.responses import Ack, ChangeList, UndoResponse
 
 REPLY_LIMIT = 256 * 1024 * 1024  # a reply holds the notebook before and after a change
@@ -39,6 +46,24 @@ class RunChangesHandler(AgiHandler):
     async def get(self, run_id: str) -> None:
         agi = await self.agi()
         changes = await self.call(agi.changes, run_id)
+        self.reply(ChangeList.model_validate({"changes": [c.to_dict() for c in changes]}))
+
+
+class RunKeepHandler(AgiHandler):
+    @protected
+    async def post(self, run_id: str) -> None:
+        body = self.body(KeepRequest)
+        agi = await self.agi()
+        changes = await self.call(agi.keep, run_id, body.changes)
+        self.reply(ChangeList.model_validate({"changes": [c.to_dict() for c in changes]}))
+
+
+class ChangesHandler(AgiHandler):
+    @protected
+    async def get(self) -> None:
+        query = self.query(ChangesQuery)
+        agi = await self.agi()
+        changes = await self.call(agi.changes_at, query.path, to_review=query.to_review)
         self.reply(ChangeList.model_validate({"changes": [c.to_dict() for c in changes]}))
 
 

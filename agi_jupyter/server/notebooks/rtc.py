@@ -97,8 +97,9 @@ def _find(ydoc: Any, cell_id: str) -> tuple[int, Any]:
 def apply_to_ydoc(ydoc: Any, op: Op) -> None:
     """One operation on the shared document's cells (inside a transaction)."""
     if isinstance(op, Insert):
-        ydoc.ycells.insert(_position(ydoc, op), ydoc.create_ycell(
-            new_cell(op.cell_type, op.source, op.cell_id)))  # fmt: skip
+        cell = new_cell(op.cell_type, op.source, op.cell_id)
+        cell["metadata"] = dict(op.metadata or {})
+        ydoc.ycells.insert(_position(ydoc, op), ydoc.create_ycell(cell))
         return
     index, ycell = _find(ydoc, op.cell_id)  # type: ignore[union-attr]
     if isinstance(op, SetOutputs):
@@ -112,6 +113,10 @@ def apply_to_ydoc(ydoc: Any, op: Op) -> None:
         text = ycell["source"]
         text.clear()
         text += op.source
+        if op.metadata is not None:
+            from pycrdt import Map
+
+            ycell["metadata"] = Map(op.metadata)
     else:
         del ydoc.ycells[index]
 
