@@ -91,6 +91,8 @@ def test_migrations_are_numbered_in_order() -> None:
         "m014_tool_call_approvals",
         "m015_sessions_budget",
         "m016_notebook_budgets",
+        "m017_sessions_cached_input_tokens",
+        "m018_compactions",
     ]
     assert len(set(names)) == len(names)
 
