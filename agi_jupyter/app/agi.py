@@ -47,6 +47,7 @@ from agi_jupyter.mcp.servers import McpServers
 from agi_jupyter.records import (
     JSON,
     Artifact,
+    Compaction,
     Message,
     Page,
     Part,
@@ -672,6 +673,21 @@ class Agi:
         a view of it): after the message ``after_id`` (``NotFound`` if the session has no
         such message), at most ``limit``."""
         return self._sessions.messages(session_id, after_id=after_id, limit=limit)
+
+    def compact(self, session_id: str) -> Compaction | None:
+        """Fold the session's messages before its last turn into a summary its model writes
+        (``runtime/compaction.py``), sent in their place from the next request on; the
+        history itself is not changed. None: there was nothing to fold. A failed model call
+        raises its ``ProviderError``."""
+        session = self.store.get_session(session_id)
+        compactor = self.runs_manager.agent_loop.compactor
+        outcome = self.loop.run(compactor.compact_session(session))
+        return None if outcome is None else outcome.record
+
+    def compactions(self, session_id: str) -> list[Compaction]:
+        """The session's compactions, oldest first (the last one is in use)."""
+        self.store.get_session(session_id)
+        return self.store.list_compactions(session_id)
 
     def run_input(
         self,

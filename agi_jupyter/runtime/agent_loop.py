@@ -41,7 +41,12 @@ from agi_jupyter.records import (
 )
 from agi_jupyter.run_state import LoopProgress, LoopState, UsageTotals
 from agi_jupyter.run_state_codec import usage_to_json
-from agi_jupyter.runtime.compaction import COMPACTION_FAILED, CompactionOutcome, Compactor
+from agi_jupyter.runtime.compaction import (
+    COMPACTION_FAILED,
+    CompactionOutcome,
+    Compactor,
+    known_window,
+)
 from agi_jupyter.runtime.context import (
     KEEP_AFTER_COMPACTION,
     ContextAssembler,
@@ -447,11 +452,7 @@ class AgentLoop:
 
     async def _known_window(self, run: Run) -> int | None:
         """The model's context window as its local server (``n_ctx``) or the catalog says."""
-        caps = await self._server_caps(run)
-        if caps is not None and caps.context_window:
-            return caps.context_window
-        info = lookup(run.provider or "", run.model or "")
-        return info.context_window if info is not None else None
+        return await known_window(self.deps, run.provider or "", run.model or "")
 
     async def _server_caps(self, run: Run) -> ServerCaps | None:
         try:

@@ -20,22 +20,24 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agi_jupyter.errors import ProviderError
+from agi_jupyter.errors import ProviderError, UsageError
 from agi_jupyter.providers import base as pb
-from agi_jupyter.providers.catalog import cost_usd
+from agi_jupyter.providers.catalog import cost_usd, lookup
 from agi_jupyter.records import (
     ChatMessage,
     Compaction,
     Message,
     RunFence,
+    Session,
     TextPart,
     ToolCallPart,
     ToolResultPart,
 )
-from agi_jupyter.runtime.context import CHARS_PER_TOKEN, ContextAssembler, Unit
+from agi_jupyter.runtime.context import CHARS_PER_TOKEN, ContextAssembler, ContextLimits, Unit
 
 if TYPE_CHECKING:
     from agi_jupyter.runtime.deps import RuntimeDeps
+    from agi_jupyter.store import Store
 
 COMPACTION_FAILED = "COMPACTION_FAILED"
 SUMMARY_SYSTEM = (
@@ -125,6 +127,45 @@ class Compactor:
             return record
 
         return CompactionOutcome(await self.deps.stored(write), usage, cost)
+
+    async def compact_session(self, session: Session) -> CompactionOutcome | None:
+        """Compact ``session`` on demand (``Agi.compact``): everything before its last turn is
+        folded with its model (None: nothing to fold)."""
+        deps = self.deps
+        provider, model = deps.config.resolve_model(
+            f"{session.provider}:{session.model}" if session.provider else session.model
+        )
+        limits = ContextLimits.of(
+            deps.config, provider, model, await known_window(deps, provider, model)
+        )
+        history, previous = await deps.stored(_history_of, deps.store, session.id)
+        return await self.compact(
+            session_id=session.id,
+            provider_name=provider,
+            model=model,
+            assembler=ContextAssembler(limits),
+            history=history,
+            previous=previous,
+            keep=0.0,
+        )
+
+
+def _history_of(store: Store, session_id: str) -> tuple[list[Message], Compaction | None]:
+    """A session's messages and its compaction in use (store thread)."""
+    return store.list_messages(session_id), store.latest_compaction(session_id)
+
+
+async def known_window(deps: RuntimeDeps, provider: str, model: str) -> int | None:
+    """The model's context window as its local server (``n_ctx``) or the catalog says (None:
+    neither knows it)."""
+    try:
+        caps = await deps.providers.server_caps(provider, model)
+    except UsageError:
+        caps = None
+    if caps is not None and caps.context_window:
+        return caps.context_window
+    info = lookup(provider, model)
+    return info.context_window if info is not None else None
 
 
 async def summarize(
