@@ -28,7 +28,8 @@ BY_NAME: dict[str, Callable[[Database], None]] = {fn.__name__: fn for fn in MIGR
 # What each migration adds: table -> columns (every table backs a record, column for field).
 EXPECTED: dict[str, dict[str, set[str]]] = {
     "m001_initial": {
-        "sessions": set(SESSIONS.columns) - {"budget"},  # added by m015
+        # budget added by m015, cached_input_tokens by m017
+        "sessions": set(SESSIONS.columns) - {"budget", "cached_input_tokens"},
         "messages": set(MESSAGES.columns),
         "message_parts": {"id", "message_id", "idx", "type", "content"},
     },
@@ -47,6 +48,23 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         "blobs": {"sha256", "size", "data", "created_at"},
         "changes": set(CHANGES.columns),
         "notebook_replies": {"request_id", "payload", "created_at"},
+    },
+    "m018_compactions": {
+        "compactions": {
+            "id",
+            "session_id",
+            "run_id",
+            "first_message_id",
+            "through_message_id",
+            "message_count",
+            "summary",
+            "provider",
+            "model",
+            "input_tokens",
+            "output_tokens",
+            "cost_usd",
+            "created_at",
+        }
     },
 }
 
@@ -232,7 +250,8 @@ def test_m015_gives_sessions_a_budget_column(db: Database) -> None:
     for fn in MIGRATIONS[: [f.__name__ for f in MIGRATIONS].index("m015_sessions_budget")]:
         fn(db)
     row = SESSIONS.to_row(Session(id="ses_1"))
-    db.table("sessions").insert({k: v for k, v in row.items() if k != "budget"})
+    later = {"budget", "cached_input_tokens"}  # m015's column, and m017's
+    db.table("sessions").insert({k: v for k, v in row.items() if k not in later})
     BY_NAME["m015_sessions_budget"](db)
-    assert columns(db, "sessions") == set(SESSIONS.columns)
+    assert columns(db, "sessions") == set(SESSIONS.columns) - {"cached_input_tokens"}
     assert db.table("sessions").get("ses_1")["budget"] is None
