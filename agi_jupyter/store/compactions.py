@@ -9,7 +9,8 @@ from typing import Any
 from agi_jupyter.records import Compaction, new_id, utc_now
 from agi_jupyter.store.sql import Database
 
-_COLUMNS = (
+# The table's columns, the record's fields.
+COLUMNS = (
     "id",
     "session_id",
     "run_id",
@@ -24,7 +25,7 @@ _COLUMNS = (
     "cost_usd",
     "created_at",
 )
-_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM compactions"
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM compactions"
 
 
 class Compactions:
@@ -64,12 +65,12 @@ class Compactions:
             cost_usd=cost_usd,
             created_at=utc_now(),
         )
-        values = [getattr(record, c) for c in _COLUMNS]
-        values[_COLUMNS.index("summary")] = self._db.dialect.text(summary)
+        values = [getattr(record, c) for c in COLUMNS]
+        values[COLUMNS.index("summary")] = self._db.dialect.text(summary)
         with self._db.write() as conn:
             conn.execute(
-                f"INSERT INTO compactions ({', '.join(_COLUMNS)})"
-                f" VALUES ({', '.join('?' for _ in _COLUMNS)})",
+                f"INSERT INTO compactions ({', '.join(COLUMNS)})"
+                f" VALUES ({', '.join('?' for _ in COLUMNS)})",
                 values,
             )
         return record
@@ -90,4 +91,4 @@ class Compactions:
 
 
 def _record(row: Any) -> Compaction:
-    return Compaction(**dict(zip(_COLUMNS, row, strict=True)))
+    return Compaction(**dict(zip(COLUMNS, row, strict=True)))

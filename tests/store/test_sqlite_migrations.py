@@ -9,6 +9,7 @@ from sqlite_utils import Database
 
 from agi_jupyter.records import Run, Session
 from agi_jupyter.store import MIGRATIONS, migrate
+from agi_jupyter.store.compactions import COLUMNS as COMPACTION_COLUMNS
 from agi_jupyter.store.migrations import applied_names, pending
 from agi_jupyter.store.rows import (
     ARTIFACTS,
@@ -49,23 +50,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         "changes": set(CHANGES.columns),
         "notebook_replies": {"request_id", "payload", "created_at"},
     },
-    "m018_compactions": {
-        "compactions": {
-            "id",
-            "session_id",
-            "run_id",
-            "first_message_id",
-            "through_message_id",
-            "message_count",
-            "summary",
-            "provider",
-            "model",
-            "input_tokens",
-            "output_tokens",
-            "cost_usd",
-            "created_at",
-        }
-    },
+    "m018_compactions": {"compactions": set(COMPACTION_COLUMNS)},
 }
 
 REQUIRED_INDEXES = [  # (table, columns, unique)
