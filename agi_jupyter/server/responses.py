@@ -223,7 +223,7 @@ class Stats(Out):
     input_tokens: int = 0
     output_tokens: int = 0
     # Of ``input_tokens``, those the providers read from their prompt caches.
-    cached_input_tokens: int = 0
+    cached_tokens: int = 0
     cost_usd: float = 0.0
     # Runs whose server sent no usage for a turn: not in the token and cost totals.
     unknown_usage_runs: int = 0

@@ -75,7 +75,7 @@ def stats_dict(
         "webhook_events": counts.get("webhook_events", 0),
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
-        "cached_input_tokens": int(cached),
+        "cached_tokens": int(cached),
         "total_tokens": input_tokens + output_tokens,
         "cost_usd": float(cost),
         "unknown_usage_runs": int(unknown_usage_runs),

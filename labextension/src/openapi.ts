@@ -2737,10 +2737,10 @@ export interface components {
              */
             output_tokens: number;
             /**
-             * Cached Input Tokens
+             * Cached Tokens
              * @default 0
              */
-            cached_input_tokens: number;
+            cached_tokens: number;
             /**
              * Cost Usd
              * @default 0

@@ -239,7 +239,7 @@ def test_caching_hints_and_cached_tokens_of_each_api(
     expected += 20 * info.output_per_mtok / 1e6
     assert run.cost_usd == pytest.approx(expected)
     assert agi.session(session.id).cached_input_tokens == 900
-    assert agi.stats()["cached_input_tokens"] == 900
+    assert agi.stats()["cached_tokens"] == 900
     usage_events = [e for e in agi.run_events(run.id) if e.type == "usage"]
     assert usage_events[-1].payload["cached_input_tokens"] == 900
 

@@ -54,4 +54,4 @@ def test_cached_input_tokens_add_up_per_session_and_in_stats(store: Store) -> No
     store.add_session_usage(session.id, input_tokens=50, output_tokens=5, cost_usd=0.01)
     current = store.get_session(session.id)
     assert (current.input_tokens, current.cached_input_tokens) == (150, 60)
-    assert store.stats()["cached_input_tokens"] == 60
+    assert store.stats()["cached_tokens"] == 60
