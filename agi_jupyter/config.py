@@ -108,6 +108,17 @@ class _Layer(BaseModel):
     )
     providers: dict[str, _ProviderLayer] | None = None
     models: dict[str, ModelLayer] | None = None
+    max_history_messages: int | None = Field(
+        default=None,
+        ge=2,
+        description="At most this many history messages in a model request (default 50; null: "
+        "only the token budget of the model's context window bounds them).",
+    )
+    compaction: bool | None = Field(
+        default=None,
+        description="Fold the turns that fall out of a model's context window into a summary "
+        "the model writes (default true); false: they are only left out.",
+    )
     redact_patterns: list[str] | None = None
     redact_allow: list[str] | None = None
     acp: _AcpLayer | None = None
@@ -143,6 +154,16 @@ def setting_field(key: str) -> FieldInfo:
 
 
 # --- resolved settings -----------------------------------------------------------------------
+
+DEFAULT_MAX_HISTORY_MESSAGES = 50  # as seeds 002 and 004 say
+
+
+@dataclass(frozen=True)
+class ModelLimits:
+    """A model's context window and output reserve as configured (None: not set)."""
+
+    context_window: int | None = None
+    max_output_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -221,6 +242,21 @@ class Config:
     # appear. Never printed (repr=False).
     credentials: dict[str, str] = field(default_factory=dict, repr=False)
     budgets: BudgetSettings = field(default_factory=BudgetSettings)
+    # The context of a model request (runtime/context.py): at most this many history
+    # messages (None: the token budget only), per-model window overrides, compaction.
+    max_history_messages: int | None = DEFAULT_MAX_HISTORY_MESSAGES
+    models: Mapping[str, ModelLimits] = field(default_factory=dict)
+    compaction: bool = True
+
+    def model_limits(self, provider: str, model: str) -> ModelLimits:
+        """What the config says of ``provider:model``'s context window and output reserve
+        (``models."provider:model"`` over ``models."model"``; None: the catalog's)."""
+        exact = self.models.get(f"{provider}:{model}") or ModelLimits()
+        bare = self.models.get(model) or ModelLimits()
+        return ModelLimits(
+            context_window=exact.context_window or bare.context_window,
+            max_output_tokens=exact.max_output_tokens or bare.max_output_tokens,
+        )
 
     @property
     def agi_dir(self) -> Path:
@@ -425,6 +461,8 @@ def _merge_into(target: dict[str, Any], layer: Mapping[str, Any]) -> None:
                 )
         elif key == "redact_patterns" and value:
             target[key] = [*target.get(key, []), *value]  # every layer adds, none removes
+        elif key == "max_history_messages":
+            target[key] = value  # null says something: no message window, tokens only
         elif value is not None:
             target[key] = value
 
@@ -534,7 +572,22 @@ def _build(
         redact_allow=tuple(layer.redact_allow or ()),
         credentials=dict(credentials),
         budgets=BudgetSettings.of(layer.budgets),
+        max_history_messages=(
+            layer.max_history_messages
+            if "max_history_messages" in merged
+            else DEFAULT_MAX_HISTORY_MESSAGES
+        ),
+        models=_model_limits(layer.models or {}),
+        compaction=defaults.compaction if layer.compaction is None else layer.compaction,
     )
+
+
+def _model_limits(models: Mapping[str, ModelLayer]) -> dict[str, ModelLimits]:
+    return {
+        key: ModelLimits(entry.context_window, entry.max_output_tokens)
+        for key, entry in models.items()
+        if entry.context_window or entry.max_output_tokens
+    }
 
 
 def not_configured_message(provider: str, *, enabled: bool = True) -> str:

@@ -157,10 +157,34 @@ class ApprovalDecided(BaseEvent):
 
 @dataclass(kw_only=True)
 class UsageEvent(BaseEvent):
+    """A model call's usage and cost; ``cached_input_tokens``: of its input, what the provider
+    read from its prompt cache. The context gauge (``runtime/context.py``, native runs): the
+    request's estimated ``context_tokens`` of the model's ``context_window``, and the size
+    past which older messages are left out and compacted (``compacts_at``)."""
+
     input_tokens: int
     output_tokens: int
     cost_usd: float | None = None
+    cached_input_tokens: int = 0
+    context_tokens: int | None = None
+    context_window: int | None = None
+    compacts_at: int | None = None
     type: Literal["usage"] = "usage"
+
+
+@dataclass(kw_only=True)
+class CompactionEvent(BaseEvent):
+    """Older messages of the session were folded into a summary the model wrote
+    (``runtime/compaction.py``), sent in their place from now on: ``message_count`` messages
+    through ``through_message_id``, with the usage and cost of that model call."""
+
+    compaction_id: str
+    message_count: int
+    through_message_id: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    type: Literal["context.compacted"] = "context.compacted"
 
 
 @dataclass(kw_only=True)
@@ -281,6 +305,7 @@ Event = (
     | ApprovalRequested
     | ApprovalDecided
     | UsageEvent
+    | CompactionEvent
     | BudgetEvent
     | MessageCompleted
     | Notice

@@ -220,6 +220,8 @@ class Session:
     cost_usd: float = 0.0
     created_at: str = ""
     updated_at: str = ""
+    # Of ``input_tokens``, those read from the provider's prompt cache.
+    cached_input_tokens: int = 0
 
 
 # --- fields decoded on first read ------------------------------------------------------------
@@ -436,6 +438,27 @@ class ToolCall:
     approval: JSON | None = None
     created_at: str = ""
     updated_at: str = ""
+
+
+@dataclass(kw_only=True)
+class Compaction:
+    """A summary the model wrote of a session's older messages (``runtime/compaction.py``),
+    sent in their place: it covers every sendable message from ``first_message_id`` through
+    ``through_message_id`` (``message_count`` of them). The history is never changed."""
+
+    id: str
+    session_id: str
+    first_message_id: str
+    through_message_id: str
+    message_count: int
+    summary: str
+    run_id: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None  # None: unknown (no usage, or no catalog price)
+    created_at: str = ""
 
 
 @dataclass(kw_only=True)

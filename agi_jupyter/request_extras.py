@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # What the adapters build themselves; overriding them would break the stream they read.
 RESERVED_FIELDS = frozenset({"model", "messages", "input", "system", "stream", "stream_options"})
@@ -30,10 +30,13 @@ def check_extra_body(value: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 class ModelLayer(BaseModel):
-    """What a config layer may say about one model (``models.<model>``)."""
+    """What a config layer may say about one model (``models.<model>``): extra request fields,
+    and its context window and output reserve over the catalog's (``runtime/context.py``)."""
 
     model_config = ConfigDict(extra="forbid")
     extra_body: dict[str, Any] | None = None
+    context_window: int | None = Field(default=None, ge=512)
+    max_output_tokens: int | None = Field(default=None, ge=1)
 
     _check = field_validator("extra_body")(check_extra_body)
 

@@ -50,6 +50,7 @@ from agi_jupyter.notebook import review
 from agi_jupyter.records import (
     JSON,
     Artifact,
+    Compaction,
     Message,
     Page,
     Part,
@@ -716,6 +717,44 @@ class Agi:
                 code=ErrorCode.RUN_ACTIVE,
             )
         return self.store.add_message(session_id, "user", list(parts))
+
+    def compact(self, session_id: str) -> Compaction | None:
+        """Fold the session's messages before its last turn into a summary its model writes
+        (``runtime/compaction.py``), sent in their place from the next request on; the
+        history itself is not changed. None: there was nothing to fold. A failed model call
+        raises its ``ProviderError``."""
+        session = self.store.get_session(session_id)
+        compactor = self.runs_manager.agent_loop.compactor
+        outcome = self.loop.run(compactor.compact_session(session))
+        return None if outcome is None else outcome.record
+
+    def context(self, session_id: str) -> dict[str, Any]:
+        """How full the session's context is: the gauge of its last model request
+        (``gauge``: estimated ``tokens``, the ``window``, ``compacts_at``, the history
+        ``messages`` sent and those ``left_out``; None before the first), how many
+        ``compactions`` it has, and its input tokens with those read from a prompt cache."""
+        session = self.store.get_session(session_id)
+        messages = self.store.list_messages(session_id, lazy=True)
+        gauge = next(
+            (
+                m.meta["context"]
+                for m in reversed(messages)
+                if m.role == "assistant" and m.meta.get("context")
+            ),
+            None,
+        )
+        return {
+            "session_id": session.id,
+            "gauge": gauge,
+            "compactions": len(self.store.list_compactions(session_id)),
+            "input_tokens": session.input_tokens,
+            "cached_input_tokens": session.cached_input_tokens,
+        }
+
+    def compactions(self, session_id: str) -> list[Compaction]:
+        """The session's compactions, oldest first (the last one is in use)."""
+        self.store.get_session(session_id)
+        return self.store.list_compactions(session_id)
 
     def run_input(
         self,

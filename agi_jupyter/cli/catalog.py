@@ -10,6 +10,7 @@ from typing import Any
 import click
 from rich.text import Text
 
+from agi_jupyter.amounts import context_gauge
 from agi_jupyter.cli import render
 from agi_jupyter.cli.common import json_option, open_agi, project_option, project_root
 
@@ -100,16 +101,25 @@ def tasks(status: Any, project: Path | None, as_json: bool) -> None:
 
 
 @click.command()
+@click.option(
+    "--session",
+    "session_id",
+    metavar="SESSION",
+    help="Also how full this session's context is: its last request's tokens of the model's "
+    "window, when the next request compacts, its compactions and cached input tokens.",
+)
 @project_option
 @json_option
-def stats(project: Path | None, as_json: bool) -> None:
+def stats(session_id: str | None, project: Path | None, as_json: bool) -> None:
     """Counts, tokens and cost of everything in the project's store, and every budget's
     spent and remaining (sessions with a budget, notebooks with one in the config)."""
     with open_agi(project) as agi:
         data = agi.stats()
         budgets = agi.budgets()
+        context = agi.context(session_id) if session_id else None
     if as_json:
-        render.print_json({**data, "budgets": budgets})
+        extra = {"context": context} if context is not None else {}
+        render.print_json({**data, "budgets": budgets, **extra})
         return
     render.fields(
         (key, render.known_usd(value, data.get("unknown_cost_runs", 0), "runs"))
@@ -119,6 +129,12 @@ def stats(project: Path | None, as_json: bool) -> None:
     )
     for status in budgets:
         click.echo(f"{status.get('session_id') or ''} {render.budget_line(status)}".strip())
+    if context is not None:
+        gauge = context_gauge(context["gauge"]) or "context: no model request yet"
+        click.echo(
+            f"{context['session_id']} {gauge}; {context['compactions']} compactions; "
+            f"{context['cached_input_tokens']} of {context['input_tokens']} input tokens cached"
+        )
 
 
 def _stat(key: str, value: Any) -> object:

@@ -1,4 +1,5 @@
-"""Sessions and runs: ``sessions``, ``show``, ``runs``, ``run``, ``events``, ``cancel``, ``tick``.
+"""Sessions and runs: ``sessions``, ``show``, ``compact``, ``runs``, ``run``, ``events``,
+``cancel``, ``tick``.
 
 Human-readable tables by default, ``--json`` for scripts. Each command opens the project's
 ``Agi``, asks it (or its store, for events and tool calls) and prints.
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.text import Text
 
+from agi_jupyter.amounts import context_gauge, usd
 from agi_jupyter.cli import render
 from agi_jupyter.cli.common import (
     EXIT_CANCELLED,
@@ -25,7 +27,7 @@ from agi_jupyter.cli.common import (
 from agi_jupyter.cli.stream import Progress
 
 if TYPE_CHECKING:
-    from agi_jupyter.records import Message, Part, Run, Session
+    from agi_jupyter.records import Compaction, Message, Part, Run, Session
 
 LIMIT = click.option(
     "--limit", "-n", type=click.IntRange(1, 1000), default=20, show_default=True, help="How many."
@@ -74,8 +76,10 @@ def show(session_id: str, full: bool, project: Path | None, as_json: bool) -> No
         ses = agi.session(session_id)
         # every part is printed: decoded eagerly, in batches (cheaper than one by one)
         messages = agi.history(session_id, view="full" if full else "simple", lazy=False)
+        compactions = agi.compactions(session_id)
+        context = agi.context(session_id)
     if as_json:
-        render.print_json({"session": ses, "messages": messages})
+        render.print_json({"session": ses, "messages": messages, "compactions": compactions})
         return
     render.fields(
         [
@@ -86,11 +90,52 @@ def show(session_id: str, full: bool, project: Path | None, as_json: bool) -> No
             ("messages", ses.message_count),
             ("tokens in/out", render.tokens(ses.input_tokens, ses.output_tokens)),
             ("cost", render.known_usd(ses.cost_usd, unknown_cost_answers(messages))),
+            ("context", context_gauge(context["gauge"]) or "-"),
             ("created", render.when(ses.created_at)),
         ]
     )
+    folded = {c.through_message_id: c for c in compactions}
     for message in messages:
         _print_message(message)
+        if not full and message.id in folded:
+            _print_compaction(folded[message.id])
+
+
+def _print_compaction(compaction: Compaction) -> None:
+    """Where the simple view marks a compaction: the model is sent its summary in place of
+    the messages above (``--full`` shows them all, and nothing is lost)."""
+    render.console().print(
+        Text(
+            f"\n── {compaction.message_count} messages above compacted into a summary for the "
+            f"model ({compaction.id}, {render.when(compaction.created_at)}) ──",
+            style="dim",
+        )
+    )
+
+
+@click.command()
+@click.argument("session_id", metavar="SESSION")
+@project_option
+@json_option
+def compact(session_id: str, project: Path | None, as_json: bool) -> None:
+    """Fold a session's messages before its last turn into a summary its model writes.
+
+    The summary is sent in their place from the next request on (a compaction; runs also
+    compact by themselves when older turns no longer fit the model's context window). The
+    history itself is never changed: `agi show --full` and export still show everything.
+    """
+    with open_agi(project) as agi:
+        compaction = agi.compact(session_id)
+    if as_json:
+        render.print_json({"compaction": compaction})
+    elif compaction is None:
+        click.echo(f"{session_id}: nothing to compact (only its last turn)")
+    else:
+        click.echo(
+            f"{compaction.id}: {compaction.message_count} messages folded into a summary "
+            f"({render.tokens(compaction.input_tokens, compaction.output_tokens)} tokens, "
+            f"{usd(compaction.cost_usd)})"
+        )
 
 
 def unknown_cost_answers(messages: list[Message]) -> int:
@@ -309,4 +354,4 @@ def tick(max_runs: int, project: Path | None, as_json: bool) -> None:
         render.fields(result.to_dict().items())
 
 
-COMMANDS = (sessions, show, runs, run_, events, cancel, tick)
+COMMANDS = (sessions, show, compact, runs, run_, events, cancel, tick)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from IPython.core.error import UsageError as IPythonUsageError
 
-from agi_jupyter.amounts import UNKNOWN, usd
+from agi_jupyter.amounts import UNKNOWN, context_gauge, usd
 from agi_jupyter.errors import UsageError
 from agi_jupyter.kernel._ipython import MagicArgumentParser, is_terminal
 from agi_jupyter.kernel.tables import Table, Text
@@ -37,6 +37,9 @@ HELP = """\
                                    with options: set (or remove) the session's budget first
                                    (--notebook: this notebook's, for every process)
 %agi history [ID] [--full]         messages of a session (--full: tool calls, reasoning)
+%agi compact [ID]                  fold the session's messages before its last turn into a
+                                   summary its model writes, sent in their place (the
+                                   history is kept whole; runs also compact by themselves)
 %agi runs [ID]                     runs of a session
 %agi show RUN                      a run's answer and tool calls
 %agi cancel RUN                    cancel a run
@@ -57,7 +60,8 @@ HELP = """\
 %agi tools [AGENT]                 tools (those AGENT is offered)
 %agi models                        known models and list prices
 %agi config                        resolved settings (no secrets)
-%agi stats                         totals of the store
+%agi stats                         totals of the store, and how full the session's
+                                   context is (tokens of the window, when it compacts)
 %agi chat                          open the chat widget on the notebook's session
 %agi help                          this text
 
@@ -87,6 +91,7 @@ def _parser() -> Any:
     history = sub.add_parser("history", add_help=False)
     history.add_argument("id", nargs="?")
     history.add_argument("--full", action="store_true")
+    sub.add_parser("compact", add_help=False).add_argument("id", nargs="?")
     sub.add_parser("runs", add_help=False).add_argument("id", nargs="?")
     sub.add_parser("show", add_help=False).add_argument("run")
     sub.add_parser("cancel", add_help=False).add_argument("run")
@@ -232,10 +237,13 @@ def cmd_history(ctx: KernelContext, args: argparse.Namespace) -> Table:
             break
     view: Literal["simple", "full"] = "full" if args.full else "simple"
     rows: list[list[Any]] = []
+    folded = {} if args.full else compaction_marks(ctx, session_id)
     for message in ctx.agi.history(session_id, view=view, lazy=not args.full):
         run_id = shown_as.get(message.run_id or "", message.run_id) or ""
         if not args.full:
             rows.append([message.role, message.text, run_id])
+            if message.id in folded:
+                rows.append(["—", folded[message.id], ""])
             continue
         for part in message.parts:
             data = part_to_dict(part)
@@ -245,6 +253,29 @@ def cmd_history(ctx: KernelContext, args: argparse.Namespace) -> Table:
     columns = ["role", "type", "content", "run"] if args.full else ["role", "text", "run"]
     title = f"History of {session_id}" if args.id else "History of the notebook's session"
     return Table(columns, rows, title=title)
+
+
+def compaction_marks(ctx: KernelContext, session_id: str) -> dict[str, str]:
+    """Where the simple history marks each compaction: after its last message."""
+    return {
+        c.through_message_id: (
+            f"{c.message_count} messages above compacted into a summary for the model ({c.id})"
+        )
+        for c in ctx.agi.compactions(session_id)
+    }
+
+
+def cmd_compact(ctx: KernelContext, args: argparse.Namespace) -> None:
+    session_id = _session_id(ctx, args.id)
+    compaction = ctx.agi.compact(session_id)
+    if compaction is None:
+        print(f"agi: {session_id}: nothing to compact (only its last turn)")
+        return
+    tokens = f"{compaction.input_tokens or UNKNOWN} in / {compaction.output_tokens or UNKNOWN} out"
+    print(
+        f"agi: {compaction.id}: {compaction.message_count} messages folded into a summary "
+        f"({tokens} tokens, {usd(compaction.cost_usd)})"
+    )
 
 
 # --- runs --------------------------------------------------------------------------------------
@@ -468,6 +499,11 @@ def cmd_config(ctx: KernelContext, args: argparse.Namespace) -> Text:
 
 def cmd_stats(ctx: KernelContext, args: argparse.Namespace) -> Table:
     rows = [[k, v] for k, v in ctx.agi.stats().items()]
+    if ctx.session_id:
+        context = ctx.agi.context(ctx.session_id)
+        rows.append(["context", context_gauge(context["gauge"]) or "no model request yet"])
+        rows.append(["session compactions", context["compactions"]])
+        rows.append(["session cached input tokens", context["cached_input_tokens"]])
     return Table(["", "value"], rows, title="Store statistics")
 
 
@@ -484,6 +520,7 @@ COMMANDS: dict[str, Command] = {
     "new": cmd_new,
     "budget": cmd_budget,
     "history": cmd_history,
+    "compact": cmd_compact,
     "runs": cmd_runs,
     "show": cmd_show,
     "cancel": cmd_cancel,

@@ -57,6 +57,8 @@ class RunView:
     reasoning: str = ""
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0  # of the input tokens, read from a prompt cache
+    context: dict[str, Any] | None = None  # the last request's context gauge
     cost_usd: float | None = None
     error: str | None = None
     replayed_from: str | None = None
@@ -189,6 +191,10 @@ class RunView:
     def _usage(self, e: dict[str, Any]) -> None:
         self.input_tokens += int(e.get("input_tokens") or 0)
         self.output_tokens += int(e.get("output_tokens") or 0)
+        self.cached_input_tokens += int(e.get("cached_input_tokens") or 0)
+        from agi_jupyter.amounts import usage_gauge
+
+        self.context = usage_gauge(e) or self.context
         cost = e.get("cost_usd")
         if cost is None:
             self.cost_unknown = True  # a model without a catalog price: never added as 0
@@ -239,12 +245,12 @@ class RunView:
     def footer(self) -> str:
         if not self.run_id:
             return STARTING
-        from agi_jupyter.amounts import UNKNOWN, stop_note, usd
+        from agi_jupyter.amounts import UNKNOWN, context_gauge, stop_note, token_counts, usd
 
         model = f"{self.provider}:{self.model}" if self.provider else self.model
         unknown = self.cost_usd is None or self.cost_unknown or self.usage_unknown
         cost = f"cost {UNKNOWN}" if unknown else usd(self.cost_usd)
-        tokens = f"{self.input_tokens} in / {self.output_tokens} out tokens"
+        tokens = token_counts(self.input_tokens, self.output_tokens, self.cached_input_tokens)
         if self.usage_unknown:
             tokens = "usage unknown (the server sent none)"
         parts = [model or "model ?", self.agent or "agent ?", tokens, cost, self.recorded_run_id]
@@ -261,6 +267,9 @@ class RunView:
         stop = stop_note(self.stop)
         if stop:
             parts.append(stop)
+        gauge = context_gauge(self.context)
+        if gauge:
+            parts.append(gauge)
         return " · ".join(parts)
 
     def to_markdown(self, *, status_only: bool = False) -> str:

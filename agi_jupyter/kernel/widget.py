@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 from traitlets import Dict, List, Unicode
 
-from agi_jupyter.amounts import UNKNOWN, stop_note, usd
+from agi_jupyter.amounts import UNKNOWN, context_gauge, stop_note, token_counts, usage_gauge, usd
 from agi_jupyter.budget import describe
 from agi_jupyter.records import Message, TextPart, ToolCallPart, ToolResultPart
 from agi_jupyter.tools.diffs import DIFF_KINDS
@@ -283,7 +283,8 @@ class _Stream:
         self.text = ""  # the open entry's text so far: kept if the run stops mid-answer
         self.buffer = ""
         self.last_flush = 0.0
-        self.tokens = [0, 0]
+        self.tokens = [0, 0, 0]  # in, out, of the input read from a prompt cache
+        self.context: dict[str, Any] | None = None  # the last request's context gauge
         self.budgets: dict[str, dict[str, Any]] = {}  # the last ``budget`` event per scope
         self.meta: dict[str, Any] = {}
         self.error = ""
@@ -338,6 +339,8 @@ class _Stream:
         if event.get("type") == "usage":
             self.tokens[0] += int(event.get("input_tokens") or 0)
             self.tokens[1] += int(event.get("output_tokens") or 0)
+            self.tokens[2] += int(event.get("cached_input_tokens") or 0)
+            self.context = usage_gauge(event) or self.context
             self.cost += float(event.get("cost_usd") or 0.0)
         else:
             self.budgets[str(event.get("scope"))] = event
@@ -474,13 +477,16 @@ class _Stream:
         run = event.get("run") or {}
         status = str(run.get("status", ""))
         model = f"{self.meta.get('provider', '')}:{self.meta.get('model', '')}"
-        tokens = f"{self.tokens[0]} in / {self.tokens[1]} out tokens"
+        tokens = token_counts(*self.tokens)
         if "usage" in self.unknown:
             tokens = "usage unknown (the server sent none)"
         cost = f"cost {UNKNOWN}" if self.unknown else usd(self.cost)
         footer = f"{model} · {tokens} · {cost} · {self.run_id}"
         if self.stop:
             footer += f" · {self.stop}"
+        gauge = context_gauge(self.context)
+        if gauge:
+            footer += f" · {gauge}"
         for budget in self.budgets.values():
             footer += f" · {describe(budget)}"
         if status != "succeeded":

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from agi_jupyter.providers._common import dump_arguments, tool_call_end
 from agi_jupyter.providers.base import (
@@ -49,6 +49,7 @@ from agi_jupyter.records import (
 
 if TYPE_CHECKING:
     from anthropic.types import (
+        CacheControlEphemeralParam,
         ContentBlockParam,
         ImageBlockParam,
         MessageParam,
@@ -101,15 +102,21 @@ def messages_params(request: ProviderRequest) -> dict[str, Any]:
     """The keyword arguments of ``messages.create`` for ``request`` (``extra_body`` and
     ``extra_headers`` included, as the SDK takes them)."""
     max_tokens = request.max_output_tokens or DEFAULT_MAX_TOKENS
+    marks = cache_marks(request)
     params: dict[str, Any] = {
         "model": request.model,
-        "messages": anthropic_messages(request.messages),
+        "messages": anthropic_messages(request.messages, marks),
         "stream": True,
     }
-    if request.system:
+    tools = [anthropic_tool(tool) for tool in request.tools]
+    if request.system and marks:
+        params["system"] = [{"type": "text", "text": request.system, "cache_control": ephemeral()}]
+    elif request.system:
         params["system"] = request.system
-    if request.tools:
-        params["tools"] = [anthropic_tool(tool) for tool in request.tools]
+    elif tools and marks:
+        tools[-1]["cache_control"] = ephemeral()  # (the system prompt's breakpoint covers them)
+    if tools:
+        params["tools"] = tools
     level = (request.thinking_level or "off").lower()
     budget = THINKING_BUDGETS.get(level)
     if budget is not None:
@@ -141,14 +148,34 @@ def anthropic_tool(tool: ToolSpec) -> ToolParam:
     return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
 
 
-def anthropic_messages(messages: Iterable[ChatMessage]) -> list[MessageParam]:
-    """Alternating messages; same-role neighbours (tool results, then user text) are merged."""
+def ephemeral() -> CacheControlEphemeralParam:
+    """A prompt-cache breakpoint (the default five-minute cache)."""
+    return {"type": "ephemeral"}
+
+
+def cache_marks(request: ProviderRequest) -> frozenset[int]:
+    """The messages after which a cache breakpoint goes (none without ``cache_breakpoint``):
+    the last one the next requests repeat, and the last one (the next request of the turn
+    repeats it all). With the system prompt's, three of the four the API allows."""
+    if request.cache_breakpoint is None or not request.messages:
+        return frozenset()
+    return frozenset(i for i in (request.cache_breakpoint - 1, len(request.messages) - 1) if i >= 0)
+
+
+def anthropic_messages(
+    messages: Iterable[ChatMessage], marks: frozenset[int] = frozenset()
+) -> list[MessageParam]:
+    """Alternating messages; same-role neighbours (tool results, then user text) are merged.
+    After each message whose index is in ``marks`` its last cacheable block gets a
+    ``cache_control`` breakpoint."""
     result: list[MessageParam] = []
-    for message in messages:
+    for index, message in enumerate(messages):
         role = "assistant" if message.role == "assistant" else "user"
         blocks = content_blocks(message.parts)
         if not blocks:
             continue
+        if index in marks:
+            mark_last_block(blocks)
         if result and result[-1]["role"] == role:
             previous = result[-1]["content"]
             assert isinstance(previous, list)  # we only ever build block lists
@@ -158,6 +185,14 @@ def anthropic_messages(messages: Iterable[ChatMessage]) -> list[MessageParam]:
         else:
             result.append({"role": "user", "content": blocks})
     return result
+
+
+def mark_last_block(blocks: list[ContentBlockParam]) -> None:
+    """A cache breakpoint on the last block that takes one (thinking blocks do not)."""
+    for block in reversed(blocks):
+        if block["type"] not in ("thinking", "redacted_thinking"):
+            cast("dict[str, Any]", block)["cache_control"] = ephemeral()
+            return
 
 
 def content_blocks(parts: Sequence[Part]) -> list[ContentBlockParam]:

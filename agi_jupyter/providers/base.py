@@ -36,6 +36,13 @@ class ProviderRequest:
     temperature: float | None = None
     idempotency_key: str | None = None  # sent as Idempotency-Key where the API takes one
     extra_body: dict[str, Any] = field(default_factory=dict)
+    # Prompt caching (runtime/context.py): ``cache_key`` keeps a session's requests on the
+    # same OpenAI cache (``prompt_cache_key``, OpenAI itself only); ``cache_breakpoint``: the
+    # leading messages later requests repeat, marked as a cache breakpoint with the system
+    # prompt and the last message where the API takes hints (Anthropic ``cache_control``).
+    # None: no hints.
+    cache_key: str | None = None
+    cache_breakpoint: int | None = None
 
 
 @dataclass(kw_only=True)

@@ -56,7 +56,8 @@ _REASONING_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhi
 
 def chat_params(request: ProviderRequest, *, openai_native: bool) -> dict[str, Any]:
     """The keyword arguments of ``chat.completions.create`` for ``request``. ``openai_native``
-    turns on OpenAI-only fields (``reasoning_effort``, ``max_completion_tokens``)."""
+    turns on OpenAI-only fields (``reasoning_effort``, ``max_completion_tokens``,
+    ``prompt_cache_key``)."""
     params: dict[str, Any] = {
         "model": request.model,
         "messages": chat_messages(request.system, request.messages),
@@ -73,6 +74,8 @@ def chat_params(request: ProviderRequest, *, openai_native: bool) -> dict[str, A
     level = (request.thinking_level or "off").lower()
     if openai_native and level in _REASONING_EFFORTS:
         params["reasoning_effort"] = level
+    if openai_native and request.cache_key:
+        params["prompt_cache_key"] = request.cache_key
     if request.idempotency_key:
         params["extra_headers"] = {"Idempotency-Key": request.idempotency_key}
     if request.extra_body:

@@ -82,6 +82,8 @@ def responses_params(request: ProviderRequest) -> dict[str, Any]:
         params["include"] = ["reasoning.encrypted_content"]
     if request.max_output_tokens is not None:
         params["max_output_tokens"] = request.max_output_tokens
+    if request.cache_key:
+        params["prompt_cache_key"] = request.cache_key
     if request.temperature is not None:
         params["temperature"] = request.temperature
     if request.idempotency_key:

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 from agi_jupyter import budget as budgets
 from agi_jupyter import events as ev
 from agi_jupyter.agents import PROJECT_TOOLS, build_system_prompt
-from agi_jupyter.errors import BudgetExceeded, Conflict, RunLost, UsageError
+from agi_jupyter.errors import BudgetExceeded, Conflict, ProviderError, RunLost, UsageError
 from agi_jupyter.kinds import ReviewMode, SdkName
 from agi_jupyter.providers import base as pb
 from agi_jupyter.providers.catalog import cost_usd, lookup
 from agi_jupyter.records import (
     JSON,
+    Compaction,
     Message,
     Part,
     ReasoningPart,
@@ -41,8 +42,20 @@ from agi_jupyter.records import (
 )
 from agi_jupyter.run_state import LoopProgress, LoopState, UsageTotals
 from agi_jupyter.run_state_codec import usage_to_json
+from agi_jupyter.runtime.compaction import (
+    COMPACTION_FAILED,
+    CompactionOutcome,
+    Compactor,
+    known_window,
+)
+from agi_jupyter.runtime.context import (
+    KEEP_AFTER_COMPACTION,
+    ContextAssembler,
+    ContextLimits,
+    RequestContext,
+)
 from agi_jupyter.runtime.endings import AwaitingBudget
-from agi_jupyter.runtime.history import conversation, unanswered_tool_calls
+from agi_jupyter.runtime.history import unanswered_tool_calls
 from agi_jupyter.runtime.run_stops import iso_in
 from agi_jupyter.runtime.toolnames import ToolNames
 from agi_jupyter.runtime.turn_tools import ToolSteps
@@ -60,8 +73,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# (the run's tool calls, the session's messages, the budget statuses or None): attempt_inputs
-AttemptInputs = tuple[list[ToolCall], list[Message], list[budgets.BudgetStatus] | None]
+# (the run's tool calls, the session's messages, the budget statuses or None, the session's
+# compaction in use): attempt_inputs
+AttemptInputs = tuple[
+    list[ToolCall], list[Message], list[budgets.BudgetStatus] | None, Compaction | None
+]
+# (the budget statuses, the session's messages, its compaction in use) before a model call
+TurnInputs = tuple[list[budgets.BudgetStatus], list[Message], Compaction | None]
 
 
 @dataclass
@@ -73,6 +91,7 @@ class TurnResult:
     finish: pb.Finish | None = None
     response_id: str | None = None
     context_window: int | None = None  # the model's, read when the answer was truncated
+    context: RequestContext | None = None  # what the request sent, and how full it was
 
     @property
     def truncated(self) -> bool:
@@ -113,6 +132,7 @@ class AgentLoop:
     def __init__(self, deps: RuntimeDeps) -> None:
         self.deps = deps
         self.tools = ToolSteps(deps)
+        self.compactor = Compactor(deps)
 
     async def run_attempt(
         self,
@@ -150,11 +170,9 @@ class AgentLoop:
         # (One trip to the store thread for both reads when no call waited.)
         if inputs is None:
             inputs = await stored(self.attempt_inputs, run, session)
-        calls, messages, statuses = inputs
+        calls, messages, statuses, compaction = inputs
         # The first model call's inputs, when they were read in that trip.
-        first: tuple[list[budgets.BudgetStatus], list[Message]] | None = (
-            None if statuses is None else (statuses, messages)
-        )
+        first: TurnInputs | None = None if statuses is None else (statuses, messages, compaction)
         waiting = [c for c in calls if c.status == "waiting_approval"]
         if waiting:
             turn_of_calls = None if done is None else done.iteration
@@ -169,6 +187,10 @@ class AgentLoop:
         specs = [names.encode_spec(t.spec()) for t in tools]
         await self._warn_tools_unsupported(run, session, len(specs), emitter)
         extras = deps.config.request_extras.body_for(run.provider or "", run.model or "")
+        limits = ContextLimits.of(
+            deps.config, run.provider or "", run.model or "", await self._known_window(run)
+        )
+        assembler = ContextAssembler(limits, system, specs)
         text = ""
         for iteration in range(state.iteration + 1, max_iterations + 1):
             if emitter.iteration != iteration:  # (the first may be out: ``first_iteration``)
@@ -176,20 +198,28 @@ class AgentLoop:
             # One trip to the store thread for what the request needs (each costs a wake-up
             # of that thread and of the loop: the time to the first token).
             if first is not None:
-                (found, history), first = first, None
+                (found, history, compaction), first = first, None
             else:
-                found, history = await stored(self._turn_inputs, session)
+                found, history, compaction = await stored(self._turn_inputs, session)
             self._check_budget(run, state, emitter, found, policy.review_mode)
+            context, compacted = await self._request_context(
+                run, session, assembler, (history, compaction), emitter
+            )
+            usage_total, cost_total = add_compaction(usage_total, cost_total, compacted)
             request = pb.ProviderRequest(
                 model=run.model or "",
-                messages=[names.encode_message(m) for m in conversation(history)],
+                messages=[names.encode_message(m) for m in context.messages],
                 system=system,
                 tools=specs,
                 thinking_level=run.thinking_level,
+                max_output_tokens=limits.max_output_tokens,
                 idempotency_key=f"{run.id}-{run.attempt}-{iteration}",
                 extra_body=extras,
+                cache_key=session.id,
+                cache_breakpoint=context.stable,
             )
             turn = await self._stream_turn(run, provider, request, emitter, names)
+            turn.context = context
             if turn.truncated:
                 turn.context_window = await self._context_window(run)
             usage = turn.usage
@@ -263,9 +293,83 @@ class AgentLoop:
 
     # --- budgets -----------------------------------------------------------------------------
 
-    def _turn_inputs(self, session: Session) -> tuple[list[budgets.BudgetStatus], list[Message]]:
-        """(budget statuses, the session's messages) before a model call (store thread)."""
-        return self._statuses_now(session), self.deps.store.list_messages(session.id)
+    def _turn_inputs(self, session: Session) -> TurnInputs:
+        """(budget statuses, the session's messages, its compaction) before a model call
+        (store thread)."""
+        store = self.deps.store
+        messages = store.list_messages(session.id)
+        return self._statuses_now(session), messages, store.latest_compaction(session.id)
+
+    # --- the context of a request --------------------------------------------------------------
+
+    async def _request_context(
+        self,
+        run: Run,
+        session: Session,
+        assembler: ContextAssembler,
+        inputs: tuple[list[Message], Compaction | None],
+        emitter: RunEmitter,
+    ) -> tuple[RequestContext, CompactionOutcome | None]:
+        """The context of the next request: the window over the history, compacted first
+        when older messages fall out of it (and the config allows)."""
+        history, compaction = inputs
+        context = assembler.assemble(history, compaction)
+        if not context.overflow or not self.deps.config.compaction:
+            return context, None
+        compacted = await self._compact(run, session, assembler, history, context, emitter)
+        if compacted is None:
+            return context, None
+        return assembler.assemble(history, compacted.record), compacted
+
+    async def _compact(
+        self,
+        run: Run,
+        session: Session,
+        assembler: ContextAssembler,
+        history: list[Message],
+        context: RequestContext,
+        emitter: RunEmitter,
+    ) -> CompactionOutcome | None:
+        """Fold the older messages that no longer fit into a new compaction (a model call of
+        its own, with its usage and cost); a failure is a ``notice``, and the request goes
+        with the plain window (None)."""
+        try:
+            outcome = await self.compactor.compact(
+                session_id=session.id,
+                provider_name=run.provider or "fake",
+                model=run.model or "",
+                assembler=assembler,
+                history=history,
+                previous=context.compaction,
+                keep=KEEP_AFTER_COMPACTION,
+                run_id=run.id,
+                fence=emitter.fence,
+            )
+        except (ProviderError, UsageError) as error:
+            emitter.emit(
+                ev.Notice(
+                    code=COMPACTION_FAILED,
+                    message=(
+                        f"the {context.left_out} older messages that no longer fit the context "
+                        f"could not be summarized ({error.message}); this request leaves them "
+                        "out without a summary"
+                    ),
+                )
+            )
+            return None
+        if outcome is not None:
+            record = outcome.record
+            emitter.emit(
+                ev.CompactionEvent(
+                    compaction_id=record.id,
+                    message_count=record.message_count,
+                    through_message_id=record.through_message_id,
+                    input_tokens=record.input_tokens,
+                    output_tokens=record.output_tokens,
+                    cost_usd=record.cost_usd,
+                )
+            )
+        return outcome
 
     def _check_budget(
         self,
@@ -343,13 +447,14 @@ class AgentLoop:
     # --- what the model's server says ---------------------------------------------------------
 
     async def _context_window(self, run: Run) -> int | None:
-        """The model's context window: what its local server says (``n_ctx``), else the
-        catalog's; None when neither says."""
-        caps = await self._server_caps(run)
-        if caps is not None and caps.context_window:
-            return caps.context_window
-        info = lookup(run.provider or "", run.model or "")
-        return info.context_window if info is not None else None
+        """The model's context window: the config's (``models."provider:model"``), what its
+        local server says (``n_ctx``), else the catalog's; None when none says."""
+        configured = self.deps.config.model_limits(run.provider or "", run.model or "")
+        return configured.context_window or await self._known_window(run)
+
+    async def _known_window(self, run: Run) -> int | None:
+        """The model's context window as its local server (``n_ctx``) or the catalog says."""
+        return await known_window(self.deps, run.provider or "", run.model or "")
 
     async def _server_caps(self, run: Run) -> ServerCaps | None:
         try:
@@ -501,6 +606,7 @@ class AgentLoop:
             else {
                 "input_tokens": turn.usage.input_tokens,
                 "output_tokens": turn.usage.output_tokens,
+                "cached_input_tokens": turn.usage.cached_input_tokens,
             },
             "cost_usd": cost,
             "stop_reason": turn.finish.reason if turn.finish else None,
@@ -516,6 +622,9 @@ class AgentLoop:
             )
         if turn.response_id:
             meta["response_id"] = turn.response_id
+        gauge = turn.context.gauge() if turn.context is not None else {}
+        if gauge:
+            meta["context"] = gauge
         store, fence, usage = self.deps.store, emitter.fence, turn.usage
 
         def write() -> tuple[Message, list[budgets.BudgetStatus]]:
@@ -527,6 +636,7 @@ class AgentLoop:
                     session.id,
                     input_tokens=usage.input_tokens,
                     output_tokens=usage.output_tokens,
+                    cached_input_tokens=usage.cached_input_tokens,
                     cost_usd=cost or 0.0,
                     fence=fence,
                 )
@@ -541,6 +651,10 @@ class AgentLoop:
                     input_tokens=usage.input_tokens,
                     output_tokens=usage.output_tokens,
                     cost_usd=cost,
+                    cached_input_tokens=usage.cached_input_tokens,
+                    context_tokens=gauge.get("tokens"),
+                    context_window=gauge.get("window"),
+                    compacts_at=gauge.get("compacts_at"),
                 )
             )
         for status in found:
@@ -571,11 +685,12 @@ class AgentLoop:
         are (one trip fewer before the first token); else None."""
         store = self.deps.store
         calls, messages = store.list_tool_calls(run_id=run.id), store.list_messages(session.id)
+        compaction = store.latest_compaction(session.id)
         if any(c.status == "waiting_approval" for c in calls):
-            return calls, messages, None
+            return calls, messages, None, compaction
         if unanswered_tool_calls(messages):
-            return calls, messages, None
-        return calls, messages, self._statuses_now(session)
+            return calls, messages, None, compaction
+        return calls, messages, self._statuses_now(session), compaction
 
 
 def add_turn_usage(total: UsageTotals, turn: TurnResult) -> UsageTotals:
@@ -604,6 +719,15 @@ def unsettled_deltas(store: Store, run_id: str) -> tuple[int, int]:
         ):
             text = reasoning = 0
     return text, reasoning
+
+
+def add_compaction(
+    usage: UsageTotals, cost: float | None, compacted: CompactionOutcome | None
+) -> tuple[UsageTotals, float | None]:
+    """A run's usage and cost with a compaction's model call added (if one was made)."""
+    if compacted is None:
+        return usage, cost
+    return usage.add(compacted.tokens), add_turn_cost(cost, compacted.cost_usd)
 
 
 def add_turn_cost(total: float | None, cost: float | None) -> float | None:

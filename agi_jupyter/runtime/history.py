@@ -33,6 +33,14 @@ def conversation(messages: list[Message]) -> list[ChatMessage]:
     call is not in the conversation is left out: every wire API (Chat Completions, Responses,
     Anthropic Messages) rejects a call without its result, or a result out of place.
     """
+    return [chat for _, chat in conversation_entries(messages)]
+
+
+def conversation_entries(messages: list[Message]) -> list[tuple[str, ChatMessage]]:
+    """``conversation(messages)`` with the id of the stored message each entry comes from: a
+    ``tool`` entry (the results of an assistant message's calls) has the id of that assistant
+    message, so a call and its results share one id (``runtime/context.py`` never parts
+    them)."""
     sendable = [
         m
         for m in messages
@@ -43,15 +51,15 @@ def conversation(messages: list[Message]) -> list[ChatMessage]:
         for p in m.parts:
             if isinstance(p, ToolResultPart):
                 results.setdefault(p.tool_call_id, p)
-    chat: list[ChatMessage] = []
+    chat: list[tuple[str, ChatMessage]] = []
     for m in sendable:
         if m.role == "tool":
             continue  # placed after the message holding their calls
-        chat.append(ChatMessage(role=m.role, parts=list(m.parts)))
+        chat.append((m.id, ChatMessage(role=m.role, parts=list(m.parts))))
         calls = [p for p in m.parts if isinstance(p, ToolCallPart)] if m.role == "assistant" else []
         if calls:
             answers: list[Part] = [results.get(c.tool_call_id) or _no_result(c) for c in calls]
-            chat.append(ChatMessage(role="tool", parts=answers))
+            chat.append((m.id, ChatMessage(role="tool", parts=answers)))
     return chat
 
 

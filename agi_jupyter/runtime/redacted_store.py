@@ -3,10 +3,10 @@
 ``Agi`` hands this wrapper to the whole runtime, so nothing reaches the database or the artifact
 files with a known secret in it, whoever writes: messages (user prompts too: what is stored is
 what is later sent to a provider), runs (their state, in its JSON form, and errors), tool
-calls, artifacts, sessions, tasks and capabilities. Run events are redacted by ``RunEmitter``
-(before they are also published), webhook payloads are stored as received (they come from the
-provider and carry no secret of ours). Reads and everything else go to the wrapped store
-unchanged.
+calls, artifacts, sessions, tasks, capabilities and compactions. Run events are redacted by
+``RunEmitter`` (before they are also published), webhook payloads are stored as received (they
+come from the provider and carry no secret of ours). Reads and everything else go to the
+wrapped store unchanged.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from agi_jupyter.records import (
     JSON,
     Artifact,
     Capability,
+    Compaction,
     Message,
     MessageStatus,
     Part,
@@ -184,6 +185,11 @@ class RedactedStore:
             description=self.redactor.redact_text(description),
             file_path=file_path,
             tool_schema=self._json(tool_schema),
+        )
+
+    def add_compaction(self, session_id: str, *, summary: str, **fields: Any) -> Compaction:
+        return self.inner.add_compaction(
+            session_id, summary=self.redactor.redact_text(summary), **fields
         )
 
 

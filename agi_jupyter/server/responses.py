@@ -14,6 +14,7 @@ from pydantic import ConfigDict, Field
 from agi_jupyter.kinds import ToolTrait
 from agi_jupyter.records import Artifact as ArtifactRecord
 from agi_jupyter.records import (
+    Compaction,
     MessageStatus,
     Role,
     Run,
@@ -38,6 +39,13 @@ class Message(Out):
 
 class SessionResponse(Out):
     session: Session
+
+
+class CompactionResponse(Out):
+    """A compaction made on demand: its record (which messages the summary covers, its cost),
+    null when there was nothing before the last turn to fold."""
+
+    compaction: Compaction | None = None
 
 
 class SessionPage(Out):
@@ -214,6 +222,8 @@ class Stats(Out):
     artifacts: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    # Of ``input_tokens``, those the providers read from their prompt caches.
+    cached_tokens: int = 0
     cost_usd: float = 0.0
     # Runs whose server sent no usage for a turn: not in the token and cost totals.
     unknown_usage_runs: int = 0

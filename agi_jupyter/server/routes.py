@@ -48,6 +48,7 @@ from agi_jupyter.server.handlers.runs import (
     SessionRunsStreamHandler,
 )
 from agi_jupyter.server.handlers.sessions import (
+    CompactHandler,
     HistoryHandler,
     SessionHandler,
     SessionsHandler,
@@ -88,6 +89,7 @@ from agi_jupyter.server.responses import (
     ArtifactList,
     ArtifactResponse,
     ChangeList,
+    CompactionResponse,
     Deleted,
     History,
     Message,
@@ -181,6 +183,12 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", f"{V1}/sessions/{{session_id}}/history", HistoryHandler, "getHistory",
           "The session's history, simple or full view", "messages", query=HistoryQuery,
           response=History, errors=SESSION),
+    Route("POST", f"{V1}/sessions/{{session_id}}/compact", CompactHandler, "compactSession",
+          "Fold the messages before the last turn into a summary the session's model writes, "
+          "sent in their place from the next request on (the history is not changed)",
+          "sessions", response=CompactionResponse,
+          errors=(*SESSION, ErrorCode.PROVIDER_NOT_CONFIGURED, ErrorCode.PROVIDER_ERROR,
+                  ErrorCode.PROVIDER_HTTP_ERROR, ErrorCode.PROVIDER_DISCONNECTED)),
     Route("GET", f"{V1}/sessions/{{session_id}}/stream", SessionStreamHandler, "streamSession",
           "Live events of every run of the session (SSE), wherever the runs execute",
           "sessions", query=SessionStreamQuery, streams=("sse",), stream_default=True,

@@ -40,6 +40,7 @@ from agi_jupyter.records import (
     Capability,
     Change,
     ChangeKind,
+    Compaction,
     Message,
     MessageStatus,
     Page,
@@ -127,6 +128,7 @@ class Store(Protocol):
         input_tokens: int,
         output_tokens: int,
         cost_usd: float,
+        cached_input_tokens: int = 0,
         fence: RunFence | None = None,
     ) -> None: ...
 
@@ -376,6 +378,35 @@ class Store(Protocol):
 
     def notebook_budgets(self) -> dict[str, JSON]:
         """The stored notebook budgets, by path."""
+        ...
+
+    # --- compactions (summaries sent in place of older messages) ----------------------------
+
+    def add_compaction(
+        self,
+        session_id: str,
+        *,
+        first_message_id: str,
+        through_message_id: str,
+        message_count: int,
+        summary: str,
+        run_id: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cost_usd: float | None = None,
+    ) -> Compaction:
+        """Store a summary of ``session_id``'s sendable messages from ``first_message_id``
+        through ``through_message_id``; the messages themselves are not changed."""
+        ...
+
+    def list_compactions(self, session_id: str) -> list[Compaction]:
+        """A session's compactions, oldest first."""
+        ...
+
+    def latest_compaction(self, session_id: str) -> Compaction | None:
+        """The compaction in use for ``session_id`` (its newest), or None."""
         ...
 
     # --- queries and notifications --------------------------------------------------------

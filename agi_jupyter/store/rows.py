@@ -156,7 +156,13 @@ SESSIONS = Mapping(
     Session,
     "sessions",
     json_columns=("tool_config", "metadata", "budget"),
-    readonly=("message_count", "input_tokens", "output_tokens", "cost_usd"),
+    readonly=(
+        "message_count",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "cached_input_tokens",
+    ),
 )
 MESSAGES = Mapping(
     Message,

@@ -502,6 +502,39 @@ MIGRATIONS: list[Migration] = [
             ),
         ),
     ),
+    Migration(
+        "m017_sessions_cached_input_tokens",
+        "``sessions.cached_input_tokens``: the input tokens of the session's model calls that"
+        " the provider read from its prompt cache (billed at the cached rate).",
+        (AddColumn("sessions", Column("cached_input_tokens", INTEGER, default=0)),),
+    ),
+    Migration(
+        "m018_compactions",
+        "Compactions (``runtime/compaction.py``): a summary the model wrote of a session's older"
+        " messages, sent in their place; ``through_message_id`` is the last message it covers"
+        " (every sendable message up to it), the history itself is never changed.",
+        (
+            CreateTable(
+                Table(
+                    "compactions",
+                    _id(
+                        Column("session_id", not_null=True, references="sessions"),
+                        Column("run_id"),
+                        Column("first_message_id", not_null=True),
+                        Column("through_message_id", not_null=True),
+                        Column("message_count", INTEGER, not_null=True),
+                        Column("summary", not_null=True),
+                        *_texts("provider", "model"),
+                        Column("input_tokens", INTEGER),
+                        Column("output_tokens", INTEGER),
+                        Column("cost_usd", REAL),
+                        Column("created_at", not_null=True),
+                    ),
+                )
+            ),
+            *_indexes("compactions", ("session_id",)),
+        ),
+    ),
 ]
 
 

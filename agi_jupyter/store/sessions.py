@@ -27,6 +27,7 @@ _CASCADE = [
     (f"DELETE FROM tool_calls WHERE run_id IN ({_RUNS_OF})", 1),
     (f"DELETE FROM changes WHERE run_id IN ({_RUNS_OF})", 1),
     (f"DELETE FROM message_parts WHERE message_id IN ({_MESSAGES_OF})", 1),
+    ("DELETE FROM compactions WHERE session_id = ?", 1),
     ("DELETE FROM messages WHERE session_id = ?", 1),
     ("DELETE FROM runs WHERE session_id = ?", 1),
     ("DELETE FROM sessions WHERE id = ?", 1),
@@ -143,6 +144,7 @@ class Sessions:
         input_tokens: int,
         output_tokens: int,
         cost_usd: float,
+        cached_input_tokens: int = 0,
         fence: RunFence | None = None,
     ) -> None:
         """Add a run's usage to the session totals (an atomic increment); with ``fence``
@@ -150,9 +152,10 @@ class Sessions:
         with self._db.write() as conn:
             cur = conn.execute(
                 "UPDATE sessions SET input_tokens = input_tokens + ?,"
-                " output_tokens = output_tokens + ?, cost_usd = cost_usd + ?, updated_at = ?"
+                " output_tokens = output_tokens + ?, cost_usd = cost_usd + ?,"
+                " cached_input_tokens = COALESCE(cached_input_tokens, 0) + ?, updated_at = ?"
                 " WHERE id = ?",
-                [input_tokens, output_tokens, cost_usd, utc_now(), id],
+                [input_tokens, output_tokens, cost_usd, cached_input_tokens, utc_now(), id],
             )
             if cur.rowcount == 0:
                 raise _not_found(id)

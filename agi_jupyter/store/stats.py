@@ -15,7 +15,8 @@ UNKNOWN_USAGE_RUNS = "SELECT COUNT(*) FROM runs WHERE usage LIKE '%\"unknown_tur
 UNKNOWN_COST_RUNS = "SELECT COUNT(*) FROM runs WHERE cost_usd IS NULL"
 _USAGE = (
     "SELECT COUNT(*), CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT),"
-    " CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT), COALESCE(SUM(cost_usd), 0.0)"
+    " CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT), COALESCE(SUM(cost_usd), 0.0),"
+    " CAST(COALESCE(SUM(cached_input_tokens), 0) AS BIGINT)"
     " FROM sessions"
 )
 _COUNTED = ("messages", "artifacts", "tasks", "webhook_events")
@@ -31,7 +32,7 @@ class Stats:
         """Counts and totals over the whole store (all zeros before the first write)."""
         with self._db.read() as conn:
             if conn is None:
-                return stats_dict({}, [], [], (0, 0, 0, 0.0))
+                return stats_dict({}, [], [], (0, 0, 0, 0.0, 0))
             counts = {
                 table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
                 for table in _COUNTED
@@ -57,11 +58,11 @@ def stats_dict(
     counts: dict[str, int],
     runs: list[tuple[str, int]],
     tools: list[tuple[str, int]],
-    usage: tuple[int, int, int, float],
+    usage: tuple[int, int, int, float, int],
     unknown_usage_runs: int = 0,
     unknown_cost_runs: int = 0,
 ) -> dict[str, Any]:
-    sessions, input_tokens, output_tokens, cost = usage
+    sessions, input_tokens, output_tokens, cost, cached = usage
     return {
         "sessions": sessions,
         "messages": counts.get("messages", 0),
@@ -74,6 +75,7 @@ def stats_dict(
         "webhook_events": counts.get("webhook_events", 0),
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
+        "cached_tokens": int(cached),
         "total_tokens": input_tokens + output_tokens,
         "cost_usd": float(cost),
         "unknown_usage_runs": int(unknown_usage_runs),

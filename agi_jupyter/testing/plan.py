@@ -167,10 +167,11 @@ def _usage(turn: Turn, protocol: str, body: JSON, calls: list[PlannedToolCall]) 
     reasoning = count_words(turn.reasoning)
     if turn.usage is not None:
         inp, out = turn.usage
-        return Usage(inp, out, min(reasoning, out))
+        return Usage(inp, out, min(reasoning, out), min(turn.cached_tokens, inp))
     args = sum(len(_WORD.findall(call.arguments)) for call in calls)
     out = count_words(turn.text) + reasoning + args
-    return Usage(input_tokens(protocol, body), max(1, out), reasoning)
+    inp = input_tokens(protocol, body)
+    return Usage(inp, max(1, out), reasoning, min(turn.cached_tokens, inp))
 
 
 def citation_span(text: str, url: str) -> tuple[int, int]:

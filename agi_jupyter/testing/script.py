@@ -75,7 +75,10 @@ class Turn:
     ``hit_max_tokens``: the answer stops at the output token limit (``finish_reason: length``,
     ``stop_reason: max_tokens``, a Responses ``incomplete`` with ``max_output_tokens``).
     ``send_usage=False``: a Chat Completions stream sends no usage chunk even when asked for
-    one, as llama-cpp-python's server does.
+    one, as llama-cpp-python's server does. ``cached_tokens``: of the input tokens, those read
+    from a prompt cache, reported as each API does (Chat Completions
+    ``prompt_tokens_details.cached_tokens``, Responses ``input_tokens_details.cached_tokens``,
+    Anthropic ``cache_read_input_tokens``, which its ``input_tokens`` do not include).
     """
 
     text: str = ""
@@ -89,6 +92,7 @@ class Turn:
     response_id: str | None = None
     hit_max_tokens: bool = False
     send_usage: bool = True
+    cached_tokens: int = 0
 
     def __post_init__(self) -> None:
         if self.chunks is None:

@@ -68,8 +68,9 @@ def _message(plan: Plan, *, content: list[JSON], stop_reason: str | None) -> JSO
 
 
 def _usage(plan: Plan) -> JSON:
+    """Anthropic's usage: ``input_tokens`` leaves out the tokens read from the cache."""
     return {
-        "input_tokens": plan.usage.input_tokens,
+        "input_tokens": plan.usage.input_tokens - plan.usage.cached_tokens,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": plan.usage.cached_tokens,
         "output_tokens": plan.usage.output_tokens,

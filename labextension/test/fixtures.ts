@@ -26,6 +26,7 @@ export function session(fields: Partial<Session> & { id: string }): Session {
     cost_usd: 0,
     created_at: '2026-11-23T10:00:00.000Z',
     updated_at: '2026-11-23T10:00:00.000Z',
+    cached_input_tokens: 0,
     ...fields
   };
 }

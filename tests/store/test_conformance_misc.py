@@ -185,6 +185,7 @@ def test_stats(store: Store, session: Session) -> None:
         "webhook_events": 0,
         "input_tokens": 101,
         "output_tokens": 22,
+        "cached_tokens": 0,
         "total_tokens": 123,
         "cost_usd": 0.75,
         "unknown_usage_runs": 1,

@@ -9,6 +9,7 @@ from sqlite_utils import Database
 
 from agi_jupyter.records import Run, Session
 from agi_jupyter.store import MIGRATIONS, migrate
+from agi_jupyter.store.compactions import COLUMNS as COMPACTION_COLUMNS
 from agi_jupyter.store.migrations import applied_names, pending
 from agi_jupyter.store.rows import (
     ARTIFACTS,
@@ -28,7 +29,8 @@ BY_NAME: dict[str, Callable[[Database], None]] = {fn.__name__: fn for fn in MIGR
 # What each migration adds: table -> columns (every table backs a record, column for field).
 EXPECTED: dict[str, dict[str, set[str]]] = {
     "m001_initial": {
-        "sessions": set(SESSIONS.columns) - {"budget"},  # added by m015
+        # budget added by m015, cached_input_tokens by m017
+        "sessions": set(SESSIONS.columns) - {"budget", "cached_input_tokens"},
         "messages": set(MESSAGES.columns),
         "message_parts": {"id", "message_id", "idx", "type", "content"},
     },
@@ -48,6 +50,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         "changes": set(CHANGES.columns),
         "notebook_replies": {"request_id", "payload", "created_at"},
     },
+    "m018_compactions": {"compactions": set(COMPACTION_COLUMNS)},
 }
 
 REQUIRED_INDEXES = [  # (table, columns, unique)
@@ -91,6 +94,8 @@ def test_migrations_are_numbered_in_order() -> None:
         "m014_tool_call_approvals",
         "m015_sessions_budget",
         "m016_notebook_budgets",
+        "m017_sessions_cached_input_tokens",
+        "m018_compactions",
     ]
     assert len(set(names)) == len(names)
 
@@ -230,7 +235,8 @@ def test_m015_gives_sessions_a_budget_column(db: Database) -> None:
     for fn in MIGRATIONS[: [f.__name__ for f in MIGRATIONS].index("m015_sessions_budget")]:
         fn(db)
     row = SESSIONS.to_row(Session(id="ses_1"))
-    db.table("sessions").insert({k: v for k, v in row.items() if k != "budget"})
+    later = {"budget", "cached_input_tokens"}  # m015's column, and m017's
+    db.table("sessions").insert({k: v for k, v in row.items() if k not in later})
     BY_NAME["m015_sessions_budget"](db)
-    assert columns(db, "sessions") == set(SESSIONS.columns)
+    assert columns(db, "sessions") == set(SESSIONS.columns) - {"cached_input_tokens"}
     assert db.table("sessions").get("ses_1")["budget"] is None

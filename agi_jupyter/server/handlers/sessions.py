@@ -1,4 +1,5 @@
-"""Sessions: list, create, read, change, delete; history; the live session stream (SSE)."""
+"""Sessions: list, create, read, change, delete; history; compaction on demand; the live
+session stream (SSE)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from agi_jupyter.server.models import (
     SessionStreamQuery,
     SessionUpdate,
 )
-from agi_jupyter.server.responses import Deleted, History, Message, SessionPage, SessionResponse
+from agi_jupyter.server.responses import (
+    CompactionResponse,
+    Deleted,
+    History,
+    Message,
+    SessionPage,
+    SessionResponse,
+)
 
 KEPT_WHEN_NULL = (
     "agent",
@@ -66,6 +74,14 @@ class SessionHandler(AgiHandler):
         agi = await self.agi()
         await self.call(agi.delete_session, session_id)
         self.reply(Deleted())
+
+
+class CompactHandler(AgiHandler):
+    @protected
+    async def post(self, session_id: str) -> None:
+        agi = await self.agi()
+        compaction = await self.call(agi.compact, session_id)
+        self.reply(CompactionResponse(compaction=compaction))
 
 
 class HistoryHandler(AgiHandler):
