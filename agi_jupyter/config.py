@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.fields import FieldInfo
 
 from agi_jupyter.budget import BudgetSettings, BudgetsLayer
+from agi_jupyter.completion.settings import CompletionLayer, CompletionSettings
 from agi_jupyter.errors import ConfigError, UsageError
 from agi_jupyter.kinds import DEFAULT_REVIEW_MODE, DEFAULT_SDK, ReviewMode, SdkName
 from agi_jupyter.model_specs import KNOWN_PROVIDERS, Wire, parse_model_spec
@@ -130,6 +131,7 @@ class _Layer(BaseModel):
         "works too.",
     )
     budgets: BudgetsLayer | None = None  # budget.py; the highest layer that sets it wins
+    completion: CompletionLayer | None = None  # completion/settings.py; layers merge by key
 
 
 # The settings the server extension also takes as traitlets (``c.AgiExtensionApp.<key>``): the
@@ -221,6 +223,7 @@ class Config:
     # appear. Never printed (repr=False).
     credentials: dict[str, str] = field(default_factory=dict, repr=False)
     budgets: BudgetSettings = field(default_factory=BudgetSettings)
+    completion: CompletionSettings = field(default_factory=CompletionSettings)
 
     @property
     def agi_dir(self) -> Path:
@@ -423,6 +426,8 @@ def _merge_into(target: dict[str, Any], layer: Mapping[str, Any]) -> None:
                 providers.setdefault(name, {}).update(
                     {k: v for k, v in dict(entry).items() if v is not None}
                 )
+        elif key == "completion" and isinstance(value, Mapping):
+            target.setdefault(key, {}).update({k: v for k, v in value.items() if v is not None})
         elif key == "redact_patterns" and value:
             target[key] = [*target.get(key, []), *value]  # every layer adds, none removes
         elif value is not None:
@@ -534,6 +539,7 @@ def _build(
         redact_allow=tuple(layer.redact_allow or ()),
         credentials=dict(credentials),
         budgets=BudgetSettings.of(layer.budgets),
+        completion=CompletionSettings.of(layer.completion),
     )
 
 

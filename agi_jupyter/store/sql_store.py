@@ -2,7 +2,8 @@
 
 Each resource is a repository object holding the shared database (and its dialect):
 ``Sessions``, ``Messages``, ``Runs``, ``RunEvents``, ``ToolCalls``, ``Artifacts``, ``Webhooks``,
-``Tasks``, ``Capabilities``, ``NotebookBudgets``, ``Changes``, ``NotebookReplies``, ``Stats``.
+``Tasks``, ``Capabilities``, ``NotebookBudgets``, ``CompletionUsage``, ``Changes``,
+``NotebookReplies``, ``Stats``.
 The store holds them and hands each protocol method to its repository: ``store.create_run`` is
 ``store.runs.create_run`` (bound once, when the store is made; mypy checks every signature
 against the protocol, ``sqlite._implements_protocol``). A backend (``SqliteStore``,
@@ -19,6 +20,7 @@ from agi_jupyter.store.artifacts import Artifacts, Payloads
 from agi_jupyter.store.budgets import NotebookBudgets
 from agi_jupyter.store.capabilities import Capabilities
 from agi_jupyter.store.changes import Changes
+from agi_jupyter.store.completions import CompletionUsage
 from agi_jupyter.store.events import RunEvents
 from agi_jupyter.store.messages import Messages
 from agi_jupyter.store.replies import NotebookReplies
@@ -46,6 +48,7 @@ class SqlStore:
         self.tasks = Tasks(db)
         self.capabilities = Capabilities(db)
         self.budgets = NotebookBudgets(db)
+        self.completions = CompletionUsage(db)
         self.changes = Changes(db)
         self.replies = NotebookReplies(db)
         self.statistics = Stats(db)
@@ -120,6 +123,8 @@ class SqlStore:
 
         self.set_notebook_budget = self.budgets.set_notebook_budget
         self.notebook_budgets = self.budgets.notebook_budgets
+        self.add_completion_usage = self.completions.add_completion_usage
+        self.completion_totals = self.completions.completion_totals
 
         changes = self.changes
         self.put_blob = changes.put_blob

@@ -334,6 +334,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agi/v1/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's completion settings: enabled, model, debounce, what it is off for */
+        get: operations["completionSettings"];
+        put?: never;
+        /** Complete at the cursor (inline completion; not a run: counted in stats and notebook budgets). JSON in the inline completer's shape, or NDJSON lines of the insertion so far by Accept; closing the connection cancels the model request */
+        post: operations["complete"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agi/v1/agents": {
         parameters: {
             query?: never;
@@ -1067,6 +1085,221 @@ export interface components {
             content: string;
         };
         /**
+         * CompletionCell
+         * @description A cell around the cursor (markdown goes to the model as comments).
+         */
+        CompletionCell: {
+            /**
+             * Cell Type
+             * @default code
+             * @enum {string}
+             */
+            cell_type?: "code" | "markdown" | "raw";
+            /** Source */
+            source: string;
+        };
+        /**
+         * CompletionChunk
+         * @description A line of a streamed completion: the insertion so far; the last one is ``done``, with
+         *     the model and usage.
+         */
+        CompletionChunk: {
+            /** Inserttext */
+            insertText: string;
+            /**
+             * Done
+             * @default false
+             */
+            done: boolean;
+            /**
+             * Model
+             * @default null
+             */
+            model: string | null;
+            /**
+             * Via
+             * @default null
+             */
+            via: ("chat" | "llama-infill" | "ollama-suffix") | null;
+            /** @default null */
+            usage: components["schemas"]["CompletionUsage"] | null;
+        };
+        /**
+         * CompletionCreate
+         * @description The text around the cursor. The answer streams as NDJSON when ``Accept`` asks for
+         *     ``application/x-ndjson`` (the insertion so far on each line, then the final one with
+         *     ``done``), else it is one JSON body in the inline completer's shape.
+         */
+        CompletionCreate: {
+            /**
+             * Prefix
+             * @description The text before the cursor.
+             */
+            prefix: string;
+            /**
+             * Suffix
+             * @description The text after the cursor.
+             * @default
+             */
+            suffix?: string;
+            /**
+             * Language
+             * @default python
+             */
+            language?: string;
+            /**
+             * Path
+             * @description The notebook or file, relative to the project (its budget applies; completion.notebooks may turn it off).
+             * @default null
+             */
+            path?: string | null;
+            /**
+             * Cell Id
+             * @default null
+             */
+            cell_id?: string | null;
+            /**
+             * Model
+             * @default null
+             */
+            model?: string | null;
+            /**
+             * Cells Before
+             * @description The cells above, in order.
+             */
+            cells_before?: components["schemas"]["CompletionCell"][];
+            /**
+             * Cells After
+             * @description The cells below, in order.
+             */
+            cells_after?: components["schemas"]["CompletionCell"][];
+            /** Variables */
+            variables?: components["schemas"]["CompletionVariable"][];
+            /**
+             * Max Output Tokens
+             * @default null
+             */
+            max_output_tokens?: number | null;
+        };
+        /** CompletionItem */
+        CompletionItem: {
+            /**
+             * Inserttext
+             * @description The text to insert at the cursor.
+             */
+            insertText: string;
+        };
+        /**
+         * CompletionResponse
+         * @description The inline completer's shape: one item (none when the model had nothing to add).
+         */
+        CompletionResponse: {
+            /** Items */
+            items: components["schemas"]["CompletionItem"][];
+            /**
+             * Model
+             * @description provider:model that answered.
+             */
+            model: string;
+            /**
+             * Via
+             * @description A chat turn, or the server's fill-in-the-middle.
+             * @enum {string}
+             */
+            via: "chat" | "llama-infill" | "ollama-suffix";
+            usage: components["schemas"]["CompletionUsage"];
+        };
+        /**
+         * CompletionSettingsResponse
+         * @description What an editor reads before asking (``completion`` of ``.agi/config.json``).
+         */
+        CompletionSettingsResponse: {
+            /** Enabled */
+            enabled: boolean;
+            /** Model */
+            model: string;
+            /** Debounce Ms */
+            debounce_ms: number;
+            /** Max Output Tokens */
+            max_output_tokens: number;
+            /** Disabled Languages */
+            disabled_languages: string[];
+            /** Disabled Notebooks */
+            disabled_notebooks: string[];
+        };
+        /**
+         * CompletionTotals
+         * @description Inline completions: not runs (no sessions), counted here. ``unpriced``: requests
+         *     whose cost is unknown, left out of ``cost_usd``; ``cancelled``: superseded ones.
+         */
+        CompletionTotals: {
+            /**
+             * Requests
+             * @default 0
+             */
+            requests: number;
+            /**
+             * Cancelled
+             * @default 0
+             */
+            cancelled: number;
+            /**
+             * Input Tokens
+             * @default 0
+             */
+            input_tokens: number;
+            /**
+             * Output Tokens
+             * @default 0
+             */
+            output_tokens: number;
+            /**
+             * Cost Usd
+             * @default 0
+             */
+            cost_usd: number;
+            /**
+             * Unpriced
+             * @default 0
+             */
+            unpriced: number;
+        };
+        /** CompletionUsage */
+        CompletionUsage: {
+            /**
+             * Input Tokens
+             * @default null
+             */
+            input_tokens: number | null;
+            /**
+             * Output Tokens
+             * @default null
+             */
+            output_tokens: number | null;
+            /**
+             * Cost Usd
+             * @description null: unknown (no usage, or no price).
+             * @default null
+             */
+            cost_usd: number | null;
+        };
+        /**
+         * CompletionVariable
+         * @description A kernel variable: ``summary`` is what its type makes useful (a DataFrame's columns
+         *     and dtypes, an array's shape and dtype).
+         */
+        CompletionVariable: {
+            /** Name */
+            name: string;
+            /** Type */
+            type: string;
+            /**
+             * Summary
+             * @default
+             */
+            summary?: string;
+        };
+        /**
          * DeleteChange
          * @description A cell removed, if it still holds ``expected_source``.
          */
@@ -1118,7 +1351,7 @@ export interface components {
          * @description Every error code, by what raises it. A member is its string on the wire.
          * @enum {string}
          */
-        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT";
+        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT" | "COMPLETION_DISABLED";
         /** ErrorDetail */
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
@@ -2616,6 +2849,7 @@ export interface components {
              * @default 0
              */
             unknown_cost_runs: number;
+            completions: components["schemas"]["CompletionTotals"];
         } & {
             [key: string]: unknown;
         };
@@ -5065,6 +5299,133 @@ export interface operations {
             };
         };
     };
+    completionSettings: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompletionSettingsResponse"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    complete: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompletionCreate"];
+            };
+        };
+        responses: {
+            /** @description Events: one JSON object per line (NDJSON), or SSE, or JSON (by Accept) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompletionResponse"];
+                    "application/x-ndjson": components["schemas"]["Event"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR, COMPLETION_DISABLED, BUDGET_EXCEEDED, PROVIDER_NOT_CONFIGURED, PROVIDER_ERROR, PROVIDER_HTTP_ERROR, PROVIDER_DISCONNECTED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listAgents: {
         parameters: {
             query?: {
@@ -5946,6 +6307,7 @@ export const ErrorCode = {
     NOTEBOOK_TAB_GONE: "NOTEBOOK_TAB_GONE",
     NOTEBOOK_TAB_TIMEOUT: "NOTEBOOK_TAB_TIMEOUT",
     UNDO_CONFLICT: "UNDO_CONFLICT",
+    COMPLETION_DISABLED: "COMPLETION_DISABLED",
 } as const;
 export type ErrorCode = components["schemas"]["ErrorCode"];
 
