@@ -254,11 +254,15 @@ def _hold_partial_line(text: str) -> str:
 
 
 def _without_prefix(text: str, prefix: str) -> str:
-    """``text`` without what it repeats of the end of ``prefix`` (the current line, or a
-    repeat of at least ``MIN_OVERLAP`` characters)."""
+    """``text`` without what it repeats of the end of ``prefix``: the current line (with or
+    without its indentation, or the indentation alone when that is all the line has yet), or
+    a repeat of at least ``MIN_OVERLAP`` characters."""
     line = prefix.rpartition("\n")[2]
-    if line.strip() and text.startswith(line):
-        return text[len(line) :]
+    for repeated in (line, line.lstrip()):
+        if repeated and text.startswith(repeated):
+            return text[len(repeated) :]
+    if line.strip() and text.lstrip().startswith(line.lstrip()):  # indented otherwise
+        return text.lstrip()[len(line.lstrip()) :]
     for size in range(min(len(text), len(prefix)), MIN_OVERLAP - 1, -1):
         if prefix.endswith(text[:size]):
             return text[size:]

@@ -367,8 +367,9 @@ class CompletionResponse(Out):
 
 class CompletionChunk(Out):
     """A line of a streamed completion: the insertion so far; the last one is ``done``, with
-    the model and usage."""
+    the model and usage (``type`` says which: every stream line of the API has one)."""
 
+    type: Literal["completion.delta", "completion.done"]
     insertText: str
     done: bool = False
     model: str | None = None

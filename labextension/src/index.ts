@@ -18,6 +18,7 @@ import { ITranslator } from '@jupyterlab/translation';
 
 import { AgiClient } from './api';
 import { notebookBridgePlugin } from './bridgeplugin';
+import { completionPlugin } from './completion';
 import { bundle, type Trans } from './i18n';
 import { agiIcon } from './icons';
 import { PanelModel } from './model';
@@ -106,4 +107,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [plugin, notebookBridgePlugin];
+export default [plugin, notebookBridgePlugin, completionPlugin];

@@ -1101,9 +1101,14 @@ export interface components {
         /**
          * CompletionChunk
          * @description A line of a streamed completion: the insertion so far; the last one is ``done``, with
-         *     the model and usage.
+         *     the model and usage (``type`` says which: every stream line of the API has one).
          */
         CompletionChunk: {
+            /**
+             * Type
+             * @enum {string}
+             */
+            type: "completion.delta" | "completion.done";
             /** Inserttext */
             insertText: string;
             /**
@@ -5367,14 +5372,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Events: one JSON object per line (NDJSON), or SSE, or JSON (by Accept) */
+            /** @description JSON, or NDJSON lines (by Accept), each a CompletionChunk */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["CompletionResponse"];
-                    "application/x-ndjson": components["schemas"]["Event"];
+                    "application/x-ndjson": components["schemas"]["CompletionChunk"];
                 };
             };
             /** @description Error codes: VALIDATION_ERROR, COMPLETION_DISABLED, BUDGET_EXCEEDED, PROVIDER_NOT_CONFIGURED, PROVIDER_ERROR, PROVIDER_HTTP_ERROR, PROVIDER_DISCONNECTED */

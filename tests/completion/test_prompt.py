@@ -30,6 +30,11 @@ def test_what_repeats_the_prefix_or_the_suffix_is_taken_off() -> None:
     suffix = "\nprint(total)\n"
     assert clean("item.price\nprint(total)", prefix, suffix) == "item.price"
     assert clean("x", "a = ") == "x"  # a short answer is kept as it is
+    body = "def add(a, b):\n    "
+    assert clean("    return a + b", body) == "return a + b"  # the indentation typed already
+    assert clean("return a + b", body + "ret") == "urn a + b"  # the line without its indent
+    assert clean("    return a + b", body + "ret") == "urn a + b"
+    assert clean("    return a + b", "def add(a, b):\nret") == "urn a + b"  # not indented yet
 
 
 def test_streamed_text_holds_back_a_fence_until_it_is_one() -> None:

@@ -47,6 +47,7 @@ def completion_request(body: CompletionCreate) -> CompletionRequest:
 def chunk(suggestion: Suggestion) -> CompletionChunk:
     usage = suggestion.usage
     return CompletionChunk(
+        type="completion.done" if suggestion.done else "completion.delta",
         insertText=suggestion.text,
         done=suggestion.done,
         model=suggestion.model,
