@@ -7,7 +7,8 @@ Control endpoints let another process script a server it did not start::
     POST /_fake/reset           empty queue, log and stored responses; restore the default rule
     POST /_fake/complete/{id}   make a background response due now
     POST /_fake/release         let streams held by ``Fault.hold_after`` go on
-    GET  /_fake/closed          the paths of streams their client closed before their end
+    GET  /_fake/closed          streams their client closed before their end: path, and when
+                                (``time.monotonic()``, system-wide on Linux)
     GET  /_fake/health          {"ok": true}
 """
 
@@ -41,7 +42,7 @@ def handle_control(state: FakeState, method: str, path: str, body: Any) -> tuple
             state.gate.set()
             return 200, {"ok": True}
         if (method, action) == ("GET", "closed"):
-            return 200, [path for path, _ in state.closed]
+            return 200, [{"path": path, "monotonic": at} for path, at in state.closed]
         if (method, action) == ("GET", "health"):
             return 200, {"ok": True, "pending_turns": state.pending()}
     except (ValueError, TypeError) as exc:
