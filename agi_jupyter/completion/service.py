@@ -23,6 +23,7 @@ from agi_jupyter import budget as budgets
 from agi_jupyter.completion.prompt import Cleaner, CompletionRequest, Context, bounded
 from agi_jupyter.completion.settings import CompletionSettings
 from agi_jupyter.completion.upstream import (
+    FimCall,
     FimRefused,
     Pieces,
     Spent,
@@ -166,9 +167,8 @@ class Completions:
             root = server_root(settings.base_url or "")
             started = False
             try:
-                async with contextlib.aclosing(
-                    source(self.client, root, model, context, max_tokens, spent)
-                ) as pieces:
+                call = FimCall(self.client, root, model, context, max_tokens, spent)
+                async with contextlib.aclosing(source(call)) as pieces:
                     async for piece in pieces:
                         started = True
                         yield piece

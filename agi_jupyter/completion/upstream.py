@@ -75,27 +75,34 @@ async def chat_pieces(
             await aclose()
 
 
-async def llama_infill(
-    client: httpx2.AsyncClient,
-    root: str,
-    model: str,
-    context: Context,
-    max_tokens: int,
-    spent: Spent,
-) -> Pieces:
+@dataclass(frozen=True)
+class FimCall:
+    """One fill-in-the-middle request: the server's root URL (no ``/v1``), the model, the
+    bounded context, the output limit, and where the reported tokens go."""
+
+    client: httpx2.AsyncClient
+    root: str
+    model: str
+    context: Context
+    max_tokens: int
+    spent: Spent
+
+
+async def llama_infill(call: FimCall) -> Pieces:
+    context, spent = call.context, call.spent
     body: dict[str, Any] = {
-        "model": model,
+        "model": call.model,
         "input_prefix": context.prefix,
         "input_suffix": context.suffix,
         "input_extra": [{"filename": context.path or "context", "text": context.extra}]
         if context.extra
         else [],
         "prompt": "",
-        "n_predict": max_tokens,
+        "n_predict": call.max_tokens,
         "stream": True,
         "cache_prompt": True,
     }
-    async with _post(client, f"{root}/infill", body) as response:
+    async with _post(call.client, f"{call.root}/infill", body) as response:
         await _check(response, "llama-server /infill")
         async for event in sse_events(body_chunks(response)):
             data = _object(orjson.loads(event.data))
@@ -108,22 +115,16 @@ async def llama_infill(
                 return
 
 
-async def ollama_suffix(
-    client: httpx2.AsyncClient,
-    root: str,
-    model: str,
-    context: Context,
-    max_tokens: int,
-    spent: Spent,
-) -> Pieces:
+async def ollama_suffix(call: FimCall) -> Pieces:
+    context, spent = call.context, call.spent
     body = {
-        "model": model,
+        "model": call.model,
         "prompt": context.extra + context.prefix,
         "suffix": context.suffix,
         "stream": True,
-        "options": {"num_predict": max_tokens, "temperature": 0},
+        "options": {"num_predict": call.max_tokens, "temperature": 0},
     }
-    async with _post(client, f"{root}/api/generate", body) as response:
+    async with _post(call.client, f"{call.root}/api/generate", body) as response:
         await _check(response, "ollama /api/generate")
         async for line in response.aiter_lines():
             if not line.strip():
