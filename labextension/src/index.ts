@@ -18,6 +18,7 @@ import { ITranslator } from '@jupyterlab/translation';
 
 import { AgiClient } from './api';
 import { notebookBridgePlugin } from './bridgeplugin';
+import { addCellActions } from './cellactions';
 import { completionPlugin } from './completion';
 import { bundle, type Trans } from './i18n';
 import { agiIcon } from './icons';
@@ -104,6 +105,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     palette?.addItem({ command: OPEN_COMMAND, category: 'AGI' });
+    const sendFromCell = (prompt: string): Promise<boolean> => {
+      app.shell.activateById(PANEL_ID);
+      return model.send(prompt);
+    };
+    addCellActions(app, sendFromCell, trans);
   }
 };
 
