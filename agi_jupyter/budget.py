@@ -206,9 +206,12 @@ def statuses(store: Store, session: Session, settings: BudgetSettings) -> list[B
 
 
 def notebook_spent(store: Store, path: str) -> tuple[int, float]:
-    """Tokens and cost of every session of the notebook ``path``."""
-    tokens, usd = 0, 0.0
+    """Tokens and cost of every session of the notebook ``path``, and of its inline
+    completions."""
     key = notebook_key(path)
+    completions = store.completion_totals(key)
+    tokens = int(completions["input_tokens"]) + int(completions["output_tokens"])
+    usd = float(completions["cost_usd"])
     cursor: str | None = None
     for _ in range(10_000):  # bounded: 100 sessions a page
         page = store.list_sessions(limit=100, cursor=cursor)

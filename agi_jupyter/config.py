@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.fields import FieldInfo
 
 from agi_jupyter.budget import BudgetSettings, BudgetsLayer
+from agi_jupyter.completion.settings import CompletionLayer, CompletionSettings
 from agi_jupyter.errors import ConfigError, UsageError
 from agi_jupyter.kinds import DEFAULT_REVIEW_MODE, DEFAULT_SDK, ReviewMode, SdkName
 from agi_jupyter.model_specs import KNOWN_PROVIDERS, Wire, parse_model_spec
@@ -141,6 +142,7 @@ class _Layer(BaseModel):
         "works too.",
     )
     budgets: BudgetsLayer | None = None  # budget.py; the highest layer that sets it wins
+    completion: CompletionLayer | None = None  # completion/settings.py; layers merge by key
 
 
 # The settings the server extension also takes as traitlets (``c.AgiExtensionApp.<key>``): the
@@ -257,6 +259,8 @@ class Config:
             context_window=exact.context_window or bare.context_window,
             max_output_tokens=exact.max_output_tokens or bare.max_output_tokens,
         )
+
+    completion: CompletionSettings = field(default_factory=CompletionSettings)
 
     @property
     def agi_dir(self) -> Path:
@@ -459,6 +463,8 @@ def _merge_into(target: dict[str, Any], layer: Mapping[str, Any]) -> None:
                 providers.setdefault(name, {}).update(
                     {k: v for k, v in dict(entry).items() if v is not None}
                 )
+        elif key == "completion" and isinstance(value, Mapping):
+            target.setdefault(key, {}).update({k: v for k, v in value.items() if v is not None})
         elif key == "redact_patterns" and value:
             target[key] = [*target.get(key, []), *value]  # every layer adds, none removes
         elif key == "max_history_messages":
@@ -579,6 +585,7 @@ def _build(
         ),
         models=_model_limits(layer.models or {}),
         compaction=defaults.compaction if layer.compaction is None else layer.compaction,
+        completion=CompletionSettings.of(layer.completion),
     )
 
 

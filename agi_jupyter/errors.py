@@ -21,6 +21,7 @@
     │   └── NoPendingApproval     NO_PENDING_APPROVAL (409): no tool call of the run waits
     ├── RunCancelled              RUN_CANCELLED: the run was cancelled
     ├── BudgetExceeded            BUDGET_EXCEEDED (409): a token/cost budget is spent
+    ├── CompletionDisabled        COMPLETION_DISABLED (409): inline completion is turned off
     ├── RunStateUnreadable        RUN_STATE_UNREADABLE (500): a run's stored state is unreadable
     └── StoreUnavailable          STORE_UNAVAILABLE (503): the store's database cannot be reached
 
@@ -113,6 +114,8 @@ class ErrorCode(StrEnum):
     NOTEBOOK_TAB_GONE = "NOTEBOOK_TAB_GONE"
     NOTEBOOK_TAB_TIMEOUT = "NOTEBOOK_TAB_TIMEOUT"
     UNDO_CONFLICT = "UNDO_CONFLICT"
+    # inline completion
+    COMPLETION_DISABLED = "COMPLETION_DISABLED"
 
 
 class AgiError(Exception):
@@ -262,6 +265,14 @@ class NoPendingApproval(Conflict):
 
 class RunCancelled(AgiError):
     code = ErrorCode.RUN_CANCELLED
+    http_status = 409
+
+
+class CompletionDisabled(AgiError):
+    """Inline completion is turned off (``completion`` of the config) for the request's
+    language or notebook: the editor should stop asking."""
+
+    code = ErrorCode.COMPLETION_DISABLED
     http_status = 409
 
 

@@ -30,6 +30,8 @@ from agi_jupyter.app import heartbeat
 from agi_jupyter.app.catalogue import Catalogue
 from agi_jupyter.app.run_records import RunRecords
 from agi_jupyter.app.sessions import RunInput, Sessions
+from agi_jupyter.completion.prompt import CompletionRequest
+from agi_jupyter.completion.service import Completions, Suggestion
 from agi_jupyter.config import (
     Config,
     find_project,
@@ -180,6 +182,7 @@ class Agi:
             self.loop,
         )
         self._records = RunRecords(self.store, self.bus)
+        self.completions = Completions(self.deps)
 
     def _open_store(self) -> Store:
         """A connection to the project's store, redacting what it writes (the lease keeper's
@@ -841,6 +844,26 @@ class Agi:
             max_iterations=max_iterations,
         )
 
+    def acomplete(self, request: CompletionRequest) -> AsyncGenerator[Suggestion, None]:
+        """An inline completion (not a run: no session; counted in stats and budgets): the
+        insertion as it grows, then the final one (``done``). Stop reading to cancel it: the
+        model request is closed at once."""
+        return self.loop.aiterate(self.completions.stream(request))
+
+    def completion_settings(self) -> dict[str, Any]:
+        """What an editor needs to know before it asks: enabled, the model, the debounce,
+        and the languages and notebooks it is turned off for."""
+        settings = self.config.completion
+        provider, model = self.completions.model_spec()
+        return {
+            "enabled": settings.enabled,
+            "model": f"{provider}:{model}",
+            "debounce_ms": settings.debounce_ms,
+            "max_output_tokens": settings.max_output_tokens,
+            "disabled_languages": sorted(k for k, on in settings.languages.items() if not on),
+            "disabled_notebooks": sorted(k for k, on in settings.notebooks.items() if not on),
+        }
+
     def start_due_tasks(self, *, within: float, now: datetime | None = None) -> list[Run]:
         """The heartbeat (``app.heartbeat``): each pending task due within ``within`` seconds
         becomes ``in_progress`` and is handed to a background run in a new session titled
@@ -1052,6 +1075,7 @@ class Agi:
         await self.sdk.aclose()
         await self.deps.registry.aclose()  # stops the MCP servers
         await self.deps.providers.aclose()
+        await self.completions.aclose()
         await self.notebooks.aclose()
 
     def __enter__(self) -> Agi:

@@ -136,3 +136,15 @@ def cost_usd(provider: str, model: str, usage: Usage) -> float | None:
         + usage.output_tokens * info.output_per_mtok
     )
     return total / 1_000_000
+
+
+def fast_model(provider: str) -> str | None:
+    """A small fast model of ``provider`` for inline completion: its cheapest catalog entry
+    (by output price, then input price) that does not reason, else its cheapest; None for a
+    provider without entries (a local server: its own default model is the choice)."""
+    vendor = _VENDOR_OF_PROVIDER.get(provider)
+    entries = [m for m in models(vendor) if "deep-research" not in m.model] if vendor else []
+    if not entries:
+        return None
+    plain = [m for m in entries if not m.reasoning] or entries
+    return min(plain, key=lambda m: (m.output_per_mtok, m.input_per_mtok)).model

@@ -1,5 +1,5 @@
 """What a local server says about the model it serves: whether its chat template takes tools,
-and its context window.
+its context window, and how it fills in the middle (inline completion).
 
 A local model's chat template may have no place for tools: llama.cpp's ``llama-server`` then
 drops them silently (the request is accepted, the model never sees them), so a run that offers
@@ -11,6 +11,11 @@ and model (``ServerCapsCache``) before offering tools:
 - Ollama: ``POST {root}/api/show {"model": …}`` → ``capabilities`` (``"tools"`` among them),
   and ``model_info["<arch>.context_length"]``.
 
+Fill-in-the-middle: llama-server serves ``POST /infill`` (``fill_in_middle="llama-infill"``;
+a model without FIM tokens answers it with an error, and completion falls back to chat);
+Ollama's ``POST /api/generate`` takes a ``suffix`` for models whose capabilities include
+``"insert"`` (``"ollama-suffix"``).
+
 ``root`` is the base URL without its ``/v1``. A server that has neither endpoint, is down or
 answers nonsense gives ``ServerCaps()`` (nothing known): never an error of the run.
 """
@@ -20,7 +25,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+FillInMiddle = Literal["llama-infill", "ollama-suffix"]
 
 CAPS_TIMEOUT = 2.0  # seconds per request: a local server answers at once or is not there
 
@@ -32,6 +39,7 @@ class ServerCaps:
     supports_tools: bool | None = None
     context_window: int | None = None
     source: str | None = None  # "llama-server /props" | "ollama /api/show"
+    fill_in_middle: FillInMiddle | None = None
 
 
 def server_root(base_url: str) -> str:
@@ -77,6 +85,7 @@ def _llama_props(client: Any, root: str, model: str) -> ServerCaps | None:
         supports_tools=tools if isinstance(tools, bool) else None,
         context_window=n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None,
         source="llama-server /props",
+        fill_in_middle="llama-infill",
     )
 
 
@@ -100,6 +109,9 @@ def _ollama_show(client: Any, root: str, model: str) -> ServerCaps | None:
         supports_tools=("tools" in capabilities) if isinstance(capabilities, list) else None,
         context_window=windows[0] if windows else None,
         source="ollama /api/show",
+        fill_in_middle=(
+            "ollama-suffix" if isinstance(capabilities, list) and "insert" in capabilities else None
+        ),
     )
 
 

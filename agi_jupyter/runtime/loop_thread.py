@@ -11,8 +11,8 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections.abc import AsyncGenerator, Coroutine
+from typing import Any, Literal, TypeVar
 
 T = TypeVar("T")
 
@@ -58,6 +58,42 @@ class BackgroundLoop:
             coro.close()
             raise RuntimeError("BackgroundLoop.run() called from its own loop thread")
         return self.submit(coro).result(timeout)
+
+    async def aiterate(self, source: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
+        """``source`` run on this loop, read from the caller's. When the caller stops reading
+        (it closes this generator, or is cancelled), ``source`` is cancelled on this loop at
+        once: what it holds open (an HTTP response) closes."""
+        if self.in_loop_thread():
+            async with contextlib.aclosing(source) as items:
+                async for item in items:
+                    yield item
+            return
+        caller = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[Literal["item", "end", "error"], Any]] = asyncio.Queue()
+
+        def put(kind: Literal["item", "end", "error"], value: Any = None) -> None:
+            caller.call_soon_threadsafe(queue.put_nowait, (kind, value))
+
+        async def pump() -> None:
+            try:
+                async with contextlib.aclosing(source) as items:
+                    async for item in items:
+                        put("item", item)
+                put("end")
+            except Exception as error:  # handed to the caller, raised there
+                put("error", error)
+
+        future = self.submit(pump())
+        try:
+            while True:
+                kind, value = await queue.get()
+                if kind == "end":
+                    return
+                if kind == "error":
+                    raise value
+                yield value
+        finally:
+            future.cancel()
 
     def close(self, timeout: float = 5.0) -> None:
         """Cancel what is still running and stop the thread."""

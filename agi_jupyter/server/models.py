@@ -570,3 +570,50 @@ class BridgeQuery(Query):
 class BridgeAnnounce(Body):
     client_id: str = Field(min_length=1, max_length=200)
     open: list[str] = Field(description="Notebooks open in the window, relative to the root.")
+
+
+# --- inline completion ---------------------------------------------------------------------------
+
+MAX_CODE_CHARS = 100_000  # a prefix or a suffix: the server keeps what fits in context_tokens
+
+
+class CompletionCell(Body):
+    """A cell around the cursor (markdown goes to the model as comments)."""
+
+    cell_type: Literal["code", "markdown", "raw"] = "code"
+    source: str = Field(max_length=20_000)
+
+
+class CompletionVariable(Body):
+    """A kernel variable: ``summary`` is what its type makes useful (a DataFrame's columns
+    and dtypes, an array's shape and dtype)."""
+
+    name: str = Field(min_length=1, max_length=200)
+    type: str = Field(max_length=200)
+    summary: str = Field("", max_length=2_000)
+
+
+class CompletionCreate(Body):
+    """The text around the cursor. The answer streams as NDJSON when ``Accept`` asks for
+    ``application/x-ndjson`` (the insertion so far on each line, then the final one with
+    ``done``), else it is one JSON body in the inline completer's shape."""
+
+    prefix: str = Field(max_length=MAX_CODE_CHARS, description="The text before the cursor.")
+    suffix: str = Field("", max_length=MAX_CODE_CHARS, description="The text after the cursor.")
+    language: str = Field("python", min_length=1, max_length=50, pattern=r"^[\w.+#-]+$")
+    path: str | None = Field(
+        None,
+        max_length=1_000,
+        description="The notebook or file, relative to the project "
+        "(its budget applies; completion.notebooks may turn it off).",
+    )
+    cell_id: str | None = Field(None, max_length=200)
+    model: ModelSpec | None = Field(None, max_length=200)
+    cells_before: list[CompletionCell] = Field(
+        default_factory=list, max_length=50, description="The cells above, in order."
+    )
+    cells_after: list[CompletionCell] = Field(
+        default_factory=list, max_length=50, description="The cells below, in order."
+    )
+    variables: list[CompletionVariable] = Field(default_factory=list, max_length=100)
+    max_output_tokens: int | None = Field(None, ge=1, le=2_048)

@@ -226,8 +226,10 @@ def _success(route: Route) -> dict[str, Any]:
     if route.response is not None:
         content["application/json"] = {"schema": _ref(route.response)}
     if "ndjson" in route.streams:
-        content[NDJSON] = {"schema": _ref(Event)}
+        content[NDJSON] = {"schema": _ref(route.stream_item or Event)}
         description = "Events: one JSON object per line (NDJSON), or SSE, or JSON (by Accept)"
+        if route.stream_item is not None and "sse" not in route.streams:
+            description = f"JSON, or NDJSON lines (by Accept), each a {route.stream_item.__name__}"
     if "sse" in route.streams:
         content[SSE] = {"schema": _sse_event(_ref(route.stream_item or Event))}
         if "ndjson" not in route.streams:

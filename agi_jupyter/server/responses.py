@@ -212,6 +212,18 @@ class NotebookBudgets(Out):
     notebook_budgets: dict[str, JSONObject]
 
 
+class CompletionTotals(Out):
+    """Inline completions: not runs (no sessions), counted here. ``unpriced``: requests
+    whose cost is unknown, left out of ``cost_usd``; ``cancelled``: superseded ones."""
+
+    requests: int = 0
+    cancelled: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced: int = 0
+
+
 class Stats(Out):
     model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
     sessions: int = 0
@@ -230,6 +242,7 @@ class Stats(Out):
     # Runs whose cost is unknown (no usage, or a model without a catalog price): not in
     # ``cost_usd``, which is the total of the costs that were measured.
     unknown_cost_runs: int = 0
+    completions: CompletionTotals = Field(default_factory=lambda: CompletionTotals())
 
 
 class TaskPage(Out):
@@ -342,3 +355,47 @@ class ChangeList(Out):
 
 class Ack(Out):
     ok: bool = True
+
+
+class CompletionItem(Out):
+    insertText: str = Field(description="The text to insert at the cursor.")
+
+
+class CompletionUsage(Out):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = Field(None, description="null: unknown (no usage, or no price).")
+
+
+class CompletionResponse(Out):
+    """The inline completer's shape: one item (none when the model had nothing to add)."""
+
+    items: list[CompletionItem]
+    model: str = Field(description="provider:model that answered.")
+    via: Literal["chat", "llama-infill", "ollama-suffix"] = Field(
+        description="A chat turn, or the server's fill-in-the-middle."
+    )
+    usage: CompletionUsage
+
+
+class CompletionChunk(Out):
+    """A line of a streamed completion: the insertion so far; the last one is ``done``, with
+    the model and usage (``type`` says which: every stream line of the API has one)."""
+
+    type: Literal["completion.delta", "completion.done"]
+    insertText: str
+    done: bool = False
+    model: str | None = None
+    via: Literal["chat", "llama-infill", "ollama-suffix"] | None = None
+    usage: CompletionUsage | None = None
+
+
+class CompletionSettingsResponse(Out):
+    """What an editor reads before asking (``completion`` of ``.agi/config.json``)."""
+
+    enabled: bool
+    model: str
+    debounce_ms: int
+    max_output_tokens: int
+    disabled_languages: list[str]
+    disabled_notebooks: list[str]

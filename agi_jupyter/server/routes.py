@@ -26,6 +26,7 @@ from agi_jupyter.server.handlers.catalog import (
     TasksHandler,
     ToolsHandler,
 )
+from agi_jupyter.server.handlers.completions import CompletionsHandler
 from agi_jupyter.server.handlers.docs import NotFoundHandler, OpenAPIHandler
 from agi_jupyter.server.handlers.messages import MessagesHandler
 from agi_jupyter.server.handlers.notebooks import (
@@ -62,6 +63,7 @@ from agi_jupyter.server.models import (
     BridgeAnnounce,
     BridgeQuery,
     ChangesQuery,
+    CompletionCreate,
     HistoryQuery,
     KeepRequest,
     MessageCreate,
@@ -90,6 +92,9 @@ from agi_jupyter.server.responses import (
     ArtifactResponse,
     ChangeList,
     CompactionResponse,
+    CompletionChunk,
+    CompletionResponse,
+    CompletionSettingsResponse,
     Deleted,
     History,
     Message,
@@ -256,6 +261,19 @@ ROUTES: tuple[Route, ...] = (
           "Answer one prompt in a fresh session (streamed by Accept, or JSON)", "messages",
           body=OneShotRequest, response=RunResultResponse, streams=("ndjson", "sse"),
           errors=START),
+    # inline completion (not a run)
+    Route("POST", f"{V1}/completions", CompletionsHandler, "complete",
+          "Complete at the cursor (inline completion; not a run: counted in stats and notebook "
+          "budgets). JSON in the inline completer's shape, or NDJSON lines of the insertion so "
+          "far by Accept; closing the connection cancels the model request", "completion",
+          body=CompletionCreate, response=CompletionResponse, streams=("ndjson",),
+          stream_item=CompletionChunk,
+          errors=(ErrorCode.COMPLETION_DISABLED, ErrorCode.BUDGET_EXCEEDED,
+                  ErrorCode.PROVIDER_NOT_CONFIGURED, ErrorCode.PROVIDER_ERROR,
+                  ErrorCode.PROVIDER_HTTP_ERROR, ErrorCode.PROVIDER_DISCONNECTED)),
+    Route("GET", f"{V1}/completions", CompletionsHandler, "completionSettings",
+          "The project's completion settings: enabled, model, debounce, what it is off for",
+          "completion", response=CompletionSettingsResponse),
     # catalogue
     Route("GET", f"{V1}/agents", AgentsHandler, "listAgents", "Agents of the project", "catalog",
           response=AgentList),

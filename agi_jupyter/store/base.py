@@ -407,6 +407,26 @@ class Store(Protocol):
 
     def latest_compaction(self, session_id: str) -> Compaction | None:
         """The compaction in use for ``session_id`` (its newest), or None."""
+
+    # --- inline completions (counted, not stored as sessions) --------------------------------
+
+    def add_completion_usage(
+        self,
+        *,
+        path: str,
+        model: str,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        cost_usd: float | None,
+        cancelled: bool = False,
+    ) -> None:
+        """Count one completion request of ``model`` (``provider:model``) for the notebook
+        ``path`` ('' for none): its tokens (None: not reported) and cost (None: unknown)."""
+        ...
+
+    def completion_totals(self, path: str | None = None) -> dict[str, int | float]:
+        """requests, cancelled, input_tokens, output_tokens, cost_usd, unpriced: of every
+        completion, or of the notebook ``path``'s."""
         ...
 
     # --- queries and notifications --------------------------------------------------------

@@ -535,6 +535,33 @@ MIGRATIONS: list[Migration] = [
             *_indexes("compactions", ("session_id",)),
         ),
     ),
+    Migration(
+        "m019_completion_usage",
+        "Inline completions are counted, not stored as sessions: requests, superseded ones,"
+        " tokens and cost per notebook path ('' for none) and ``provider:model``; ``unpriced``"
+        " counts requests whose cost is unknown (no usage reported, or no catalog price).",
+        (
+            CreateTable(
+                Table(
+                    "completion_usage",
+                    (
+                        Column("key", primary_key=True),  # path and model, as a JSON pair
+                        Column("path", not_null=True),
+                        Column("model", not_null=True),
+                        Column("requests", INTEGER, not_null=True, default=0),
+                        Column("cancelled", INTEGER, not_null=True, default=0),
+                        Column("input_tokens", INTEGER, not_null=True, default=0),
+                        Column("output_tokens", INTEGER, not_null=True, default=0),
+                        Column("cost_usd", REAL, not_null=True, default=0),
+                        Column("unpriced", INTEGER, not_null=True, default=0),
+                        Column("updated_at", not_null=True),
+                    ),
+                    ordered=False,
+                )
+            ),
+            CreateIndex("completion_usage", ("path",)),
+        ),
+    ),
 ]
 
 

@@ -2,8 +2,8 @@
 
 Each resource is a repository object holding the shared database (and its dialect):
 ``Sessions``, ``Messages``, ``Runs``, ``RunEvents``, ``ToolCalls``, ``Artifacts``, ``Webhooks``,
-``Tasks``, ``Capabilities``, ``NotebookBudgets``, ``Compactions``, ``Changes``,
-``NotebookReplies``, ``Stats``.
+``Tasks``, ``Capabilities``, ``NotebookBudgets``, ``Compactions``, ``CompletionUsage``,
+``Changes``, ``NotebookReplies``, ``Stats``.
 The store holds them and hands each protocol method to its repository: ``store.create_run`` is
 ``store.runs.create_run`` (bound once, when the store is made; mypy checks every signature
 against the protocol, ``sqlite._implements_protocol``). A backend (``SqliteStore``,
@@ -21,6 +21,7 @@ from agi_jupyter.store.budgets import NotebookBudgets
 from agi_jupyter.store.capabilities import Capabilities
 from agi_jupyter.store.changes import Changes
 from agi_jupyter.store.compactions import Compactions
+from agi_jupyter.store.completions import CompletionUsage
 from agi_jupyter.store.events import RunEvents
 from agi_jupyter.store.messages import Messages
 from agi_jupyter.store.replies import NotebookReplies
@@ -49,6 +50,8 @@ class SqlStore:
         self.capabilities = Capabilities(db)
         self.budgets = NotebookBudgets(db)
         self.compactions = Compactions(db)
+
+        self.completions = CompletionUsage(db)
         self.changes = Changes(db)
         self.replies = NotebookReplies(db)
         self.statistics = Stats(db)
@@ -123,6 +126,8 @@ class SqlStore:
 
         self.set_notebook_budget = self.budgets.set_notebook_budget
         self.notebook_budgets = self.budgets.notebook_budgets
+        self.add_completion_usage = self.completions.add_completion_usage
+        self.completion_totals = self.completions.completion_totals
 
         compactions = self.compactions
         self.add_compaction = compactions.add_compaction

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agi_jupyter.store.completions import TOTALS, totals
 from agi_jupyter.store.sql import Database
 
 # Runs with a model turn whose server sent no usage (``runner.add_turn_usage``): their tokens
@@ -32,7 +33,7 @@ class Stats:
         """Counts and totals over the whole store (all zeros before the first write)."""
         with self._db.read() as conn:
             if conn is None:
-                return stats_dict({}, [], [], (0, 0, 0, 0.0, 0))
+                return stats_dict({}, [], [], (0, 0, 0, 0.0, 0), completions=totals(None))
             counts = {
                 table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
                 for table in _COUNTED
@@ -44,6 +45,7 @@ class Stats:
                 "SELECT name, COUNT(*) FROM tool_calls GROUP BY name ORDER BY name"
             ).fetchall()
             usage = conn.execute(_USAGE).fetchone()
+            completions = conn.execute(TOTALS).fetchone()  # inline completions: not runs.fetchone()
         return stats_dict(
             counts,
             runs,
@@ -51,6 +53,7 @@ class Stats:
             usage,
             unknown[0] if unknown else 0,
             unpriced[0] if unpriced else 0,
+            totals(completions),
         )
 
 
@@ -61,6 +64,7 @@ def stats_dict(
     usage: tuple[int, int, int, float, int],
     unknown_usage_runs: int = 0,
     unknown_cost_runs: int = 0,
+    completions: dict[str, int | float] | None = None,
 ) -> dict[str, Any]:
     sessions, input_tokens, output_tokens, cost, cached = usage
     return {
@@ -80,4 +84,5 @@ def stats_dict(
         "cost_usd": float(cost),
         "unknown_usage_runs": int(unknown_usage_runs),
         "unknown_cost_runs": int(unknown_cost_runs),
+        "completions": completions if completions is not None else totals(None),
     }

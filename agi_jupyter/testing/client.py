@@ -37,6 +37,11 @@ class FakeLLMClient:
     def release(self) -> None:
         self._call("POST", "/_fake/release", {})
 
+    def closed_streams(self) -> list[tuple[str, float]]:
+        """Streams their client closed before their end: (path, the server's
+        ``time.monotonic()`` when it saw it)."""
+        return [(i["path"], float(i["monotonic"])) for i in self._call("GET", "/_fake/closed")]
+
     def health(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", "/_fake/health")
         return result

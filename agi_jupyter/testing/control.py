@@ -7,6 +7,8 @@ Control endpoints let another process script a server it did not start::
     POST /_fake/reset           empty queue, log and stored responses; restore the default rule
     POST /_fake/complete/{id}   make a background response due now
     POST /_fake/release         let streams held by ``Fault.hold_after`` go on
+    GET  /_fake/closed          streams their client closed before their end: path, and when
+                                (``time.monotonic()``, system-wide on Linux)
     GET  /_fake/health          {"ok": true}
 """
 
@@ -39,6 +41,8 @@ def handle_control(state: FakeState, method: str, path: str, body: Any) -> tuple
         if (method, action) == ("POST", "release"):
             state.gate.set()
             return 200, {"ok": True}
+        if (method, action) == ("GET", "closed"):
+            return 200, [{"path": path, "monotonic": at} for path, at in state.closed]
         if (method, action) == ("GET", "health"):
             return 200, {"ok": True, "pending_turns": state.pending()}
     except (ValueError, TypeError) as exc:

@@ -10,16 +10,18 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import select
 import socket
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
-from agi_jupyter.testing import wire_anthropic, wire_chat, wire_responses
+from agi_jupyter.testing import wire_anthropic, wire_chat, wire_fim, wire_responses
 from agi_jupyter.testing.background import NotCancellableError
 from agi_jupyter.testing.control import handle_control, models_list
 from agi_jupyter.testing.plan import Plan, SSEEvent
@@ -41,11 +43,23 @@ class Wire(Protocol):
     def final_body(self, plan: Plan, *, truncated: bool = False) -> JSON: ...
 
 
+class _Fim:
+    """A fill-in-the-middle wire of ``wire_fim`` as a ``Wire``."""
+
+    def __init__(self, events: Callable[[Plan], list[SSEEvent]], body: Callable[..., JSON]) -> None:
+        self.stream_events = events
+        self.final_body = body
+
+
 WIRES: dict[str, Wire] = {
     "chat": wire_chat,
     "responses": wire_responses,
     "anthropic": wire_anthropic,
+    "infill": _Fim(wire_fim.infill_events, wire_fim.infill_body),
+    "ollama": _Fim(wire_fim.ollama_events, wire_fim.ollama_body),
 }
+NDJSON_WIRES = frozenset({"ollama"})  # streamed one JSON object a line, not as SSE
+STREAMS_BY_DEFAULT = frozenset({"ollama"})  # ``stream`` absent means true
 ROUTES: list[tuple[str, re.Pattern[str], ProtocolName, str]] = [
     ("POST", re.compile(r".*/chat/completions"), "chat", "model"),
     ("POST", re.compile(r".*/responses"), "responses", "model"),
@@ -56,6 +70,8 @@ ROUTES: list[tuple[str, re.Pattern[str], ProtocolName, str]] = [
     ("GET", re.compile(r".*/models"), "other", "models"),
     ("GET", re.compile(r"/props"), "other", "props"),
     ("POST", re.compile(r"/api/show"), "other", "show"),
+    ("POST", re.compile(r"/infill"), "infill", "model"),
+    ("POST", re.compile(r"/api/generate"), "ollama", "model"),
 ]
 
 
@@ -193,8 +209,8 @@ class FakeHandler(BaseHTTPRequestHandler):
             return
         if protocol == "responses":
             self.state.store.add_done(wire.final_body(plan))
-        if body.get("stream"):
-            self._send_sse(wire.stream_events(plan), fault)
+        if body.get("stream", protocol in STREAMS_BY_DEFAULT):
+            self._send_sse(wire.stream_events(plan), fault, ndjson=protocol in NDJSON_WIRES)
         else:
             final = wire.final_body(plan, truncated=fault.truncate)
             self._send_json(200, final, fault.headers, drop=fault.drop_after is not None)
@@ -276,9 +292,13 @@ class FakeHandler(BaseHTTPRequestHandler):
             return
         self.wfile.write(data)
 
-    def _send_sse(self, events: list[SSEEvent], fault: Fault) -> None:
+    def _send_sse(self, events: list[SSEEvent], fault: Fault, *, ndjson: bool = False) -> None:
+        """The events as SSE (``ndjson``: each one's data on a line of its own). A client that
+        closes its connection while the stream waits (a stall, a hold) or is written to is
+        recorded (``FakeState.closed``) and the stream ends there."""
         self.send_response(200)
-        self._common_headers({"Content-Type": "text/event-stream; charset=utf-8"} | fault.headers)
+        kind = "application/x-ndjson" if ndjson else "text/event-stream; charset=utf-8"
+        self._common_headers({"Content-Type": kind} | fault.headers)
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
@@ -286,15 +306,46 @@ class FakeHandler(BaseHTTPRequestHandler):
         for n, event in enumerate(to_send):
             if fault.drop_after is not None and n >= fault.drop_after:
                 break
-            if n and fault.stall_between_events > 0:
-                time.sleep(fault.stall_between_events)
-            if n and n == fault.hold_after:
-                self.state.gate.wait(timeout=HOLD_LIMIT)
-            self._write_chunk(event.encode())
+            if n and not self._wait(fault, n):
+                self._client_closed()
+                return
+            data = (event.data + "\n").encode() if ndjson else event.encode()
+            try:
+                self._write_chunk(data)
+            except (BrokenPipeError, ConnectionResetError):
+                self._client_closed()
+                return
         if fault.drop_after is not None:
             self._abort()
             return
         self._write_chunk(b"")
+
+    def _wait(self, fault: Fault, n: int) -> bool:
+        """The fault's stall before event ``n`` and its hold; False once the client is gone."""
+        if fault.stall_between_events > 0 and self._client_gone(fault.stall_between_events):
+            return False
+        if n == fault.hold_after:
+            deadline = time.monotonic() + HOLD_LIMIT
+            while not self.state.gate.is_set() and time.monotonic() < deadline:
+                if self._client_gone(0.02):
+                    return False
+        return True
+
+    def _client_gone(self, timeout: float) -> bool:
+        """Whether the client closed its connection, waiting up to ``timeout`` seconds to
+        know (an HTTP/1.1 client sends nothing while it waits for the answer)."""
+        readable, _, _ = select.select([self.connection], [], [], timeout)
+        if not readable:
+            return False
+        try:
+            peeked: bytes = self.connection.recv(1, socket.MSG_PEEK)
+        except OSError:
+            return True
+        return peeked == b""
+
+    def _client_closed(self) -> None:
+        self.close_connection = True
+        self.state.record_closed(urlsplit(self.path).path)
 
     def _common_headers(self, headers: dict[str, str]) -> None:
         request_id = _new_request_id()

@@ -155,6 +155,11 @@ def _blocks(message: JSON, block_type: str) -> list[JSON]:
     return [b for b in content if isinstance(b, dict) and b.get("type") == block_type]
 
 
+# What a fill-in-the-middle request sends the model, by protocol (see ``wire_fim``).
+FIM_FIELDS = {
+    "infill": ("input_prefix", "input_suffix", "input_extra", "prompt"),
+    "ollama": ("system", "prompt", "suffix"),
+}
 _STRUCTURAL_KEYS = frozenset({"role", "type", "id", "call_id", "tool_call_id", "tool_use_id"})
 
 
@@ -171,5 +176,7 @@ def count_words(value: Any) -> int:
 
 def input_tokens(protocol: str, body: JSON) -> int:
     """The default prompt size: words of the conversation, system prompt and tools (min 1)."""
+    if protocol in FIM_FIELDS:
+        return max(1, count_words([body.get(name) for name in FIM_FIELDS[protocol]]))
     parts = [messages_of(protocol, body), body.get("system"), body.get("instructions")]
     return max(1, count_words(parts) + count_words(body.get("tools")))

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 JSON = dict[str, Any]
-ProtocolName = Literal["chat", "responses", "anthropic", "other"]
+ProtocolName = Literal["chat", "responses", "anthropic", "infill", "ollama", "other"]
 
 _WORD_CHUNK = re.compile(r"\s*\S+\s*")
 

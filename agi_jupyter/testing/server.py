@@ -97,6 +97,16 @@ class FakeLLMServer:
         """A snapshot of the requests received so far, oldest first."""
         return self._state.requests
 
+    @property
+    def closed_streams(self) -> list[tuple[str, float]]:
+        """The streams whose client closed the connection before their end, oldest first:
+        ``(path, time.monotonic() when the server saw it)``."""
+        return self._state.closed
+
+    def wait_closed(self, count: int = 1, timeout: float = 10.0) -> bool:
+        """Wait until ``count`` streams were closed by their client; False if not in time."""
+        return self._state.wait_closed(count, timeout)
+
     def clear(self) -> None:
         """Empty the turn queue, the request log and the stored responses."""
         self._state.clear()

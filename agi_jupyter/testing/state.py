@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 
@@ -30,6 +31,9 @@ class FakeState:
         self.show: JSON | None = None
         # The gate a ``Fault.hold_after`` stream waits at until the test releases it.
         self.gate = threading.Event()
+        # Streams whose client closed the connection before their end: (path, monotonic time).
+        self._closed: list[tuple[str, float]] = []
+        self._closed_changed = threading.Condition(self._lock)
 
     def enqueue(self, *turns: Turn) -> None:
         for turn in turns:
@@ -61,11 +65,27 @@ class FakeState:
         with self._lock:
             return list(self._requests)
 
+    def record_closed(self, path: str) -> None:
+        with self._closed_changed:
+            self._closed.append((path, time.monotonic()))
+            self._closed_changed.notify_all()
+
+    @property
+    def closed(self) -> list[tuple[str, float]]:
+        with self._lock:
+            return list(self._closed)
+
+    def wait_closed(self, count: int, timeout: float) -> bool:
+        """Wait until ``count`` streams were closed by their client (False: not in time)."""
+        with self._closed_changed:
+            return self._closed_changed.wait_for(lambda: len(self._closed) >= count, timeout)
+
     def clear(self) -> None:
         """Empty the queue, the request log and the stored responses; restart the ids."""
         with self._lock:
             self._turns.clear()
             self._requests.clear()
+            self._closed.clear()
         self.props = self.show = None
         self.gate.clear()
         self.store.clear()

@@ -20,6 +20,9 @@ import { ITranslator } from '@jupyterlab/translation';
 import { AgiClient } from './api';
 import { notebookBridgePlugin } from './bridgeplugin';
 import { NotebookReview, refreshWhenRunsEnd } from './cellreview';
+
+import { addCellActions } from './cellactions';
+import { completionPlugin } from './completion';
 import { bundle, type Trans } from './i18n';
 import { agiIcon } from './icons';
 import { PanelModel } from './model';
@@ -111,7 +114,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     palette?.addItem({ command: OPEN_COMMAND, category: 'AGI' });
+    const sendFromCell = (prompt: string): Promise<boolean> => {
+      app.shell.activateById(PANEL_ID);
+      return model.send(prompt);
+    };
+    addCellActions(app, sendFromCell, trans);
   }
 };
 
-export default [plugin, notebookBridgePlugin];
+export default [plugin, notebookBridgePlugin, completionPlugin];

@@ -94,23 +94,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/agi/v1/sessions/{session_id}/compact": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Fold the messages before the last turn into a summary the session's model writes, sent in their place from the next request on (the history is not changed) */
-        post: operations["compactSession"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/agi/v1/sessions/{session_id}/stream": {
         parameters: {
             query?: never;
@@ -345,6 +328,24 @@ export interface paths {
         put?: never;
         /** Answer one prompt in a fresh session (streamed by Accept, or JSON) */
         post: operations["oneShot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agi/v1/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's completion settings: enabled, model, debounce, what it is off for */
+        get: operations["completionSettings"];
+        put?: never;
+        /** Complete at the cursor (inline completion; not a run: counted in stats and notebook budgets). JSON in the inline completer's shape, or NDJSON lines of the insertion so far by Accept; closing the connection cancels the model request */
+        post: operations["complete"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1084,117 +1085,224 @@ export interface components {
             content: string;
         };
         /**
-         * Compaction
-         * @description A summary the model wrote of a session's older messages (``runtime/compaction.py``),
-         *     sent in their place: it covers every sendable message from ``first_message_id`` through
-         *     ``through_message_id`` (``message_count`` of them). The history is never changed.
+         * CompletionCell
+         * @description A cell around the cursor (markdown goes to the model as comments).
          */
-        Compaction: {
-            /** Id */
-            id: string;
-            /** Session Id */
-            session_id: string;
-            /** First Message Id */
-            first_message_id: string;
-            /** Through Message Id */
-            through_message_id: string;
-            /** Message Count */
-            message_count: number;
-            /** Summary */
-            summary: string;
+        CompletionCell: {
             /**
-             * Run Id
-             * @default null
+             * Cell Type
+             * @default code
+             * @enum {string}
              */
-            run_id: string | null;
+            cell_type?: "code" | "markdown" | "raw";
+            /** Source */
+            source: string;
+        };
+        /**
+         * CompletionChunk
+         * @description A line of a streamed completion: the insertion so far; the last one is ``done``, with
+         *     the model and usage (``type`` says which: every stream line of the API has one).
+         */
+        CompletionChunk: {
             /**
-             * Provider
-             * @default null
+             * Type
+             * @enum {string}
              */
-            provider: string | null;
+            type: "completion.delta" | "completion.done";
+            /** Inserttext */
+            insertText: string;
+            /**
+             * Done
+             * @default false
+             */
+            done: boolean;
             /**
              * Model
              * @default null
              */
             model: string | null;
             /**
-             * Input Tokens
+             * Via
              * @default null
              */
-            input_tokens: number | null;
-            /**
-             * Output Tokens
-             * @default null
-             */
-            output_tokens: number | null;
-            /**
-             * Cost Usd
-             * @default null
-             */
-            cost_usd: number | null;
-            /**
-             * Created At
-             * @default
-             */
-            created_at: string;
+            via: ("chat" | "llama-infill" | "ollama-suffix") | null;
+            /** @default null */
+            usage: components["schemas"]["CompletionUsage"] | null;
         };
         /**
-         * CompactionEvent
-         * @description Older messages of the session were folded into a summary the model wrote
-         *     (``runtime/compaction.py``), sent in their place from now on: ``message_count`` messages
-         *     through ``through_message_id``, with the usage and cost of that model call.
+         * CompletionCreate
+         * @description The text around the cursor. The answer streams as NDJSON when ``Accept`` asks for
+         *     ``application/x-ndjson`` (the insertion so far on each line, then the final one with
+         *     ``done``), else it is one JSON body in the inline completer's shape.
          */
-        CompactionEvent: {
+        CompletionCreate: {
             /**
-             * Run Id
+             * Prefix
+             * @description The text before the cursor.
+             */
+            prefix: string;
+            /**
+             * Suffix
+             * @description The text after the cursor.
              * @default
              */
-            run_id: string;
+            suffix?: string;
             /**
-             * Seq
-             * @default 0
+             * Language
+             * @default python
              */
-            seq: number;
+            language?: string;
             /**
-             * Ts
-             * @default
-             */
-            ts: string;
-            /** Compaction Id */
-            compaction_id: string;
-            /** Message Count */
-            message_count: number;
-            /** Through Message Id */
-            through_message_id: string;
-            /**
-             * Input Tokens
+             * Path
+             * @description The notebook or file, relative to the project (its budget applies; completion.notebooks may turn it off).
              * @default null
              */
-            input_tokens: number | null;
+            path?: string | null;
             /**
-             * Output Tokens
+             * Cell Id
              * @default null
              */
-            output_tokens: number | null;
+            cell_id?: string | null;
             /**
-             * Cost Usd
+             * Model
              * @default null
              */
-            cost_usd: number | null;
+            model?: string | null;
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * Cells Before
+             * @description The cells above, in order.
+             */
+            cells_before?: components["schemas"]["CompletionCell"][];
+            /**
+             * Cells After
+             * @description The cells below, in order.
+             */
+            cells_after?: components["schemas"]["CompletionCell"][];
+            /** Variables */
+            variables?: components["schemas"]["CompletionVariable"][];
+            /**
+             * Max Output Tokens
+             * @default null
+             */
+            max_output_tokens?: number | null;
+        };
+        /** CompletionItem */
+        CompletionItem: {
+            /**
+             * Inserttext
+             * @description The text to insert at the cursor.
+             */
+            insertText: string;
+        };
+        /**
+         * CompletionResponse
+         * @description The inline completer's shape: one item (none when the model had nothing to add).
+         */
+        CompletionResponse: {
+            /** Items */
+            items: components["schemas"]["CompletionItem"][];
+            /**
+             * Model
+             * @description provider:model that answered.
+             */
+            model: string;
+            /**
+             * Via
+             * @description A chat turn, or the server's fill-in-the-middle.
              * @enum {string}
              */
-            type: "context.compacted";
+            via: "chat" | "llama-infill" | "ollama-suffix";
+            usage: components["schemas"]["CompletionUsage"];
         };
         /**
-         * CompactionResponse
-         * @description A compaction made on demand: its record (which messages the summary covers, its cost),
-         *     null when there was nothing before the last turn to fold.
+         * CompletionSettingsResponse
+         * @description What an editor reads before asking (``completion`` of ``.agi/config.json``).
          */
-        CompactionResponse: {
-            /** @default null */
-            compaction: components["schemas"]["Compaction"] | null;
+        CompletionSettingsResponse: {
+            /** Enabled */
+            enabled: boolean;
+            /** Model */
+            model: string;
+            /** Debounce Ms */
+            debounce_ms: number;
+            /** Max Output Tokens */
+            max_output_tokens: number;
+            /** Disabled Languages */
+            disabled_languages: string[];
+            /** Disabled Notebooks */
+            disabled_notebooks: string[];
+        };
+        /**
+         * CompletionTotals
+         * @description Inline completions: not runs (no sessions), counted here. ``unpriced``: requests
+         *     whose cost is unknown, left out of ``cost_usd``; ``cancelled``: superseded ones.
+         */
+        CompletionTotals: {
+            /**
+             * Requests
+             * @default 0
+             */
+            requests: number;
+            /**
+             * Cancelled
+             * @default 0
+             */
+            cancelled: number;
+            /**
+             * Input Tokens
+             * @default 0
+             */
+            input_tokens: number;
+            /**
+             * Output Tokens
+             * @default 0
+             */
+            output_tokens: number;
+            /**
+             * Cost Usd
+             * @default 0
+             */
+            cost_usd: number;
+            /**
+             * Unpriced
+             * @default 0
+             */
+            unpriced: number;
+        };
+        /** CompletionUsage */
+        CompletionUsage: {
+            /**
+             * Input Tokens
+             * @default null
+             */
+            input_tokens: number | null;
+            /**
+             * Output Tokens
+             * @default null
+             */
+            output_tokens: number | null;
+            /**
+             * Cost Usd
+             * @description null: unknown (no usage, or no price).
+             * @default null
+             */
+            cost_usd: number | null;
+        };
+        /**
+         * CompletionVariable
+         * @description A kernel variable: ``summary`` is what its type makes useful (a DataFrame's columns
+         *     and dtypes, an array's shape and dtype).
+         */
+        CompletionVariable: {
+            /** Name */
+            name: string;
+            /** Type */
+            type: string;
+            /**
+             * Summary
+             * @default
+             */
+            summary?: string;
         };
         /**
          * DeleteChange
@@ -1248,7 +1356,7 @@ export interface components {
          * @description Every error code, by what raises it. A member is its string on the wire.
          * @enum {string}
          */
-        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT";
+        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT" | "COMPLETION_DISABLED";
         /** ErrorDetail */
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
@@ -1304,7 +1412,7 @@ export interface components {
          * @description One live event (DESIGN.md section 4): a line of NDJSON, or the data of an SSE event
          *     whose ``event:`` name is the ``type``.
          */
-        Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["CompactionEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
+        Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
         /** History */
         History: {
             /**
@@ -2134,7 +2242,7 @@ export interface components {
         /** RunEvents */
         RunEvents: {
             /** Events */
-            events: (components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["CompactionEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"])[];
+            events: (components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"])[];
         };
         /**
          * RunFinal
@@ -2457,11 +2565,6 @@ export interface components {
              * @default
              */
             updated_at: string;
-            /**
-             * Cached Input Tokens
-             * @default 0
-             */
-            cached_input_tokens: number;
         };
         /** SessionCreate */
         SessionCreate: {
@@ -2737,11 +2840,6 @@ export interface components {
              */
             output_tokens: number;
             /**
-             * Cached Tokens
-             * @default 0
-             */
-            cached_tokens: number;
-            /**
              * Cost Usd
              * @default 0
              */
@@ -2756,6 +2854,7 @@ export interface components {
              * @default 0
              */
             unknown_cost_runs: number;
+            completions: components["schemas"]["CompletionTotals"];
         } & {
             [key: string]: unknown;
         };
@@ -3381,13 +3480,7 @@ export interface components {
              */
             forced: boolean;
         };
-        /**
-         * UsageEvent
-         * @description A model call's usage and cost; ``cached_input_tokens``: of its input, what the provider
-         *     read from its prompt cache. The context gauge (``runtime/context.py``, native runs): the
-         *     request's estimated ``context_tokens`` of the model's ``context_window``, and the size
-         *     past which older messages are left out and compacted (``compacts_at``).
-         */
+        /** UsageEvent */
         UsageEvent: {
             /**
              * Run Id
@@ -3413,26 +3506,6 @@ export interface components {
              * @default null
              */
             cost_usd: number | null;
-            /**
-             * Cached Input Tokens
-             * @default 0
-             */
-            cached_input_tokens: number;
-            /**
-             * Context Tokens
-             * @default null
-             */
-            context_tokens: number | null;
-            /**
-             * Context Window
-             * @default null
-             */
-            context_window: number | null;
-            /**
-             * Compacts At
-             * @default null
-             */
-            compacts_at: number | null;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -4072,69 +4145,6 @@ export interface operations {
                 };
             };
             /** @description Error codes: VALIDATION_ERROR */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error codes: UNAUTHORIZED */
-            401: {
-                headers: {
-                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
-                    "WWW-Authenticate": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error codes: FORBIDDEN */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    compactSession: {
-        parameters: {
-            query?: {
-                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
-                project?: string;
-            };
-            header?: never;
-            path: {
-                session_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CompactionResponse"];
-                };
-            };
-            /** @description Error codes: PROVIDER_NOT_CONFIGURED, PROVIDER_ERROR, PROVIDER_HTTP_ERROR, PROVIDER_DISCONNECTED */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5294,6 +5304,133 @@ export interface operations {
             };
         };
     };
+    completionSettings: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompletionSettingsResponse"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    complete: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompletionCreate"];
+            };
+        };
+        responses: {
+            /** @description JSON, or NDJSON lines (by Accept), each a CompletionChunk */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompletionResponse"];
+                    "application/x-ndjson": components["schemas"]["CompletionChunk"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR, COMPLETION_DISABLED, BUDGET_EXCEEDED, PROVIDER_NOT_CONFIGURED, PROVIDER_ERROR, PROVIDER_HTTP_ERROR, PROVIDER_DISCONNECTED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listAgents: {
         parameters: {
             query?: {
@@ -6175,6 +6312,7 @@ export const ErrorCode = {
     NOTEBOOK_TAB_GONE: "NOTEBOOK_TAB_GONE",
     NOTEBOOK_TAB_TIMEOUT: "NOTEBOOK_TAB_TIMEOUT",
     UNDO_CONFLICT: "UNDO_CONFLICT",
+    COMPLETION_DISABLED: "COMPLETION_DISABLED",
 } as const;
 export type ErrorCode = components["schemas"]["ErrorCode"];
 

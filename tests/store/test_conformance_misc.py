@@ -173,6 +173,18 @@ def test_stats(store: Store, session: Session) -> None:
         store.create_session().id, input_tokens=1, output_tokens=2, cost_usd=0.25
     )
     store.create_task("t")
+    # inline completions: counted apart, never as sessions, runs or their tokens
+    store.add_completion_usage(
+        path="a.ipynb", model="openai:m", input_tokens=30, output_tokens=4, cost_usd=0.01
+    )
+    store.add_completion_usage(
+        path="",
+        model="ollama:m",
+        input_tokens=None,
+        output_tokens=None,
+        cost_usd=None,
+        cancelled=True,
+    )
     assert store.stats() == {
         "sessions": 2,
         "messages": 2,
@@ -190,7 +202,38 @@ def test_stats(store: Store, session: Session) -> None:
         "cost_usd": 0.75,
         "unknown_usage_runs": 1,
         "unknown_cost_runs": 1,
+        "completions": {
+            "requests": 2,
+            "cancelled": 1,
+            "input_tokens": 30,
+            "output_tokens": 4,
+            "cost_usd": 0.01,
+            "unpriced": 1,
+        },
     }
+
+
+def test_completion_usage_adds_up_per_notebook_and_model(store: Store) -> None:
+    assert store.completion_totals()["requests"] == 0
+    for path, model, cost in [
+        ("a.ipynb", "openai:m", 0.5),
+        ("a.ipynb", "openai:m", 0.25),
+        ("a.ipynb", "fake:echo", None),
+        ("b.ipynb", "openai:m", 1.0),
+    ]:
+        store.add_completion_usage(
+            path=path, model=model, input_tokens=10, output_tokens=2, cost_usd=cost
+        )
+    assert store.completion_totals("a.ipynb") == {
+        "requests": 3,
+        "cancelled": 0,
+        "input_tokens": 30,
+        "output_tokens": 6,
+        "cost_usd": 0.75,
+        "unpriced": 1,
+    }
+    assert store.completion_totals("c.ipynb")["requests"] == 0
+    assert store.completion_totals()["requests"] == 4
 
 
 # --- notebook budgets set from a front door ------------------------------------------------------

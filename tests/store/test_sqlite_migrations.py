@@ -96,6 +96,7 @@ def test_migrations_are_numbered_in_order() -> None:
         "m016_notebook_budgets",
         "m017_sessions_cached_input_tokens",
         "m018_compactions",
+        "m019_completion_usage",
     ]
     assert len(set(names)) == len(names)
 

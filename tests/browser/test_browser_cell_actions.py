@@ -1,0 +1,64 @@
+"""Cell actions in a real JupyterLab (Debian's chromium): *Fix* on a failing cell starts a run
+of the notebook's session in the panel, with the traceback, and the agent's edit lands in the
+cell."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from browser_lab import LabServer
+from panel_page import open_lab, run_lab_command, shoot
+from playwright.sync_api import expect
+
+from agi_jupyter.notebook import source_hash
+from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
+
+ERROR = {
+    "output_type": "error",
+    "ename": "ZeroDivisionError",
+    "evalue": "division by zero",
+    "traceback": ["\u001b[0;31mZeroDivisionError\u001b[0m: division by zero"],
+}
+
+
+@pytest.fixture(autouse=True)
+def no_kernels_left(lab: LabServer) -> Iterator[None]:
+    yield
+    for session in lab.api("GET", "api/sessions") or []:
+        lab.api("DELETE", f"api/sessions/{session['id']}")
+
+
+def test_fix_on_a_failing_cell_produces_the_agents_edit(
+    page: Any, lab: LabServer, fake: FakeLLMServer
+) -> None:
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                    "language": "python"}},
+        "cells": [{"cell_type": "code", "id": "ratio", "metadata": {}, "source": "1 / 0",
+                   "outputs": [ERROR], "execution_count": 1}],
+    }  # fmt: skip
+    (lab.root / "fix.ipynb").write_text(json.dumps(notebook))
+    edit = {"cell_id": "ratio", "source": "1 / 2", "expected_hash": source_hash("1 / 0")}
+    fake.enqueue(
+        Turn(tool_calls=[FakeToolCall("notebook.edit", edit)]),
+        Turn(text="It divided by zero; it divides by 2 now."),
+    )
+    open_lab(page, lab)
+    run_lab_command(page, "docmanager:open", {"path": "fix.ipynb", "factory": "Notebook"})
+    expect(page.locator(".jp-Notebook .jp-OutputArea-output")).to_contain_text("division by zero")
+    page.locator(".jp-Notebook .jp-Cell").first.click(button="right")
+    page.locator(".lm-Menu-item", has_text="AGI: Fix Cell").click()
+    answer = page.locator(".jp-AgiMessage-assistant").last
+    expect(answer).to_contain_text("divides by 2 now", timeout=90_000)
+    editor = page.locator(".jp-Notebook .jp-Cell .jp-InputArea-editor").first
+    expect(editor).to_contain_text("1 / 2")
+    [first, *_] = [r for r in fake.requests if r.path.endswith("/chat/completions")]
+    sent = json.dumps(first.body["messages"])
+    assert "Fix cell `ratio`" in sent
+    assert "ZeroDivisionError: division by zero" in sent  # the traceback, colours off
+    shoot(page, "cell-actions-01-fixed")
