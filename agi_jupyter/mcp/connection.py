@@ -32,6 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from agi_jupyter import __version__
+from agi_jupyter.mcp import reaper
 from agi_jupyter.mcp.config import McpServerSpec
 
 log = logging.getLogger(__name__)
@@ -167,7 +168,7 @@ class McpConnection:
             params = StdioServerParameters(
                 command=spec.command or "",
                 args=list(spec.args),
-                env=dict(spec.env) or None,
+                env={**spec.env, reaper.OWNER_VARIABLE: reaper.owner_mark()},
                 cwd=spec.cwd,
             )
             return stdio_client(params, errlog=self._stderr)

@@ -7,7 +7,9 @@ reach (``mcp.*`` reaches all, ``mcp.github.*`` one) and registers their tools as
 exited is started again when next needed (a call in flight when it died fails, and is not
 repeated: it may have had effects). One that fails to start is reported once, in the log and in
 the listings (``status``), with the tail of its stderr, and its tools are absent; it is not
-tried again by this runtime. ``aclose`` stops them all.
+tried again by this runtime. ``aclose`` stops them all. Stdio servers also end when their owner
+gets SIGTERM, and those of an owner that was killed are ended by the next runtime that starts
+one (``reaper``).
 
 Everything here runs on the runtime loop; ``status`` may be read from any thread.
 """
@@ -21,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from agi_jupyter.errors import ToolError
-from agi_jupyter.mcp.tools import McpTool
+from agi_jupyter.mcp import reaper
+from agi_jupyter.mcp.tools import McpTool, judge_trust
 from agi_jupyter.records import JSON
 
 if TYPE_CHECKING:
@@ -66,6 +69,9 @@ class McpServers:
         self.redactor = redactor
         self._servers = {spec.name: _Server(spec) for spec in specs}
         self._closed = False
+        self._swept = False
+        if any(spec.transport == "stdio" for spec in specs):
+            reaper.install_sigterm()
 
     def __bool__(self) -> bool:
         return bool(self._servers)
@@ -146,6 +152,9 @@ class McpServers:
             return None
         from agi_jupyter.mcp.connection import McpConnection, StartFailed
 
+        if spec.transport == "stdio" and not self._swept:
+            self._swept = True
+            await asyncio.to_thread(reaper.sweep)
         connection = McpConnection(spec)
         try:
             remote_tools = await connection.open()
@@ -179,13 +188,16 @@ class McpServers:
         self._unregister(server)
         for remote in remote_tools:
             annotations = remote.annotations
+            hint = bool(annotations and annotations.read_only_hint)
+            trust, trust_from = judge_trust(server.spec, remote.name, hint)
             tool = McpTool(
                 self,
                 server=server.spec.name,
                 remote=remote.name,
                 description=remote.description or remote.title or "",
                 schema=remote.input_schema,
-                read_only=bool(annotations and annotations.read_only_hint),
+                trust=trust,
+                trust_from=trust_from,
             )
             if tool.name in self.registry:
                 log.warning(

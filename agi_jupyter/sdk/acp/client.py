@@ -63,7 +63,10 @@ def refusal(params: SdkRunParams, name: str) -> str | None:
     agent = params.agent
     policy = ToolPolicy.for_session(agent, params.session, params.config)
     tool = next((t for t in params.tools if t.name == name), None)
-    verdict = policy.decide(name, ToolTrait.SHELL if tool is None else tool.trait)
+    if tool is None:
+        verdict = policy.decide(name, ToolTrait.SHELL)
+    else:
+        verdict = policy.decide(name, tool.trait, tool.default_verdict)
     if verdict == Verdict.DENY:
         return policy.denied_reason(name)
     if tool is not None:
