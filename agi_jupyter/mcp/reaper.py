@@ -2,15 +2,16 @@
 
 A stdio server runs in a process group of its own (the SDK starts it in a new session), so a
 signal to its owner does not reach it, and a server stuck in a call does not notice its stdin
-closing. Every server we start carries a mark in its environment, ``AGI_MCP_OWNER=<pid>:<start>``
-(the owner's pid and its start time, so a reused pid is not mistaken for it), which whatever it
-starts in turn (``npx`` -> ``node`` -> ...) inherits. Then:
+closing. Every server we start carries a mark in its environment,
+``AGI_MCP_OWNER=<pid>:<start>:<project>`` (the owner's pid and start time, so a reused pid is not
+mistaken for it, and the project), which whatever it starts in turn (``npx`` -> ``node`` -> ...)
+inherits. Then:
 
 - **SIGTERM** to the owner: ``install_sigterm`` chains a handler that ends the processes marked
   with the owner's own mark (SIGTERM, then SIGKILL to those still there after a grace), then
   does what the signal did before (the previous handler, or the default: the process ends).
-- **SIGKILL** (or any death without a handler): the next start of an MCP server by any owner
-  (``sweep``) ends the processes whose marked owner is no longer alive.
+- **SIGKILL** (or any death without a handler): the next start of an MCP server in the project
+  (``sweep``) ends the project's marked processes whose owner is no longer alive.
 - A graceful close goes through the SDK (close stdin, SIGTERM the group, SIGKILL), as before.
 
 Reads ``/proc`` (Linux); elsewhere the marks are set but nothing is found, and only the graceful
@@ -49,14 +50,24 @@ def _start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 and fields[0] != "Z" else None
 
 
-def owner_mark(pid: int | None = None) -> str:
-    """This process's mark (``<pid>:<start time>``), set on every server it starts."""
-    pid = os.getpid() if pid is None else pid
+def owner_mark(project: Path, pid: int | None = None) -> str:
+    """The mark of the servers a process (this one) starts for ``project``."""
+    return f"{_owner(os.getpid() if pid is None else pid)}:{project}"
+
+
+def _owner(pid: int) -> str:
     return f"{pid}:{_start_time(pid) or '?'}"
 
 
-def _alive(mark: str) -> bool:
-    pid, _, start = mark.partition(":")
+def _parts(mark: str) -> tuple[str, str]:
+    """A mark's owner (``<pid>:<start>``) and project."""
+    pid, _, rest = mark.partition(":")
+    start, _, project = rest.partition(":")
+    return f"{pid}:{start}", project
+
+
+def _alive(owner: str) -> bool:
+    pid, _, start = owner.partition(":")
     return pid.isdigit() and _start_time(int(pid)) == start
 
 
@@ -110,9 +121,14 @@ def _signal(pid: int, sig: signal.Signals, ours: int) -> None:
         pass
 
 
-def sweep() -> list[int]:
-    """End the marked processes whose owner is gone (killed without a chance to clean up)."""
-    orphans = [pid for pid, mark in marked() if not _alive(mark)]
+def sweep(project: Path) -> list[int]:
+    """End the project's marked processes whose owner is gone (killed without a chance to
+    clean up)."""
+    orphans = [
+        pid
+        for pid, (owner, where) in ((p, _parts(m)) for p, m in marked())
+        if where == str(project) and not _alive(owner)
+    ]
     if orphans:
         log.warning("ending %d MCP server process(es) left by a process that died", len(orphans))
         end(orphans)
@@ -121,8 +137,8 @@ def sweep() -> list[int]:
 
 def end_own() -> list[int]:
     """End the marked processes this process started (and what they started)."""
-    mine = owner_mark()
-    pids = [pid for pid, mark in marked() if mark == mine]
+    mine = _owner(os.getpid())
+    pids = [pid for pid, mark in marked() if _parts(mark)[0] == mine]
     end(pids)
     return pids
 

@@ -28,6 +28,8 @@ from agi_jupyter.mcp.tools import McpTool, judge_trust
 from agi_jupyter.records import JSON
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agi_jupyter.mcp.config import McpServerSpec
     from agi_jupyter.mcp.connection import McpConnection
     from agi_jupyter.mcp.results import Blob
@@ -63,8 +65,13 @@ class McpServers:
     """The configured MCP servers of one runtime (a ``ToolRegistry`` tool source)."""
 
     def __init__(
-        self, specs: list[McpServerSpec], registry: ToolRegistry, redactor: Redactor
+        self,
+        specs: list[McpServerSpec],
+        registry: ToolRegistry,
+        redactor: Redactor,
+        project: Path,
     ) -> None:
+        self.project = project
         self.registry = registry
         self.redactor = redactor
         self._servers = {spec.name: _Server(spec) for spec in specs}
@@ -154,8 +161,8 @@ class McpServers:
 
         if spec.transport == "stdio" and not self._swept:
             self._swept = True
-            await asyncio.to_thread(reaper.sweep)
-        connection = McpConnection(spec)
+            await asyncio.to_thread(reaper.sweep, self.project)
+        connection = McpConnection(spec, self.project)
         try:
             remote_tools = await connection.open()
         except StartFailed as e:

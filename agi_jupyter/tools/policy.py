@@ -91,9 +91,7 @@ class ToolPolicy:
         tool's ``default``."""
         return _match(self.session_rules, name) or _match(self.agent_rules, name) or default
 
-    def decide(
-        self, name: str, trait: ToolTrait, default: Verdict = Verdict.ALLOW
-    ) -> Verdict:
+    def decide(self, name: str, trait: ToolTrait, default: Verdict = Verdict.ALLOW) -> Verdict:
         """What a call of ``name`` (a tool of ``trait``, whose verdict without a rule is
         ``default``) gets now, the review mode and approvals applied: ``auto-edit`` lets the
         calls of ``edit`` tools through."""

@@ -102,10 +102,11 @@ def note(path: str, text: str) -> str:
 
 
 @server.tool(annotations=types.ToolAnnotations(read_only_hint=True))
-def hang(pid_file: str) -> str:
-    """Write the server's pid to a file, then block (a call that never ends)."""
-    Path(pid_file).write_text(str(os.getpid()))
-    time.sleep(3600)
+async def hang(pid_file: str) -> str:
+    """Write the server's pid to a file, then block its whole event loop (a hung server: it
+    no longer reads its stdin, so it does not notice its client going away)."""
+    Path(pid_file).write_text(str(os.getpid()))  # noqa: ASYNC240
+    time.sleep(3600)  # noqa: ASYNC251 - a hung server, on purpose
     return "woke up"
 
 
