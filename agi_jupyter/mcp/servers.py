@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agi_jupyter.errors import ToolError
 from agi_jupyter.mcp import reaper
+from agi_jupyter.mcp.sdk import mcp_sdk_problem
 from agi_jupyter.mcp.tools import McpTool, judge_trust
 from agi_jupyter.records import JSON
 
@@ -154,8 +155,9 @@ class McpServers:
     async def _start(self, server: _Server) -> McpConnection | None:
         spec = server.spec
         server.starts += 1
-        if spec.problem is not None:
-            self._failed(server, spec.problem)
+        problem = spec.problem or mcp_sdk_problem()
+        if problem is not None:
+            self._failed(server, problem)
             return None
         from agi_jupyter.mcp.connection import McpConnection, StartFailed
 
