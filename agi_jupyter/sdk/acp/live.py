@@ -9,8 +9,9 @@ configuration; its stderr goes to an anonymous file whose tail explains a failur
 
 An agent that advertises auth methods (codex-acp) gets ``authenticate`` with the API-key method
 whose variable its ``env`` holds (``openai-api-key`` -> ``OPENAI_API_KEY``: put
-``"${OPENAI_API_KEY}"`` there, resolved from our credentials), else its first method; one that
-still requires authentication fails for good (not retried). The model it
+``"${OPENAI_API_KEY}"`` there, resolved from our credentials); other methods (an interactive
+login, claude-code-acp's ``claude-login``) are never tried, and an agent that then answers
+``session/new`` with "authentication required" fails for good (not retried). The model it
 reports (a ``model`` config option) is recorded. The process runs in a process group of its own,
 which is ended whole on close (an npm wrapper's native child too).
 
@@ -144,8 +145,9 @@ class AcpLive:
         if init.agent_info is not None and init.agent_info.name:
             self.agent_name = init.agent_info.name
         methods = [m.id for m in init.auth_methods or []]
-        if methods:
-            await self._authenticate(methods, env)
+        keyed = next((m for m in methods if env.get(key_variable(m))), None)
+        if keyed is not None:
+            await self._authenticate(keyed, methods)
         capabilities = init.agent_capabilities
         if resume and capabilities is not None and capabilities.load_session:
             try:
@@ -167,10 +169,9 @@ class AcpLive:
         self.session_id = created.session_id
         self.model = reported_model(created)
 
-    async def _authenticate(self, methods: list[str], env: Mapping[str, str]) -> None:
-        """``authenticate`` with the API-key method whose variable the agent has, else the
-        first; a refusal is permanent."""
-        method = next((m for m in methods if env.get(key_variable(m))), methods[0])
+    async def _authenticate(self, method: str, methods: list[str]) -> None:
+        """``authenticate`` with an API-key method (one whose variable the agent has); a
+        refusal is permanent."""
         try:
             await self.conn.authenticate(method_id=method)
         except RequestError as e:
