@@ -18,6 +18,13 @@ from tests.mcp.conftest import MODEL, MakeAgi, stdio_entry, wait_until, write_mc
 
 pytestmark = pytest.mark.slow
 
+
+@pytest.fixture
+def backend() -> str:
+    """Processes and signals, not the store: SQLite only."""
+    return "sqlite"
+
+
 OWNER = """
 import sys
 from pathlib import Path

@@ -239,7 +239,8 @@ class AcpLive:
             _signal_group(group, sig)
         await self._exited(STOP_GRACE)
         _signal_group(group, signal.SIGKILL)  # what the agent left behind in its group
-        if self.pump is not None:
+        if self.pump is not None:  # ends at the EOF of its output once the group is gone
+            await asyncio.wait({self.pump}, timeout=STOP_GRACE)
             self.pump.cancel()
         self.stderr.close()
 
