@@ -54,5 +54,15 @@ class ToolTrait(StrEnum):
     SHELL = "shell"
 
 
+class McpTrust(StrEnum):
+    """How far an MCP server's tool is trusted (``tools.policy``): ``read`` tools run like
+    ``fs.read``; ``write`` tools are treated like commands (they ask in review modes ``ask`` and
+    ``auto-edit``). Annotated ``readOnlyHint: true`` means ``read``; ``.agi/mcp.json``'s
+    ``trust`` overrides it per server and per tool."""
+
+    READ = "read"
+    WRITE = "write"
+
+
 DEFAULT_REVIEW_MODE = ReviewMode.ASK
 DEFAULT_SDK = SdkName.NATIVE

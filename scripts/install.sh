@@ -20,6 +20,13 @@ if [ "$(.venv/codex/node_modules/.bin/codex --version 2>/dev/null)" != "codex-cl
   npm install --silent --no-audit --no-fund --loglevel=error --prefix .venv/codex "@openai/codex@$CODEX_VERSION"
 fi
 
+# A real ACP agent from npm (tests/sdk/test_acp_npm_agents.py runs it against the fake LLM),
+# kept inside the venv: ~60 s cold, ~125 MB; skipped when that version is there.
+CLAUDE_ACP_VERSION=0.16.2
+if [ "$(node -p "require('./.venv/acp/node_modules/@zed-industries/claude-code-acp/package.json').version" 2>/dev/null)" != "$CLAUDE_ACP_VERSION" ]; then
+  npm install --silent --no-audit --no-fund --loglevel=error --prefix .venv/acp "@zed-industries/claude-code-acp@$CLAUDE_ACP_VERSION"
+fi
+
 packages=()
 [ -x /usr/bin/chromium ] || packages+=(chromium)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || packages+=(postgresql)

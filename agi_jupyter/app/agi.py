@@ -142,7 +142,7 @@ class Agi:
         )
         registry.load_project_tools(self.project, store=self.store)
         # MCP servers' tools (mcp.<server>.<tool>) join the registry when a run can reach them.
-        self.mcp = McpServers(servers, registry, self.redactor)
+        self.mcp = McpServers(servers, registry, self.redactor, self.project)
         registry.sources.append(self.mcp)
         self.loop = BackgroundLoop()
         self.bus = EventBus()

@@ -151,9 +151,11 @@ def tools(agent: str | None, project: Path | None, as_json: bool) -> None:
     """List the tools (built-in, the project's own, and its MCP servers').
 
     MCP servers (.agi/mcp.json) are started to list their tools; one that fails to start is
-    named on stderr with the reason and its tools are left out.
+    named on stderr with the reason and its tools are left out. The review column says what the
+    tool policy sees: read, edit or shell; an MCP tool's trust (read or write) and what set it
+    (its readOnlyHint annotation, or "trust" in mcp.json).
     """
-    from agi_jupyter.mcp.tools import server_of
+    from agi_jupyter.mcp.tools import McpTool, server_of
 
     with open_agi(project) as agi:
         items = agi.tools(agent)
@@ -168,6 +170,9 @@ def tools(agent: str | None, project: Path | None, as_json: bool) -> None:
                     "name": t.name,
                     "description": t.description,
                     "read_only": t.read_only,
+                    "trait": t.trait,
+                    "trust": t.trust if isinstance(t, McpTool) else None,
+                    "trust_from": t.trust_from if isinstance(t, McpTool) else None,
                     "source": t.source,
                     "server": server_of(t),
                     "parameters": t.json_schema(),
@@ -177,10 +182,22 @@ def tools(agent: str | None, project: Path | None, as_json: bool) -> None:
         )
         return
     render.table(
-        ["name", "source", "read-only", "description"],
-        ([t.name, t.source, t.read_only, render.one_line(t.description, 90)] for t in items),
+        ["name", "source", "read-only", "review", "description"],
+        (
+            [t.name, t.source, t.read_only, _review(t), render.one_line(t.description, 80)]
+            for t in items
+        ),
         empty="no tools",
     )
+
+
+def _review(tool: Any) -> str:
+    """What the tool policy sees: an MCP tool's trust and its origin, else the tool's trait."""
+    from agi_jupyter.mcp.tools import McpTool
+
+    if isinstance(tool, McpTool):
+        return f"{tool.trust} ({tool.trust_from})"
+    return str(tool.trait)
 
 
 @click.command()

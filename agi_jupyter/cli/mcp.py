@@ -32,6 +32,9 @@ def mcp_command(agent: str, project: Path | None) -> None:
     (agi_sessions, agi_history, agi_runs, agi_start_run, agi_follow, agi_cancel). Every tool
     call is recorded as a run of an "MCP client: NAME" session.
     """
+    from agi_jupyter.mcp.sdk import require_mcp_sdk
+
+    require_mcp_sdk()
     import anyio
 
     from agi_jupyter.mcp_server.stdio import serve_stdio

@@ -12,8 +12,15 @@ The files use the ``mcpServers`` shape of Claude Desktop, Claude Code, Cursor an
 ``command``/``args``/``env``/``cwd`` start a stdio server (``cwd`` defaults to the project);
 ``url``/``headers`` reach a streamable-HTTP one (``type: "sse"`` the older SSE transport). VS
 Code's top-level ``servers`` key is read too. Keys other tools add (``autoApprove``,
-``description``, ...) are ignored; ``startup_timeout`` (seconds, default 30) is ours. A project
-server replaces a global one of the same name.
+``description``, ...) are ignored; ``startup_timeout`` (seconds, default 30) is ours, and so is
+``trust``: how far the server's tools are trusted by the tool policy, ``"read"`` (they run like
+``fs.read``) or ``"write"`` (they ask like commands), for the whole server and per tool::
+
+    "files": {"command": "npx", "args": [...], "trust": "write",
+              "tools": {"read_text_file": {"trust": "read"}}}
+
+Without ``trust`` a tool's own annotations decide (``readOnlyHint: true``: read; else write; see
+``agi_jupyter.mcp.tools``). A project server replaces a global one of the same name.
 
 ``${VAR}`` references (``envrefs``) in any string are resolved here, once, from the environment
 over the credentials file. A server whose reference is unset is kept with a ``problem``: it
@@ -35,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agi_jupyter.config import PROJECT_DIRNAME
 from agi_jupyter.envrefs import Expanded, MissingReference, expand
 from agi_jupyter.errors import ConfigError
+from agi_jupyter.kinds import McpTrust
 from agi_jupyter.tools.redact import MIN_SECRET_LENGTH, looks_secret
 
 MCP_FILENAME = "mcp.json"
@@ -61,6 +69,8 @@ class McpServerSpec:
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     problem: str | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    trust: McpTrust | None = None  # the whole server's, from mcp.json
+    tool_trust: Mapping[str, McpTrust] = field(default_factory=dict)  # by the server's tool name
 
     @property
     def prefix(self) -> str:
@@ -75,6 +85,11 @@ class McpServerSpec:
         return _without_credentials(self.url or "")
 
 
+class _ToolEntry(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    trust: McpTrust | None = None
+
+
 class _Entry(BaseModel):
     model_config = ConfigDict(extra="ignore")
     type: Literal["stdio", "http", "streamable-http", "streamableHttp", "sse"] | None = None
@@ -86,6 +101,8 @@ class _Entry(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     disabled: bool = False
     startup_timeout: float | None = Field(default=None, gt=0, le=600)
+    trust: McpTrust | None = None
+    tools: dict[str, _ToolEntry] = Field(default_factory=dict)
 
 
 def mcp_config_paths(project: Path, global_dir: Path) -> list[Path]:
@@ -164,6 +181,8 @@ def _spec(
             source=source,
             command=entry.command,
             startup_timeout=timeout,
+            trust=entry.trust,
+            tool_trust=_tool_trust(entry),
             problem=f"cannot start: {e} (set it in the environment or the credentials file)",
         )
     values, env, headers, secrets = resolved
@@ -180,7 +199,13 @@ def _spec(
         headers=headers,
         startup_timeout=timeout,
         secrets=secrets,
+        trust=entry.trust,
+        tool_trust=_tool_trust(entry),
     )
+
+
+def _tool_trust(entry: _Entry) -> dict[str, McpTrust]:
+    return {name: tool.trust for name, tool in entry.tools.items() if tool.trust is not None}
 
 
 def _http_type(entry: _Entry) -> Transport:

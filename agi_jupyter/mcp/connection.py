@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import tempfile
+from pathlib import Path
 from typing import IO, Any
 
 import anyio
@@ -32,6 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from agi_jupyter import __version__
+from agi_jupyter.mcp import reaper
 from agi_jupyter.mcp.config import McpServerSpec
 
 log = logging.getLogger(__name__)
@@ -57,8 +59,9 @@ class CallFailed(Exception):
 class McpConnection:
     """A started server: its tools, and calls to them. Use it on the runtime loop only."""
 
-    def __init__(self, spec: McpServerSpec) -> None:
+    def __init__(self, spec: McpServerSpec, project: Path) -> None:
         self.spec = spec
+        self.project = project  # in the owner mark of its process (``reaper``)
         self.tools: list[types.Tool] = []
         self._client: Client | None = None
         self._ended = asyncio.Event()
@@ -167,7 +170,7 @@ class McpConnection:
             params = StdioServerParameters(
                 command=spec.command or "",
                 args=list(spec.args),
-                env=dict(spec.env) or None,
+                env={**spec.env, reaper.OWNER_VARIABLE: reaper.owner_mark(self.project)},
                 cwd=spec.cwd,
             )
             return stdio_client(params, errlog=self._stderr)

@@ -7,7 +7,9 @@ reach (``mcp.*`` reaches all, ``mcp.github.*`` one) and registers their tools as
 exited is started again when next needed (a call in flight when it died fails, and is not
 repeated: it may have had effects). One that fails to start is reported once, in the log and in
 the listings (``status``), with the tail of its stderr, and its tools are absent; it is not
-tried again by this runtime. ``aclose`` stops them all.
+tried again by this runtime. ``aclose`` stops them all. Stdio servers also end when their owner
+gets SIGTERM, and those of an owner that was killed are ended by the next runtime that starts
+one (``reaper``).
 
 Everything here runs on the runtime loop; ``status`` may be read from any thread.
 """
@@ -21,10 +23,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from agi_jupyter.errors import ToolError
-from agi_jupyter.mcp.tools import McpTool
+from agi_jupyter.mcp import reaper
+from agi_jupyter.mcp.sdk import mcp_sdk_problem
+from agi_jupyter.mcp.tools import McpTool, judge_trust
 from agi_jupyter.records import JSON
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agi_jupyter.mcp.config import McpServerSpec
     from agi_jupyter.mcp.connection import McpConnection
     from agi_jupyter.mcp.results import Blob
@@ -60,12 +66,20 @@ class McpServers:
     """The configured MCP servers of one runtime (a ``ToolRegistry`` tool source)."""
 
     def __init__(
-        self, specs: list[McpServerSpec], registry: ToolRegistry, redactor: Redactor
+        self,
+        specs: list[McpServerSpec],
+        registry: ToolRegistry,
+        redactor: Redactor,
+        project: Path,
     ) -> None:
+        self.project = project
         self.registry = registry
         self.redactor = redactor
         self._servers = {spec.name: _Server(spec) for spec in specs}
         self._closed = False
+        self._swept = False
+        if any(spec.transport == "stdio" for spec in specs):
+            reaper.install_sigterm()
 
     def __bool__(self) -> bool:
         return bool(self._servers)
@@ -141,12 +155,16 @@ class McpServers:
     async def _start(self, server: _Server) -> McpConnection | None:
         spec = server.spec
         server.starts += 1
-        if spec.problem is not None:
-            self._failed(server, spec.problem)
+        problem = spec.problem or mcp_sdk_problem()
+        if problem is not None:
+            self._failed(server, problem)
             return None
         from agi_jupyter.mcp.connection import McpConnection, StartFailed
 
-        connection = McpConnection(spec)
+        if spec.transport == "stdio" and not self._swept:
+            self._swept = True
+            await asyncio.to_thread(reaper.sweep, self.project)
+        connection = McpConnection(spec, self.project)
         try:
             remote_tools = await connection.open()
         except StartFailed as e:
@@ -179,13 +197,16 @@ class McpServers:
         self._unregister(server)
         for remote in remote_tools:
             annotations = remote.annotations
+            hint = bool(annotations and annotations.read_only_hint)
+            trust, trust_from = judge_trust(server.spec, remote.name, hint)
             tool = McpTool(
                 self,
                 server=server.spec.name,
                 remote=remote.name,
                 description=remote.description or remote.title or "",
                 schema=remote.input_schema,
-                read_only=bool(annotations and annotations.read_only_hint),
+                trust=trust,
+                trust_from=trust_from,
             )
             if tool.name in self.registry:
                 log.warning(

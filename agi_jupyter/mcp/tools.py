@@ -4,6 +4,19 @@ The tool sits in the runtime's ``ToolRegistry`` like any other, so agents are of
 their tool lists and globs (``mcp.*``, ``mcp.github.*``), and its calls go through the same
 executor: gating, timeout, redaction, large outputs spilled to artifacts. Arguments are passed
 to the server as the model wrote them (the server validates them against its schema).
+
+Under the one tool policy (``tools/policy.py``) a tool is trusted to ``read`` or to ``write``:
+
+| the tool                                              | trust | ask       | auto-edit | auto |
+|-------------------------------------------------------|-------|-----------|-----------|------|
+| annotated ``readOnlyHint: true``                      | read  | runs      | runs      | runs |
+| any other (no annotations, ``destructiveHint``, ...)  | write | asks      | asks      | runs |
+
+``trust`` in ``.agi/mcp.json`` (the tool's own, else the server's) overrides the annotations.
+A read tool is a ``read`` tool (offered to read-only agents); a write tool is a ``shell`` tool
+whose calls ask unless a rule says otherwise: its changes are not recorded, so ``auto-edit``,
+which lets recorded file and notebook edits through, does not. Agent and session rules
+(``permissions``: ``"mcp.files.*": "allow"``, ``"mcp.git.git_commit": "deny"``) still win.
 """
 
 from __future__ import annotations
@@ -14,10 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from agi_jupyter.kinds import McpTrust, ToolTrait, Verdict
 from agi_jupyter.records import JSON
 from agi_jupyter.tools.base import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
+    from agi_jupyter.mcp.config import McpServerSpec
     from agi_jupyter.mcp.servers import McpServers
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -40,6 +55,18 @@ def server_of(tool: Tool[Any]) -> str | None:
     return source.split(":", 1)[1] if source.startswith(f"{MCP_SOURCE}:") else None
 
 
+def judge_trust(spec: McpServerSpec, remote: str, read_only_hint: bool) -> tuple[McpTrust, str]:
+    """How far a tool of the server is trusted, and what says so (shown by ``agi tools``)."""
+    own = spec.tool_trust.get(remote)
+    if own is not None:
+        return own, f"mcp.json tool {remote!r}"
+    if spec.trust is not None:
+        return spec.trust, f"mcp.json server {spec.name!r}"
+    if read_only_hint:
+        return McpTrust.READ, "readOnlyHint"
+    return McpTrust.WRITE, "no readOnlyHint"
+
+
 def input_schema(schema: Mapping[str, Any] | None) -> JSON:
     """The server's input schema as model APIs take it: an object with ``properties``."""
     cleaned = {k: v for k, v in dict(schema or {}).items() if k != "$schema"}
@@ -60,14 +87,19 @@ class McpTool(Tool[Any]):
         remote: str,
         description: str,
         schema: Mapping[str, Any] | None,
-        read_only: bool,
+        trust: McpTrust,
+        trust_from: str,
     ) -> None:
         self.servers = servers
         self.server = server
         self.remote = remote
         self.name = tool_name(server, remote)
         self.description = description or f"The {remote} tool of the {server} MCP server."
-        self.read_only = read_only
+        self.trust = trust
+        self.trust_from = trust_from  # what decided the trust (annotations or mcp.json)
+        self.read_only = trust == McpTrust.READ
+        self.trait = ToolTrait.READ if self.read_only else ToolTrait.SHELL
+        self.default_verdict = Verdict.ALLOW if self.read_only else Verdict.ASK
         self.source = f"{MCP_SOURCE}:{server}"
         self._schema = input_schema(schema)
 

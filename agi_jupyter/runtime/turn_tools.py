@@ -69,7 +69,7 @@ class ToolSteps:
             if c.parse_error is None
             and (tool := self.deps.registry.get(c.name)) is not None
             and is_allowed(c.name, allowed)
-            and policy.decide(c.name, tool.trait) == Verdict.ASK
+            and policy.decide(c.name, tool.trait, tool.default_verdict) == Verdict.ASK
         }
         rows = [
             await self.deps.stored(

@@ -87,6 +87,10 @@ class McpEndpoints:
 
 
 async def _new_manager(agi: Agi, agent: str) -> StreamableHTTPSessionManager:
+    from agi_jupyter.mcp.sdk import require_mcp_sdk
+
+    require_mcp_sdk()
+
     def build() -> StreamableHTTPSessionManager:
         # Imports the mcp SDK (~1 s): off tornado's loop, once per project and agent.
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager

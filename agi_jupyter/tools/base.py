@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_type_hints
 from pydantic import BaseModel, ConfigDict
 
 from agi_jupyter.errors import UsageError
-from agi_jupyter.kinds import ToolTrait
+from agi_jupyter.kinds import ToolTrait, Verdict
 from agi_jupyter.providers.base import ToolSpec
 from agi_jupyter.records import JSON
 
@@ -122,6 +122,10 @@ class Tool(ABC, Generic[P]):
     """What its calls do, for review (``kinds.ToolTrait``): ``read``, ``edit`` (files or
     notebook cells, each change recorded: review mode ``auto-edit`` lets these through) or
     ``shell`` (commands, code, anything else: the default)."""
+    default_verdict: Verdict = Verdict.ALLOW
+    """The policy's verdict for its calls when no agent or session rule names it
+    (``tools.policy``): ``allow`` for our own tools, whose agents' rules say what asks;
+    ``ask`` for the tools of MCP servers that may change things."""
     in_order: bool = False
     """Calls of this tool in one model turn run one after another, in the order the model made
     them, not concurrently: edits of files and notebooks, whose changes are applied, recorded

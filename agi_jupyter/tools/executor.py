@@ -177,7 +177,7 @@ def _refusal(
     if ctx.read_only and not tool.read_only:
         return f"tool {name!r} can change things, and {agent} may only read"
     if policy is not None:
-        verdict = policy.decide(name, tool.trait)
+        verdict = policy.decide(name, tool.trait, tool.default_verdict)
         if verdict == Verdict.DENY:
             return policy.denied_reason(name)
         if verdict == Verdict.ASK and not approved:

@@ -6,7 +6,10 @@ to ``waiting_approval``). Rules map tool names or ``*`` globs (``notebook.*``, `
 ``allow`` / ``ask`` / ``deny``; they come from the agent (``permissions`` in
 ``.agi/agents.json``, the built-in ``build`` agent asks for commands, code and edits) and from
 the session (``tool_config.permissions``), the session's winning. Among the rules of one
-source the most specific match wins: an exact name, then the longest glob.
+source the most specific match wins: an exact name, then the longest glob. A tool no rule
+names gets its own default (``Tool.default_verdict``): ``allow`` for our tools, ``ask`` for an
+MCP server's tools that may change things (all but ``readOnlyHint`` ones, or as ``trust`` in
+``.agi/mcp.json`` says: see ``agi_jupyter.mcp.tools``), so those are treated like commands.
 
 The session's review mode then relaxes ``ask``: ``ask`` keeps it; ``auto-edit`` lets file and
 notebook edits through (commands and code still ask); ``auto`` lets everything through (every
@@ -83,14 +86,16 @@ class ToolPolicy:
             approved=frozenset(str(t) for t in tool_config.get("approved_tools") or ()),
         )
 
-    def rule(self, name: str) -> Verdict:
-        """The configured verdict, before the review mode: session, then agent, else allow."""
-        return _match(self.session_rules, name) or _match(self.agent_rules, name) or Verdict.ALLOW
+    def rule(self, name: str, default: Verdict = Verdict.ALLOW) -> Verdict:
+        """The configured verdict, before the review mode: session, then agent, else the
+        tool's ``default``."""
+        return _match(self.session_rules, name) or _match(self.agent_rules, name) or default
 
-    def decide(self, name: str, trait: ToolTrait) -> Verdict:
-        """What a call of ``name`` (a tool of ``trait``) gets now, the review mode and
-        approvals applied: ``auto-edit`` lets the calls of ``edit`` tools through."""
-        verdict = self.rule(name)
+    def decide(self, name: str, trait: ToolTrait, default: Verdict = Verdict.ALLOW) -> Verdict:
+        """What a call of ``name`` (a tool of ``trait``, whose verdict without a rule is
+        ``default``) gets now, the review mode and approvals applied: ``auto-edit`` lets the
+        calls of ``edit`` tools through."""
+        verdict = self.rule(name, default)
         if verdict != Verdict.ASK:
             return verdict
         if name in self.approved or self.review_mode == ReviewMode.AUTO:

@@ -12,13 +12,23 @@ What a prompt makes it do (by words in the prompt):
 - ``slow``: answers a little, then waits for ``session/cancel`` and returns ``cancelled``;
 - ``paced``: streams its answer as 60 chunks ``w0 `` .. ``w59 ``, 30 ms apart, before the
   ``Turn N`` line (a model's pace);
-- ``crash``: exits in the middle of the turn.
+- ``crash``: exits in the middle of the turn;
+- ``twice``: announces an ``execute`` tool call twice (as claude-code-acp does), then asks
+  permission for it without a ``kind`` and says whether it was allowed;
+- ``child``: starts a ``sleep`` child (as an npm wrapper starts its native binary) and says its
+  pid;
+- ``nousage``: answers without usage.
+
+With ``ACP_TEST_AUTH`` set it advertises two auth methods and refuses ``session/new`` unless
+``authenticate`` chose ``test-api-key`` and ``TEST_API_KEY`` is set. ``session/new`` reports
+the model ``test-model-1`` as a ``model`` config option.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from typing import Any
 
@@ -44,14 +54,20 @@ from acp import (
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
+    AuthenticateResponse,
+    AuthMethodAgent,
     Cost,
     Implementation,
     LoadSessionResponse,
     PermissionOption,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
     ToolCallUpdate,
     Usage,
     UsageUpdate,
 )
+
+AUTH = bool(os.environ.get("ACP_TEST_AUTH"))
 
 
 class TestAgent(Agent):
@@ -59,6 +75,8 @@ class TestAgent(Agent):
         self.turns: dict[str, int] = {}
         self.cancelled: dict[str, asyncio.Event] = {}
         self.conn: Client
+        self.authenticated: str | None = None
+        self.children: list[subprocess.Popen[bytes]] = []
 
     def on_connect(self, conn: Client) -> None:
         self.conn = conn
@@ -68,12 +86,34 @@ class TestAgent(Agent):
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(load_session=True),
             agent_info=Implementation(name="test-acp-agent", version="1.0"),
+            auth_methods=[
+                AuthMethodAgent(id="agent-login", name="Log in"),
+                AuthMethodAgent(id="test-api-key", name="TEST_API_KEY"),
+            ]
+            if AUTH
+            else [],
         )
 
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        if method_id == "test-api-key" and not os.environ.get("TEST_API_KEY"):
+            raise RequestError(-32000, "TEST_API_KEY is not set")
+        self.authenticated = method_id
+        return AuthenticateResponse()
+
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        if AUTH and self.authenticated != "test-api-key":
+            raise RequestError.auth_required()
         session_id = f"acp-session-{len(self.turns) + 1}-{os.getpid()}"
         self.turns[session_id] = 0
-        return NewSessionResponse(session_id=session_id)
+        model = SessionConfigOptionSelect(
+            id="model",
+            name="Model",
+            category="model",
+            type="select",
+            current_value="test-model-1",
+            options=[SessionConfigSelectOption(value="test-model-1", name="Test model 1")],
+        )
+        return NewSessionResponse(session_id=session_id, config_options=[model])
 
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
         if session_id not in self.turns:
@@ -97,6 +137,12 @@ class TestAgent(Agent):
         if "crash" in text:
             await say("about to crash")
             os._exit(4)
+        if "twice" in text:
+            await self._twice(session_id, say)
+        if "child" in text:
+            child = subprocess.Popen(["sleep", "600"])  # noqa: ASYNC220 - started, not waited
+            self.children.append(child)
+            await say(f"child={child.pid} ")
         if "outside" in text:
             await say(await self._read_outside(session_id))
         if "env" in text:
@@ -113,8 +159,34 @@ class TestAgent(Agent):
         await self.conn.session_update(
             session_id, UsageUpdate(used=100, size=1000, cost=cost, session_update="usage_update")
         )
+        if "nousage" in text:
+            return PromptResponse(stop_reason="end_turn")
         usage = Usage(input_tokens=10, output_tokens=5, total_tokens=15)
         return PromptResponse(stop_reason="end_turn", usage=usage)
+
+    async def _twice(self, session_id: str, say: Any) -> None:
+        """claude-code-acp's way: ``tool_call`` twice for one id, permission without kind."""
+        first = start_tool_call("bash-1", "Terminal", kind="execute", status="pending")
+        await self.conn.session_update(session_id, first)
+        again = start_tool_call(
+            "bash-1", "`ls`", kind="execute", status="pending", raw_input={"command": "ls"}
+        )
+        await self.conn.session_update(session_id, again)
+        options = [
+            PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
+            PermissionOption(option_id="no", name="Reject", kind="reject_once"),
+        ]
+        answer = await self.conn.request_permission(
+            session_id=session_id, tool_call=ToolCallUpdate(tool_call_id="bash-1"), options=options
+        )
+        allowed = getattr(answer.outcome, "option_id", None) == "yes"
+        await say(f"bash {'allowed' if allowed else 'rejected'} ")
+        done = update_tool_call(
+            "bash-1",
+            status="completed" if allowed else "failed",
+            content=[tool_content(text_block("listed" if allowed else "rejected"))],
+        )
+        await self.conn.session_update(session_id, done)
 
     def _sayer(self, session_id: str) -> Any:
         async def say(message: str) -> None:

@@ -60,7 +60,8 @@ def test_an_acp_session_completes_a_turn_with_files_terminal_and_permission(
     assert "+the first line" in diff.data["patch"]
     answer = messages[-1]
     assert answer.meta["sdk"] == "acp"
-    assert (answer.meta["provider"], answer.meta["model"]) == ("acp", "test-acp-agent")
+    # the model the agent reports (a "model" config option), not the project default
+    assert (answer.meta["provider"], answer.meta["model"]) == ("acp", "test-model-1")
     assert answer.meta["usage"] == {"input_tokens": 10, "output_tokens": 5}
     assert answer.meta["stop_reason"] == "end_turn"
     assert result.run.cost_usd == pytest.approx(0.01)

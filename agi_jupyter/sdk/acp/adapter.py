@@ -73,7 +73,7 @@ class AcpAdapter(SdkAdapter):
             raise SdkNotAvailable(f"no configured ACP agent command is on the PATH ({commands})")
 
     async def run(self, params: SdkRunParams) -> AttemptResult:
-        from agi_jupyter.sdk.acp.client import AcpTurn, refusal
+        from agi_jupyter.sdk.acp.client import SETTLE_TIMEOUT, AcpTurn, refusal
         from agi_jupyter.sdk.acp.mapping import UpdateMapper
         from agi_jupyter.sdk.acp.permissions import GatingDecider
         from agi_jupyter.sdk.acp.terminals import Terminals
@@ -83,11 +83,13 @@ class AcpAdapter(SdkAdapter):
         mapper = UpdateMapper(live.agent_name, partial(_terminal_text, terminals))
         turn = AcpTurn(params, mapper, terminals, GatingDecider(partial(refusal, params)))
         mapper.written = turn.wrote
+        mapper.model = live.model
         live.client.turn = turn
         live.aborted = False
         params.on_handle(live)
         try:
             response = await self._prompt(live, params)
+            await live.client.arrivals.settled(SETTLE_TIMEOUT)
         finally:
             live.client.turn = None
             await terminals.close_all()
@@ -101,6 +103,7 @@ class AcpAdapter(SdkAdapter):
                 "session_id": live.session_id,
                 "agent": live.agent_name,
                 "cost_usd": mapper.cost if mapper.cost is not None else base,
+                "model": mapper.model,
             }
         )
         result = await params.result()

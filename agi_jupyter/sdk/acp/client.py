@@ -12,6 +12,7 @@ back to the agent as JSON-RPC errors it can show its model.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ from agi_jupyter.tools.registry import is_allowed
 log = logging.getLogger(__name__)
 
 ALLOW = ("allow_once", "allow_always")
+SETTLE_TIMEOUT = 5.0  # how long a request waits for the updates the agent sent before it
 REJECT = ("reject_once", "reject_always")
 
 
@@ -63,7 +65,10 @@ def refusal(params: SdkRunParams, name: str) -> str | None:
     agent = params.agent
     policy = ToolPolicy.for_session(agent, params.session, params.config)
     tool = next((t for t in params.tools if t.name == name), None)
-    verdict = policy.decide(name, ToolTrait.SHELL if tool is None else tool.trait)
+    if tool is None:
+        verdict = policy.decide(name, ToolTrait.SHELL)
+    else:
+        verdict = policy.decide(name, tool.trait, tool.default_verdict)
     if verdict == Verdict.DENY:
         return policy.denied_reason(name)
     if tool is not None:
@@ -99,11 +104,38 @@ class AcpTurn:
         return f"acp_{what}_{self.params.run.id[-8:]}_{next(self.calls)}"
 
 
+class Arrivals:
+    """How many session updates arrived on the wire and how many were handled."""
+
+    def __init__(self) -> None:
+        self.received = 0
+        self.handled = 0
+        self._changed = asyncio.Event()
+
+    def arrived(self) -> None:
+        self.received += 1
+
+    def done(self) -> None:
+        self.handled += 1
+        self._changed.set()
+
+    async def settled(self, within: float) -> bool:
+        """Wait (at most ``within`` s) until every update that arrived so far is handled."""
+        target = self.received
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within):
+                while self.handled < target:
+                    self._changed.clear()
+                    await self._changed.wait()
+        return self.handled >= target
+
+
 class AgiClient:
     """Our ``acp.Client``; ``turn`` is set while a prompt runs."""
 
     def __init__(self) -> None:
         self.turn: AcpTurn | None = None
+        self.arrivals = Arrivals()
 
     def _turn(self) -> AcpTurn:
         if self.turn is None:
@@ -113,11 +145,14 @@ class AgiClient:
     # --- updates and permissions ---------------------------------------------------------------
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        turn = self.turn
-        if turn is None:
-            return  # a session/load replay, or a late update after the turn: not this run's
-        for event in turn.mapper(update):
-            await turn.params.on_history(event)
+        try:
+            turn = self.turn
+            if turn is None:
+                return  # a session/load replay, or a late update after the turn: not this run's
+            for event in turn.mapper(update):
+                await turn.params.on_history(event)
+        finally:
+            self.arrivals.done()
 
     async def request_permission(
         self,
@@ -127,8 +162,15 @@ class AgiClient:
         **kwargs: Any,
     ) -> RequestPermissionResponse:
         turn = self._turn()
+        # Without a kind (claude-code-acp), the kind and title the call was announced with:
+        # the updates sent before this request are handled first.
+        await self.arrivals.settled(SETTLE_TIMEOUT)
+        kind, title = turn.mapper.seen(tool_call.tool_call_id)
         request = PermissionRequest(
-            tool_call.tool_call_id, tool_call.title, tool_call.kind, tool_call.raw_input
+            tool_call.tool_call_id,
+            tool_call.title or title,
+            tool_call.kind or kind,
+            tool_call.raw_input,
         )
         decision = await turn.decider.decide(request)
         log.info(

@@ -6,11 +6,12 @@
 | ``agent_thought_chunk`` (text)             | one ``AssistantThinking`` per run of chunks    |
 | ``tool_call``                              | ``ToolCallEvent``: name = its kind (``read``,  |
 |                                            | ``edit``, ``execute``...), arguments = title + |
-|                                            | raw input                                      |
+|                                            | raw input; again for the same id: an update    |
 | ``tool_call_update`` completed / failed    | ``ToolResultEvent``: text content, terminal    |
 |                                            | output, raw output; diffs -> ``file_diff``     |
 |                                            | (unless our ``fs.write`` wrote it: its diff)   |
 | ``usage_update``                           | the session's cost so far (for the run's cost) |
+| ``config_option_update`` (category model)  | the model recorded for the turn                |
 | prompt response (stop reason, usage)       | ``TurnMeta`` then ``TurnDone``                 |
 | plans, modes, commands, user echoes        | nothing                                        |
 
@@ -28,6 +29,7 @@ from typing import Any
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    ConfigOptionUpdate,
     ContentToolCallContent,
     FileEditToolCallContent,
     PromptResponse,
@@ -59,6 +61,7 @@ TOOL_TYPES = {"execute": "shell", "edit": "file_change", "delete": "file_change"
 class _Call:
     name: str
     title: str
+    kind: str | None = None
     content: list[Any] = field(default_factory=list)
     raw_output: Any = None
     done: bool = False
@@ -77,6 +80,7 @@ class UpdateMapper:
         self.terminal_output = terminal_output
         self.written = written  # files written through our fs.write (which stored their diff)
         self.cost: float | None = None  # the session's cost so far, as the agent reports it
+        self.model: str | None = None  # the model the agent says it uses
         self._thought: list[str] = []
         self._calls: dict[str, _Call] = {}
 
@@ -95,7 +99,14 @@ class UpdateMapper:
             events.extend(self._progress(update))
         elif isinstance(update, UsageUpdate) and update.cost and update.cost.currency == "USD":
             self.cost = float(update.cost.amount)
+        elif isinstance(update, ConfigOptionUpdate):
+            self.model = reported_model(update) or self.model
         return events
+
+    def seen(self, tool_call_id: str) -> tuple[str | None, str | None]:
+        """The kind and title a tool call was announced with (None, None: never announced)."""
+        call = self._calls.get(tool_call_id)
+        return (call.kind, call.title) if call is not None else (None, None)
 
     def finish(self, response: PromptResponse, cost_usd: float | None) -> list[HistoryEvent]:
         """The end of the turn: unanswered calls get a result, then meta and ``TurnDone``."""
@@ -109,7 +120,7 @@ class UpdateMapper:
         events.append(
             TurnMeta(
                 provider=PROVIDER,
-                model=self.agent_name,
+                model=self.model or self.agent_name,
                 input_tokens=usage.input_tokens if usage else 0,
                 output_tokens=usage.output_tokens if usage else 0,
                 cost_usd=cost_usd,
@@ -122,8 +133,21 @@ class UpdateMapper:
     # --- tool calls --------------------------------------------------------------------------
 
     def _start(self, update: ToolCallStart) -> list[HistoryEvent]:
+        if update.tool_call_id in self._calls:  # announced again (claude-code-acp): an update
+            again = ToolCallProgress(
+                tool_call_id=update.tool_call_id,
+                title=update.title,
+                kind=update.kind,
+                status=update.status,
+                content=update.content,
+                raw_input=update.raw_input,
+                raw_output=update.raw_output,
+                session_update="tool_call_update",
+            )
+            return self._progress(again)
         name = update.kind or "other"
-        call = self._calls.setdefault(update.tool_call_id, _Call(name=name, title=update.title))
+        call = _Call(name=name, title=update.title, kind=update.kind)
+        self._calls[update.tool_call_id] = call
         arguments: JSON = {"title": update.title}
         if isinstance(update.raw_input, dict):
             arguments.update(update.raw_input)
@@ -156,6 +180,8 @@ class UpdateMapper:
             )
             events.extend(self._start(start))
             call = self._calls[update.tool_call_id]
+        call.kind = update.kind or call.kind
+        call.title = update.title or call.title
         if update.content is not None:
             call.content = list(update.content)
         if update.raw_output is not None:
@@ -202,6 +228,16 @@ class UpdateMapper:
             return []
         text, self._thought = "".join(self._thought), []
         return [AssistantThinking(text=text)] if text else []
+
+
+def reported_model(response: Any) -> str | None:
+    """The model a session (new, loaded, or its options updated) says it uses: its ``model``
+    config option's value."""
+    for option in getattr(response, "config_options", None) or []:
+        inner = getattr(option, "root", option)
+        if getattr(inner, "category", None) == "model" and inner.current_value:
+            return str(inner.current_value)
+    return None
 
 
 def _text(content: Any) -> str:

@@ -2,7 +2,9 @@
 
 Run as ``python stdio_tools.py``; it logs ``started`` on stderr. Its tools cover the result
 kinds the client maps (text, image, embedded resources, links, structured content, errors,
-large output) and two faults: ``die`` exits the process mid-call, ``env`` reads a variable.
+large output) and two faults: ``die`` exits the process mid-call, ``env`` reads a variable;
+``note`` writes a file without annotations (a write tool for the policy), ``look`` only reads
+(``readOnlyHint``), ``hang`` writes its pid to a file and never returns.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import base64
 import os
 import sys
+import time
+from pathlib import Path
 
 import mcp_types as types
 from mcp.server import MCPServer
@@ -88,6 +92,22 @@ def refuse() -> str:
 def look() -> str:
     """A read-only tool."""
     return "looked"
+
+
+@server.tool()
+def note(path: str, text: str) -> str:
+    """Write text to a file of the server's working directory."""
+    Path(path).write_text(text)
+    return f"wrote {path}"
+
+
+@server.tool(annotations=types.ToolAnnotations(read_only_hint=True))
+async def hang(pid_file: str) -> str:
+    """Write the server's pid to a file, then block its whole event loop (a hung server: it
+    no longer reads its stdin, so it does not notice its client going away)."""
+    Path(pid_file).write_text(str(os.getpid()))  # noqa: ASYNC240
+    time.sleep(3600)  # noqa: ASYNC251 - a hung server, on purpose
+    return "woke up"
 
 
 @server.tool()
