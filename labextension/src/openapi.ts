@@ -94,6 +94,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agi/v1/sessions/{session_id}/compact": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fold the messages before the last turn into a summary the session's model writes, sent in their place from the next request on (the history is not changed) */
+        post: operations["compactSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agi/v1/sessions/{session_id}/stream": {
         parameters: {
             query?: never;
@@ -275,6 +292,40 @@ export interface paths {
         };
         /** The changes the run made, one per notebook cell and per file, with unified diffs and whether each is undone */
         get: operations["listRunChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agi/v1/runs/{run_id}/keep": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Keep the run's changes (all, or the chosen ones): the user accepted them after review, so they are no longer to review */
+        post: operations["keepRunChanges"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agi/v1/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The changes ended runs made to one notebook or file, in order (to_review: those neither undone nor kept, as the notebook highlights them) */
+        get: operations["listChanges"];
         put?: never;
         post?: never;
         delete?: never;
@@ -990,6 +1041,12 @@ export interface components {
              */
             undone: boolean;
             /**
+             * Kept
+             * @description The user kept it (accepted after review): no longer to review.
+             * @default false
+             */
+            kept: boolean;
+            /**
              * Before Sha
              * @description The notebook's or file's snapshot.
              * @default null
@@ -1013,6 +1070,35 @@ export interface components {
         ChangeList: {
             /** Changes */
             changes: components["schemas"]["Change"][];
+        };
+        /**
+         * ChangesKept
+         * @description Changes of the run were kept by the user (accepted after review in the notebook): no
+         *     longer shown for review. Undo and redo still work on them.
+         */
+        ChangesKept: {
+            /**
+             * Run Id
+             * @default
+             */
+            run_id: string;
+            /**
+             * Seq
+             * @default 0
+             */
+            seq: number;
+            /**
+             * Ts
+             * @default
+             */
+            ts: string;
+            /** Changes */
+            changes: string[];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "changes.kept";
         };
         /**
          * ChangesRedone
@@ -1083,6 +1169,119 @@ export interface components {
              * @description Not blank.
              */
             content: string;
+        };
+        /**
+         * Compaction
+         * @description A summary the model wrote of a session's older messages (``runtime/compaction.py``),
+         *     sent in their place: it covers every sendable message from ``first_message_id`` through
+         *     ``through_message_id`` (``message_count`` of them). The history is never changed.
+         */
+        Compaction: {
+            /** Id */
+            id: string;
+            /** Session Id */
+            session_id: string;
+            /** First Message Id */
+            first_message_id: string;
+            /** Through Message Id */
+            through_message_id: string;
+            /** Message Count */
+            message_count: number;
+            /** Summary */
+            summary: string;
+            /**
+             * Run Id
+             * @default null
+             */
+            run_id: string | null;
+            /**
+             * Provider
+             * @default null
+             */
+            provider: string | null;
+            /**
+             * Model
+             * @default null
+             */
+            model: string | null;
+            /**
+             * Input Tokens
+             * @default null
+             */
+            input_tokens: number | null;
+            /**
+             * Output Tokens
+             * @default null
+             */
+            output_tokens: number | null;
+            /**
+             * Cost Usd
+             * @default null
+             */
+            cost_usd: number | null;
+            /**
+             * Created At
+             * @default
+             */
+            created_at: string;
+        };
+        /**
+         * CompactionEvent
+         * @description Older messages of the session were folded into a summary the model wrote
+         *     (``runtime/compaction.py``), sent in their place from now on: ``message_count`` messages
+         *     through ``through_message_id``, with the usage and cost of that model call.
+         */
+        CompactionEvent: {
+            /**
+             * Run Id
+             * @default
+             */
+            run_id: string;
+            /**
+             * Seq
+             * @default 0
+             */
+            seq: number;
+            /**
+             * Ts
+             * @default
+             */
+            ts: string;
+            /** Compaction Id */
+            compaction_id: string;
+            /** Message Count */
+            message_count: number;
+            /** Through Message Id */
+            through_message_id: string;
+            /**
+             * Input Tokens
+             * @default null
+             */
+            input_tokens: number | null;
+            /**
+             * Output Tokens
+             * @default null
+             */
+            output_tokens: number | null;
+            /**
+             * Cost Usd
+             * @default null
+             */
+            cost_usd: number | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "context.compacted";
+        };
+        /**
+         * CompactionResponse
+         * @description A compaction made on demand: its record (which messages the summary covers, its cost),
+         *     null when there was nothing before the last turn to fold.
+         */
+        CompactionResponse: {
+            /** @default null */
+            compaction: components["schemas"]["Compaction"] | null;
         };
         /**
          * CompletionCell
@@ -1343,6 +1542,14 @@ export interface components {
             expected_source: string;
             /** Source */
             source: string;
+            /**
+             * Metadata
+             * @description The cell's metadata as a whole (undo); null: left as it is.
+             * @default null
+             */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
         };
         /**
          * ErrorBody
@@ -1412,7 +1619,7 @@ export interface components {
          * @description One live event (DESIGN.md section 4): a line of NDJSON, or the data of an SSE event
          *     whose ``event:`` name is the ``type``.
          */
-        Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
+        Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["CompactionEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["ChangesKept"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
         /** History */
         History: {
             /**
@@ -1492,6 +1699,14 @@ export interface components {
              * @default null
              */
             index?: number | null;
+            /**
+             * Metadata
+             * @description The cell's metadata (default: none).
+             * @default null
+             */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
         };
         /** Iteration */
         Iteration: {
@@ -1519,6 +1734,15 @@ export interface components {
              * @enum {string}
              */
             type: "iteration";
+        };
+        /** KeepRequest */
+        KeepRequest: {
+            /**
+             * Changes
+             * @description Only these changes (ids of GET /runs/{id}/changes, or a stored change's id for every cell it touched); default: every change of the run not undone.
+             * @default null
+             */
+            changes?: string[] | null;
         };
         /** McpServerInfo */
         McpServerInfo: {
@@ -1623,7 +1847,9 @@ export interface components {
         };
         /**
          * MessageCreate
-         * @description A user message; the reply is streamed (by ``Accept``) or returned when done.
+         * @description A user message; the reply is streamed (by ``Accept``) or returned when done. With
+         *     ``run: false`` the message is only appended to the session (201, the message): a later
+         *     ``POST /runs`` answers it (its ``input_message_id``, or by default the last user message).
          */
         MessageCreate: {
             /**
@@ -1665,6 +1891,12 @@ export interface components {
              * @default null
              */
             cell_id?: string | null;
+            /**
+             * Run
+             * @description false: append the message without starting a run (seed 001 §11.8.3); the run options must then be absent.
+             * @default true
+             */
+            run?: boolean;
         };
         /** MessageCreated */
         MessageCreated: {
@@ -1810,8 +2042,9 @@ export interface components {
         };
         /**
          * OneShotRequest
-         * @description One prompt, or a short conversation ending with a user turn (its last turn is the
-         *     prompt), answered in a fresh session.
+         * @description One prompt, or a short conversation answered in a fresh session: the run answers its
+         *     last user turn, and the assistant turns after that one reach the model as they are (the
+         *     start of its answer, which Anthropic models continue).
          */
         OneShotRequest: {
             /**
@@ -2242,7 +2475,7 @@ export interface components {
         /** RunEvents */
         RunEvents: {
             /** Events */
-            events: (components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"])[];
+            events: (components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["CompactionEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["ChangesKept"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"])[];
         };
         /**
          * RunFinal
@@ -2565,6 +2798,11 @@ export interface components {
              * @default
              */
             updated_at: string;
+            /**
+             * Cached Input Tokens
+             * @default 0
+             */
+            cached_input_tokens: number;
         };
         /** SessionCreate */
         SessionCreate: {
@@ -2839,6 +3077,11 @@ export interface components {
              * @default 0
              */
             output_tokens: number;
+            /**
+             * Cached Tokens
+             * @default 0
+             */
+            cached_tokens: number;
             /**
              * Cost Usd
              * @default 0
@@ -3480,7 +3723,13 @@ export interface components {
              */
             forced: boolean;
         };
-        /** UsageEvent */
+        /**
+         * UsageEvent
+         * @description A model call's usage and cost; ``cached_input_tokens``: of its input, what the provider
+         *     read from its prompt cache. The context gauge (``runtime/context.py``, native runs): the
+         *     request's estimated ``context_tokens`` of the model's ``context_window``, and the size
+         *     past which older messages are left out and compacted (``compacts_at``).
+         */
         UsageEvent: {
             /**
              * Run Id
@@ -3506,6 +3755,26 @@ export interface components {
              * @default null
              */
             cost_usd: number | null;
+            /**
+             * Cached Input Tokens
+             * @default 0
+             */
+            cached_input_tokens: number;
+            /**
+             * Context Tokens
+             * @default null
+             */
+            context_tokens: number | null;
+            /**
+             * Context Window
+             * @default null
+             */
+            context_window: number | null;
+            /**
+             * Compacts At
+             * @default null
+             */
+            compacts_at: number | null;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -3682,6 +3951,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     createSession: {
@@ -3765,6 +4045,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getSession: {
@@ -3819,6 +4110,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     deleteSession: {
@@ -3867,6 +4169,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3958,6 +4271,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listMessages: {
@@ -4025,6 +4349,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     postMessage: {
@@ -4059,6 +4394,15 @@ export interface operations {
                         retry?: number;
                         data: string;
                     };
+                };
+            };
+            /** @description run: false: the message, appended without a run */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
                 };
             };
             /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
@@ -4099,7 +4443,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH */
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, RUN_ACTIVE */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4111,6 +4455,17 @@ export interface operations {
             /** @description Error codes: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4176,6 +4531,91 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    compactSession: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+            };
+            header?: never;
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompactionResponse"];
+                };
+            };
+            /** @description Error codes: PROVIDER_NOT_CONFIGURED, PROVIDER_ERROR, PROVIDER_HTTP_ERROR, PROVIDER_DISCONNECTED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4252,6 +4692,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listRuns: {
@@ -4313,6 +4764,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, CURSOR_NOT_FOUND, SESSION_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4398,6 +4860,17 @@ export interface operations {
             /** @description Error codes: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4496,6 +4969,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getRun: {
@@ -4544,6 +5028,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4613,6 +5108,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listApprovals: {
@@ -4661,6 +5167,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4752,6 +5269,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getRunEvents: {
@@ -4826,6 +5354,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listRunArtifacts: {
@@ -4874,6 +5413,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4965,6 +5515,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     redoRun: {
@@ -5050,6 +5611,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listRunChanges: {
@@ -5098,6 +5670,189 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    keepRunChanges: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["KeepRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeList"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR, CHANGE_NOT_FOUND */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, RUN_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: RUN_ACTIVE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listChanges: {
+        parameters: {
+            query: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+                /** @description The notebook or file, relative to the project (as changes name it). */
+                path: string;
+                /** @description Only the changes still to review: neither undone nor kept. */
+                to_review?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeList"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5158,6 +5913,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getArtifactContent: {
@@ -5212,6 +5978,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     oneShot: {
@@ -5224,7 +6001,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": components["schemas"]["OneShotRequest"];
             };
@@ -5302,6 +6079,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     completionSettings: {
@@ -5348,6 +6136,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5429,6 +6228,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listAgents: {
@@ -5475,6 +6285,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5544,6 +6365,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listProviders: {
@@ -5590,6 +6422,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5648,6 +6491,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getStats: {
@@ -5700,6 +6554,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listNotebookBudgets: {
@@ -5746,6 +6611,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5826,6 +6702,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listTasks: {
@@ -5886,6 +6773,17 @@ export interface operations {
             /** @description Error codes: PROJECT_NOT_FOUND, CURSOR_NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6165,6 +7063,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     tick: {
@@ -6233,6 +7142,17 @@ export interface operations {
             /** @description Error codes: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {
