@@ -131,9 +131,10 @@ class Agi:
         )
         install_log_redaction(self.redactor)
         self.store = self._open_store()
-        registry = ToolRegistry(
-            [*builtin_tools(), *notebook.notebook_tools(self.notebooks), *tools]
-        )
+        # The cells notebook.run left running, by handle (notebook.wait / notebook.interrupt).
+        self.executions_running = notebook.Executions()
+        notebook_tools = notebook.notebook_tools(self.notebooks, self.executions_running)
+        registry = ToolRegistry([*builtin_tools(), *notebook_tools, *tools])
         registry.load_project_tools(self.project, store=self.store)
         # MCP servers' tools (mcp.<server>.<tool>) join the registry when a run can reach them.
         self.mcp = McpServers(servers, registry, self.redactor)
@@ -957,6 +958,7 @@ class Agi:
         await self.sdk.aclose()
         await self.deps.registry.aclose()  # stops the MCP servers
         await self.deps.providers.aclose()
+        await self.executions_running.aclose()  # cells left running in their kernels
         await self.notebooks.aclose()
 
     def __enter__(self) -> Agi:
