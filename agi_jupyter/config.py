@@ -215,6 +215,9 @@ class Config:
     stale_after: float = 30.0
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     request_extras: RequestExtras = field(default_factory=RequestExtras)
+    # ``models.<key>.vision`` by key (``provider:model`` or a bare model name): whether the
+    # model is sent images, over the catalog's flag (providers.catalog.reads_images).
+    model_vision: Mapping[str, bool] = field(default_factory=dict)
     acp: AcpCommand | None = None  # the default ACP agent of ``sdk="acp"`` sessions
     sources: tuple[str, ...] = ()
     # The store: None is the project's SQLite file; a postgresql:// URL a shared database,
@@ -534,6 +537,11 @@ def _build(
         stale_after=layer.stale_after or defaults.stale_after,
         providers=providers,
         request_extras=parse_request_extras(merged),
+        model_vision={
+            key: bool(entry["vision"])
+            for key, entry in (merged.get("models") or {}).items()
+            if isinstance(entry, Mapping) and entry.get("vision") is not None
+        },
         acp=AcpCommand.parse(merged["acp"]) if merged.get("acp") else None,
         sources=sources,
         database_url=layer.database_url,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # What the adapters build themselves; overriding them would break the stream they read.
 RESERVED_FIELDS = frozenset({"model", "messages", "input", "system", "stream", "stream_options"})
@@ -34,6 +34,11 @@ class ModelLayer(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     extra_body: dict[str, Any] | None = None
+    vision: bool | None = Field(
+        default=None,
+        description="Whether the model reads images (tool results' images, a cell's plots, "
+        "are sent to it); default: the model catalog's flag.",
+    )
 
     _check = field_validator("extra_body")(check_extra_body)
 

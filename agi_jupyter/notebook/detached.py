@@ -21,11 +21,13 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from agi_jupyter.errors import ErrorCode, ToolError
 from agi_jupyter.notebook.access import NotebookAccess, NotebookTarget
 from agi_jupyter.notebook.diff import diff_draft
 from agi_jupyter.notebook.execution import CellRun, Emit, Execution
+from agi_jupyter.notebook.images import images_of
 from agi_jupyter.notebook.model import parse, summarize_outputs
 from agi_jupyter.notebook.record import one_change_at_a_time, record_change
 from agi_jupyter.notebook.render import render_execution
@@ -62,6 +64,7 @@ class CellsJob:
         self.current_since = time.monotonic()
         self.started = time.monotonic()
         self.reports: list[str] = []
+        self.shown: list[tuple[str, list[dict[str, Any]]]] = []  # the outputs of ended cells
         self.skipped: list[str] = []
         self.task: asyncio.Task[ToolResult] | None = None
 
@@ -122,6 +125,7 @@ class CellsJob:
                 }
             )
             self.reports.append(render_execution(cell.id, execution, self.interrupt_after))
+            self.shown.append((cell.id, execution.outputs))
             self.current = None
             if not execution.ok:
                 ok = False
@@ -146,6 +150,7 @@ class CellsJob:
                 "handle": self.handle,
             },
             artifact=draft,
+            images=images_of(self.shown),
         )
 
     def _skipped_note(self) -> list[str]:
@@ -174,7 +179,11 @@ class CellsJob:
         else:
             lines.append(f"waiting for the kernel to run cell {pending[0]}" if pending else "")
         lines += self._skipped_note()
+        shown = list(self.shown)
+        if current is not None:
+            shown.append((current.cell_id, list(current.execution.outputs)))
         return ToolResult(
+            images=images_of(shown),
             output="\n".join(line for line in lines if line),
             data={
                 "handle": self.handle,

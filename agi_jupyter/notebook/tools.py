@@ -24,6 +24,7 @@ from agi_jupyter.notebook.access import NotebookAccess, NotebookTarget, locate
 from agi_jupyter.notebook.detached import Cell, CellsJob, Executions
 from agi_jupyter.notebook.diff import describe, diff_draft, label, unified
 from agi_jupyter.notebook.document import Mutation, NotebookDocument
+from agi_jupyter.notebook.images import images_of
 from agi_jupyter.notebook.model import find_cell, is_protected, parse
 from agi_jupyter.notebook.record import one_change_at_a_time, record_change
 from agi_jupyter.notebook.render import render_cells, render_receipt
@@ -222,12 +223,17 @@ class NotebookRead(NotebookTool):
                 )
             cells = [known[i] for i in args.cell_ids]
         text = render_cells(state, cells, include_outputs=args.include_outputs)
+        images = []
+        if args.include_outputs:
+            wanted = {c.id for c in cells}
+            raw = [c for c in state.notebook.get("cells") or [] if c.get("id") in wanted]
+            images = images_of((str(c["id"]), list(c.get("outputs") or [])) for c in raw)
         data = {
             "path": state.path,
             "backend": state.backend,
             "cells": [c.to_dict(include_outputs=args.include_outputs) for c in cells],
         }
-        return ToolResult(output=text, data=data)
+        return ToolResult(output=text, data=data, images=images)
 
 
 class NotebookInsert(NotebookTool):
