@@ -537,6 +537,31 @@ class Change:
     created_at: str = ""
 
 
+ExecutionOrigin = Literal["user", "agent"]
+ExecutionStatus = Literal["running", "ok", "error", "interrupted"]
+
+
+@dataclass(kw_only=True)
+class KernelExecution:
+    """One cell execution a notebook's kernel ran (the ledger): who ran it (``origin``
+    ``user``, or ``agent`` with its run and tool call), which cell and source (hash), its
+    execution count, when, how it ended and a summary of its outputs. ``path`` is the
+    notebook's, relative to the project."""
+
+    id: str
+    path: str
+    cell_id: str | None = None
+    source_hash: str | None = None
+    execution_count: int | None = None
+    origin: ExecutionOrigin = "user"
+    run_id: str | None = None
+    tool_call_id: str | None = None
+    status: ExecutionStatus = "running"
+    started_at: str = ""
+    ended_at: str | None = None
+    summary: str | None = None
+
+
 T = TypeVar("T")
 
 

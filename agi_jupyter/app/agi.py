@@ -47,6 +47,8 @@ from agi_jupyter.mcp.servers import McpServers
 from agi_jupyter.records import (
     JSON,
     Artifact,
+    ExecutionStatus,
+    KernelExecution,
     Message,
     Page,
     Part,
@@ -538,6 +540,47 @@ class Agi:
         whether each is undone (``notebook.changes``)."""
         self.store.get_run(run_id)
         return notebook.run_changeset(self.store, run_id)
+
+    def protect_cell(self, path: str, cell_id: str, protected: bool = True) -> bool:
+        """Mark the cell ``cell_id`` of the notebook ``path`` protected (agents may not run,
+        edit or delete it), or not; whether it changed (``notebook.protect``)."""
+        from agi_jupyter.notebook.protect import set_protected
+
+        coro = set_protected(self.notebooks, self.project, path, cell_id, protected)
+        return self.loop.run(coro)
+
+    def executions(self, path: str, *, limit: int | None = None) -> list[KernelExecution]:
+        """The ledger of the notebook ``path``'s kernel executions, oldest first (the last
+        ``limit``): the user's, ``notebook.run``'s and the ``python`` tool's, with who ran
+        each (``store/executions.py``)."""
+        return self.store.list_executions(self._ledger_path(path), limit=limit)
+
+    def record_execution(
+        self,
+        path: str,
+        *,
+        cell_id: str | None,
+        source: str,
+        started_at: str,
+        status: ExecutionStatus,
+        execution_count: int | None = None,
+        summary: str | None = None,
+    ) -> KernelExecution:
+        """Record an execution the user ran (the kernel extension reports each cell)."""
+        started = self.store.start_execution(
+            self._ledger_path(path),
+            origin="user",
+            cell_id=cell_id,
+            source_hash=notebook.source_hash(source),
+            started_at=started_at,
+        )
+        return self.store.end_execution(
+            started.id, status=status, execution_count=execution_count, summary=summary
+        )
+
+    def _ledger_path(self, path: str) -> str:
+        """A notebook's path as the ledger keys it (as ``notebook.run`` names it)."""
+        return self.notebooks.locate(self.project, path).shown
 
     def tick(self, *, max_runs: int = 10, max_webhook_events: int = 50) -> TickResult:
         """Process webhook events and due polls of deep research runs, recover stalled runs and

@@ -68,7 +68,8 @@ class KernelNotebookAccess:
         """The running ``%%agi`` cell stays the context's cell across a nested run."""
         saved = (self.ctx.cell_id, self.ctx.execution_count)
         try:
-            yield
+            with self.ctx.ledger.agent_running():  # recorded by notebook.run, not as the user's
+                yield
         finally:
             self.ctx.cell_id, self.ctx.execution_count = saved
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agi_jupyter.errors import ErrorCode, ToolError
+from agi_jupyter.notebook import ledger
 from agi_jupyter.notebook.access import NotebookAccess, NotebookTarget
 from agi_jupyter.notebook.diff import diff_draft
 from agi_jupyter.notebook.execution import CellRun, Emit, Execution
@@ -31,6 +32,7 @@ from agi_jupyter.notebook.images import images_of
 from agi_jupyter.notebook.model import parse, summarize_outputs
 from agi_jupyter.notebook.record import one_change_at_a_time, record_change
 from agi_jupyter.notebook.render import render_execution
+from agi_jupyter.records import ExecutionStatus
 from agi_jupyter.tools.base import ToolContext, ToolResult
 
 SETTLE_AFTER_INTERRUPT = 15.0
@@ -103,7 +105,14 @@ class CellsJob:
                 origin={"run_id": ctx.run_id or "", "tool_call_id": ctx.tool_call_id},
             )
             self.current, self.current_since = run, time.monotonic()
-            execution = await self.access.execute(self.target, run)
+            started = await ledger.agent_started(ctx, self.target.shown, cell.id, cell.source)
+            try:
+                execution = await self.access.execute(self.target, run)
+            except asyncio.CancelledError:
+                # The call was cancelled: the cell was interrupted, or left running unfollowed.
+                await asyncio.shield(self._ended(started, run.execution, "interrupted"))
+                raise
+            await self._ended(started, execution, ledger.status_of(execution))
             doc = await self.access.open(self.target)  # the tab may have opened or closed
             kind, path = doc.kind, doc.path
             # What the agent's run printed goes into the notebook redacted, as it does
@@ -152,6 +161,12 @@ class CellsJob:
             artifact=draft,
             images=images_of(self.shown),
         )
+
+    async def _ended(
+        self, started: str | None, execution: Execution, status: ExecutionStatus
+    ) -> None:
+        count, summary = execution.execution_count, ledger.summary_of(execution.outputs)
+        await ledger.agent_ended(self.ctx, started, status, count, summary)
 
     def _skipped_note(self) -> list[str]:
         if not self.skipped:

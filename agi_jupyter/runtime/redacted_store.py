@@ -20,6 +20,8 @@ from agi_jupyter.records import (
     JSON,
     Artifact,
     Capability,
+    ExecutionStatus,
+    KernelExecution,
     Message,
     MessageStatus,
     Part,
@@ -58,6 +60,20 @@ class RedactedStore:
         tb: TracebackType | None,
     ) -> None:
         self.inner.close()
+
+    def end_execution(
+        self,
+        id: str,
+        *,
+        status: ExecutionStatus,
+        execution_count: int | None = None,
+        summary: str | None = None,
+    ) -> KernelExecution:
+        """An execution's end, its output summary redacted."""
+        text = None if summary is None else self.redactor.redact_text(summary)
+        return self.inner.end_execution(
+            id, status=status, execution_count=execution_count, summary=text
+        )
 
     def _json(self, value: Any) -> Any:
         return self.redactor.redact_json(value)

@@ -14,6 +14,7 @@ from pydantic import ConfigDict, Field
 from agi_jupyter.kinds import ToolTrait
 from agi_jupyter.records import Artifact as ArtifactRecord
 from agi_jupyter.records import (
+    KernelExecution,
     MessageStatus,
     Role,
     Run,
@@ -319,6 +320,13 @@ class Change(Out):
     before_sha: str | None = Field(None, description="The notebook's or file's snapshot.")
     after_sha: str | None = None
     created_at: str = ""
+
+
+class ExecutionList(Out):
+    """What a notebook's kernel ran, oldest first: the user's cells, the agent's
+    ``notebook.run`` and ``python`` tool calls (with their run and tool call)."""
+
+    executions: list[KernelExecution]
 
 
 class ChangeList(Out):

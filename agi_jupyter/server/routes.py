@@ -29,6 +29,7 @@ from agi_jupyter.server.handlers.catalog import (
 from agi_jupyter.server.handlers.docs import NotFoundHandler, OpenAPIHandler
 from agi_jupyter.server.handlers.messages import MessagesHandler
 from agi_jupyter.server.handlers.notebooks import (
+    ExecutionsHandler,
     NotebookBridgeHandler,
     NotebookRepliesHandler,
     RunChangesHandler,
@@ -58,6 +59,7 @@ from agi_jupyter.server.models import (
     ApprovalDecision,
     BridgeAnnounce,
     BridgeQuery,
+    ExecutionsQuery,
     HistoryQuery,
     MessageCreate,
     NotebookBudgetUpdate,
@@ -85,6 +87,7 @@ from agi_jupyter.server.responses import (
     ArtifactResponse,
     ChangeList,
     Deleted,
+    ExecutionList,
     History,
     MessagePage,
     NotebookBudgets,
@@ -221,6 +224,12 @@ ROUTES: tuple[Route, ...] = (
           "The changes the run made, one per notebook cell and per file, with unified diffs "
           "and whether each is undone", "runs",
           response=ChangeList, errors=RUN),
+    Route("GET", f"{V1}/executions", ExecutionsHandler, "listExecutions",
+          "The ledger of a notebook's kernel executions, oldest first: who ran each cell (the "
+          "user, or an agent's run and tool call), its source hash, execution count, status "
+          "and output summary", "runs",
+          query=ExecutionsQuery, response=ExecutionList,
+          errors=(ErrorCode.VALIDATION_ERROR, ErrorCode.PATH_OUTSIDE_PROJECT)),
     Route("GET", f"{V1}/artifacts/{{artifact_id}}", ArtifactHandler, "getArtifact",
           "Get an artifact's metadata", "artifacts", response=ArtifactResponse,
           errors=(ErrorCode.ARTIFACT_NOT_FOUND,)),

@@ -40,6 +40,9 @@ from agi_jupyter.records import (
     Capability,
     Change,
     ChangeKind,
+    ExecutionOrigin,
+    ExecutionStatus,
+    KernelExecution,
     Message,
     MessageStatus,
     Page,
@@ -376,6 +379,37 @@ class Store(Protocol):
 
     def notebook_budgets(self) -> dict[str, JSON]:
         """The stored notebook budgets, by path."""
+        ...
+
+    # --- the ledger of kernel executions (store/executions.py) -----------------------------
+
+    def start_execution(
+        self,
+        path: str,
+        *,
+        origin: ExecutionOrigin,
+        cell_id: str | None = None,
+        source_hash: str | None = None,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        started_at: str | None = None,
+    ) -> KernelExecution:
+        """Record an execution of a cell of the notebook ``path`` that started (``running``)."""
+        ...
+
+    def end_execution(
+        self,
+        id: str,
+        *,
+        status: ExecutionStatus,
+        execution_count: int | None = None,
+        summary: str | None = None,
+    ) -> KernelExecution:
+        """Record how an execution ended."""
+        ...
+
+    def list_executions(self, path: str, *, limit: int | None = None) -> list[KernelExecution]:
+        """The executions of the notebook ``path``, oldest first (the last ``limit``)."""
         ...
 
     # --- queries and notifications --------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Each resource is a repository object holding the shared database (and its dialect):
 ``Sessions``, ``Messages``, ``Runs``, ``RunEvents``, ``ToolCalls``, ``Artifacts``, ``Webhooks``,
-``Tasks``, ``Capabilities``, ``NotebookBudgets``, ``Changes``, ``NotebookReplies``, ``Stats``.
+``Tasks``, ``Capabilities``, ``NotebookBudgets``, ``Changes``, ``NotebookReplies``,
+``Executions``, ``Stats``.
 The store holds them and hands each protocol method to its repository: ``store.create_run`` is
 ``store.runs.create_run`` (bound once, when the store is made; mypy checks every signature
 against the protocol, ``sqlite._implements_protocol``). A backend (``SqliteStore``,
@@ -20,6 +21,7 @@ from agi_jupyter.store.budgets import NotebookBudgets
 from agi_jupyter.store.capabilities import Capabilities
 from agi_jupyter.store.changes import Changes
 from agi_jupyter.store.events import RunEvents
+from agi_jupyter.store.executions import Executions
 from agi_jupyter.store.messages import Messages
 from agi_jupyter.store.replies import NotebookReplies
 from agi_jupyter.store.runs import Runs
@@ -48,6 +50,7 @@ class SqlStore:
         self.budgets = NotebookBudgets(db)
         self.changes = Changes(db)
         self.replies = NotebookReplies(db)
+        self.executions = Executions(db)
         self.statistics = Stats(db)
 
         sessions = self.sessions
@@ -129,6 +132,11 @@ class SqlStore:
 
         self.put_notebook_reply = self.replies.put_notebook_reply
         self.take_notebook_reply = self.replies.take_notebook_reply
+
+        executions = self.executions
+        self.start_execution = executions.start_execution
+        self.end_execution = executions.end_execution
+        self.list_executions = executions.list_executions
 
         self.stats = self.statistics.stats
 

@@ -91,6 +91,7 @@ def test_migrations_are_numbered_in_order() -> None:
         "m014_tool_call_approvals",
         "m015_sessions_budget",
         "m016_notebook_budgets",
+        "m017_executions",
     ]
     assert len(set(names)) == len(names)
 

@@ -6,8 +6,14 @@ from pathlib import Path
 
 from agi_jupyter.errors import ErrorCode, NotFound, UsageError
 from agi_jupyter.server.handlers.base import AgiHandler, protected
-from agi_jupyter.server.models import BridgeAnnounce, BridgeQuery, NotebookReply, UndoRequest
-from agi_jupyter.server.responses import Ack, ChangeList, UndoResponse
+from agi_jupyter.server.models import (
+    BridgeAnnounce,
+    BridgeQuery,
+    ExecutionsQuery,
+    NotebookReply,
+    UndoRequest,
+)
+from agi_jupyter.server.responses import Ack, ChangeList, ExecutionList, UndoResponse
 
 REPLY_LIMIT = 256 * 1024 * 1024  # a reply holds the notebook before and after a change
 
@@ -40,6 +46,15 @@ class RunChangesHandler(AgiHandler):
         agi = await self.agi()
         changes = await self.call(agi.changes, run_id)
         self.reply(ChangeList.model_validate({"changes": [c.to_dict() for c in changes]}))
+
+
+class ExecutionsHandler(AgiHandler):
+    @protected
+    async def get(self) -> None:
+        query = self.query(ExecutionsQuery)
+        agi = await self.agi()
+        found = await self.call(agi.executions, query.path, limit=query.limit)
+        self.reply(ExecutionList(executions=found))
 
 
 class NotebookRepliesHandler(AgiHandler):
