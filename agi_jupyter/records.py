@@ -182,7 +182,14 @@ _PART_TYPES: dict[str, type[Any]] = {
 
 
 def part_to_dict(part: Part) -> JSON:
-    return asdict(part)
+    """A part's JSON form; fields added later are left out while they hold their default, so
+    every part stored before them keeps the form it had (``run_state_codec`` pins it)."""
+    data = asdict(part)
+    if isinstance(part, ImagePart) and part.artifact_id is None:
+        del data["artifact_id"]
+    elif isinstance(part, ToolResultPart) and not part.images:
+        del data["images"]
+    return data
 
 
 def part_from_dict(data: JSON) -> Part:

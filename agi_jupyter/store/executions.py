@@ -1,8 +1,9 @@
 """The ledger of notebooks' kernel executions: one row per cell a kernel ran, by whom.
 
-Rows are written when an execution starts (``running``) and completed when it ends; they are
-listed per notebook in the order they started (the insertion-order column: two executions
-started in the same millisecond keep their order).
+The agent's rows are written when an execution starts (``running``) and completed when it
+ends; the user's once it ended (``kernel.ledger``). They are listed per notebook in the order
+they started (then the insertion order: two executions started in the same millisecond keep
+their order).
 """
 
 from __future__ import annotations
@@ -72,14 +73,17 @@ class Executions:
         return EXECUTIONS.from_row(row)
 
     def list_executions(self, path: str, *, limit: int | None = None) -> list[KernelExecution]:
-        """The executions of the notebook ``path``, oldest first (the last ``limit``)."""
+        """The executions of the notebook ``path`` in the order they started (the last
+        ``limit``). A user's row is written when the cell ended, so the start time orders them,
+        then the insertion order."""
         pos = self._dialect.pos
         if limit is None:
-            rows = self._db.all(f"{_SELECT} WHERE path = ? ORDER BY {pos}", [path])
+            rows = self._db.all(f"{_SELECT} WHERE path = ? ORDER BY started_at, {pos}", [path])
         else:
             rows = self._db.all(
                 f"SELECT * FROM (SELECT {EXECUTIONS.select()}, {pos} AS p FROM executions"
-                f" WHERE path = ? ORDER BY {pos} DESC LIMIT ?) AS newest ORDER BY p",
+                f" WHERE path = ? ORDER BY started_at DESC, {pos} DESC LIMIT ?) AS newest"
+                " ORDER BY started_at, p",
                 [path, limit],
             )
             rows = [r[:-1] for r in rows]

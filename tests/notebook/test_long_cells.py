@@ -83,6 +83,9 @@ def test_a_cell_outliving_the_wait_is_not_interrupted_and_wait_gets_its_result(
     outputs = nbformat.read(notebook, as_version=4).cells[2].outputs
     assert [o.get("text") for o in outputs] == ["started\nfinished\n"]
     assert all(o["output_type"] != "error" for o in outputs)
+    (ledger,) = agi.executions("analysis.ipynb")
+    assert (ledger.origin, ledger.cell_id, ledger.status) == ("agent", "total", "ok")
+    assert (ledger.run_id, ledger.tool_call_id) == (result.run_id, "run")
 
 
 @pytest.mark.slow
