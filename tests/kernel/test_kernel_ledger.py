@@ -53,7 +53,8 @@ def test_the_ledger_lists_user_and_agent_executions_in_order(
     assert "ZeroDivisionError" in (found[1].summary or "")
     assert (agent.run_id, agent.tool_call_id) == (run_id, "run")
     assert agent.source_hash == source_hash("x + 1")
-    assert agent.execution_count is not None and agent.summary == "result: 21"
+    assert agent.execution_count is not None
+    assert agent.summary == "result: 21"
     assert (python.run_id, python.tool_call_id, python.summary) == (run_id, "py", "40")
     table = cell("%agi executions").value
     assert [row[2] for row in table.rows] == ["load", "boom", "ask", "total", ""]
@@ -63,9 +64,7 @@ def test_protect_toggles_the_cell_metadata_agents_are_refused_by(
     cell: RunCell, ctx: Any, own_notebook: Path
 ) -> None:
     assert "cell load is protected" in cell("%agi protect load").stdout
-    assert nbformat.read(own_notebook, as_version=4).cells[1].metadata["agi"] == {
-        "protected": True
-    }
+    assert nbformat.read(own_notebook, as_version=4).cells[1].metadata["agi"] == {"protected": True}
     assert "(it already was)" in cell("%agi protect load").stdout
     assert "is not protected" in cell("%agi unprotect load").stdout
     assert "agi" not in nbformat.read(own_notebook, as_version=4).cells[1].metadata

@@ -18,13 +18,15 @@ def test_executions_are_listed_per_notebook_in_the_order_they_started(store: Sto
         tool_call_id="call_1",
     )  # fmt: skip
     store.start_execution("other.ipynb", origin="user", cell_id="z")
-    assert agent.status == "running" and agent.ended_at is None
+    assert agent.status == "running"
+    assert agent.ended_at is None
     ended = store.end_execution(
         agent.id, status="ok", execution_count=2, summary="stdout: hi\x00there"
     )
     assert (ended.status, ended.execution_count, ended.run_id) == ("ok", 2, run.id)
     assert ended.ended_at is not None
-    assert ended.summary is not None and ended.summary.startswith("stdout: hi")
+    assert ended.summary is not None
+    assert ended.summary.startswith("stdout: hi")
     store.end_execution(user.id, status="error", execution_count=1, summary="error: boom")
     listed = store.list_executions("nb.ipynb")
     assert [(e.cell_id, e.origin, e.status) for e in listed] == [
