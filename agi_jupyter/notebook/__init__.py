@@ -9,6 +9,8 @@ receipts, run in the notebook's kernel, snapshotted per run and undone.
     execution  one cell through the Jupyter protocol, outputs as nbformat; kernels: private ones
     tools      notebook.read/insert/edit/delete/run/wait/interrupt; record: changes in the store
     detached   the cells notebook.run runs on a task of their own, left running under a handle
+    images     a cell's PNG/JPEG outputs for the model; ledger: the agent's executions recorded
+    protect    protected cells (metadata agi.protected), toggled by a person
     diff       the cell-level notebook_diff artifact; outline: the system-prompt outline
     changes    a run's changes as records (one per cell, one per file) with unified diffs
     merge      reverting one cell change by a three-way merge; undo: undo and redo by merge
