@@ -112,6 +112,9 @@ class CellsJob:
                 # The call was cancelled: the cell was interrupted, or left running unfollowed.
                 await asyncio.shield(self._ended(started, run.execution, "interrupted"))
                 raise
+            except Exception:  # no kernel, a server not ready: the row does not stay running
+                await self._ended(started, run.execution, "error")
+                raise
             await self._ended(started, execution, ledger.status_of(execution))
             doc = await self.access.open(self.target)  # the tab may have opened or closed
             kind, path = doc.kind, doc.path
