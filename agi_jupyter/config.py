@@ -98,6 +98,13 @@ class _Layer(BaseModel):
     )
     artifact_threshold: int | None = Field(default=None, ge=1024)
     tool_timeout: float | None = Field(default=None, gt=0)
+    notebook_run_wait: float | None = Field(
+        default=None,
+        gt=0,
+        le=3600,
+        description="Seconds notebook.run waits for its cells before it answers with an "
+        "execution handle and leaves them running (notebook.wait, notebook.interrupt).",
+    )
     max_attempts: int | None = Field(default=None, ge=1, le=100)
     retry_backoff: list[float] | None = None
     stale_after: float | None = Field(
@@ -222,6 +229,8 @@ class Config:
     wire: WirePath = "http"
     artifact_threshold: int = 64 * 1024
     tool_timeout: float = 120.0
+    # Seconds notebook.run waits before it answers with a handle and leaves the cells running.
+    notebook_run_wait: float = 30.0
     max_attempts: int = 4
     retry_backoff: tuple[float, ...] = (2.0, 4.0, 8.0)
     # Seconds without a heartbeat after which a running run counts as abandoned by its
@@ -229,6 +238,9 @@ class Config:
     stale_after: float = 30.0
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     request_extras: RequestExtras = field(default_factory=RequestExtras)
+    # ``models.<key>.vision`` by key (``provider:model`` or a bare model name): whether the
+    # model is sent images, over the catalog's flag (providers.catalog.reads_images).
+    model_vision: Mapping[str, bool] = field(default_factory=dict)
     acp: AcpCommand | None = None  # the default ACP agent of ``sdk="acp"`` sessions
     sources: tuple[str, ...] = ()
     # The store: None is the project's SQLite file; a postgresql:// URL a shared database,
@@ -563,11 +575,17 @@ def _build(
         wire=layer.wire or defaults.wire,
         artifact_threshold=layer.artifact_threshold or defaults.artifact_threshold,
         tool_timeout=layer.tool_timeout or defaults.tool_timeout,
+        notebook_run_wait=layer.notebook_run_wait or defaults.notebook_run_wait,
         max_attempts=layer.max_attempts or defaults.max_attempts,
         retry_backoff=tuple(layer.retry_backoff or defaults.retry_backoff),
         stale_after=layer.stale_after or defaults.stale_after,
         providers=providers,
         request_extras=parse_request_extras(merged),
+        model_vision={
+            key: bool(entry["vision"])
+            for key, entry in (merged.get("models") or {}).items()
+            if isinstance(entry, Mapping) and entry.get("vision") is not None
+        },
         acp=AcpCommand.parse(merged["acp"]) if merged.get("acp") else None,
         sources=sources,
         database_url=layer.database_url,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
@@ -111,6 +111,18 @@ class ToolCallPart:
 
 
 @dataclass(kw_only=True)
+class ImagePart:
+    """An image: inline (``data_base64``), at a ``url``, or stored as an artifact
+    (``artifact_id``: a tool result's image, read from the store before it is sent)."""
+
+    mime: str
+    data_base64: str | None = None
+    url: str | None = None
+    artifact_id: str | None = None
+    type: Literal["image"] = "image"
+
+
+@dataclass(kw_only=True)
 class ToolResultPart:
     tool_call_id: str
     name: str
@@ -120,15 +132,17 @@ class ToolResultPart:
     # The tool call's final status (completed, failed, denied, skipped); None in parts
     # stored before it was recorded here: read ``is_error`` then.
     status: ToolCallStatus | None = None
+    # What the call showed (a cell's plots), for models that read images.
+    images: list[ImagePart] = field(default_factory=list)
     type: Literal["tool_result"] = "tool_result"
 
-
-@dataclass(kw_only=True)
-class ImagePart:
-    mime: str
-    data_base64: str | None = None
-    url: str | None = None
-    type: Literal["image"] = "image"
+    def __post_init__(self) -> None:
+        # Read back from JSON, the images are dicts.
+        if self.images:
+            self.images = [
+                i if isinstance(i, ImagePart) else ImagePart(**_known(ImagePart, i))
+                for i in self.images
+            ]
 
 
 @dataclass(kw_only=True)
@@ -168,7 +182,14 @@ _PART_TYPES: dict[str, type[Any]] = {
 
 
 def part_to_dict(part: Part) -> JSON:
-    return asdict(part)
+    """A part's JSON form; fields added later are left out while they hold their default, so
+    every part stored before them keeps the form it had (``run_state_codec`` pins it)."""
+    data = asdict(part)
+    if isinstance(part, ImagePart) and part.artifact_id is None:
+        del data["artifact_id"]
+    elif isinstance(part, ToolResultPart) and not part.images:
+        del data["images"]
+    return data
 
 
 def part_from_dict(data: JSON) -> Part:
@@ -180,6 +201,11 @@ def part_from_dict(data: JSON) -> Part:
     fields = cls.__dataclass_fields__
     part: Part = cls(**{k: v for k, v in data.items() if k in fields and k != "type"})
     return part
+
+
+def _known(cls: type[Any], data: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of ``data`` that are fields of ``cls`` (``type`` apart)."""
+    return {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "type"}
 
 
 def parts_text(parts: list[Part]) -> str:
@@ -539,6 +565,31 @@ class Change:
     before_sha: str | None = None
     after_sha: str | None = None
     created_at: str = ""
+
+
+ExecutionOrigin = Literal["user", "agent"]
+ExecutionStatus = Literal["running", "ok", "error", "interrupted"]
+
+
+@dataclass(kw_only=True)
+class KernelExecution:
+    """One cell execution a notebook's kernel ran (the ledger): who ran it (``origin``
+    ``user``, or ``agent`` with its run and tool call), which cell and source (hash), its
+    execution count, when, how it ended and a summary of its outputs. ``path`` is the
+    notebook's, relative to the project."""
+
+    id: str
+    path: str
+    cell_id: str | None = None
+    source_hash: str | None = None
+    execution_count: int | None = None
+    origin: ExecutionOrigin = "user"
+    run_id: str | None = None
+    tool_call_id: str | None = None
+    status: ExecutionStatus = "running"
+    started_at: str = ""
+    ended_at: str | None = None
+    summary: str | None = None
 
 
 T = TypeVar("T")

@@ -38,6 +38,12 @@ class ModelLayer(BaseModel):
     context_window: int | None = Field(default=None, ge=512)
     max_output_tokens: int | None = Field(default=None, ge=1)
 
+    vision: bool | None = Field(
+        default=None,
+        description="Whether the model reads images (tool results' images, a cell's plots, "
+        "are sent to it); default: the model catalog's flag.",
+    )
+
     _check = field_validator("extra_body")(check_extra_body)
 
 

@@ -53,6 +53,8 @@ from agi_jupyter.records import (
     JSON,
     Artifact,
     Compaction,
+    ExecutionStatus,
+    KernelExecution,
     Message,
     Page,
     Part,
@@ -137,9 +139,10 @@ class Agi:
         )
         install_log_redaction(self.redactor)
         self.store = self._open_store()
-        registry = ToolRegistry(
-            [*builtin_tools(), *notebook.notebook_tools(self.notebooks), *tools]
-        )
+        # The cells notebook.run left running, by handle (notebook.wait / notebook.interrupt).
+        self.executions_running = notebook.Executions()
+        notebook_tools = notebook.notebook_tools(self.notebooks, self.executions_running)
+        registry = ToolRegistry([*builtin_tools(), *notebook_tools, *tools])
         registry.load_project_tools(self.project, store=self.store)
         # MCP servers' tools (mcp.<server>.<tool>) join the registry when a run can reach them.
         self.mcp = McpServers(servers, registry, self.redactor, self.project)
@@ -569,6 +572,47 @@ class Agi:
         if not self.store.list_changes(run_id=run_id):
             return ""
         return review.undo_state(notebook.run_changeset(self.store, run_id))
+
+    def protect_cell(self, path: str, cell_id: str, protected: bool = True) -> bool:
+        """Mark the cell ``cell_id`` of the notebook ``path`` protected (agents may not run,
+        edit or delete it), or not; whether it changed (``notebook.protect``)."""
+        from agi_jupyter.notebook.protect import set_protected
+
+        coro = set_protected(self.notebooks, self.project, path, cell_id, protected)
+        return self.loop.run(coro)
+
+    def executions(self, path: str, *, limit: int | None = None) -> list[KernelExecution]:
+        """The ledger of the notebook ``path``'s kernel executions, oldest first (the last
+        ``limit``): the user's, ``notebook.run``'s and the ``python`` tool's, with who ran
+        each (``store/executions.py``)."""
+        return self.store.list_executions(self._ledger_path(path), limit=limit)
+
+    def record_execution(
+        self,
+        path: str,
+        *,
+        cell_id: str | None,
+        source: str,
+        started_at: str,
+        status: ExecutionStatus,
+        execution_count: int | None = None,
+        summary: str | None = None,
+    ) -> KernelExecution:
+        """Record an execution the user ran (the kernel extension reports each cell)."""
+        started = self.store.start_execution(
+            self._ledger_path(path),
+            origin="user",
+            cell_id=cell_id,
+            source_hash=notebook.source_hash(source),
+            started_at=started_at,
+        )
+        return self.store.end_execution(
+            started.id, status=status, execution_count=execution_count, summary=summary
+        )
+
+    def _ledger_path(self, path: str) -> str:
+        """A notebook's path as the ledger keys it (as ``notebook.run`` names it)."""
+        return self.notebooks.locate(self.project, path).shown
 
     def tick(self, *, max_runs: int = 10, max_webhook_events: int = 50) -> TickResult:
         """Process webhook events and due polls of deep research runs, recover stalled runs and
@@ -1076,6 +1120,8 @@ class Agi:
         await self.deps.registry.aclose()  # stops the MCP servers
         await self.deps.providers.aclose()
         await self.completions.aclose()
+
+        await self.executions_running.aclose()  # cells left running in their kernels
         await self.notebooks.aclose()
 
     def __enter__(self) -> Agi:

@@ -21,7 +21,19 @@ from typing import Any
 import click
 
 from agi_jupyter import __version__
-from agi_jupyter.cli import approve, ask, budget, catalog, export, inspect, mcp, serve, setup, undo
+from agi_jupyter.cli import (
+    approve,
+    ask,
+    budget,
+    catalog,
+    executions,
+    export,
+    inspect,
+    mcp,
+    serve,
+    setup,
+    undo,
+)
 from agi_jupyter.cli.common import exit_code_for, fail
 from agi_jupyter.errors import AgiError
 
@@ -108,6 +120,7 @@ for _command in (
     *undo.COMMANDS,
     *approve.COMMANDS,
     budget.budget,
+    executions.executions,
 ):
     cli.add_command(_command)
 

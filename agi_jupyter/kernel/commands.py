@@ -50,6 +50,8 @@ HELP = """\
 %agi deny RUN [-m MESSAGE] [--tool-call ID]
                                    deny them (the model gets the denial and MESSAGE)
 %agi diff RUN                      the run's changes: per cell and file, with diffs and ids
+%agi executions [-n N]             what this notebook's kernel ran, by whom (the ledger)
+%agi protect CELL / unprotect CELL agents may not run, edit or delete CELL (agi.protected)
 %agi undo RUN [--turn N] [--change ID ...] [--force | --force-cell CELL ...] [--redo]
                                    undo the run's changes (all, from turn N on, or those
                                    named) cell by cell: cells changed since are left as they
@@ -113,6 +115,9 @@ def _parser() -> Any:
     undo.add_argument("--change", action="append", dest="changes")
     undo.add_argument("--redo", action="store_true")
     sub.add_parser("diff", add_help=False).add_argument("run")
+    sub.add_parser("executions", add_help=False).add_argument("-n", type=int, dest="limit")
+    sub.add_parser("protect", add_help=False).add_argument("cell")
+    sub.add_parser("unprotect", add_help=False).add_argument("cell")
     sub.add_parser("wait", add_help=False).add_argument("run", nargs="?")
     sub.add_parser("tools", add_help=False).add_argument("agent", nargs="?")
     return parser
@@ -386,6 +391,36 @@ def cmd_diff(ctx: KernelContext, args: argparse.Namespace) -> None:
         print(ansi(line, style))
 
 
+def cmd_executions(ctx: KernelContext, args: argparse.Namespace) -> Table:
+    from agi_jupyter.notebook.ledger import LEDGER_COLUMNS, ledger_row
+
+    path = _own_notebook(ctx)
+    rows = [ledger_row(e) for e in ctx.agi.executions(path, limit=args.limit)]
+    return Table(list(LEDGER_COLUMNS), rows, title=f"Executions of {path}")
+
+
+def cmd_protect(ctx: KernelContext, args: argparse.Namespace) -> None:
+    _protect(ctx, args.cell, True)
+
+
+def cmd_unprotect(ctx: KernelContext, args: argparse.Namespace) -> None:
+    _protect(ctx, args.cell, False)
+
+
+def _protect(ctx: KernelContext, cell_id: str, protected: bool) -> None:
+    path = _own_notebook(ctx)
+    changed = ctx.agi.protect_cell(path, cell_id, protected)
+    state = "protected" if protected else "not protected"
+    print(f"agi: cell {cell_id} is {state}" + ("" if changed else " (it already was)"))
+
+
+def _own_notebook(ctx: KernelContext) -> str:
+    path = ctx.notebook_path()
+    if not path:
+        raise UsageError("this kernel does not know its notebook's path")
+    return path
+
+
 def cmd_wait(ctx: KernelContext, args: argparse.Namespace) -> Any:
     from agi_jupyter.kernel.agi_cell import cell_result
     from agi_jupyter.kernel.dispatch import follow_with_dispatch, join_with_dispatch
@@ -528,6 +563,9 @@ COMMANDS: dict[str, Command] = {
     "deny": cmd_deny,
     "undo": cmd_undo,
     "diff": cmd_diff,
+    "executions": cmd_executions,
+    "protect": cmd_protect,
+    "unprotect": cmd_unprotect,
     "wait": cmd_wait,
     "agents": cmd_agents,
     "sdks": cmd_sdks,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.kernel.dispatch import MainThreadDispatcher
+from agi_jupyter.kernel.ledger import UserExecutions
 from agi_jupyter.kernel.running_cell import NotebookCellIds
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ class KernelContext:
         self._agi_key: tuple[Any, ...] = ()
         self._agi_lock = threading.Lock()
         self._notebooks: KernelNotebookAccess | None = None
+        self.ledger = UserExecutions(self)
 
     # --- IPython hooks -------------------------------------------------------------------------
 
@@ -103,12 +105,14 @@ class KernelContext:
         stored = getattr(info, "store_history", True)
         self.execution_count = self.shell.execution_count - 1 if stored else None
         self.dispatcher.capture_loop()
+        self.ledger.started(info)
 
     def post_run_cell(self, result: Any) -> None:
         error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
         count = getattr(result, "execution_count", None)
         if error is not None and count is not None:
             self.errors[int(count)] = format_error(error)
+        self.ledger.ended(result)
 
     # --- the runtime ---------------------------------------------------------------------------
 
@@ -251,6 +255,7 @@ class KernelContext:
     def close(self) -> None:
         """Unhook, and close the runtime: runs still executing here are released."""
         self.unregister_hooks()
+        self.ledger.close()  # the rows of the last cells first
         with self._agi_lock:
             agi, self._agi = self._agi, None
         atexit.unregister(self.close)

@@ -22,7 +22,7 @@ from agi_jupyter.notebook.document import NotebookDocument
 
 if TYPE_CHECKING:
     from agi_jupyter.kernel.context import KernelContext
-    from agi_jupyter.notebook.execution import Emit, Execution
+    from agi_jupyter.notebook.execution import CellRun, Execution
     from agi_jupyter.notebook.model import History
 
 
@@ -56,28 +56,20 @@ class KernelNotebookAccess:
         raw = list(self.ctx.shell.history_manager.input_hist_raw)
         return dict(enumerate(raw))
 
-    async def execute(
-        self,
-        target: NotebookTarget,
-        source: str,
-        cell_id: str,
-        *,
-        emit: Emit,
-        timeout: float,  # noqa: ASYNC109 - the code is interrupted at this deadline
-    ) -> Execution:
+    async def execute(self, target: NotebookTarget, run: CellRun) -> Execution:
         if not self.is_own(target):
-            return await self.headless.execute(target, source, cell_id, emit=emit, timeout=timeout)
+            return await self.headless.execute(target, run)
         return await execute_in_kernel(
-            self.ctx.shell, self.ctx.dispatcher, source, cell_id,
-            emit=emit, timeout=timeout, guard=self._keep_cell,
-        )  # fmt: skip
+            self.ctx.shell, self.ctx.dispatcher, run, guard=self._keep_cell
+        )
 
     @contextlib.contextmanager
     def _keep_cell(self) -> Iterator[None]:
         """The running ``%%agi`` cell stays the context's cell across a nested run."""
         saved = (self.ctx.cell_id, self.ctx.execution_count)
         try:
-            yield
+            with self.ctx.ledger.agent_running():  # recorded by notebook.run, not as the user's
+                yield
         finally:
             self.ctx.cell_id, self.ctx.execution_count = saved
 

@@ -3,7 +3,8 @@
 The agent loop calls the tool on the runtime's loop thread; the code itself is handed to the
 kernel's main thread (``MainThreadDispatcher``), run with ``exec`` in the user namespace (the
 last expression is evaluated and its ``repr`` returned, as in a cell), with stdout and stderr
-captured. The result lists the names the code created and the names it rebound, so the model
+captured. Each run is recorded in the notebook's ledger of executions (``notebook.ledger``).
+The result lists the names the code created and the names it rebound, so the model
 (and the person reading the tool block) knows what changed in the notebook.
 """
 
@@ -20,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from agi_jupyter.kernel.dispatch import MainThreadInterrupted
+from agi_jupyter.notebook import ledger
+from agi_jupyter.notebook.tools import default_path
 from agi_jupyter.tools import FEATURE_KERNEL, Tool, ToolArgs, ToolContext, ToolResult
 
 if TYPE_CHECKING:
@@ -158,12 +161,18 @@ class PythonTool(Tool[PythonArgs]):
         self.namespace = namespace
 
     async def execute(self, args: PythonArgs, ctx: ToolContext) -> ToolResult:
+        path = await asyncio.to_thread(default_path, ctx)
+        started = await ledger.agent_started(ctx, path, None, args.code) if path else None
         future = self.dispatcher.submit(lambda: run_in_namespace(args.code, self.namespace))
         try:
             report = await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             future.cancel()
+            await asyncio.shield(ledger.agent_ended(ctx, started, "interrupted", None, ""))
             raise
         except MainThreadInterrupted:
+            await ledger.agent_ended(ctx, started, "interrupted", None, "")
             return ToolResult(output="the kernel was interrupted while running the code", ok=False)
+        summary = report.error or report.result or report.stdout[:500]
+        await ledger.agent_ended(ctx, started, "ok" if report.ok else "error", None, summary)
         return ToolResult(output=report.to_output(), ok=report.ok, data=report.to_data())

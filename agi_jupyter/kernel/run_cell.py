@@ -8,9 +8,10 @@ hooks (inline plots) work as for the user's cells. Its outputs are captured as n
 outputs instead of going to the ``%%agi`` cell: stdout/stderr, the display publisher, the
 display hook (the last expression) and tracebacks are swapped for the duration.
 
-A deadline or a cancellation interrupts the code with ``KeyboardInterrupt`` in the main
-thread (the kernel interrupt of an in-process execution). A ``KeyboardInterrupt`` the agent
-did not ask for (the user pressed Interrupt) still stops the ``%%agi`` cell.
+An ``interrupt_after``, ``CellRun.interrupt`` or a cancellation interrupts the code with
+``KeyboardInterrupt`` in the main thread (the kernel interrupt of an in-process execution).
+A ``KeyboardInterrupt`` the agent did not ask for (the user pressed
+Interrupt) still stops the ``%%agi`` cell.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.notebook.execution import Emit, Execution, OutputCollector
+from agi_jupyter.notebook.execution import CellRun, Execution, OutputCollector
 
 if TYPE_CHECKING:
     from agi_jupyter.kernel.dispatch import MainThreadDispatcher
@@ -168,11 +169,11 @@ class _Interrupter:
 Guard = Callable[[], AbstractContextManager[Any]]
 
 
-def run_here(shell: Any, source: str, cell_id: str, emit: Emit, state: _Interrupter,
-             guard: Guard) -> Execution:  # fmt: skip
-    """Run the cell on the main thread with its outputs captured; ``guard`` keeps the
-    kernel's own state (the running ``%%agi`` cell's id) across the nested run."""
-    collector = OutputCollector(emit)
+def run_here(shell: Any, run: CellRun, state: _Interrupter, guard: Guard) -> Execution:
+    """Run the cell on the main thread with its outputs captured into ``run``; ``guard`` keeps
+    the kernel's own state (the running ``%%agi`` cell's id) across the nested run."""
+    collector: OutputCollector = run.collector
+    source, cell_id = run.source, run.cell_id
     state.start()
     try:
         try:
@@ -198,25 +199,23 @@ def run_here(shell: Any, source: str, cell_id: str, emit: Emit, state: _Interrup
 
 
 async def execute_in_kernel(
-    shell: Any,
-    dispatcher: MainThreadDispatcher,
-    source: str,
-    cell_id: str,
-    *,
-    emit: Emit,
-    timeout: float,  # noqa: ASYNC109 - the code is interrupted at this deadline
-    guard: Guard,
+    shell: Any, dispatcher: MainThreadDispatcher, run: CellRun, *, guard: Guard
 ) -> Execution:
     """Hand the cell to the kernel's main thread and wait for it (see the module docstring)."""
     state = _Interrupter()
-    future = dispatcher.submit(lambda: run_here(shell, source, cell_id, emit, state, guard))
+
+    async def interrupt() -> None:
+        state.interrupt()
+
+    run.bind(interrupt)
+    future = dispatcher.submit(lambda: run_here(shell, run, state, guard))
     waiting = asyncio.wrap_future(future)
     try:
-        return await asyncio.wait_for(asyncio.shield(waiting), timeout)
+        return await asyncio.wait_for(asyncio.shield(waiting), run.interrupt_after)
     except TimeoutError:
         state.interrupt()
         return await waiting
     except asyncio.CancelledError:
-        if not future.cancel():  # already running: stop it
+        if not future.cancel() and run.interrupt_on_cancel:  # already running: stop it
             state.interrupt()
         raise

@@ -7,7 +7,10 @@ receipts, run in the notebook's kernel, snapshotted per run and undone.
     document   NotebookDocument: reads with hashes, changes with receipts
     access     NotebookAccess (per front door: which backend, how cells run); HeadlessAccess
     execution  one cell through the Jupyter protocol, outputs as nbformat; kernels: private ones
-    tools      notebook.read/insert/edit/delete/run; record: changes and snapshots in the store
+    tools      notebook.read/insert/edit/delete/run/wait/interrupt; record: changes in the store
+    detached   the cells notebook.run runs on a task of their own, left running under a handle
+    images     a cell's PNG/JPEG outputs for the model; ledger: the agent's executions recorded
+    protect    protected cells (metadata agi.protected), toggled by a person
     diff       the cell-level notebook_diff artifact; outline: the system-prompt outline
     changes    a run's changes as records (one per cell, one per file) with unified diffs
     merge      reverting one cell change by a three-way merge; undo: undo and redo by merge
@@ -16,6 +19,7 @@ receipts, run in the notebook's kernel, snapshotted per run and undone.
 from agi_jupyter.notebook.access import HeadlessAccess, NotebookAccess, NotebookTarget
 from agi_jupyter.notebook.changes import ChangeRecord
 from agi_jupyter.notebook.context import NotebookContext
+from agi_jupyter.notebook.detached import Executions
 from agi_jupyter.notebook.document import NotebookDocument, Receipt
 from agi_jupyter.notebook.model import source_hash
 from agi_jupyter.notebook.ops import NotebookError
@@ -24,6 +28,7 @@ from agi_jupyter.notebook.undo import UndoResult, run_changeset, undo_run
 
 __all__ = [
     "ChangeRecord",
+    "Executions",
     "HeadlessAccess",
     "NotebookAccess",
     "NotebookContext",

@@ -25,7 +25,7 @@ from agi_jupyter.notebook.ops import NotebookError
 from agi_jupyter.tools.paths import relative_posix, resolve_in_project
 
 if TYPE_CHECKING:
-    from agi_jupyter.notebook.execution import Emit, Execution
+    from agi_jupyter.notebook.execution import CellRun, Execution
     from agi_jupyter.notebook.kernels import PrivateKernels
     from agi_jupyter.notebook.model import History
 
@@ -67,17 +67,10 @@ class NotebookAccess(Protocol):
         """The input history of the notebook's kernel (None: unknown, no kernel)."""
         ...
 
-    async def execute(
-        self,
-        target: NotebookTarget,
-        source: str,
-        cell_id: str,
-        *,
-        emit: Emit,
-        timeout: float,  # noqa: ASYNC109 - the kernel is interrupted at this deadline
-    ) -> Execution:
-        """Run one cell's source in the notebook's kernel (interrupted at the deadline or on
-        cancellation)."""
+    async def execute(self, target: NotebookTarget, run: CellRun) -> Execution:
+        """Run one cell in the notebook's kernel to its end, its outputs collected into
+        ``run`` as they come (interrupted by ``run.interrupt``, at its ``interrupt_after``,
+        or on cancellation)."""
         ...
 
     async def aclose(self) -> None: ...
@@ -109,16 +102,8 @@ class HeadlessAccess:
             return None
         return await self._kernels.history(target.file)
 
-    async def execute(
-        self,
-        target: NotebookTarget,
-        source: str,
-        cell_id: str,
-        *,
-        emit: Emit,
-        timeout: float,  # noqa: ASYNC109
-    ) -> Execution:
-        return await self.kernels.execute(target.file, source, cell_id, emit=emit, timeout=timeout)
+    async def execute(self, target: NotebookTarget, run: CellRun) -> Execution:
+        return await self.kernels.execute(target.file, run)
 
     async def aclose(self) -> None:
         if self._kernels is not None:

@@ -4,9 +4,14 @@ Used for kernels this process talks to with a ``jupyter_client`` client: the not
 in a Jupyter server (``server.notebooks``) and the private kernel of a headless run
 (``notebook.kernels``). The execute request carries the cell id (``metadata.cellId``, as
 JupyterLab sends it) and is stored in the kernel's history, so the cell gets an execution
-count as if the user had run it. At the deadline, or when the call is cancelled, the kernel is
-interrupted; after a deadline the outputs up to the interrupt (the ``KeyboardInterrupt``
-error included) are still collected.
+count as if the user had run it.
+
+A ``CellRun`` is one execution as its caller sees it while it runs: the outputs so far, who
+listens to its live output, and its interrupt, callable from any event loop. Nothing
+interrupts a cell by itself: only ``CellRun.interrupt``, an ``interrupt_after`` the caller set
+on purpose, or the cancellation of the execution (unless ``interrupt_on_cancel`` is off).
+After an interrupt the outputs up to it (the ``KeyboardInterrupt`` error included) are still
+collected.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from agi_jupyter.notebook.model import History, joined, strip_ansi
 
 Emit = Callable[[str, str], None]
 Interrupt = Callable[[], Awaitable[None]]
+Origin = dict[str, str]
 SETTLE_AFTER_INTERRUPT = 10.0
 HISTORY_TIMEOUT = 3.0
 
@@ -99,6 +105,63 @@ class OutputCollector:
         self._displays.clear()
 
 
+class CellRun:
+    """One cell's execution while it runs: its outputs so far (``collector``), the listener
+    of its live output (swapped as callers come and go), and its interrupt, bound by the
+    kernel side to the loop it runs on and callable from any loop."""
+
+    def __init__(
+        self,
+        source: str,
+        cell_id: str,
+        *,
+        interrupt_after: float | None = None,
+        listener: Emit | None = None,
+        origin: Origin | None = None,
+    ) -> None:
+        self.source, self.cell_id = source, cell_id
+        self.interrupt_after = interrupt_after
+        self.listener = listener
+        self.origin = origin or {}
+        """Who asked (``run_id``, ``tool_call_id``): sent with the execute request."""
+        self.collector = OutputCollector(self._emit)
+        self.interrupt_on_cancel = True
+        self._interrupt: Interrupt | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def execution(self) -> Execution:
+        return self.collector.execution
+
+    def _emit(self, channel: str, chunk: str) -> None:
+        listener = self.listener
+        if listener is not None:
+            listener(channel, chunk)
+
+    def bind(self, interrupt: Interrupt) -> None:
+        """The kernel side: how to interrupt this execution (on the running loop)."""
+        self._interrupt, self._loop = interrupt, asyncio.get_running_loop()
+
+    async def interrupt(self) -> bool:
+        """Interrupt the execution; one that has not reached its kernel yet will not run
+        (False: it has ended)."""
+        interrupt, loop = self._interrupt, self._loop
+        self.execution.interrupted = True
+        if interrupt is None or loop is None:
+            return True  # run_cell sees it before it sends the request
+        if loop.is_closed():
+            return False
+        if loop is asyncio.get_running_loop():
+            await interrupt()
+        else:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_awaited(interrupt), loop))
+        return True
+
+
+async def _awaited(interrupt: Interrupt) -> None:
+    await interrupt()
+
+
 def to_output(kind: str, content: dict[str, Any]) -> dict[str, Any] | None:
     """An iopub message as an nbformat output (None for messages that are no output)."""
     if kind == "stream":
@@ -126,8 +189,11 @@ def to_output(kind: str, content: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def send_execute(client: Any, source: str, cell_id: str | None) -> str:
-    """Send an execute request as JupyterLab does for a cell; returns its msg_id."""
+def send_execute(
+    client: Any, source: str, cell_id: str | None, origin: Origin | None = None
+) -> str:
+    """Send an execute request as JupyterLab does for a cell (``origin``: the agent's run and
+    tool call, as ``metadata.agi``); returns its msg_id."""
     content = {
         "code": source,
         "silent": False,
@@ -136,26 +202,24 @@ def send_execute(client: Any, source: str, cell_id: str | None) -> str:
         "allow_stdin": False,
         "stop_on_error": True,
     }
-    metadata = {"cellId": cell_id} if cell_id else {}
+    metadata: dict[str, Any] = {"cellId": cell_id} if cell_id else {}
+    if origin:
+        metadata["agi"] = dict(origin)
     msg = client.session.msg("execute_request", content, metadata=metadata)
     client.shell_channel.send(msg)
     return str(msg["header"]["msg_id"])
 
 
-async def run_cell(
-    client: Any,
-    source: str,
-    cell_id: str | None,
-    *,
-    emit: Emit,
-    timeout: float,  # noqa: ASYNC109 - a deadline after which the kernel is interrupted
-    interrupt: Interrupt,
-) -> Execution:
-    """Execute ``source`` with ``client`` (channels started) and collect its outputs."""
-    collector = OutputCollector(emit)
-    msg_id = send_execute(client, source, cell_id)
+async def run_cell(client: Any, run: CellRun, interrupt: Interrupt) -> Execution:
+    """Execute ``run``'s cell with ``client`` (channels started) to its end, collecting its
+    outputs into ``run``; ``interrupt`` interrupts the kernel."""
+    run.bind(interrupt)
+    collector = run.collector
+    if collector.execution.interrupted:  # interrupted while it waited for its kernel
+        return collector.execution
+    msg_id = send_execute(client, run.source, run.cell_id, run.origin)
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(run.interrupt_after):
             await _until_idle(client, msg_id, collector)
     except TimeoutError:
         collector.execution.interrupted = True
@@ -164,7 +228,8 @@ async def run_cell(
             async with asyncio.timeout(SETTLE_AFTER_INTERRUPT):
                 await _until_idle(client, msg_id, collector)
     except asyncio.CancelledError:
-        await asyncio.shield(interrupt())
+        if run.interrupt_on_cancel:
+            await asyncio.shield(interrupt())
         raise
     execution = collector.execution
     if execution.execution_count is None and not execution.outputs and execution.error is None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agi_jupyter.errors import ErrorCode
-from agi_jupyter.notebook.execution import Emit, Execution, read_history, run_cell
+from agi_jupyter.notebook.execution import CellRun, Execution, read_history, run_cell
 from agi_jupyter.notebook.model import History
 from agi_jupyter.notebook.ops import NotebookError
 
@@ -78,15 +78,8 @@ class PrivateKernels:
         self._managers[file], self._clients[file] = manager, client
         return client
 
-    async def execute(
-        self,
-        file: Path,
-        source: str,
-        cell_id: str,
-        *,
-        emit: Emit,
-        timeout: float,  # noqa: ASYNC109 - the kernel is interrupted at this deadline
-    ) -> Execution:
+    async def execute(self, file: Path, run: CellRun) -> Execution:
+        """Run ``run``'s cell to its end (after the executions before it on this kernel)."""
         client = await self.client(file)
         manager = self._managers[file]
 
@@ -94,9 +87,7 @@ class PrivateKernels:
             await manager.interrupt_kernel()
 
         async with self._running.setdefault(file, asyncio.Lock()):
-            return await run_cell(
-                client, source, cell_id, emit=emit, timeout=timeout, interrupt=interrupt
-            )
+            return await run_cell(client, run, interrupt)
 
     async def history(self, file: Path) -> History | None:
         client = await self.client(file)

@@ -186,6 +186,13 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
+def is_protected(cell: Mapping[str, Any]) -> bool:
+    """Whether the cell's metadata marks it protected (``agi.protected``): agents may not run,
+    edit or delete it."""
+    agi = (cell.get("metadata") or {}).get("agi")
+    return isinstance(agi, Mapping) and bool(agi.get("protected"))
+
+
 def find_cell(notebook: Mapping[str, Any], cell_id: str) -> tuple[int, CellJSON] | None:
     for index, cell in enumerate(notebook.get("cells") or []):
         if cell.get("id") == cell_id:

@@ -70,11 +70,14 @@ def render_receipt(verb: str, receipt: Receipt, path: str) -> str:
     )
 
 
-def render_execution(cell_id: str, execution: Execution, timeout: float) -> str:
+def render_execution(cell_id: str, execution: Execution, interrupt_after: float | None) -> str:
     count = execution.execution_count
     head = f"cell {cell_id}: " + (f"ran as [{count}]" if count is not None else "ran")
+    if execution.interrupted and count is None and not execution.outputs:
+        return f"cell {cell_id}: not run (interrupted before the kernel started it)"
     if execution.interrupted:
-        head += f"; interrupted after {timeout:g} s (kernel interrupt)"
+        after = f" after {interrupt_after:g} s" if interrupt_after is not None else ""
+        head += f"; interrupted{after} (kernel interrupt)"
     elif execution.error:
         head += "; raised an error"
     lines = [head]

@@ -1,8 +1,11 @@
-"""The notebook tools: ``notebook.read``, ``.insert``, ``.edit``, ``.delete`` and ``.run``.
+"""The notebook tools: ``notebook.read``, ``.insert``, ``.edit``, ``.delete``, ``.run``, and
+``.wait`` / ``.interrupt`` for cells ``run`` left running (``notebook.detached``).
 
 Cells are addressed by id. ``edit`` and ``delete`` carry the ``source_hash`` the agent read
-and are refused (``HASH_MISMATCH``, nothing written) when the cell changed since. Every change
-answers with a receipt from re-reading the notebook, is recorded as a change of the run
+and are refused (``HASH_MISMATCH``, nothing written) when the cell changed since. A cell
+marked protected (metadata ``agi.protected``) is refused to ``run``, ``edit`` and ``delete``
+(``CELL_PROTECTED``, checked before the hash); a ``run`` of all cells skips it and says so.
+Every change answers with a receipt from re-reading the notebook, is recorded as a change of the run
 (snapshots before and after, for undo) and comes with a ``notebook_diff`` artifact. ``path``
 defaults to the run's notebook (the kernel's for ``%%agi``, the active one for the side
 panel), else the session's.
@@ -18,15 +21,17 @@ from pydantic import Field, model_validator
 from agi_jupyter.errors import ErrorCode, ToolError
 from agi_jupyter.kinds import ToolTrait
 from agi_jupyter.notebook.access import NotebookAccess, NotebookTarget, locate
+from agi_jupyter.notebook.detached import Cell, CellsJob, Executions
 from agi_jupyter.notebook.diff import describe, diff_draft, label, unified
 from agi_jupyter.notebook.document import Mutation, NotebookDocument
-from agi_jupyter.notebook.model import find_cell, parse
+from agi_jupyter.notebook.images import images_of
+from agi_jupyter.notebook.model import find_cell, is_protected, parse
 from agi_jupyter.notebook.record import one_change_at_a_time, record_change
-from agi_jupyter.notebook.render import render_cells, render_execution, render_receipt
+from agi_jupyter.notebook.render import render_cells, render_receipt
 from agi_jupyter.tools.base import AnyTool, Tool, ToolArgs, ToolContext, ToolResult
 
 PATH_HELP = "The notebook (.ipynb), relative to the project; default: the notebook of this run."
-RUN_GRACE = 15.0  # beyond a notebook.run's own timeout: the interrupt and the last outputs
+RUN_GRACE = 15.0  # beyond a notebook.run's own wait: the kernel's start, the last outputs
 _PROMPT = (
     "Notebook tools work on the cells of a Jupyter notebook, live: the user sees your changes "
     "in the open notebook. Read before you change: notebook.read gives each cell's id and "
@@ -34,7 +39,10 @@ _PROMPT = (
     "(expected_hash); if the cell changed since you read it, the change is refused and "
     "nothing is written: read again and retry. Every change answers with a receipt from "
     "re-reading the notebook; trust the receipt, and say so if a change did not land. "
-    "notebook.run executes cells in the notebook's kernel, like the user running them."
+    "notebook.run executes cells in the notebook's kernel, like the user running them; a "
+    "cell still running after the call's timeout goes on running: you get an execution "
+    "handle for notebook.wait (its result) or notebook.interrupt. Cells marked protected "
+    "are the user's: you may not run, edit or delete them."
 )
 
 
@@ -74,9 +82,39 @@ class DeleteArgs(PathArgs):
 
 
 class RunArgs(PathArgs):
-    cell_ids: list[str] = Field(min_length=1, description="Code cells to run, in this order.")
-    timeout: float = Field(
-        120.0, gt=0, le=3600, description="Seconds per cell before the kernel is interrupted."
+    cell_ids: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="Code cells to run, in this order; default: every code cell, top to "
+        "bottom (protected cells skipped).",
+    )
+    timeout: float | None = Field(
+        None,
+        gt=0,
+        le=3600,
+        description="Seconds to wait for the cells (default: the project's notebook_run_wait, "
+        "30 s); cells still running then are NOT interrupted: you get an execution handle.",
+    )
+    interrupt_after: float | None = Field(
+        None,
+        gt=0,
+        le=86400,
+        description="Interrupt a cell (kernel interrupt) once it has run this many seconds; "
+        "default: never.",
+    )
+
+
+class HandleArgs(ToolArgs):
+    handle: str = Field(description="The execution handle notebook.run answered with.")
+
+
+class WaitArgs(HandleArgs):
+    timeout: float | None = Field(
+        None,
+        gt=0,
+        le=3600,
+        description="Seconds to wait (default: the project's notebook_run_wait, 30 s); the "
+        "cells are not interrupted when it passes.",
     )
 
 
@@ -105,6 +143,7 @@ class NotebookTool(Tool[Any]):
         found = find_cell((await doc.read()).notebook, cell_id)
         if found is None:
             raise ToolError(f"no cell with id {cell_id!r}", code="CELL_NOT_FOUND")
+        refuse_protected(found[1], cell_id)
         return unified(str(found[1].get("source")), new, label(doc.path, cell_id, found[1]))
 
     async def changed(
@@ -129,6 +168,23 @@ class NotebookTool(Tool[Any]):
             },
             artifact=draft if recorded.changed else None,
         )
+
+
+def refuse_protected(cell: dict[str, Any], cell_id: str) -> None:
+    if is_protected(cell):
+        raise ToolError(
+            f"cell {cell_id} is protected (metadata agi.protected): the user keeps it, agents "
+            "may not run, edit or delete it; ask the user if it must change",
+            code=ErrorCode.CELL_PROTECTED,
+        )
+
+
+async def check_unprotected(doc: NotebookDocument, cell_id: str) -> None:
+    """Refuse a protected cell (before its hash is looked at); unknown cells are left to the
+    operation, which says so."""
+    found = find_cell((await doc.read()).notebook, cell_id)
+    if found is not None:
+        refuse_protected(found[1], cell_id)
 
 
 def default_path(ctx: ToolContext) -> str | None:
@@ -167,12 +223,17 @@ class NotebookRead(NotebookTool):
                 )
             cells = [known[i] for i in args.cell_ids]
         text = render_cells(state, cells, include_outputs=args.include_outputs)
+        images = []
+        if args.include_outputs:
+            wanted = {c.id for c in cells}
+            raw = [c for c in state.notebook.get("cells") or [] if c.get("id") in wanted]
+            images = images_of((str(c["id"]), list(c.get("outputs") or [])) for c in raw)
         data = {
             "path": state.path,
             "backend": state.backend,
             "cells": [c.to_dict(include_outputs=args.include_outputs) for c in cells],
         }
-        return ToolResult(output=text, data=data)
+        return ToolResult(output=text, data=data, images=images)
 
 
 class NotebookInsert(NotebookTool):
@@ -218,6 +279,7 @@ class NotebookEdit(NotebookTool):
 
     async def execute(self, args: EditArgs, ctx: ToolContext) -> ToolResult:
         doc = await self.open(args.path, ctx)
+        await check_unprotected(doc, args.cell_id)
         async with one_change_at_a_time(doc.path):
             mutation = await doc.edit(args.cell_id, args.expected_hash, args.source)
             return await self.changed("edited", doc, mutation, ctx)
@@ -238,92 +300,121 @@ class NotebookDelete(NotebookTool):
 
     async def execute(self, args: DeleteArgs, ctx: ToolContext) -> ToolResult:
         doc = await self.open(args.path, ctx)
+        await check_unprotected(doc, args.cell_id)
         async with one_change_at_a_time(doc.path):
             mutation = await doc.delete(args.cell_id, args.expected_hash)
             return await self.changed("deleted", doc, mutation, ctx)
 
 
-class NotebookRun(NotebookTool):
+class ExecutionTool(NotebookTool):
+    def __init__(self, access: NotebookAccess, executions: Executions) -> None:
+        super().__init__(access)
+        self.executions = executions
+
+
+class NotebookRun(ExecutionTool):
     name = "notebook.run"
     in_order = True
     description = (
         "Run code cells in the notebook's own kernel, in order, as if the user ran them: "
-        "outputs go into the notebook and come back here. Stops at the first error; a cell "
-        "running past timeout is interrupted (kernel interrupt)."
+        "outputs go into the notebook and come back here. Stops at the first error. Waits up "
+        "to timeout; cells still running then go on (never interrupted unless you set "
+        "interrupt_after): the answer has an execution handle for notebook.wait and "
+        "notebook.interrupt."
     )
     parameters = RunArgs
 
     def call_timeout(self, args: RunArgs, default: float) -> float:
-        return max(default, args.timeout * len(args.cell_ids) + RUN_GRACE)
+        return max(default, (args.timeout or 0.0) + RUN_GRACE)
 
     async def execute(self, args: RunArgs, ctx: ToolContext) -> ToolResult:
         target = await self.target(args.path, ctx)
         doc = await self.access.open(target)
         notebook = (await doc.read()).notebook
-        cells = [_code_cell(notebook, cell_id) for cell_id in args.cell_ids]
-        reports, first_before, last_after, changes = [], None, None, []
-        ok = True
-        for cell_id, source in cells:
-            execution = await self.access.execute(
-                target, source, cell_id, emit=ctx.emit, timeout=args.timeout
-            )
-            doc = await self.access.open(target)  # the tab may have opened or closed
-            # What the agent's run printed goes into the notebook redacted, as it does
-            # everywhere else (the notebook's snapshots in the store included).
-            outputs = execution.outputs
-            if ctx.redactor is not None:
-                outputs = ctx.redactor.redact_json(outputs)
-            async with one_change_at_a_time(doc.path):
-                mutation = await doc.set_outputs(cell_id, outputs, execution.execution_count)
-                recorded = await record_change(ctx, doc.path, mutation)
-            first_before = first_before or mutation.before
-            last_after = mutation.after
-            changes.append(
-                {
-                    "cell_id": cell_id,
-                    "receipt": mutation.receipt.to_dict(),
-                    "execution_count": execution.execution_count,
-                    "notebook_after_sha": recorded.after_sha,
-                }
-            )
-            reports.append(render_execution(cell_id, execution, args.timeout))
-            if not execution.ok:
-                ok = False
-                break
-        not_run = [cid for cid, _ in cells[len(reports) :]]
-        if not_run:
-            reports.append(f"not run (an earlier cell failed): {', '.join(not_run)}")
-        draft = None
-        if first_before is not None and last_after is not None and first_before != last_after:
-            draft = diff_draft(parse(first_before), parse(last_after), doc.path, doc.kind)
-        return ToolResult(
-            output="\n\n".join(reports),
-            ok=ok,
-            data={"path": doc.path, "backend": doc.kind, "cells": changes, "not_run": not_run},
-            artifact=draft,
+        skipped: list[str] = []
+        if args.cell_ids is None:
+            cells = []
+            for cell in notebook.get("cells") or []:
+                if cell.get("cell_type") != "code" or not str(cell.get("source")).strip():
+                    continue
+                cell_id = str(cell.get("id"))
+                if is_protected(cell):
+                    skipped.append(cell_id)
+                else:
+                    cells.append(Cell(cell_id, str(cell.get("source"))))
+        else:
+            cells = [_code_cell(notebook, cell_id) for cell_id in args.cell_ids]
+        job = CellsJob(self.access, target, cells, ctx, interrupt_after=args.interrupt_after)
+        job.skipped = skipped
+        job.start()
+        return await self.executions.wait(
+            job, wait_of(args.timeout, ctx), ctx.emit, interrupt_on_cancel=True
         )
 
 
-def _code_cell(notebook: dict[str, Any], cell_id: str) -> tuple[str, str]:
+def wait_of(timeout: float | None, ctx: ToolContext) -> float:
+    """How long a call waits: its own timeout, else ``notebook_run_wait`` within the tool
+    deadline (a call past it would be cancelled, and its cell interrupted)."""
+    if timeout is not None:
+        return timeout
+    config = ctx.config
+    return min(config.notebook_run_wait, max(1.0, config.tool_timeout - RUN_GRACE / 3))
+
+
+class NotebookWait(ExecutionTool):
+    name = "notebook.wait"
+    trait = ToolTrait.READ
+    description = (
+        "Wait for cells notebook.run left running (by their execution handle): their result "
+        "when they end within timeout, else the output so far (they are not interrupted)."
+    )
+    parameters = WaitArgs
+
+    def call_timeout(self, args: WaitArgs, default: float) -> float:
+        return max(default, (args.timeout or 0.0) + RUN_GRACE)
+
+    async def execute(self, args: WaitArgs, ctx: ToolContext) -> ToolResult:
+        job = self.executions.get(args.handle)
+        seconds = wait_of(args.timeout, ctx)
+        return await self.executions.wait(job, seconds, ctx.emit, interrupt_on_cancel=False)
+
+
+class NotebookInterrupt(ExecutionTool):
+    name = "notebook.interrupt"
+    description = (
+        "Interrupt the cell running under an execution handle of notebook.run (a kernel "
+        "interrupt: KeyboardInterrupt in the cell; the cells after it are not run)."
+    )
+    parameters = HandleArgs
+
+    async def execute(self, args: HandleArgs, ctx: ToolContext) -> ToolResult:
+        job = self.executions.get(args.handle)
+        return await self.executions.interrupt(job, ctx.emit)
+
+
+def _code_cell(notebook: dict[str, Any], cell_id: str) -> Cell:
     found = find_cell(notebook, cell_id)
     if found is None:
         raise ToolError(
             f"no cell with id {cell_id!r}; call notebook.read", code=ErrorCode.CELL_NOT_FOUND
         )
     cell = found[1]
+    refuse_protected(cell, cell_id)
     if cell.get("cell_type") != "code":
         raise ToolError(
             f"cell {cell_id} is a {cell.get('cell_type')} cell; only code cells run",
             code=ErrorCode.NOT_A_CODE_CELL,
         )
-    return cell_id, str(cell.get("source"))
+    return Cell(cell_id, str(cell.get("source")))
 
 
-def notebook_tools(access: NotebookAccess) -> list[AnyTool]:
+def notebook_tools(access: NotebookAccess, executions: Executions) -> list[AnyTool]:
     return [
         NotebookRead(access),
         NotebookInsert(access),
         NotebookEdit(access),
         NotebookDelete(access),
-        NotebookRun(access),
+        NotebookRun(access, executions),
+        NotebookWait(access, executions),
+        NotebookInterrupt(access, executions),
     ]

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         ImageBlockParam,
         MessageParam,
         OutputConfigParam,
+        TextBlockParam,
         ThinkingConfigParam,
         ToolParam,
         ToolResultBlockParam,
@@ -245,11 +246,16 @@ def image_block(part: ImagePart) -> ImageBlockParam:
 
 
 def tool_result(part: ToolResultPart) -> ToolResultBlockParam:
+    """A tool result; with images (a cell's plots), its text and image blocks as content."""
     block: ToolResultBlockParam = {
         "type": "tool_result",
         "tool_use_id": part.tool_call_id,
         "content": part.output,
     }
+    sent = [image for image in part.images if image.data_base64 or image.url]
+    if sent:
+        text: TextBlockParam = {"type": "text", "text": part.output or "(no text)"}
+        block["content"] = [text, *(image_block(image) for image in sent)]
     if part.is_error:
         block["is_error"] = True
     return block

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -58,6 +59,8 @@ class ModelInfo:
     output_per_mtok: float
     reasoning: bool
     as_of: str
+    vision: bool = False
+    """The model reads images (a tool result's images are sent to it)."""
 
 
 @cache
@@ -82,6 +85,7 @@ def _info(vendor: str, name: str, entry: dict[str, Any], as_of: str) -> ModelInf
         output_per_mtok=float(entry["output"]),
         reasoning=bool(entry.get("reasoning", False)),
         as_of=as_of,
+        vision=bool(entry.get("vision", False)),
     )
 
 
@@ -122,6 +126,16 @@ def lookup(provider: str, model: str) -> ModelInfo | None:
     if not entries:
         return None
     return next((entries[n] for n in _candidates(name) if n in entries), None)
+
+
+def reads_images(provider: str, model: str, overrides: Mapping[str, bool]) -> bool:
+    """Whether ``provider:model`` is sent images: the config's ``models.<key>.vision``
+    (``provider:model``, then ``model``), else the catalog's flag (unknown models: no)."""
+    for key in (f"{provider}:{model}", model):
+        if key in overrides:
+            return overrides[key]
+    info = lookup(provider, model)
+    return info is not None and info.vision
 
 
 def cost_usd(provider: str, model: str, usage: Usage) -> float | None:

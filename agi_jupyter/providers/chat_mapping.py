@@ -110,6 +110,9 @@ def chat_message(message: ChatMessage) -> list[ChatCompletionMessageParam]:
     results: list[ChatCompletionMessageParam] = [
         tool_message(p) for p in message.parts if isinstance(p, ToolResultPart)
     ]
+    shown = tool_images_message(message)
+    if shown is not None:
+        results.append(shown)
     if message.role == "assistant":
         assistant = assistant_message(message)
         return [assistant, *results] if assistant is not None else results
@@ -155,6 +158,23 @@ def tool_call(part: ToolCallPart) -> ChatCompletionMessageFunctionToolCallParam:
         "type": "function",
         "function": {"name": part.name, "arguments": dump_arguments(part.arguments)},
     }
+
+
+def tool_images_message(message: ChatMessage) -> ChatCompletionUserMessageParam | None:
+    """The images of tool results (a cell's plots): tool messages carry text only, so they
+    follow the results as one user message, each after a line naming its call."""
+    content: list[ChatCompletionContentPartParam] = []
+    for part in message.parts:
+        if not isinstance(part, ToolResultPart):
+            continue
+        sent = [image for image in part.images if image.data_base64 or image.url]
+        if sent:
+            text = f"Images shown by tool call {part.tool_call_id} ({part.name}):"
+            content.append({"type": "text", "text": text})
+            content.extend(
+                {"type": "image_url", "image_url": {"url": image_url(image)}} for image in sent
+            )
+    return {"role": "user", "content": content} if content else None
 
 
 def tool_message(part: ToolResultPart) -> ChatCompletionToolMessageParam:

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from openai.types.responses import (
         EasyInputMessageParam,
         FunctionToolParam,
+        ResponseFunctionCallOutputItemListParam,
         ResponseFunctionToolCallParam,
         ResponseInputContentParam,
         ResponseInputItemParam,
@@ -185,7 +186,18 @@ def function_call(part: ToolCallPart) -> ResponseFunctionToolCallParam:
 
 
 def function_call_output(part: ToolResultPart) -> FunctionCallOutput:
-    return {"type": "function_call_output", "call_id": part.tool_call_id, "output": part.output}
+    """A tool result; with images (a cell's plots), ``input_text`` and ``input_image`` items
+    as its output."""
+    sent = [image for image in part.images if image.data_base64 or image.url]
+    if not sent:
+        return {"type": "function_call_output", "call_id": part.tool_call_id, "output": part.output}
+    output: ResponseFunctionCallOutputItemListParam = [
+        {"type": "input_text", "text": part.output or "(no text)"}
+    ]
+    output.extend(
+        {"type": "input_image", "image_url": image_url(image), "detail": "auto"} for image in sent
+    )
+    return {"type": "function_call_output", "call_id": part.tool_call_id, "output": output}
 
 
 # --- stream mapping (decoded events as dicts: the HTTP path) ---------------------------------

@@ -23,7 +23,7 @@ from agi_jupyter.agents import PROJECT_TOOLS, build_system_prompt
 from agi_jupyter.errors import BudgetExceeded, Conflict, ProviderError, RunLost, UsageError
 from agi_jupyter.kinds import ReviewMode, SdkName
 from agi_jupyter.providers import base as pb
-from agi_jupyter.providers.catalog import cost_usd, lookup
+from agi_jupyter.providers.catalog import cost_usd, lookup, reads_images
 from agi_jupyter.records import (
     JSON,
     Compaction,
@@ -42,6 +42,7 @@ from agi_jupyter.records import (
 )
 from agi_jupyter.run_state import LoopProgress, LoopState, UsageTotals
 from agi_jupyter.run_state_codec import usage_to_json
+from agi_jupyter.runtime import tool_images
 from agi_jupyter.runtime.compaction import (
     COMPACTION_FAILED,
     CompactionOutcome,
@@ -202,6 +203,7 @@ class AgentLoop:
             else:
                 found, history, compaction = await stored(self._turn_inputs, session)
             self._check_budget(run, state, emitter, found, policy.review_mode)
+            history = await self._tool_images(run, history)
             context, compacted = await self._request_context(
                 run, session, assembler, (history, compaction), emitter
             )
@@ -370,6 +372,15 @@ class AgentLoop:
                 )
             )
         return outcome
+
+    async def _tool_images(self, run: Run, history: list[Message]) -> list[Message]:
+        """The tool results' images inlined for a model that reads them, else left out."""
+        if not tool_images.has_images(history):
+            return history
+        deps = self.deps
+        if not reads_images(run.provider or "", run.model or "", deps.config.model_vision):
+            return tool_images.without_images(history)
+        return await deps.stored(tool_images.with_image_data, deps.store, history)
 
     def _check_budget(
         self,

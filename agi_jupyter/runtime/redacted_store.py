@@ -21,6 +21,8 @@ from agi_jupyter.records import (
     Artifact,
     Capability,
     Compaction,
+    ExecutionStatus,
+    KernelExecution,
     Message,
     MessageStatus,
     Part,
@@ -59,6 +61,20 @@ class RedactedStore:
         tb: TracebackType | None,
     ) -> None:
         self.inner.close()
+
+    def end_execution(
+        self,
+        id: str,
+        *,
+        status: ExecutionStatus,
+        execution_count: int | None = None,
+        summary: str | None = None,
+    ) -> KernelExecution:
+        """An execution's end, its output summary redacted."""
+        text = None if summary is None else self.redactor.redact_text(summary)
+        return self.inner.end_execution(
+            id, status=status, execution_count=execution_count, summary=text
+        )
 
     def _json(self, value: Any) -> Any:
         return self.redactor.redact_json(value)

@@ -20,6 +20,7 @@ from agi_jupyter.errors import ErrorCode
 from agi_jupyter.kinds import Verdict
 from agi_jupyter.records import (
     JSON,
+    ImagePart,
     Message,
     Run,
     Session,
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
     from agi_jupyter.providers import base as pb
     from agi_jupyter.runtime.deps import RuntimeDeps
     from agi_jupyter.runtime.emitter import RunEmitter
+
+
+PNG = "image/png"
 
 
 class ToolSteps:
@@ -318,6 +322,7 @@ class ToolSteps:
             is_error=not outcome.ok,
             artifact_id=artifact_id,
             status=outcome.status,
+            images=[ImagePart(mime=a.mime or PNG, artifact_id=a.id) for a in outcome.images],
         )
         store, fence = self.deps.store, emitter.fence
 

@@ -222,6 +222,11 @@ class TasksQuery(PageQuery):
     status: TaskStatus | None = None
 
 
+class ExecutionsQuery(Query):
+    path: str = Field(min_length=1, description="The notebook (.ipynb), relative to the project.")
+    limit: int | None = Field(None, ge=1, le=10_000, description="Only the last N executions.")
+
+
 # --- request bodies --------------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ from agi_jupyter.kinds import ToolTrait
 from agi_jupyter.records import Artifact as ArtifactRecord
 from agi_jupyter.records import (
     Compaction,
+    KernelExecution,
     MessageStatus,
     Role,
     Run,
@@ -345,6 +346,13 @@ class Change(Out):
     before_sha: str | None = Field(None, description="The notebook's or file's snapshot.")
     after_sha: str | None = None
     created_at: str = ""
+
+
+class ExecutionList(Out):
+    """What a notebook's kernel ran, oldest first: the user's cells, the agent's
+    ``notebook.run`` and ``python`` tool calls (with their run and tool call)."""
+
+    executions: list[KernelExecution]
 
 
 class ChangeList(Out):

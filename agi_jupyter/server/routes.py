@@ -31,6 +31,7 @@ from agi_jupyter.server.handlers.docs import NotFoundHandler, OpenAPIHandler
 from agi_jupyter.server.handlers.messages import MessagesHandler
 from agi_jupyter.server.handlers.notebooks import (
     ChangesHandler,
+    ExecutionsHandler,
     NotebookBridgeHandler,
     NotebookRepliesHandler,
     RunChangesHandler,
@@ -64,6 +65,7 @@ from agi_jupyter.server.models import (
     BridgeQuery,
     ChangesQuery,
     CompletionCreate,
+    ExecutionsQuery,
     HistoryQuery,
     KeepRequest,
     MessageCreate,
@@ -96,6 +98,7 @@ from agi_jupyter.server.responses import (
     CompletionResponse,
     CompletionSettingsResponse,
     Deleted,
+    ExecutionList,
     History,
     Message,
     MessagePage,
@@ -251,6 +254,13 @@ ROUTES: tuple[Route, ...] = (
           "The changes ended runs made to one notebook or file, in order (to_review: those "
           "neither undone nor kept, as the notebook highlights them)", "runs",
           query=ChangesQuery, response=ChangeList),
+
+    Route("GET", f"{V1}/executions", ExecutionsHandler, "listExecutions",
+          "The ledger of a notebook's kernel executions, oldest first: who ran each cell (the "
+          "user, or an agent's run and tool call), its source hash, execution count, status "
+          "and output summary", "runs",
+          query=ExecutionsQuery, response=ExecutionList,
+          errors=(ErrorCode.VALIDATION_ERROR, ErrorCode.PATH_OUTSIDE_PROJECT)),
     Route("GET", f"{V1}/artifacts/{{artifact_id}}", ArtifactHandler, "getArtifact",
           "Get an artifact's metadata", "artifacts", response=ArtifactResponse,
           errors=(ErrorCode.ARTIFACT_NOT_FOUND,)),

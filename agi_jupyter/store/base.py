@@ -41,6 +41,9 @@ from agi_jupyter.records import (
     Change,
     ChangeKind,
     Compaction,
+    ExecutionOrigin,
+    ExecutionStatus,
+    KernelExecution,
     Message,
     MessageStatus,
     Page,
@@ -427,6 +430,36 @@ class Store(Protocol):
     def completion_totals(self, path: str | None = None) -> dict[str, int | float]:
         """requests, cancelled, input_tokens, output_tokens, cost_usd, unpriced: of every
         completion, or of the notebook ``path``'s."""
+
+    # --- the ledger of kernel executions (store/executions.py) -----------------------------
+
+    def start_execution(
+        self,
+        path: str,
+        *,
+        origin: ExecutionOrigin,
+        cell_id: str | None = None,
+        source_hash: str | None = None,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        started_at: str | None = None,
+    ) -> KernelExecution:
+        """Record an execution of a cell of the notebook ``path`` that started (``running``)."""
+        ...
+
+    def end_execution(
+        self,
+        id: str,
+        *,
+        status: ExecutionStatus,
+        execution_count: int | None = None,
+        summary: str | None = None,
+    ) -> KernelExecution:
+        """Record how an execution ended."""
+        ...
+
+    def list_executions(self, path: str, *, limit: int | None = None) -> list[KernelExecution]:
+        """The executions of the notebook ``path``, oldest first (the last ``limit``)."""
         ...
 
     # --- queries and notifications --------------------------------------------------------

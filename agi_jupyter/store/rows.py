@@ -26,6 +26,7 @@ from agi_jupyter.records import (
     Artifact,
     Capability,
     Change,
+    KernelExecution,
     Message,
     Part,
     Run,
@@ -191,6 +192,7 @@ WEBHOOK_EVENTS = Mapping(WebhookEvent, "webhook_events", json_columns=("payload"
 TASKS = Mapping(Task, "tasks")
 CAPABILITIES = Mapping(Capability, "capabilities", json_columns=("tool_schema",))
 CHANGES = Mapping(Change, "changes")
+EXECUTIONS = Mapping(KernelExecution, "executions")
 
 
 # --- message parts --------------------------------------------------------------------------

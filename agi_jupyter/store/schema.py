@@ -562,6 +562,35 @@ MIGRATIONS: list[Migration] = [
             CreateIndex("completion_usage", ("path",)),
         ),
     ),
+    Migration(
+        "m020_executions",
+        "The ledger of what notebooks' kernels ran: one row per cell execution (the user's in"
+        " JupyterLab, ``notebook.run``'s, ``%%agi``'s python tool), by notebook path, in the"
+        " order they started, with who ran it (``origin`` user/agent, the run and tool call),"
+        " the cell's id and source hash, its execution count, status and an output summary.",
+        (
+            CreateTable(
+                Table(
+                    "executions",
+                    (
+                        Column("id", primary_key=True),
+                        Column("path", not_null=True),
+                        Column("cell_id"),
+                        Column("source_hash"),
+                        Column("execution_count", INTEGER),
+                        Column("origin", not_null=True),
+                        Column("run_id"),
+                        Column("tool_call_id"),
+                        Column("status", not_null=True),
+                        Column("started_at", not_null=True),
+                        Column("ended_at"),
+                        Column("summary"),
+                    ),
+                )
+            ),
+            *_indexes("executions", ("path",)),
+        ),
+    ),
 ]
 
 

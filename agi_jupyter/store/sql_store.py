@@ -3,7 +3,7 @@
 Each resource is a repository object holding the shared database (and its dialect):
 ``Sessions``, ``Messages``, ``Runs``, ``RunEvents``, ``ToolCalls``, ``Artifacts``, ``Webhooks``,
 ``Tasks``, ``Capabilities``, ``NotebookBudgets``, ``Compactions``, ``CompletionUsage``,
-``Changes``, ``NotebookReplies``, ``Stats``.
+``Changes``, ``NotebookReplies``, ``Executions``, ``Stats``.
 The store holds them and hands each protocol method to its repository: ``store.create_run`` is
 ``store.runs.create_run`` (bound once, when the store is made; mypy checks every signature
 against the protocol, ``sqlite._implements_protocol``). A backend (``SqliteStore``,
@@ -23,6 +23,7 @@ from agi_jupyter.store.changes import Changes
 from agi_jupyter.store.compactions import Compactions
 from agi_jupyter.store.completions import CompletionUsage
 from agi_jupyter.store.events import RunEvents
+from agi_jupyter.store.executions import Executions
 from agi_jupyter.store.messages import Messages
 from agi_jupyter.store.replies import NotebookReplies
 from agi_jupyter.store.runs import Runs
@@ -54,6 +55,7 @@ class SqlStore:
         self.completions = CompletionUsage(db)
         self.changes = Changes(db)
         self.replies = NotebookReplies(db)
+        self.executions = Executions(db)
         self.statistics = Stats(db)
 
         sessions = self.sessions
@@ -142,6 +144,11 @@ class SqlStore:
 
         self.put_notebook_reply = self.replies.put_notebook_reply
         self.take_notebook_reply = self.replies.take_notebook_reply
+
+        executions = self.executions
+        self.start_execution = executions.start_execution
+        self.end_execution = executions.end_execution
+        self.list_executions = executions.list_executions
 
         self.stats = self.statistics.stats
 

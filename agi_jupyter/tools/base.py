@@ -4,6 +4,7 @@
     FunctionTool     a Tool made from a plain (sync or async) function by ``@tool(...)``
     ToolResult       what ``execute`` may return besides a plain string
     ArtifactDraft    an artifact a tool wants stored with its result (the executor persists it)
+    ImageDraft       an image a tool shows the model (a cell's plot; stored as an artifact)
     ToolContext      what a call gets: project root, store, config, ids, ``emit`` for live chunks
 
 Tools raise ``ToolError`` (or return ``ToolResult(ok=False)``) for problems the model should see;
@@ -64,15 +65,27 @@ class ArtifactDraft:
     text: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class ImageDraft:
+    """An image a tool's result shows (PNG or JPEG bytes); stored as an ``image`` artifact and
+    sent to models that read images, after the result's text."""
+
+    mime: str
+    content: bytes
+    title: str | None = None
+
+
 @dataclass(kw_only=True)
 class ToolResult:
     """The result of a call. ``output`` is what the model sees; ``data`` is structured JSON
-    stored with the call; ``ok=False`` marks a failure the tool reports without raising."""
+    stored with the call; ``ok=False`` marks a failure the tool reports without raising;
+    ``images`` are what the call showed (a cell's plots)."""
 
     output: str
     ok: bool = True
     data: JSON | None = None
     artifact: ArtifactDraft | None = None
+    images: list[ImageDraft] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -23,7 +23,14 @@ from agi_jupyter.aio import complete
 from agi_jupyter.errors import AgiError, ErrorCode, ToolError
 from agi_jupyter.kinds import Verdict
 from agi_jupyter.records import JSON, Artifact, utc_now
-from agi_jupyter.tools.base import AnyTool, ArtifactDraft, Emit, ToolContext, ToolResult
+from agi_jupyter.tools.base import (
+    AnyTool,
+    ArtifactDraft,
+    Emit,
+    ImageDraft,
+    ToolContext,
+    ToolResult,
+)
 from agi_jupyter.tools.policy import ToolPolicy
 from agi_jupyter.tools.redact import Redactor, StreamRedactor
 from agi_jupyter.tools.registry import ToolRegistry, is_allowed
@@ -47,6 +54,8 @@ class ToolOutcome:
     result: JSON
     arguments: JSON
     artifact: Artifact | None = None
+    images: list[Artifact] = field(default_factory=list)
+    """The images the call showed, stored (kind ``image``)."""
     error: JSON | None = None
     started_at: str
     finished_at: str
@@ -255,15 +264,19 @@ async def _finish(
         error: JSON | None = {"code": outcome.code, "message": message}
         status: OutcomeStatus = outcome.status
         output, ok, data, draft = message, False, None, None
+        images: list[ImageDraft] = []
     else:
         output, ok = redactor.redact_text(outcome.output), outcome.ok
         data = redactor.redact_json(outcome.data)
-        draft = outcome.artifact
+        draft, images = outcome.artifact, outcome.images
         status = "completed" if ok else "failed"
         error = None if ok else {"code": ErrorCode.TOOL_ERROR, "message": _first_line(output)}
     artifact = await asyncio.to_thread(_persist_draft, draft, ctx, redactor) if draft else None
     output, spilled = await asyncio.to_thread(_spill_if_large, name, output, ctx)
+    shown = await asyncio.to_thread(_persist_images, images, ctx) if images else []
     result: JSON = {"ok": ok, "output": output}
+    if shown:
+        result["image_artifact_ids"] = [a.id for a in shown]
     if data is not None:
         result["data"] = data
     if artifact is not None:
@@ -281,6 +294,7 @@ async def _finish(
         result=result,
         arguments=redactor.redact_json(dict(arguments)),
         artifact=artifact or spilled,
+        images=shown,
         error=error,
         started_at=started_at,
         finished_at=utc_now(),
@@ -306,6 +320,25 @@ def _persist_draft(draft: ArtifactDraft, ctx: ToolContext, redactor: Redactor) -
     except Exception as e:  # storing a by-product must not fail the call
         log.warning("could not store the %s artifact of a tool call: %s", draft.kind, e)
         return None
+
+
+def _persist_images(images: list[ImageDraft], ctx: ToolContext) -> list[Artifact]:
+    stored = []
+    for image in images:
+        try:
+            stored.append(
+                ctx.store.create_artifact(
+                    "image",
+                    run_id=ctx.run_id,
+                    session_id=ctx.session_id,
+                    title=image.title,
+                    mime=image.mime,
+                    content=image.content,
+                )
+            )
+        except Exception as e:  # an image the model cannot see must not fail the call
+            log.warning("could not store an image of a tool call: %s", e)
+    return stored
 
 
 def _spill_if_large(name: str, output: str, ctx: ToolContext) -> tuple[str, Artifact | None]:

@@ -334,6 +334,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agi/v1/executions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The ledger of a notebook's kernel executions, oldest first: who ran each cell (the user, or an agent's run and tool call), its source hash, execution count, status and output summary */
+        get: operations["listExecutions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agi/v1/artifacts/{artifact_id}": {
         parameters: {
             query?: never;
@@ -1563,7 +1580,7 @@ export interface components {
          * @description Every error code, by what raises it. A member is its string on the wire.
          * @enum {string}
          */
-        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT" | "COMPLETION_DISABLED";
+        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "CELL_PROTECTED" | "EXECUTION_NOT_FOUND" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT" | "COMPLETION_DISABLED";
         /** ErrorDetail */
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
@@ -1620,6 +1637,15 @@ export interface components {
          *     whose ``event:`` name is the ``type``.
          */
         Event: components["schemas"]["RunMeta"] | components["schemas"]["RunStatusEvent"] | components["schemas"]["Iteration"] | components["schemas"]["TextDelta"] | components["schemas"]["TextDone"] | components["schemas"]["TextReset"] | components["schemas"]["ReasoningDelta"] | components["schemas"]["ReasoningDone"] | components["schemas"]["ToolCallStarted"] | components["schemas"]["ToolCallArgumentsDelta"] | components["schemas"]["ToolCallArgumentsDone"] | components["schemas"]["ToolCallDelta"] | components["schemas"]["ToolCallOutput"] | components["schemas"]["ApprovalRequested"] | components["schemas"]["ApprovalDecided"] | components["schemas"]["UsageEvent"] | components["schemas"]["CompactionEvent"] | components["schemas"]["BudgetEvent"] | components["schemas"]["MessageCompleted"] | components["schemas"]["Notice"] | components["schemas"]["ErrorEvent"] | components["schemas"]["RunFinal"] | components["schemas"]["ChangesUndone"] | components["schemas"]["ChangesRedone"] | components["schemas"]["ChangesKept"] | components["schemas"]["SessionCreated"] | components["schemas"]["SessionUpdated"] | components["schemas"]["MessageCreated"];
+        /**
+         * ExecutionList
+         * @description What a notebook's kernel ran, oldest first: the user's cells, the agent's
+         *     ``notebook.run`` and ``python`` tool calls (with their run and tool call).
+         */
+        ExecutionList: {
+            /** Executions */
+            executions: components["schemas"]["KernelExecution"][];
+        };
         /** History */
         History: {
             /**
@@ -1650,7 +1676,11 @@ export interface components {
              */
             url?: string | null;
         };
-        /** ImagePart */
+        /**
+         * ImagePart
+         * @description An image: inline (``data_base64``), at a ``url``, or stored as an artifact
+         *     (``artifact_id``: a tool result's image, read from the store before it is sent).
+         */
         ImagePart: {
             /** Mime */
             mime: string;
@@ -1658,12 +1688,17 @@ export interface components {
              * Data Base64
              * @default null
              */
-            data_base64: string | null;
+            data_base64?: string | null;
             /**
              * Url
              * @default null
              */
-            url: string | null;
+            url?: string | null;
+            /**
+             * Artifact Id
+             * @default null
+             */
+            artifact_id?: string | null;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -1743,6 +1778,71 @@ export interface components {
              * @default null
              */
             changes?: string[] | null;
+        };
+        /**
+         * KernelExecution
+         * @description One cell execution a notebook's kernel ran (the ledger): who ran it (``origin``
+         *     ``user``, or ``agent`` with its run and tool call), which cell and source (hash), its
+         *     execution count, when, how it ended and a summary of its outputs. ``path`` is the
+         *     notebook's, relative to the project.
+         */
+        KernelExecution: {
+            /** Id */
+            id: string;
+            /** Path */
+            path: string;
+            /**
+             * Cell Id
+             * @default null
+             */
+            cell_id: string | null;
+            /**
+             * Source Hash
+             * @default null
+             */
+            source_hash: string | null;
+            /**
+             * Execution Count
+             * @default null
+             */
+            execution_count: number | null;
+            /**
+             * Origin
+             * @default user
+             * @enum {string}
+             */
+            origin: "user" | "agent";
+            /**
+             * Run Id
+             * @default null
+             */
+            run_id: string | null;
+            /**
+             * Tool Call Id
+             * @default null
+             */
+            tool_call_id: string | null;
+            /**
+             * Status
+             * @default running
+             * @enum {string}
+             */
+            status: "running" | "ok" | "error" | "interrupted";
+            /**
+             * Started At
+             * @default
+             */
+            started_at: string;
+            /**
+             * Ended At
+             * @default null
+             */
+            ended_at: string | null;
+            /**
+             * Summary
+             * @default null
+             */
+            summary: string | null;
         };
         /** McpServerInfo */
         McpServerInfo: {
@@ -3591,6 +3691,8 @@ export interface components {
              * @default null
              */
             status: ("pending" | "waiting_approval" | "running" | "completed" | "failed" | "skipped" | "denied" | "cancelled") | null;
+            /** Images */
+            images: components["schemas"]["ImagePart"][];
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -5861,6 +5963,82 @@ export interface operations {
             };
         };
     };
+    listExecutions: {
+        parameters: {
+            query: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+                /** @description The notebook (.ipynb), relative to the project. */
+                path: string;
+                /** @description Only the last N executions. */
+                limit?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExecutionList"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR, PATH_OUTSIDE_PROJECT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     getArtifact: {
         parameters: {
             query?: {
@@ -7223,6 +7401,8 @@ export const ErrorCode = {
     HASH_MISMATCH: "HASH_MISMATCH",
     INDEX_OUT_OF_RANGE: "INDEX_OUT_OF_RANGE",
     NOT_A_CODE_CELL: "NOT_A_CODE_CELL",
+    CELL_PROTECTED: "CELL_PROTECTED",
+    EXECUTION_NOT_FOUND: "EXECUTION_NOT_FOUND",
     NOTEBOOK_NOT_FOUND: "NOTEBOOK_NOT_FOUND",
     NOTEBOOK_CHANGED_ON_DISK: "NOTEBOOK_CHANGED_ON_DISK",
     INVALID_NOTEBOOK: "INVALID_NOTEBOOK",

@@ -144,7 +144,9 @@ def test_a_cell_past_its_timeout_is_interrupted_in_the_kernel(
     fake_llm.enqueue(
         Turn(
             tool_calls=[
-                FakeToolCall("notebook.run", {"cell_ids": ["total"], "timeout": 1}, id="run")
+                FakeToolCall(
+                    "notebook.run", {"cell_ids": ["total"], "interrupt_after": 1}, id="run"
+                )
             ]
         ),
         Turn(text="it was interrupted"),
@@ -218,7 +220,9 @@ def test_in_a_real_kernel_agi_edits_and_runs_its_own_notebook_and_undo_restores_
         ),
         Turn(
             tool_calls=[
-                FakeToolCall("notebook.run", {"cell_ids": ["slow"], "timeout": 1}, id="slow")
+                FakeToolCall(
+                    "notebook.run", {"cell_ids": ["slow"], "interrupt_after": 1}, id="slow"
+                )
             ]
         ),
         Turn(text="54, a ZeroDivisionError, and a nap cut short."),

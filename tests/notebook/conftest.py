@@ -61,7 +61,7 @@ def make_agi(project: Path, tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator
 
     def make(**kwargs: Any) -> Agi:
         config = {"retry_backoff": [0.01], "default_model": "fake:echo", **kwargs.pop("config", {})}
-        agi = Agi(project, env=env, config=config, **kwargs)
+        agi = Agi(project, env={**env, **kwargs.pop("env", {})}, config=config, **kwargs)
         made.append(agi)
         return agi
 

@@ -14,6 +14,7 @@ import pytest
 
 from agi_jupyter.app import Agi
 from agi_jupyter.notebook import source_hash
+from agi_jupyter.notebook.execution import CellRun
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 from tests.notebook.conftest import MakeAgi
 
@@ -232,7 +233,7 @@ def test_a_cell_past_its_timeout_is_interrupted_and_the_run_goes_on(
             tool_calls=[
                 FakeToolCall(
                     "notebook.run",
-                    {"path": "analysis.ipynb", "cell_ids": ["total", "load"], "timeout": 2},
+                    {"path": "analysis.ipynb", "cell_ids": ["total", "load"], "interrupt_after": 2},
                     id="run",
                 )
             ]
@@ -286,7 +287,7 @@ def test_cancelling_a_run_during_notebook_run_interrupts_the_kernel(
     started = time.monotonic()
     for _attempt in range(20):  # a request that arrives while the kernel handles the
         execution = agi.loop.run(  # interrupt's error is aborted: ask again
-            access.execute(target, "1 + 1", "probe", emit=lambda c, t: None, timeout=30)
+            access.execute(target, CellRun("1 + 1", "probe", interrupt_after=30))
         )
         if execution.execution_count is not None:
             break

@@ -97,6 +97,7 @@ def test_migrations_are_numbered_in_order() -> None:
         "m017_sessions_cached_input_tokens",
         "m018_compactions",
         "m019_completion_usage",
+        "m020_executions",
     ]
     assert len(set(names)) == len(names)
 

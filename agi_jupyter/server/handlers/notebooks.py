@@ -10,11 +10,12 @@ from agi_jupyter.server.models import (
     BridgeAnnounce,
     BridgeQuery,
     ChangesQuery,
+    ExecutionsQuery,
     KeepRequest,
     NotebookReply,
     UndoRequest,
 )
-from agi_jupyter.server.responses import Ack, ChangeList, UndoResponse
+from agi_jupyter.server.responses import Ack, ChangeList, ExecutionList, UndoResponse
 
 REPLY_LIMIT = 256 * 1024 * 1024  # a reply holds the notebook before and after a change
 
@@ -65,6 +66,15 @@ class ChangesHandler(AgiHandler):
         agi = await self.agi()
         changes = await self.call(agi.changes_at, query.path, to_review=query.to_review)
         self.reply(ChangeList.model_validate({"changes": [c.to_dict() for c in changes]}))
+
+
+class ExecutionsHandler(AgiHandler):
+    @protected
+    async def get(self) -> None:
+        query = self.query(ExecutionsQuery)
+        agi = await self.agi()
+        found = await self.call(agi.executions, query.path, limit=query.limit)
+        self.reply(ExecutionList(executions=found))
 
 
 class NotebookRepliesHandler(AgiHandler):

@@ -25,7 +25,7 @@ from agi_jupyter.tools.paths import relative_posix, resolve_in_project
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
 
-    from agi_jupyter.notebook.execution import Emit, Execution
+    from agi_jupyter.notebook.execution import CellRun, Execution
     from agi_jupyter.notebook.model import History
 
 
@@ -74,18 +74,8 @@ class ServerNotebookAccess:
         coro = self.kernels.history(self.api_path(target), target.file)
         return await on_loop(self._loop(), coro)
 
-    async def execute(
-        self,
-        target: NotebookTarget,
-        source: str,
-        cell_id: str,
-        *,
-        emit: Emit,
-        timeout: float,  # noqa: ASYNC109 - the kernel is interrupted at this deadline
-    ) -> Execution:
-        coro = self.kernels.execute(
-            self.api_path(target), target.file, source, cell_id, emit=emit, timeout=timeout
-        )
+    async def execute(self, target: NotebookTarget, run: CellRun) -> Execution:
+        coro = self.kernels.execute(self.api_path(target), target.file, run)
         return await on_loop(self._loop(), coro)
 
     async def aclose(self) -> None:

@@ -12,7 +12,7 @@ import inspect
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.notebook.execution import Emit, Execution, read_history, run_cell
+from agi_jupyter.notebook.execution import CellRun, Execution, read_history, run_cell
 from agi_jupyter.notebook.kernels import kernel_name_of
 from agi_jupyter.notebook.model import History
 
@@ -48,16 +48,7 @@ class ServerKernels:
         await client.wait_for_ready(timeout=READY_TIMEOUT)
         return client
 
-    async def execute(
-        self,
-        api_path: str,
-        file: Path,
-        source: str,
-        cell_id: str,
-        *,
-        emit: Emit,
-        timeout: float,  # noqa: ASYNC109 - the kernel is interrupted at this deadline
-    ) -> Execution:
+    async def execute(self, api_path: str, file: Path, run: CellRun) -> Execution:
         kernel_id = await self.kernel_id(api_path, file, start=True)
         assert kernel_id is not None
         client = await self._client(kernel_id)
@@ -69,9 +60,7 @@ class ServerKernels:
                 await done
 
         try:
-            return await run_cell(
-                client, source, cell_id, emit=emit, timeout=timeout, interrupt=interrupt
-            )
+            return await run_cell(client, run, interrupt)
         finally:
             client.stop_channels()
 
