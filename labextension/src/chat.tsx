@@ -5,7 +5,7 @@ import { Button, userIcon, type LabIcon } from '@jupyterlab/ui-components';
 import React, { useEffect, useRef, useState } from 'react';
 
 import { errorText } from './api';
-import { argumentsPreview, diffLines, metaLine, prettyArguments, shortTime } from './format';
+import { argumentsPreview, diffLines, formatContext, metaLine, prettyArguments, shortTime } from './format';
 import { useTrans, type Trans } from './i18n';
 import { agiIcon, statusIcon, statusKind } from './icons';
 import { Markdown } from './markdown';
@@ -342,7 +342,9 @@ function RunStatusLine(props: { chat: ChatState }): JSX.Element | null {
     <div className="jp-AgiRunLine" data-run-id={run.id} data-run-status={run.status}>
       <StatusBadge status={run.status} label={runStatusLabel(run.status, trans)} />
       <span className="jp-AgiDim">
-        {[trans.__('last run'), step, failure, ...budgets].filter(Boolean).join(' · ')}
+        {[trans.__('last run'), step, failure, formatContext(run.context, trans), ...budgets]
+          .filter(Boolean)
+          .join(' · ')}
       </span>
     </div>
   );

@@ -32,6 +32,8 @@ export interface RunView {
   budgets: Record<string, string>;
   /** The budget question the run waits on (review mode ask: a larger session budget, or deny). */
   budgetAsk: string | null;
+  /** How full its last model request filled the context (the gauge of its `usage` events). */
+  context: ContextGauge | null;
   createdAt: string | null;
   completedAt: string | null;
   /** The highest event `seq` applied; where a resumed stream starts (`after_seq`). */
@@ -60,6 +62,14 @@ export function activeRuns(state: ChatState): RunView[] {
   return sortedRuns(state).filter(r => !isTerminal(r.status));
 }
 
+/** A request's estimated tokens of the model's window, and the size past which older messages
+ * are left out and compacted (null: no compaction). */
+export interface ContextGauge {
+  tokens: number;
+  window: number;
+  compactsAt: number | null;
+}
+
 export function emptyRun(id: string): RunView {
   return {
     id,
@@ -79,6 +89,7 @@ export function emptyRun(id: string): RunView {
     iteration: null,
     budgets: {},
     budgetAsk: null,
+    context: null,
     createdAt: null,
     completedAt: null,
     lastSeq: 0,

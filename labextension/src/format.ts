@@ -1,5 +1,6 @@
 /** Small pure formatting helpers of the panel (unit-tested). */
 
+import type { ContextGauge } from './chatstate';
 import type { Trans } from './i18n';
 import { sdkBadge } from './sdks';
 
@@ -8,6 +9,17 @@ export function formatTokens(input: number | null, output: number | null, trans:
     return '';
   }
   return trans.__('%1 in / %2 out', input ?? 0, output ?? 0);
+}
+
+/** The context gauge of a run's last model request: "context 3,085 / 8,000 tokens · compacts
+ * at 6,000". */
+export function formatContext(gauge: ContextGauge | null, trans: Trans): string {
+  if (gauge === null) {
+    return '';
+  }
+  const n = (value: number): string => value.toLocaleString('en-US');
+  const used = trans.__('context %1 / %2 tokens', n(gauge.tokens), n(gauge.window));
+  return gauge.compactsAt === null ? used : `${used} · ${trans.__('compacts at %1', n(gauge.compactsAt))}`;
 }
 
 export function formatCost(cost: number | null | undefined): string {

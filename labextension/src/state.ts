@@ -140,8 +140,21 @@ function applyRunEvent(state: ChatState, runId: string, event: AgiEvent): ChatSt
         status: event.status,
         artifact: event.artifact ? (event.artifact as unknown as ArtifactSummary) : null
       }));
-    case 'usage':
-      return applyUsage(state, runId, event.input_tokens, event.output_tokens, event.cost_usd);
+    case 'usage': {
+      const next = applyUsage(state, runId, event.input_tokens, event.output_tokens, event.cost_usd);
+      const { context_tokens: tokens, context_window: window, compacts_at: compactsAt } = event;
+      return typeof tokens === 'number' && typeof window === 'number'
+        ? patchRun(next, runId, { context: { tokens, window, compactsAt: compactsAt ?? null } })
+        : next;
+    }
+    case 'context.compacted':
+      return applyNotice(
+        state,
+        runId,
+        'CONTEXT_COMPACTED',
+        `${event.message_count} earlier messages compacted into a summary the model reads instead`,
+        event.seq
+      );
     case 'budget': {
       const budgets = { ...(state.runs[runId]?.budgets ?? {}), [event.scope]: formatBudget(event) };
       // An asking refusal is the question the run now waits on; any later budget event (after

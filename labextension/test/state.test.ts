@@ -12,6 +12,8 @@ import {
   type ChatState,
   type ToolBlock
 } from '../src/state';
+import { formatContext } from '../src/format';
+import { bundle } from '../src/i18n';
 import type { WireEvent } from '../src/stream';
 import { message, run as runRecord, session, wire } from './fixtures';
 
@@ -286,6 +288,53 @@ describe('stopping and failing', () => {
     const notice = state.items.find(i => i.key.startsWith('notice:')) as ChatItem;
     expect(notice.blocks).toEqual([{ kind: 'notice', code: 'TOOLS_UNSUPPORTED', message: 'compat:q cannot take tools' }]);
     expect(visibleBlocks(notice, 'simple')).toEqual(notice.blocks);
+  });
+
+  it('keeps the context gauge of the last request and marks a compaction', () => {
+    const state = run(
+      initialState(),
+      events([
+        ...RUN_EVENTS.slice(0, 4),
+        {
+          type: 'context.compacted',
+          run_id: R,
+          seq: 5,
+          compaction_id: 'cmp_1',
+          message_count: 12,
+          through_message_id: 'msg_x',
+          input_tokens: 900,
+          output_tokens: 80,
+          cost_usd: null
+        },
+        {
+          type: 'usage',
+          run_id: R,
+          seq: 6,
+          input_tokens: 3085,
+          output_tokens: 12,
+          cost_usd: 0.001,
+          cached_input_tokens: 0,
+          context_tokens: 3085,
+          context_window: 8000,
+          compacts_at: 6000
+        }
+      ])
+    );
+    expect(state.runs[R]?.context).toEqual({ tokens: 3085, window: 8000, compactsAt: 6000 });
+    expect(formatContext(state.runs[R]?.context ?? null, bundle())).toBe(
+      'context 3,085 / 8,000 tokens · compacts at 6,000'
+    );
+    const notice = state.items.find(i => i.key.startsWith('notice:')) as ChatItem;
+    expect(notice.blocks).toEqual([
+      {
+        kind: 'notice',
+        code: 'CONTEXT_COMPACTED',
+        message: '12 earlier messages compacted into a summary the model reads instead'
+      }
+    ]);
+    const plain = run(initialState(), events(RUN_EVENTS)); // usage without a gauge (an SDK run)
+    expect(plain.runs[R]?.context).toBeNull();
+    expect(formatContext(null, bundle())).toBe('');
   });
 
   it('shows an error of a run with no draft as its own item', () => {

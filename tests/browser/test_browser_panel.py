@@ -139,6 +139,10 @@ def test_a_reload_during_a_run_resumes_it(page: Any, lab: LabServer, fake: FakeL
     expect(answer.locator(".jp-AgiText")).to_have_text("".join(words).strip())
     expect(page.locator(".jp-AgiRunLine")).to_have_attribute("data-run-status", "succeeded")
     expect(page.locator(".jp-AgiMessage")).to_have_count(2)
+    # The context gauge of the last request (issue 25): the fake's window is 1,000,000.
+    gauge = re.compile(r"context \d[\d,]* / 1,000,000 tokens · compacts at \d[\d,]*")
+    expect(page.locator(".jp-AgiRunLine")).to_contain_text(gauge)
+    shoot(page, "context-01-gauge")
 
 
 def test_api_errors_are_shown_readably(page: Any, lab: LabServer, fake: FakeLLMServer) -> None:
