@@ -62,6 +62,11 @@ class MessagePage(Out):
 class History(Out):
     view: Literal["simple", "full"]
     messages: list[Message]
+    compactions: list[Compaction] = Field(
+        default_factory=list,
+        description="The session's compactions, oldest first: the messages each folded into a "
+        "summary the model reads instead (through_message_id); the history itself is whole.",
+    )
 
 
 class RunResponse(Out):

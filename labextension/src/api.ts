@@ -18,8 +18,8 @@ import type {
   ApprovalDecision,
   Artifact,
   Change,
+  History,
   HistoryView,
-  Message,
   NewSession,
   ProviderList,
   Run,
@@ -157,10 +157,9 @@ export class AgiClient {
     return (await this.request('post', '/agi/v1/sessions', { query: { project }, body: dropEmpty(body) })).session;
   }
 
-  async history(project: string, id: string, view: HistoryView): Promise<Message[]> {
+  async history(project: string, id: string, view: HistoryView): Promise<History> {
     const path = { session_id: id };
-    return (await this.request('get', '/agi/v1/sessions/{session_id}/history', { path, query: { project, view } }))
-      .messages;
+    return await this.request('get', '/agi/v1/sessions/{session_id}/history', { path, query: { project, view } });
   }
 
   /** Post a user message and stream the run's events (NDJSON); `where` says which notebook

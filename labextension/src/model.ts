@@ -289,9 +289,9 @@ export class PanelModel extends PanelStore {
       return;
     }
     try {
-      const messages = await this.client.history(this.state.project, id, view);
+      const history = await this.client.history(this.state.project, id, view);
       if (this.state.sessionId === id && this.state.view === view) {
-        this.dispatch({ type: 'history', messages });
+        this.dispatch({ type: 'history', messages: history.messages, compactions: history.compactions });
       }
     } catch (error) {
       this.reportError(error);

@@ -1655,6 +1655,11 @@ export interface components {
             view: "simple" | "full";
             /** Messages */
             messages: components["schemas"]["Message"][];
+            /**
+             * Compactions
+             * @description The session's compactions, oldest first: the messages each folded into a summary the model reads instead (through_message_id); the history itself is whole.
+             */
+            compactions: components["schemas"]["Compaction"][];
         };
         /** ImageInput */
         ImageInput: {

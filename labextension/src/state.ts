@@ -15,6 +15,8 @@ import {
   applyFinal,
   applyHistory,
   applyNotice,
+  compactionNote,
+  COMPACTED,
   applyReset,
   setTurnUsage,
   startTool,
@@ -22,7 +24,7 @@ import {
   updateTool,
   upsertMessage
 } from './transcript';
-import type { AgiEvent, Message, Run, Session } from './types';
+import type { AgiEvent, Compaction, Message, Run, Session } from './types';
 import { isTerminal } from './types';
 
 export { activeRuns, initialState, promptPreview, sortedRuns } from './chatstate';
@@ -33,7 +35,7 @@ export type { ArtifactSummary, Block, ChatItem, ItemStatus, ToolBlock } from './
 export type Action =
   | { type: 'reset'; session: Session | null }
   | { type: 'session'; session: Session }
-  | { type: 'history'; messages: Message[] }
+  | { type: 'history'; messages: Message[]; compactions?: Compaction[] }
   | { type: 'runs'; runs: Run[] }
   | { type: 'run'; run: Run }
   | { type: 'pending'; key: string; text: string }
@@ -47,7 +49,7 @@ export function reduce(state: ChatState, action: Action): ChatState {
     case 'session':
       return { ...state, session: action.session };
     case 'history':
-      return applyHistory(state, action.messages);
+      return applyHistory(state, action.messages, action.compactions ?? []);
     case 'runs':
       return action.runs.reduce(upsertRun, state);
     case 'run':
@@ -151,8 +153,8 @@ function applyRunEvent(state: ChatState, runId: string, event: AgiEvent): ChatSt
       return applyNotice(
         state,
         runId,
-        'CONTEXT_COMPACTED',
-        `${event.message_count} earlier messages compacted into a summary the model reads instead`,
+        COMPACTED,
+        compactionNote(event.message_count),
         event.seq
       );
     case 'budget': {

@@ -58,7 +58,7 @@ export class SessionStreams {
   /** History and runs from the store, then every run still going is followed again. */
   async load(sessionId: string, scope: AbortSignal): Promise<void> {
     const { client, snapshot } = this.host;
-    const [messages, runs] = await Promise.all([
+    const [history, runs] = await Promise.all([
       client.history(snapshot.project, sessionId, snapshot.view),
       client.listRuns(snapshot.project, sessionId)
     ]);
@@ -66,7 +66,7 @@ export class SessionStreams {
       return;
     }
     this.host.dispatch({ type: 'runs', runs });
-    this.host.dispatch({ type: 'history', messages });
+    this.host.dispatch({ type: 'history', messages: history.messages, compactions: history.compactions });
     for (const run of runs) {
       if (!isTerminal(run.status)) {
         void this.followRun(run.id, scope);

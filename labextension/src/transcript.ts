@@ -15,12 +15,18 @@ import {
   type ItemStatus,
   type ToolBlock
 } from './items';
-import type { Message, Run, ToolResultPart } from './types';
+import type { Compaction, Message, Run, ToolResultPart } from './types';
 import { isTerminal } from './types';
 
 // --- history ---------------------------------------------------------------------------------
 
-export function applyHistory(state: ChatState, messages: Message[]): ChatState {
+/** The notice code, and the words, of older messages folded into a summary (a compaction). */
+export const COMPACTED = 'CONTEXT_COMPACTED';
+export function compactionNote(count: number): string {
+  return `${count} earlier messages compacted into a summary the model reads instead`;
+}
+
+export function applyHistory(state: ChatState, messages: Message[], compactions: Compaction[] = []): ChatState {
   const results = new Map<string, ToolResultPart>();
   for (const message of messages) {
     for (const part of message.parts) {
@@ -46,6 +52,12 @@ export function applyHistory(state: ChatState, messages: Message[]): ChatState {
       }
     }
     items.push(item);
+    for (const compaction of compactions.filter(c => c.through_message_id === message.id)) {
+      items.push({
+        ...emptyItem(`compaction:${compaction.id}`, 'system', compaction.run_id ?? null),
+        blocks: [{ kind: 'notice', code: COMPACTED, message: compactionNote(compaction.message_count) }]
+      });
+    }
   }
   // Keep what is still live: drafts of runs that have not ended and messages not yet stored.
   const stored = new Set(items.map(i => i.messageId));

@@ -13,6 +13,10 @@ export type Session = Schemas['Session'];
 export type Run = Schemas['Run'];
 export type RunStatus = Run['status'];
 export type Message = Schemas['Message'];
+/** A session's history (`GET …/history`): its messages, and where compactions folded some. */
+export type History = Schemas['History'];
+/** Older messages folded into a summary the model reads instead (the history stays whole). */
+export type Compaction = Schemas['Compaction'];
 export type Role = Message['role'];
 export type Part = Message['parts'][number];
 export type ToolResultPart = Schemas['ToolResultPart'];

@@ -337,6 +337,36 @@ describe('stopping and failing', () => {
     expect(formatContext(null, bundle())).toBe('');
   });
 
+  it('marks in the history where a compaction folded older messages', () => {
+    const compaction = {
+      id: 'cmp_1',
+      session_id: 'ses_1',
+      first_message_id: 'msg_u1',
+      through_message_id: 'msg_a1',
+      message_count: 2,
+      summary: 'The user asked; the agent listed.',
+      run_id: R,
+      provider: 'fake',
+      model: 'echo',
+      input_tokens: 30,
+      output_tokens: 8,
+      cost_usd: null,
+      created_at: '2026-11-27T00:00:00.000Z'
+    };
+    const state = reduce(initialState(), {
+      type: 'history',
+      messages: [userMessage, assistantTurn1, toolMessage, assistantTurn2],
+      compactions: [compaction]
+    });
+    const keys = state.items.map(i => i.messageId ?? i.key);
+    expect(keys.indexOf('compaction:cmp_1')).toBe(keys.indexOf('msg_a1') + 1);
+    const mark = state.items.find(i => i.key === 'compaction:cmp_1') as ChatItem;
+    expect(mark.blocks).toEqual([
+      { kind: 'notice', code: 'CONTEXT_COMPACTED', message: '2 earlier messages compacted into a summary the model reads instead' }
+    ]);
+    expect(visibleBlocks(mark, 'simple')).toEqual(mark.blocks);
+  });
+
   it('shows an error of a run with no draft as its own item', () => {
     const state = run(
       initialState(),

@@ -24,3 +24,7 @@ async def test_compact_a_session_over_rest(fetch: Fetch, fake_llm: FakeLLMServer
     assert unknown.error["code"] == "SESSION_NOT_FOUND"
     full = await fetch("sessions", session, "history", params={"view": "full"})
     assert len(full.data["messages"]) == 4  # the history is whole
+    simple = await fetch("sessions", session, "history", params={"view": "simple"})
+    (mark,) = simple.data["compactions"]  # where the simple view marks the folded messages
+    assert (mark["id"], mark["message_count"]) == (record["id"], 2)
+    assert mark["through_message_id"] == simple.data["messages"][1]["id"]

@@ -93,7 +93,8 @@ class HistoryHandler(AgiHandler):
         # every part is converted: decoded eagerly, in batches (cheaper than one by one)
         messages = await self.call(agi.history, session_id, view=query.view, lazy=False)
         items = [Message.model_validate(asdict(m)) for m in messages]
-        self.reply(History(view=query.view, messages=items))
+        compactions = await self.call(agi.compactions, session_id)
+        self.reply(History(view=query.view, messages=items, compactions=compactions))
 
 
 class SessionStreamHandler(AgiHandler):
