@@ -223,7 +223,12 @@ class TasksQuery(PageQuery):
 
 
 class ExecutionsQuery(Query):
-    path: str = Field(min_length=1, description="The notebook (.ipynb), relative to the project.")
+    path: str = Field(
+        min_length=1,
+        max_length=4096,
+        pattern=r"^[^\x00]*\.ipynb$",
+        description="The notebook (.ipynb), relative to the project.",
+    )
     limit: int | None = Field(None, ge=1, le=10_000, description="Only the last N executions.")
 
 

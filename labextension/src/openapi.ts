@@ -5993,7 +5993,7 @@ export interface operations {
                     "application/json": components["schemas"]["ExecutionList"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PATH_OUTSIDE_PROJECT */
+            /** @description Error codes: VALIDATION_ERROR */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6013,7 +6013,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: FORBIDDEN */
+            /** @description Error codes: FORBIDDEN, PATH_OUTSIDE_PROJECT */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.completion.prompt import Cell, CompletionRequest, Variable
-from agi_jupyter.completion.service import Suggestion
 from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.models import CompletionCreate
 from agi_jupyter.server.responses import (
@@ -26,7 +25,10 @@ from agi_jupyter.server.responses import (
     CompletionUsage,
 )
 
-Suggestions = AsyncGenerator[Suggestion, None]
+if TYPE_CHECKING:  # the service imports httpx2: loaded with the runtime, not the extension
+    from agi_jupyter.completion.service import Suggestion
+
+    Suggestions = AsyncGenerator[Suggestion, None]
 
 
 def completion_request(body: CompletionCreate) -> CompletionRequest:
