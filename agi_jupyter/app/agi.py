@@ -43,7 +43,9 @@ from agi_jupyter.errors import (
     Conflict,
     ErrorCode,
     NoPendingApproval,
+    PathOutsideProject,
     RunTerminal,
+    ToolError,
     UsageError,
 )
 from agi_jupyter.mcp.config import load_mcp_servers, secrets_of
@@ -584,8 +586,16 @@ class Agi:
     def executions(self, path: str, *, limit: int | None = None) -> list[KernelExecution]:
         """The ledger of the notebook ``path``'s kernel executions, oldest first (the last
         ``limit``): the user's, ``notebook.run``'s and the ``python`` tool's, with who ran
-        each (``store/executions.py``)."""
-        return self.store.list_executions(self._ledger_path(path), limit=limit)
+        each (``store/executions.py``). A path that names no notebook of the project (no
+        such folder, a name the file system refuses) has none; one outside the project is
+        ``PathOutsideProject``."""
+        try:
+            key = self._ledger_path(path)
+        except PathOutsideProject:
+            raise
+        except (ToolError, OSError):
+            return []
+        return self.store.list_executions(key, limit=limit)
 
     def record_execution(
         self,

@@ -121,6 +121,9 @@ def test_each_changed_cell_is_kept_or_undone_and_stays_so_after_a_reload(
     run_lab_command(page, "docmanager:save")
     page.reload()
     page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
+    # The notebook's content is loaded (a reloaded tab shows an empty model first).
+    expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(3, timeout=60_000)
+    expect(page.locator(".jp-Notebook .jp-Cell").first).to_contain_text("Review")
     expect(page.locator(".jp-NotebookPanel[data-agi-review]")).to_have_attribute(
         "data-agi-review", "0", timeout=60_000
     )

@@ -59,6 +59,10 @@ def chunk(suggestion: Suggestion) -> CompletionChunk:
 
 
 class CompletionsHandler(AgiHandler):
+    # Above every body the schema allows (2.4 M characters of prefix, suffix, cells and
+    # variables, at worst 12 bytes each JSON-escaped), so a body over a field's bound is a 400
+    # of validation, not a 413 of size; the server keeps what fits in ``context_tokens``.
+    body_limit = 32 * 1024 * 1024
     _work: asyncio.Future[None] | None = None
 
     @protected
