@@ -13,6 +13,7 @@ owner's fence (``emitter.fence``). Provider errors propagate to the caller
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,8 @@ from agi_jupyter.tools.policy import ToolPolicy
 TOOLS_UNSUPPORTED = "TOOLS_UNSUPPORTED"
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from agi_jupyter.agents import Agent
     from agi_jupyter.providers.server_caps import ServerCaps
     from agi_jupyter.runtime.deps import RuntimeDeps
@@ -93,6 +96,8 @@ class TurnResult:
     response_id: str | None = None
     context_window: int | None = None  # the model's, read when the answer was truncated
     context: RequestContext | None = None  # what the request sent, and how full it was
+    # The write of ``response_id`` to the run, under way beside the stream.
+    recording: asyncio.Future[None] | None = field(default=None, repr=False)
 
     @property
     def truncated(self) -> bool:
@@ -534,8 +539,31 @@ class AgentLoop:
     ) -> TurnResult:
         turn = TurnResult()
         chunks: list[str] = []
+        try:
+            await self._read_turn(run, provider.stream(request), emitter, names, turn, chunks)
+        finally:
+            # The response id is stored as soon as known, beside the stream (the first text
+            # delta does not wait for a trip to the store thread); its write ends with the turn.
+            if turn.recording is not None:
+                await turn.recording
+        turn.text = "".join(chunks)
+        if turn.text:
+            emitter.emit(ev.TextDone(text=turn.text))
+        return turn
+
+    async def _read_turn(
+        self,
+        run: Run,
+        stream: AsyncIterator[pb.ProviderEvent],
+        emitter: RunEmitter,
+        names: ToolNames,
+        turn: TurnResult,
+        chunks: list[str],
+    ) -> None:
+        """Read one model turn's ``stream`` into ``turn`` (its text into ``chunks``), emitting
+        as it goes."""
         # Deltas take the emitter's short path: no event object, coalesced per loop turn.
-        async for event in provider.stream(request):
+        async for event in stream:
             if isinstance(event, pb.TextDelta):
                 chunks.append(event.text)
                 emitter.emit_delta("output.text.delta", event.text)
@@ -568,13 +596,11 @@ class AgentLoop:
                 turn.usage = event
             elif isinstance(event, pb.ResponseId):
                 turn.response_id = event.id
-                await self._record_response_id(run, event.id, emitter)
+                turn.recording = asyncio.ensure_future(
+                    self._record_response_id(run, event.id, emitter)
+                )
             elif isinstance(event, pb.Finish):
                 turn.finish = event
-        turn.text = "".join(chunks)
-        if turn.text:
-            emitter.emit(ev.TextDone(text=turn.text))
-        return turn
 
     async def _record_response_id(self, run: Run, response_id: str, emitter: RunEmitter) -> None:
         """Store the provider's id of the response in progress as soon as the stream names it
