@@ -649,12 +649,14 @@ class Agi:
         """Start driving a run just created (on the loop), without reading it again."""
         self.runs_manager.spawn(run.id, created=run)
 
+    def _active_runs(self, session_id: str, *, limit: int) -> list[Run]:
+        """The session's runs under way: queued, running, or waiting for a decision."""
+        statuses = ["queued", "running", "waiting_approval"]
+        return self.store.list_runs(session_id=session_id, statuses=statuses, limit=limit).items
+
     def _interrupt_active_runs(self, session_id: str, *, keep: str) -> None:
         # A run waiting for an approval is interrupted too: the new message replaces the turn.
-        active = self.store.list_runs(
-            session_id=session_id, statuses=["queued", "running", "waiting_approval"], limit=20
-        ).items
-        for run in active:
+        for run in self._active_runs(session_id, limit=20):
             if run.id != keep:
                 with contextlib.suppress(RunTerminal):  # it may have ended meanwhile
                     with contextlib.suppress(TimeoutError):  # a clean SDK stop first, if it can
@@ -764,9 +766,7 @@ class Agi:
         later run answers it (``submit((), input_message_id=...)``, or by default the last
         user message). Refused (``RUN_ACTIVE``) while a run of the session is under way: the
         message would land between that run's tool calls and their results."""
-        active = self.store.list_runs(
-            session_id=session_id, statuses=["queued", "running", "waiting_approval"], limit=1
-        ).items
+        active = self._active_runs(session_id, limit=1)
         if active:
             raise Conflict(
                 f"run {active[0].id} of the session is {active[0].status}: wait for it or "
