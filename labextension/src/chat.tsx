@@ -338,14 +338,18 @@ function RunStatusLine(props: { chat: ChatState }): JSX.Element | null {
   const step = run.iteration !== null && active.length ? trans.__('step %1', run.iteration) : '';
   const failure = run.error && run.status === 'failed' ? run.error : '';
   const budgets = Object.values(run.budgets ?? {});
+  const context = formatContext(run.context, trans);
   return (
     <div className="jp-AgiRunLine" data-run-id={run.id} data-run-status={run.status}>
       <StatusBadge status={run.status} label={runStatusLabel(run.status, trans)} />
       <span className="jp-AgiDim">
-        {[trans.__('last run'), step, failure, formatContext(run.context, trans), ...budgets]
-          .filter(Boolean)
-          .join(' · ')}
+        {[trans.__('last run'), step, failure, ...budgets].filter(Boolean).join(' · ')}
       </span>
+      {context && (
+        <span className="jp-AgiRunLine-context jp-AgiDim" title={context.full}>
+          {context.short}
+        </span>
+      )}
     </div>
   );
 }

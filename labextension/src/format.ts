@@ -13,13 +13,35 @@ export function formatTokens(input: number | null, output: number | null, trans:
 
 /** The context gauge of a run's last model request: "context 3,085 / 8,000 tokens · compacts
  * at 6,000". */
-export function formatContext(gauge: ContextGauge | null, trans: Trans): string {
+/** A token count in a few characters: 950, 3.5k, 128k, 1M, 1.5M. */
+export function shortTokens(value: number): string {
+  const scaled = (n: number, unit: string): string =>
+    `${Number(n.toPrecision(n < 10 ? 2 : 3)).toLocaleString('en-US')}${unit}`;
+  if (value >= 1_000_000) {
+    return scaled(value / 1_000_000, 'M');
+  }
+  if (value >= 1000) {
+    return scaled(value / 1000, 'k');
+  }
+  return String(value);
+}
+
+/** The context gauge of the last request: a short label for the run line ("context 3.5k / 1M")
+ * and the whole of it for the tooltip ("context 3,546 / 1,000,000 tokens · compacts at 991,808").
+ */
+export function formatContext(
+  gauge: ContextGauge | null,
+  trans: Trans
+): { short: string; full: string } | null {
   if (gauge === null) {
-    return '';
+    return null;
   }
   const n = (value: number): string => value.toLocaleString('en-US');
   const used = trans.__('context %1 / %2 tokens', n(gauge.tokens), n(gauge.window));
-  return gauge.compactsAt === null ? used : `${used} · ${trans.__('compacts at %1', n(gauge.compactsAt))}`;
+  return {
+    short: trans.__('context %1 / %2', shortTokens(gauge.tokens), shortTokens(gauge.window)),
+    full: gauge.compactsAt === null ? used : `${used} · ${trans.__('compacts at %1', n(gauge.compactsAt))}`
+  };
 }
 
 export function formatCost(cost: number | null | undefined): string {

@@ -12,7 +12,7 @@ import {
   type ChatState,
   type ToolBlock
 } from '../src/state';
-import { formatContext } from '../src/format';
+import { formatContext, shortTokens } from '../src/format';
 import { bundle } from '../src/i18n';
 import type { WireEvent } from '../src/stream';
 import { message, run as runRecord, session, wire } from './fixtures';
@@ -321,9 +321,17 @@ describe('stopping and failing', () => {
       ])
     );
     expect(state.runs[R]?.context).toEqual({ tokens: 3085, window: 8000, compactsAt: 6000 });
-    expect(formatContext(state.runs[R]?.context ?? null, bundle())).toBe(
-      'context 3,085 / 8,000 tokens · compacts at 6,000'
-    );
+    expect(formatContext(state.runs[R]?.context ?? null, bundle())).toEqual({
+      short: 'context 3.1k / 8k',
+      full: 'context 3,085 / 8,000 tokens · compacts at 6,000'
+    });
+    expect([950, 3546, 128_000, 1_000_000, 1_500_000].map(shortTokens)).toEqual([
+      '950',
+      '3.5k',
+      '128k',
+      '1M',
+      '1.5M'
+    ]);
     const notice = state.items.find(i => i.key.startsWith('notice:')) as ChatItem;
     expect(notice.blocks).toEqual([
       {
@@ -334,7 +342,7 @@ describe('stopping and failing', () => {
     ]);
     const plain = run(initialState(), events(RUN_EVENTS)); // usage without a gauge (an SDK run)
     expect(plain.runs[R]?.context).toBeNull();
-    expect(formatContext(null, bundle())).toBe('');
+    expect(formatContext(null, bundle())).toBeNull();
   });
 
   it('marks in the history where a compaction folded older messages', () => {

@@ -183,11 +183,13 @@ def test_screenshots_of_the_panel_in_the_light_and_dark_themes(
     prompt.blur()  # the focus ring would depend on what last took the focus
     page.mouse.move(0, 0)  # no hover effects
     # What changes from run to run: times, the session's creation time in the picker, and
-    # the token counts (the system prompt grows with every tool an agent gets).
+    # the token counts and the context gauge (the system prompt grows with every tool an agent
+    # gets).
     masks = [
         page.locator(".jp-AgiTurn-time"),
         page.locator(".jp-AgiSessionSelect"),
         page.locator(".jp-AgiTurn-meta"),
+        page.locator(".jp-AgiRunLine-context"),
     ]
     expect(panel).to_have_css("background-color", LIGHT_BACKGROUND)
     check_screenshot(panel, "panel-light", mask=masks)

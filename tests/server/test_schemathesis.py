@@ -27,6 +27,8 @@ from agi_jupyter.model_specs import KNOWN_PROVIDERS
 from agi_jupyter.testing import FakeLLMServer
 from tests.jupyterlab_server import LabServer, offline_env, start_jupyter_server
 
+REPO = Path(__file__).resolve().parents[2]
+
 WEBHOOK_SECRET = "whsec_" + "c2NoZW1hdGhlc2lzLXRlc3Qtc2VjcmV0LTAxMjM0NTY3"
 
 
@@ -89,6 +91,16 @@ def test_schemathesis_finds_nothing(server: LabServer, tmp_path: Path) -> None:
         "1",
     ]
     done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=840)
-    report = done.stdout[-20000:] + done.stderr[-5000:]
-    assert done.returncode == 0, f"{report}\n--- server log ---\n{server.log_tail(40)}"
+    if done.returncode != 0:
+        # The whole report is kept; the message ends with schemathesis' failures (what a
+        # truncated CI log shows is the end of it), after the server's log.
+        kept = REPO / "test-artifacts" / f"schemathesis-{os.getpid()}.txt"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_text(done.stdout + "\n--- stderr ---\n" + done.stderr)
+        start = done.stdout.find("FAILURES")
+        failures = done.stdout[start if start >= 0 else 0 :][:12000]
+        pytest.fail(
+            f"--- server log ---\n{server.log_tail(40)}\n--- stderr ---\n{done.stderr[-3000:]}\n"
+            f"--- schemathesis' failures (whole report: {kept}) ---\n{failures}"
+        )
     print(done.stdout[-4000:])  # the figures (operations, test cases) with pytest -rP
