@@ -168,11 +168,13 @@ DEFAULT_MAX_HISTORY_MESSAGES = 50  # as seeds 002 and 004 say
 
 
 @dataclass(frozen=True)
-class ModelLimits:
-    """A model's context window and output reserve as configured (None: not set)."""
+class ModelSettings:
+    """What the config says of one model's requests (None: not set): its context window, the
+    answer's limit (also the output reserve), and the sampling temperature."""
 
     context_window: int | None = None
     max_output_tokens: int | None = None
+    temperature: float | None = None
 
 
 @dataclass(frozen=True)
@@ -259,17 +261,18 @@ class Config:
     # The context of a model request (runtime/context.py): at most this many history
     # messages (None: the token budget only), per-model window overrides, compaction.
     max_history_messages: int | None = DEFAULT_MAX_HISTORY_MESSAGES
-    models: Mapping[str, ModelLimits] = field(default_factory=dict)
+    models: Mapping[str, ModelSettings] = field(default_factory=dict)
     compaction: bool = True
 
-    def model_limits(self, provider: str, model: str) -> ModelLimits:
-        """What the config says of ``provider:model``'s context window and output reserve
-        (``models."provider:model"`` over ``models."model"``; None: the catalog's)."""
-        exact = self.models.get(f"{provider}:{model}") or ModelLimits()
-        bare = self.models.get(model) or ModelLimits()
-        return ModelLimits(
+    def model_settings(self, provider: str, model: str) -> ModelSettings:
+        """What the config says of ``provider:model``'s requests (``models."provider:model"``
+        over ``models."model"``; None: the catalog's window, the provider's defaults)."""
+        exact = self.models.get(f"{provider}:{model}") or ModelSettings()
+        bare = self.models.get(model) or ModelSettings()
+        return ModelSettings(
             context_window=exact.context_window or bare.context_window,
             max_output_tokens=exact.max_output_tokens or bare.max_output_tokens,
+            temperature=bare.temperature if exact.temperature is None else exact.temperature,
         )
 
     completion: CompletionSettings = field(default_factory=CompletionSettings)
@@ -601,18 +604,18 @@ def _build(
             if "max_history_messages" in merged
             else DEFAULT_MAX_HISTORY_MESSAGES
         ),
-        models=_model_limits(layer.models or {}),
+        models=_model_settings(layer.models or {}),
         compaction=defaults.compaction if layer.compaction is None else layer.compaction,
         completion=CompletionSettings.of(layer.completion),
     )
 
 
-def _model_limits(models: Mapping[str, ModelLayer]) -> dict[str, ModelLimits]:
-    return {
-        key: ModelLimits(entry.context_window, entry.max_output_tokens)
+def _model_settings(models: Mapping[str, ModelLayer]) -> dict[str, ModelSettings]:
+    settings = {
+        key: ModelSettings(entry.context_window, entry.max_output_tokens, entry.temperature)
         for key, entry in models.items()
-        if entry.context_window or entry.max_output_tokens
     }
+    return {key: value for key, value in settings.items() if value != ModelSettings()}
 
 
 def not_configured_message(provider: str, *, enabled: bool = True) -> str:

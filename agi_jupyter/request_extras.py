@@ -37,6 +37,13 @@ class ModelLayer(BaseModel):
     extra_body: dict[str, Any] | None = None
     context_window: int | None = Field(default=None, ge=512)
     max_output_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(
+        default=None,
+        ge=0,
+        le=2,
+        description="The sampling temperature of the model's requests (an agent's own wins); "
+        "default: the provider's.",
+    )
 
     vision: bool | None = Field(
         default=None,

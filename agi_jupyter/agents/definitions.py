@@ -19,6 +19,9 @@ class Agent:
     tools: tuple[str, ...] = ()
     read_only: bool = False
     model: str | None = None
+    # The agent's own request settings, over the config's for its model (None: not set).
+    temperature: float | None = None
+    max_output_tokens: int | None = None
     sdk: SdkName | None = None  # the agent SDK its sessions use; None: the configured default
     acp: AcpCommand | None = None  # the ACP agent its ``acp`` sessions start (else config's)
     # Tool policy rules (name or glob -> allow | ask | deny): see tools/policy.py.

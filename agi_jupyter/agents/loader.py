@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agi_jupyter.agents.definitions import _COMMON, BUILTIN_AGENTS, Agent
 from agi_jupyter.config import AcpCommand
@@ -33,6 +33,8 @@ class _AgentEntry(BaseModel):
     read_only: bool | None = None
     prompt: str | None = None  # a path relative to the project, or the prompt text itself
     model: str | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_output_tokens: int | None = Field(default=None, ge=1)
     sdk: SdkName | None = None
     acp: dict[str, Any] | None = None  # {command, args, env}: see config.AcpCommand
     # Tool policy rules, merged over the base agent's (tools/policy.py).
@@ -52,6 +54,8 @@ def load_agents(project: Path) -> dict[str, Agent]:
             read_only=entry.read_only if entry.read_only is not None else base.read_only,
             prompt=_prompt_from_entry(project, entry, base.prompt, path),
             model=entry.model or base.model,
+            temperature=base.temperature if entry.temperature is None else entry.temperature,
+            max_output_tokens=entry.max_output_tokens or base.max_output_tokens,
             sdk=entry.sdk or base.sdk,
             acp=_acp_command(entry, path) or base.acp,
             permissions={**base.permissions, **(entry.permissions or {})},

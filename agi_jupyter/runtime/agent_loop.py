@@ -193,9 +193,12 @@ class AgentLoop:
         specs = [names.encode_spec(t.spec()) for t in tools]
         await self._warn_tools_unsupported(run, session, len(specs), emitter)
         extras = deps.config.request_extras.body_for(run.provider or "", run.model or "")
+        known = await self._known_window(run)
         limits = ContextLimits.of(
-            deps.config, run.provider or "", run.model or "", await self._known_window(run)
+            deps.config, run.provider or "", run.model or "", known, agent.max_output_tokens
         )
+        configured = deps.config.model_settings(run.provider or "", run.model or "")
+        temperature = configured.temperature if agent.temperature is None else agent.temperature
         assembler = ContextAssembler(limits, system, specs)
         text = ""
         for iteration in range(state.iteration + 1, max_iterations + 1):
@@ -220,6 +223,7 @@ class AgentLoop:
                 tools=specs,
                 thinking_level=run.thinking_level,
                 max_output_tokens=limits.max_output_tokens,
+                temperature=temperature,
                 idempotency_key=f"{run.id}-{run.attempt}-{iteration}",
                 extra_body=extras,
                 cache_key=session.id,
@@ -465,7 +469,7 @@ class AgentLoop:
     async def _context_window(self, run: Run) -> int | None:
         """The model's context window: the config's (``models."provider:model"``), what its
         local server says (``n_ctx``), else the catalog's; None when none says."""
-        configured = self.deps.config.model_limits(run.provider or "", run.model or "")
+        configured = self.deps.config.model_settings(run.provider or "", run.model or "")
         return configured.context_window or await self._known_window(run)
 
     async def _known_window(self, run: Run) -> int | None:

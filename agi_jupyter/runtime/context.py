@@ -100,20 +100,27 @@ class ContextLimits:
 
     @classmethod
     def of(
-        cls, config: Config, provider: str, model: str, known_window: int | None
+        cls,
+        config: Config,
+        provider: str,
+        model: str,
+        known_window: int | None,
+        max_output_tokens: int | None = None,
     ) -> ContextLimits:
         """The limits of ``provider:model``: the config's window over ``known_window`` (the
-        local server's or the catalog's)."""
-        limits = config.model_limits(provider, model)
-        window = limits.context_window or known_window
-        reserve = limits.max_output_tokens
+        local server's or the catalog's); ``max_output_tokens`` (an agent's) over the
+        config's answer limit."""
+        settings = config.model_settings(provider, model)
+        window = settings.context_window or known_window
+        answer_limit = max_output_tokens or settings.max_output_tokens
+        reserve = answer_limit
         if reserve is None:
             reserve = (
                 DEFAULT_OUTPUT_RESERVE
                 if window is None
                 else min(DEFAULT_OUTPUT_RESERVE, window // 4)
             )
-        return cls(window, reserve, limits.max_output_tokens, config.max_history_messages)
+        return cls(window, reserve, answer_limit, config.max_history_messages)
 
 
 @dataclass

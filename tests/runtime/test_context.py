@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agi_jupyter.errors import ConfigError
 from agi_jupyter.providers.catalog import lookup
 from agi_jupyter.records import TextPart, ToolCallPart, ToolResultPart
 from agi_jupyter.runtime.compaction import COMPACTION_FAILED, SUMMARY_SYSTEM
@@ -331,3 +332,42 @@ def test_compact_on_demand(make_agi: MakeAgi, fake_llm: FakeLLMServer) -> None:
     assert SUMMARY in body
     assert "Question 2: more" in body
     assert "Question 0: more" not in body
+
+
+LIMIT_KEYS = {"openai": "max_output_tokens", "openai-chat": "max_completion_tokens"}
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_temperature_and_answer_limit_per_model_and_per_agent(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer, project: Path, model: str
+) -> None:
+    """Seed 004: ``max_tokens`` and ``temperature`` per model in config and per agent in
+    ``.agi/agents.json``; the agent's win; unset, nothing is sent (the provider's default)."""
+    provider, name = model.split(":")
+    limit_key = LIMIT_KEYS.get(provider, "max_tokens")
+    (project / ".agi").mkdir(exist_ok=True)
+    (project / ".agi" / "agents.json").write_text(
+        json.dumps({"precise": {"temperature": 0, "max_output_tokens": 300, "tools": []}})
+    )
+    agi = make_agi(config={"models": {name: {"temperature": 0.7, "max_output_tokens": 900}}})
+    fake_llm.enqueue(Turn(text="a"), Turn(text="b"))
+    agi.ask("by the model's settings", session=agi.new_session(model=model, agent="plan").id)
+    by_model = fake_llm.requests[-1].body
+    agi.ask("by the agent's", session=agi.new_session(model=model, agent="precise").id)
+    by_agent = fake_llm.requests[-1].body
+    assert (by_model["temperature"], by_model[limit_key]) == (0.7, 900)
+    assert (by_agent["temperature"], by_agent[limit_key]) == (0, 300)
+
+    plain = make_agi()  # nothing configured: no temperature sent
+    fake_llm.enqueue(Turn(text="c"))
+    plain.ask("defaults", session=plain.new_session(model=model, agent="plan").id)
+    assert "temperature" not in fake_llm.requests[-1].body
+
+
+def test_a_temperature_out_of_range_is_a_config_error(make_agi: MakeAgi, project: Path) -> None:
+    with pytest.raises(ConfigError, match="temperature"):
+        make_agi(config={"models": {"gpt-4o-mini": {"temperature": 3}}})
+    (project / ".agi").mkdir(exist_ok=True)
+    (project / ".agi" / "agents.json").write_text(json.dumps({"hot": {"temperature": -1}}))
+    with pytest.raises(ConfigError, match="temperature"):
+        make_agi()

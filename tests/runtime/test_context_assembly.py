@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from agi_jupyter.config import Config, ModelLimits
+from agi_jupyter.config import Config, ModelSettings
 from agi_jupyter.providers.anthropic_mapping import messages_params
 from agi_jupyter.providers.base import ProviderRequest, ToolSpec
 from agi_jupyter.records import (
@@ -149,8 +149,8 @@ def test_limits_from_config_over_the_catalog() -> None:
     config = Config(
         project=Path("."),
         models={
-            "openai-chat:gpt-4o-mini": ModelLimits(context_window=6000),
-            "gpt-4o-mini": ModelLimits(max_output_tokens=500),
+            "openai-chat:gpt-4o-mini": ModelSettings(context_window=6000),
+            "gpt-4o-mini": ModelSettings(max_output_tokens=500),
         },
     )
     limits = ContextLimits.of(config, "openai-chat", "gpt-4o-mini", 128_000)
