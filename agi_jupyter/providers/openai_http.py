@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any
 
 import httpx2
@@ -39,6 +39,9 @@ from agi_jupyter.providers.retry import stream_with_retry
 from agi_jupyter.providers.sse import SseEvent, sse_events
 
 STREAM_ERROR = "An error occurred during streaming"  # the SDK's message for an error without one
+# One attempt: the encoded body and the headers in, the mapped events out.
+Attempt = Callable[[bytes, Mapping[str, str]], AsyncGenerator[ProviderEvent, None]]
+EventMapper = Callable[[AsyncIterator[SseEvent]], AsyncGenerator[ProviderEvent, None]]
 
 
 class HttpAdapter(ABC):
@@ -77,12 +80,22 @@ class HttpAdapter(ABC):
         """One attempt: POST ``content`` and map the answer's stream onto ``ProviderEvent``s."""
 
     def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        body, headers = self.request_body(request)
+        content = orjson.dumps(body)  # encoded once: a retry sends the same bytes
+        attempt = self._attempt(body)
+        return stream_with_retry(lambda: attempt(content, headers), self.config.retry)
+
+    def _attempt(self, body: Mapping[str, Any]) -> Attempt:
+        """How one attempt at ``body`` is read (a subclass may read some bodies otherwise)."""
+        return self._stream_once
+
+    def request_body(self, request: ProviderRequest) -> tuple[dict[str, Any], dict[str, str]]:
+        """The body the SDK path would send (``extra_body`` merged in as its ``extra_json``
+        does) and the headers."""
         params = self.request_params(request)
         headers = {**self._headers, **params.pop("extra_headers", {})}
         extra = params.pop("extra_body", {})
-        body = {**params, **extra}  # as the SDK's extra_json merges it
-        content = orjson.dumps(body)  # encoded once: a retry sends the same bytes
-        return stream_with_retry(lambda: self._stream_once(content, headers), self.config.retry)
+        return {**params, **extra}, headers
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -99,15 +112,24 @@ class OpenAIHttpAdapter(HttpAdapter):
         """Map one response's events (``data`` JSON, ``[DONE]`` excluded) onto ours."""
 
     async def _stream_once(
-        self, content: bytes, headers: Mapping[str, str]
+        self,
+        content: bytes,
+        headers: Mapping[str, str],
+        *,
+        method: str = "POST",
+        url: str | None = None,
+        events: EventMapper | None = None,
     ) -> AsyncGenerator[ProviderEvent, None]:
+        """One request (by default: POST ``content`` to the endpoint) and its stream mapped by
+        ``events`` (by default ``_events``)."""
+        mapped = events or self._events
         try:
             async with self.client.stream(
-                "POST", self._url, content=content, headers=headers
+                method, url or self._url, content=content, headers=headers
             ) as response:
                 if response.status_code >= 400:
                     raise self._status_error(response, await response.aread())
-                async for event in self._events(_until_done(sse_events(body_chunks(response)))):
+                async for event in mapped(_until_done(sse_events(body_chunks(response)))):
                     yield event
         except httpx2.TransportError as error:
             raise self._disconnected(error) from error

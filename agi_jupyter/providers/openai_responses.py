@@ -39,7 +39,11 @@ from agi_jupyter.providers.base import (
     ToolCallStart,
     Usage,
 )
-from agi_jupyter.providers.responses_mapping import INCOMPLETE_REASONS, responses_params
+from agi_jupyter.providers.responses_mapping import (
+    INCOMPLETE_REASONS,
+    MAX_RESUMES,
+    responses_params,
+)
 
 try:
     import httpx2
@@ -85,12 +89,46 @@ class OpenAIResponsesProvider(SdkAdapter):
         return responses_params(request)
 
     async def _stream_once(self, params: dict[str, Any]) -> AsyncGenerator[ProviderEvent, None]:
-        state = _ResponsesStream(self.config)
+        """One attempt; a background response's stream is resumed where it dropped (as on the
+        HTTP path: ``openai_responses_http.py``)."""
+        background = (
+            params.get("background") is True
+            or (params.get("extra_body") or {}).get("background") is True
+        )
+        state = _ResponsesStream(self.config, resumable=background)
+        resumes = 0
+        while True:
+            try:
+                async for event in self._read(params, state):
+                    yield event
+                break
+            except ProviderDisconnected:
+                if not state.resumable or state.response_id is None or resumes >= MAX_RESUMES:
+                    raise
+                resumes += 1
+        if not state.finished:
+            raise ProviderDisconnected(f"{self.name}: the stream ended before response.completed")
+
+    async def _read(
+        self, params: dict[str, Any], state: _ResponsesStream
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        """The response's stream: created, or resumed after the last event ``state`` read."""
         handlers = state.handlers()
         try:
-            events = await self.client.responses.create(**params)
+            if state.response_id is None:
+                events = await self.client.responses.create(**params)
+            else:
+                events = await self.client.responses.retrieve(
+                    state.response_id, stream=True, starting_after=state.sequence_number
+                )
             async with events:
                 async for event in events:
+                    if state.resumable:  # note where the stream is
+                        number = getattr(event, "sequence_number", None)
+                        if isinstance(number, int):
+                            if number <= state.sequence_number:
+                                continue
+                            state.sequence_number = number
                     if event.type == "response.output_text.delta":
                         yield TextDelta(text=event.delta)  # the hot path, inlined
                         continue
@@ -114,10 +152,13 @@ class _ResponsesStream:
     """The state of one streamed response; one small handler per wire event type."""
 
     config: AdapterConfig
+    resumable: bool = False  # a background response: a dropped stream is resumed
     calls: dict[str, ResponseFunctionToolCall] = field(default_factory=dict)  # by item id
     started: int = 0  # tool calls started, for ToolCallStart.index
     tool_calls: int = 0  # tool calls ended
     finished: bool = False
+    response_id: str | None = None  # once response.created said it
+    sequence_number: int = -1  # of the last event read (a resumed stream starts after it)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -137,6 +178,8 @@ class _ResponsesStream:
         }
 
     def on_created(self, event: ResponseCreatedEvent) -> Sequence[ProviderEvent]:
+        self.response_id = event.response.id
+        self.sequence_number = max(self.sequence_number, event.sequence_number)
         return (ResponseId(id=event.response.id),)
 
     def on_text(self, event: ResponseTextDeltaEvent) -> Sequence[ProviderEvent]:

@@ -66,6 +66,9 @@ INCOMPLETE_REASONS: dict[str, FinishReason] = {
 _NO_EVENTS: tuple[ProviderEvent, ...] = ()
 
 
+MAX_RESUMES = 3  # resumed streams of one attempt at a background response (both read paths)
+
+
 def responses_params(request: ProviderRequest) -> dict[str, Any]:
     """The keyword arguments of ``responses.create`` for ``request``."""
     params: dict[str, Any] = {

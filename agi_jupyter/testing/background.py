@@ -3,7 +3,10 @@
 A background response is created ``queued``; it reads ``in_progress`` until it is due (its
 turn's ``background_delay`` after creation, or ``complete_background(id)``), then its final
 form (``completed``, or ``failed`` when its turn had a fault). Cancelling a pending response
-makes it ``cancelled``. Responses created in the foreground are stored completed.
+makes it ``cancelled``. Responses created in the foreground are stored completed. A
+background response that was streamed keeps its events, so ``GET /v1/responses/{id}?stream=true
+&starting_after=N`` can send the ones after sequence number ``N`` again (a dropped stream
+resumed, as the real API allows for background responses only).
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from agi_jupyter.testing.plan import SSEEvent
 from agi_jupyter.testing.script import JSON
 
 PENDING = frozenset({"queued", "in_progress"})
@@ -28,6 +32,7 @@ class _Entry:
     final: JSON
     due: float
     status: str
+    events: list[SSEEvent] | None = field(default=None)  # a streamed background response's
 
 
 class ResponseStore:
@@ -42,9 +47,19 @@ class ResponseStore:
             self._entries[str(pending["id"])] = entry
             return self._view(entry)
 
-    def add_done(self, final: JSON) -> None:
+    def add_done(self, final: JSON, events: list[SSEEvent] | None = None) -> None:
+        """Store a response created in the foreground, or (``events``) streamed in the
+        background: its events can be streamed again."""
         with self._lock:
-            self._entries[str(final["id"])] = _Entry(final, final, 0.0, str(final["status"]))
+            entry = _Entry(final, final, 0.0, str(final["status"]), events)
+            self._entries[str(final["id"])] = entry
+
+    def events_after(self, response_id: str, starting_after: int) -> list[SSEEvent] | None:
+        """The streamed events after sequence number ``starting_after`` (None: the response
+        was not streamed in the background); ``KeyError`` when unknown."""
+        with self._lock:
+            events = self._entries[response_id].events
+        return None if events is None else events[starting_after + 1 :]
 
     def get(self, response_id: str) -> JSON:
         """The response as it reads now; ``KeyError`` when unknown."""

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol, cast
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from agi_jupyter.testing import wire_anthropic, wire_chat, wire_fim, wire_responses
 from agi_jupyter.testing.background import NotCancellableError
@@ -207,10 +207,13 @@ class FakeHandler(BaseHTTPRequestHandler):
         if protocol == "responses" and body.get("background") and not body.get("stream"):
             self._send_json(200, self._start_background(plan, turn), fault.headers)
             return
-        if protocol == "responses":
-            self.state.store.add_done(wire.final_body(plan))
-        if body.get("stream", protocol in STREAMS_BY_DEFAULT):
-            self._send_sse(wire.stream_events(plan), fault, ndjson=protocol in NDJSON_WIRES)
+        streamed = body.get("stream", protocol in STREAMS_BY_DEFAULT)
+        events = wire.stream_events(plan) if streamed else []
+        if protocol == "responses":  # a background stream can be resumed: its events are kept
+            kept = events if streamed and body.get("background") else None
+            self.state.store.add_done(wire.final_body(plan), kept)
+        if streamed:
+            self._send_sse(events, fault, ndjson=protocol in NDJSON_WIRES)
         else:
             final = wire.final_body(plan, truncated=fault.truncate)
             self._send_json(200, final, fault.headers, drop=fault.drop_after is not None)
@@ -225,6 +228,10 @@ class FakeHandler(BaseHTTPRequestHandler):
         return self.state.store.add_background(pending, final, turn.background_delay)
 
     def _stored_response(self, action: str, response_id: str) -> None:
+        query = parse_qs(urlsplit(self.path).query)
+        if action == "retrieve" and query.get("stream") == ["true"]:
+            self._resume_stream(response_id, query.get("starting_after", ["-1"])[0])
+            return
         try:
             if action == "cancel":
                 payload = self.state.store.cancel(response_id)
@@ -237,6 +244,26 @@ class FakeHandler(BaseHTTPRequestHandler):
             self._send_json(400, error_body("responses", 400, str(exc)))
         else:
             self._send_json(200, payload)
+
+    def _resume_stream(self, response_id: str, starting_after: str) -> None:
+        """``GET /responses/{id}?stream=true&starting_after=N``: a background response's
+        events after sequence number ``N``."""
+        try:
+            events = self.state.store.events_after(response_id, int(starting_after))
+        except KeyError:
+            message = f"Response with id '{response_id}' not found."
+            self._send_json(404, error_body("responses", 404, message))
+            return
+        except ValueError:
+            self._send_json(400, error_body("responses", 400, "starting_after: not an integer"))
+            return
+        if events is None:
+            message = (
+                "This response cannot be streamed because it was not created with background=true."
+            )
+            self._send_json(400, error_body("responses", 400, message))
+            return
+        self._send_sse(events, Fault())
 
     def _send_fault(self, protocol: str, fault: Fault) -> None:
         status = int(fault.status or 500)

@@ -138,3 +138,27 @@ def test_an_attempt_that_takes_over_a_dead_owners_turn_takes_its_stored_deltas_b
     (reset,) = [e for e in events if e["type"] == "output.text.reset"]
     assert (reset["attempt"], reset["discarded_chars"]) == (2, len(shown))
     assert joined(events) == agi.result(run.id).text == FINAL
+
+
+@pytest.mark.parametrize("wire", ["http", "sdk"])
+def test_a_background_response_that_drops_is_resumed_with_no_reset(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer, wire: str
+) -> None:
+    """Seed 001 §9.5 (issue 29.10): with ``background: true`` (a model's ``extra_body``), a
+    dropped stream is read on from where it broke — one answer, no reset, no second attempt,
+    the response paid for once."""
+    fake_llm.enqueue(Turn(text=FIRST, fault=Fault(drop_after=8)))
+    agi = make_agi(
+        config={"wire": wire, "models": {"gpt-5-mini": {"extra_body": {"background": True}}}}
+    )
+    session = agi.new_session(model="openai:gpt-5-mini")
+    events = list(agi.stream("go", session=session.id))
+    types = [e["type"] for e in events]
+    assert "output.text.reset" not in types
+    assert "error" not in types
+    assert joined(events) == FIRST
+    (run,) = agi.runs(session.id).items
+    assert (run.status, run.attempt) == ("succeeded", 1)
+    assert agi.history(session.id)[-1].text == FIRST
+    assert [r.method for r in fake_llm.requests] == ["POST", "GET"]
+    assert fake_llm.requests[1].path.endswith(f"/responses/{run.provider_response_id}")
