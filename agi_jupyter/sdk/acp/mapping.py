@@ -12,7 +12,8 @@
 |                                            | (unless our ``fs.write`` wrote it: its diff)   |
 | ``usage_update``                           | the session's cost so far (for the run's cost) |
 | ``config_option_update`` (category model)  | the model recorded for the turn                |
-| prompt response (stop reason, usage)       | ``TurnMeta`` then ``TurnDone``                 |
+| prompt response (stop reason, usage)       | ``TurnMeta`` then ``TurnDone`` (no usage:      |
+|                                            | tokens unknown, never 0)                       |
 | plans, modes, commands, user echoes        | nothing                                        |
 
 Non-text content (images, resources) in messages becomes a short bracketed note. Pure: the
@@ -121,8 +122,8 @@ class UpdateMapper:
             TurnMeta(
                 provider=PROVIDER,
                 model=self.model or self.agent_name,
-                input_tokens=usage.input_tokens if usage else 0,
-                output_tokens=usage.output_tokens if usage else 0,
+                input_tokens=usage.input_tokens if usage else None,  # unknown, not 0
+                output_tokens=usage.output_tokens if usage else None,
                 cost_usd=cost_usd,
                 stop_reason=response.stop_reason,
             )
