@@ -20,11 +20,19 @@ if [ "$(.venv/codex/node_modules/.bin/codex --version 2>/dev/null)" != "codex-cl
   npm install --silent --no-audit --no-fund --loglevel=error --prefix .venv/codex "@openai/codex@$CODEX_VERSION"
 fi
 
-# A real ACP agent from npm (tests/sdk/test_acp_npm_agents.py runs it against the fake LLM),
-# kept inside the venv: ~60 s cold, ~125 MB; skipped when that version is there.
-CLAUDE_ACP_VERSION=0.16.2
-if [ "$(node -p "require('./.venv/acp/node_modules/@zed-industries/claude-code-acp/package.json').version" 2>/dev/null)" != "$CLAUDE_ACP_VERSION" ]; then
-  npm install --silent --no-audit --no-fund --loglevel=error --prefix .venv/acp "@zed-industries/claude-code-acp@$CLAUDE_ACP_VERSION"
+# Real ACP agents from npm (tests/sdk/test_acp_npm_agents.py runs each against a local model
+# API), kept inside the venv (AGI_ACP_PREFIX: elsewhere): ~70 s cold for the three, ~450 MB;
+# only the ones missing at their pinned version are installed.
+ACP_PREFIX="${AGI_ACP_PREFIX:-.venv/acp}"
+acp_agents=()
+for pinned in @zed-industries/claude-code-acp@0.16.2 @zed-industries/codex-acp@0.16.0 @google/gemini-cli@0.61.0; do
+  name="${pinned%@*}"
+  if [ "$(node -p 'require(require("path").resolve(process.argv[1])).version' "$ACP_PREFIX/node_modules/$name/package.json" 2>/dev/null)" != "${pinned##*@}" ]; then
+    acp_agents+=("$pinned")
+  fi
+done
+if [ "${#acp_agents[@]}" -gt 0 ]; then
+  npm install --silent --no-audit --no-fund --loglevel=error --prefix "$ACP_PREFIX" "${acp_agents[@]}"
 fi
 
 packages=()

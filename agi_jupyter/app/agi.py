@@ -1047,6 +1047,13 @@ class Agi:
         error with its stderr tail (redacted), and their tools."""
         return self._catalogue.mcp_servers()
 
+    def mcp_resources(self, server: str | None = None) -> list[dict[str, Any]]:
+        """Each configured MCP server (``server``: that one), started if needed: name, state,
+        error, and what it offers besides tools: ``resources``, resource ``templates`` and
+        ``prompts`` (as the server lists them: ``uri``, ``name``, ``description``,
+        ``mimeType``, ``arguments``...)."""
+        return self._catalogue.mcp_resources(server)
+
     def sdks(self) -> list[dict[str, Any]]:
         """The agent SDKs: id, display name, capability flags, and whether they are installed."""
         return self._catalogue.sdks()

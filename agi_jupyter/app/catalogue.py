@@ -66,6 +66,10 @@ class Catalogue:
         """``Agi.mcp_servers``."""
         return self.mcp.status()
 
+    def mcp_resources(self, server: str | None = None) -> list[dict[str, Any]]:
+        """``Agi.mcp_resources``."""
+        return self.loop.run(self.mcp.listings(server))
+
     def sdks(self) -> list[dict[str, Any]]:
         """``Agi.sdks``."""
         return self.sdk.describe()

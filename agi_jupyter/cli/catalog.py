@@ -191,6 +191,54 @@ def tools(agent: str | None, project: Path | None, as_json: bool) -> None:
     )
 
 
+@click.command("mcp-resources")
+@click.option("--server", "-s", "only", metavar="NAME", help="Only this MCP server's.")
+@project_option
+@json_option
+def mcp_resources(only: str | None, project: Path | None, as_json: bool) -> None:
+    """List what the MCP servers offer besides tools: resources, resource templates, prompts.
+
+    The servers of .agi/mcp.json (and the global mcp.json) are started to list them; one that
+    fails to start is named on stderr with the reason. --json gives each server's lists as the
+    server sent them (uri, name, description, mimeType; a prompt's arguments).
+    """
+    with open_agi(project) as agi:
+        servers = agi.mcp_resources(only)
+    if only is not None and not servers:
+        raise click.UsageError(f"no MCP server {only!r} is configured")
+    for server in servers:
+        if server["error"]:
+            click.echo(f"agi: MCP server {server['name']} failed: {server['error']}", err=True)
+    if as_json:
+        render.print_json(servers)
+        return
+    render.table(
+        ["server", "kind", "name", "uri / arguments", "description"],
+        (row for server in servers for row in _offered(server)),
+        empty="no resources or prompts",
+    )
+
+
+def _offered(server: dict[str, Any]) -> list[list[object]]:
+    """The table rows of one server's resources, templates and prompts."""
+    name = server["name"]
+    rows: list[list[object]] = []
+    for r in server["resources"]:
+        rows.append([name, "resource", r.get("name"), r.get("uri"), _about(r)])
+    for t in server["templates"]:
+        rows.append([name, "template", t.get("name"), t.get("uriTemplate"), _about(t)])
+    for p in server["prompts"]:
+        arguments = ", ".join(
+            a["name"] + ("" if a.get("required") else "?") for a in p.get("arguments") or []
+        )
+        rows.append([name, "prompt", p.get("name"), arguments, _about(p)])
+    return rows
+
+
+def _about(item: dict[str, Any]) -> str:
+    return render.one_line(item.get("description") or item.get("title") or "", 60)
+
+
 def _review(tool: Any) -> str:
     """What the tool policy sees: an MCP tool's trust and its origin, else the tool's trait."""
     from agi_jupyter.mcp.tools import McpTool
@@ -329,4 +377,4 @@ def _print_models(default: str, providers: list[dict[str, Any]], known: list[Any
     )
 
 
-COMMANDS = (artifacts, artifact, tasks, stats, tools, agents, sdks, models)
+COMMANDS = (artifacts, artifact, tasks, stats, tools, mcp_resources, agents, sdks, models)

@@ -10,6 +10,12 @@ or ``sse_client``) wrapped so that the end of its read stream is noticed: a stdi
 exited is then known to be dead *before* the next call, which restarts it rather than failing.
 A stdio server's stderr goes to an anonymous temporary file; its tail explains a failure.
 
+Beyond tools: a call's progress notifications go to the caller's ``progress`` callback as they
+arrive; when the server says its tool list changed (``notifications/tools/list_changed``, or a
+``subscriptions/listen`` event on 2026-07-28 sessions, which the owner opts in to) the tools are
+listed again and handed to ``on_tools_changed``; ``listings`` lists its resources, resource
+templates and prompts (a server without one of them has none).
+
 Imported only when a server starts (it imports the ``mcp`` SDK).
 """
 
@@ -20,6 +26,8 @@ import contextlib
 import logging
 import os
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -30,7 +38,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agi_jupyter import __version__
 from agi_jupyter.mcp import reaper
@@ -42,6 +52,19 @@ CLIENT_INFO = types.Implementation(name="agi-jupyter", version=__version__)
 STDERR_TAIL_BYTES = 2000
 CLOSE_TIMEOUT = 10.0  # the SDK's stdio shutdown is bounded (close stdin, TERM, KILL: ~6 s)
 MAX_TOOL_PAGES = 50
+RELIST_TIMEOUT = 10.0  # how long a call waits for the tool list it changed to be listed
+
+# ``async (progress, total or None, message or None)``: a call's progress as the server reports it
+Progress = ProgressFnT
+
+
+@dataclass
+class Listings:
+    """What a server offers besides tools."""
+
+    resources: list[types.Resource] = field(default_factory=list)
+    templates: list[types.ResourceTemplate] = field(default_factory=list)
+    prompts: list[types.Prompt] = field(default_factory=list)
 
 
 class StartFailed(Exception):
@@ -59,10 +82,19 @@ class CallFailed(Exception):
 class McpConnection:
     """A started server: its tools, and calls to them. Use it on the runtime loop only."""
 
-    def __init__(self, spec: McpServerSpec, project: Path) -> None:
+    def __init__(
+        self,
+        spec: McpServerSpec,
+        project: Path,
+        on_tools_changed: Callable[[list[types.Tool]], None] | None = None,
+    ) -> None:
         self.spec = spec
         self.project = project  # in the owner mark of its process (``reaper``)
         self.tools: list[types.Tool] = []
+        self.on_tools_changed = on_tools_changed
+        self._changed = asyncio.Event()  # the server said its tool list changed
+        self._listed = asyncio.Event()  # no change is waiting to be listed
+        self._listed.set()
         self._client: Client | None = None
         self._ended = asyncio.Event()
         self._stop = asyncio.Event()
@@ -91,17 +123,41 @@ class McpConnection:
         await self.close()
         raise StartFailed(f"{reason}{note}")
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def call(
+        self, name: str, arguments: dict[str, Any], progress: Progress | None = None
+    ) -> types.CallToolResult:
         client = self._client
         if client is None or self._ended.is_set():
             raise ConnectionLost("the server is not running")
         try:
-            return await client.call_tool(name, arguments)
+            result = await client.call_tool(name, arguments, progress_callback=progress)
         except MCPError as e:
             if e.error.code == types.CONNECTION_CLOSED or self._ended.is_set():
                 note = self._tail_note()
                 raise ConnectionLost(f"the server went away during the call{note}") from None
             raise CallFailed(f"the server refused the call: {e.error.message}") from None
+        # A tool list the call changed (the server said so before answering) is listed before
+        # the caller goes on: the model's next turn is offered it.
+        await asyncio.sleep(0)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(RELIST_TIMEOUT):
+                await self._listed.wait()
+        return result
+
+    async def listings(self) -> Listings:
+        """The server's resources, resource templates and prompts (each empty when the server
+        has none or refuses to list them)."""
+        client = self._client
+        if client is None or self._ended.is_set():
+            raise ConnectionLost("the server is not running")
+        found = Listings()
+        with contextlib.suppress(MCPError):
+            found.resources = await _pages(client.list_resources, "resources")
+        with contextlib.suppress(MCPError):
+            found.templates = await _pages(client.list_resource_templates, "resource_templates")
+        with contextlib.suppress(MCPError):
+            found.prompts = await _pages(client.list_prompts, "prompts")
+        return found
 
     async def close(self) -> None:
         """Stop the server (stdio: close stdin, then terminate, then kill) and wait for it."""
@@ -143,12 +199,23 @@ class McpConnection:
             async with contextlib.AsyncExitStack() as stack:
                 transport = await self._transport(stack)
                 client = await stack.enter_async_context(
-                    Client(_Watched(transport, self._ended), client_info=CLIENT_INFO)
+                    Client(
+                        _Watched(transport, self._ended),
+                        client_info=CLIENT_INFO,
+                        message_handler=self._on_message,
+                    )
                 )
                 tools = await _all_tools(client)
                 self._client = client
                 ready.set_result(tools)
-                await _first(self._stop.wait(), self._ended.wait())
+                waits = [self._stop.wait(), self._ended.wait(), self._follow_tools(client)]
+                if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                    try:
+                        listen = client.listen(tools_list_changed=True)
+                        waits.append(self._drain(await stack.enter_async_context(listen)))
+                    except Exception as e:  # the server does not follow: its list stays
+                        log.info("MCP server %s: no tool list changes: %s", self.spec.name, e)
+                await _first(*waits)
         except Exception as e:
             if not ready.done():
                 ready.set_exception(e)
@@ -159,6 +226,37 @@ class McpConnection:
             self._ended.set()
             if not ready.done():
                 ready.cancel()
+
+    def _tools_changed(self) -> None:
+        self._listed.clear()
+        self._changed.set()
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._tools_changed()
+
+    async def _drain(self, events: Any) -> None:
+        """A ``subscriptions/listen`` stream: each event says the tool list changed."""
+        async for _ in events:
+            self._tools_changed()
+        await self._ended.wait()  # the stream ended with the connection
+
+    async def _follow_tools(self, client: Client) -> None:
+        """List the tools again whenever the server says they changed (changes that arrive
+        meanwhile are taken by the same listing)."""
+        while True:
+            await self._changed.wait()
+            self._changed.clear()
+            try:
+                tools = await _all_tools(client)
+            except MCPError as e:
+                log.info("MCP server %s: could not list its tools again: %s", self.spec.name, e)
+            else:
+                self.tools = tools
+                if self.on_tools_changed is not None:
+                    self.on_tools_changed(tools)
+            if not self._changed.is_set():
+                self._listed.set()
 
     async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
         spec = self.spec
@@ -183,15 +281,21 @@ class McpConnection:
 
 
 async def _all_tools(client: Client) -> list[types.Tool]:
-    tools: list[types.Tool] = []
+    tools: list[types.Tool] = await _pages(client.list_tools, "tools")
+    return tools
+
+
+async def _pages(lister: Any, attribute: str) -> list[Any]:
+    """Every page of a ``list_*`` call (bounded like the tools')."""
+    found: list[Any] = []
     cursor: str | None = None
     for _ in range(MAX_TOOL_PAGES):
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
+        page = await lister(cursor=cursor)
+        found.extend(getattr(page, attribute))
         cursor = page.next_cursor
         if not cursor:
             break
-    return tools
+    return found
 
 
 async def _first(*waits: Any) -> None:

@@ -11,6 +11,12 @@ tried again by this runtime. ``aclose`` stops them all. Stdio servers also end w
 gets SIGTERM, and those of an owner that was killed are ended by the next runtime that starts
 one (``reaper``).
 
+A call's progress notifications go out as live tool output (``tool.call.delta`` on the
+``progress`` channel: ``[3/10] message``), like a command's output, to every door. When a server
+says its tool list changed, its tools are registered again: the next model turn of every session
+is offered the new list. ``listings`` gives each server's resources, resource templates and
+prompts (``agi mcp-resources``).
+
 Everything here runs on the runtime loop; ``status`` may be read from any thread.
 """
 
@@ -39,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 State = Literal["not started", "running", "exited", "failed", "stopped"]
+PROGRESS_CHANNEL = "progress"  # the live-output channel of a call's progress notifications
 _GLOB = "*?["
 
 
@@ -105,8 +112,12 @@ class McpServers:
         connection = await self._ensure(server)
         if connection is None:
             raise ToolError(f"MCP server {tool.server!r} is not available: {server.error}")
+
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            ctx.emit(PROGRESS_CHANNEL, progress_line(progress, total, message))
+
         try:
-            result = await connection.call(tool.remote, arguments)
+            result = await connection.call(tool.remote, arguments, report)
         except ConnectionLost as e:
             server.state = "exited"
             message = f"MCP server {tool.server!r}: {e}; it is started again on the next call"
@@ -131,6 +142,33 @@ class McpServers:
             }
             for s in self._servers.values()
         ]
+
+    async def listings(self, only: str | None = None) -> list[JSON]:
+        """Each configured server (``only``: that one), started if needed, with its resources,
+        resource templates and prompts; a server that cannot start has none, and its
+        ``error``."""
+        from agi_jupyter.mcp.connection import ConnectionLost
+
+        servers = [s for s in self._servers.values() if only is None or s.spec.name == only]
+        connections = await asyncio.gather(*(self._ensure(s) for s in servers))
+        found: list[JSON] = []
+        for server, connection in zip(servers, connections, strict=True):
+            entry: JSON = {"name": server.spec.name, "state": server.state, "error": server.error}
+            entry.update(resources=[], templates=[], prompts=[])
+            if connection is not None:
+                try:
+                    listed = await connection.listings()
+                except ConnectionLost as e:
+                    server.state = "exited"
+                    entry.update(state=server.state, error=self.redactor.redact_text(str(e)))
+                else:
+                    entry.update(
+                        resources=[_dump(r) for r in listed.resources],
+                        templates=[_dump(t) for t in listed.templates],
+                        prompts=[_dump(p) for p in listed.prompts],
+                    )
+            found.append(entry)
+        return found
 
     async def aclose(self) -> None:
         self._closed = True
@@ -164,7 +202,9 @@ class McpServers:
         if spec.transport == "stdio" and not self._swept:
             self._swept = True
             await asyncio.to_thread(reaper.sweep, self.project)
-        connection = McpConnection(spec, self.project)
+        connection = McpConnection(
+            spec, self.project, lambda tools: self._tools_changed(server, tools)
+        )
         try:
             remote_tools = await connection.open()
         except StartFailed as e:
@@ -174,6 +214,19 @@ class McpServers:
         server.state, server.error = "running", None
         self._register(server, remote_tools)
         return connection
+
+    def _tools_changed(self, server: _Server, remote_tools: list[Any]) -> None:
+        """The server listed its tools again after saying they changed."""
+        if self._closed or server.state != "running":
+            return
+        before = set(server.tools)
+        self._register(server, remote_tools)
+        log.info(
+            "MCP server %s changed its tools: %d added, %d removed",
+            server.spec.name,
+            len(set(server.tools) - before),
+            len(before - set(server.tools)),
+        )
 
     def _failed(self, server: _Server, reason: str) -> None:
         server.state = "failed"
@@ -220,6 +273,18 @@ class McpServers:
         for name in server.tools:
             self.registry.unregister(name)
         server.tools = []
+
+
+def progress_line(done: float, total: float | None, message: str | None) -> str:
+    """One line of live output for a progress notification: ``[3/10] step 3``."""
+    count = f"{done:g}/{total:g}" if total else f"{done:g}"
+    return f"[{count}] {message}\n" if message else f"[{count}]\n"
+
+
+def _dump(item: Any) -> JSON:
+    """A listed resource, template or prompt as JSON (its fields by their wire names)."""
+    dumped: JSON = item.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dumped
 
 
 def _store_blobs(blobs: list[Blob], ctx: ToolContext) -> dict[int, str]:

@@ -188,9 +188,8 @@ class AgentLoop:
             messages = await stored(store.list_messages, session.id)
         await self.tools.answer_dangling_tool_calls(run, messages, emitter)
         max_iterations = state.max_iterations or deps.config.max_iterations
-        # Every registered name, so a call to a tool not offered is refused by its real name.
-        names = ToolNames([t.name for t in deps.registry.all()])
-        specs = [names.encode_spec(t.spec()) for t in tools]
+        offer = deps.registry.generation
+        names, specs = self._specs(tools)
         await self._warn_tools_unsupported(run, session, len(specs), emitter)
         extras = deps.config.request_extras.body_for(run.provider or "", run.model or "")
         known = await self._known_window(run)
@@ -204,6 +203,11 @@ class AgentLoop:
         for iteration in range(state.iteration + 1, max_iterations + 1):
             if emitter.iteration != iteration:  # (the first may be out: ``first_iteration``)
                 emitter.emit(ev.Iteration(iteration=iteration, max_iterations=max_iterations))
+            if deps.registry.generation != offer:  # a server changed its tools: the new list
+                offer = deps.registry.generation
+                tools = deps.registry.offered(allowed, deps.features_for(session), policy)
+                names, specs = self._specs(tools)
+                assembler = ContextAssembler(limits, system, specs)
             # One trip to the store thread for what the request needs (each costs a wake-up
             # of that thread and of the loop: the time to the first token).
             if first is not None:
@@ -266,6 +270,12 @@ class AgentLoop:
 
     async def _save_state(self, run: Run, state: LoopState, emitter: RunEmitter) -> None:
         await self.deps.stored(self._write_state, run, state, emitter.fence)
+
+    def _specs(self, tools: list[AnyTool]) -> tuple[ToolNames, list[pb.ToolSpec]]:
+        """The names of every registered tool (a call to a tool not offered is refused by its
+        real name) and the request's specs of ``tools``."""
+        names = ToolNames([t.name for t in self.deps.registry.all()])
+        return names, [names.encode_spec(t.spec()) for t in tools]
 
     async def _system_prompt(
         self, run: Run, session: Session, agent: Agent, tools: list[AnyTool]

@@ -106,15 +106,23 @@ class ToolResultEvent:
 
 @dataclass(kw_only=True)
 class TurnMeta:
-    """Model meta of the current assistant message: what ran it and what it cost."""
+    """Model meta of the current assistant message: what ran it and what it cost. Tokens the
+    SDK did not report are None (unknown, never 0: the run's usage then says unknown)."""
 
     provider: str | None = None
     model: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
     cost_usd: float | None = None
     stop_reason: str | None = None
     extra: JSON = field(default_factory=dict)
+
+    @property
+    def tokens(self) -> tuple[int, int] | None:
+        """(input, output) tokens; None when the SDK did not report them."""
+        if self.input_tokens is None or self.output_tokens is None:
+            return None
+        return self.input_tokens, self.output_tokens
 
 
 @dataclass(kw_only=True)

@@ -120,7 +120,11 @@ class SdkDispatch:
             # not the run manager's cancel reached the task first.
             raise asyncio.CancelledError
         # The attempt's result stands even when a cancellation lands meanwhile (it is
-        # delivered after, where the run ends with it).
+        # delivered after, where the run ends with it). The run records the model the SDK
+        # says answered (an ACP agent's own), not the project's default it never used.
+        ran: dict[str, str | None] = {}
+        if history.reported is not None and history.reported[1] != run.model:
+            ran = dict(zip(("provider", "model"), history.reported, strict=True))
         await complete(
             deps.stored(
                 deps.store.update_run,
@@ -128,6 +132,7 @@ class SdkDispatch:
                 usage=result.usage,
                 cost_usd=result.cost_usd,
                 fence=emitter.fence,
+                **ran,
             )
         )
         return result

@@ -49,6 +49,8 @@ from agi_jupyter.records import (
     ToolResultPart,
     utc_now,
 )
+from agi_jupyter.run_state import UsageTotals
+from agi_jupyter.run_state_codec import usage_to_json
 from agi_jupyter.runtime.agent_loop import AttemptResult, add_turn_cost, message_to_dict
 from agi_jupyter.sdk.base import (
     AssistantText,
@@ -129,11 +131,13 @@ class CanonicalHistory:
         self.redactor = redactor
         self.max_iterations = max_iterations
         self.iterations = 0
-        self.usage = {"input_tokens": 0, "output_tokens": 0}
+        self.usage = UsageTotals()  # unknown (None) once a turn's tokens are not reported
         self.cost_usd: float | None = 0.0  # None once a turn's cost is unknown (add_turn_cost)
         self.final_text = ""
         self._draft: _Draft | None = None
         self._pending_meta: TurnMeta | None = None
+        # (provider, model) the SDK's last answer says ran it (None: no answer named a model)
+        self.reported: tuple[str | None, str | None] | None = None
         self._call_rows: dict[str, str] = {}  # tool_call_id -> tool_calls row id
         self._call_names: dict[str, str] = {}
         self._outcomes: dict[str, ToolOutcome] = {}  # results of our own tools, by call id
@@ -160,7 +164,7 @@ class CanonicalHistory:
     async def result(self) -> AttemptResult:
         await self.flush()
         return AttemptResult(
-            self.final_text, dict(self.usage), self.cost_usd, max(self.iterations, 1)
+            self.final_text, usage_to_json(self.usage), self.cost_usd, max(self.iterations, 1)
         )
 
     async def _step(
@@ -328,39 +332,34 @@ class CanonicalHistory:
         return artifact
 
     async def _meta(self, meta: TurnMeta) -> None:
+        tokens = meta.tokens
         cost = meta.cost_usd
-        if cost is None:
-            usage = Usage(input_tokens=meta.input_tokens, output_tokens=meta.output_tokens)
+        if cost is None and tokens is not None:
+            usage = Usage(input_tokens=tokens[0], output_tokens=tokens[1])
             cost = cost_usd(meta.provider or "", meta.model or "", usage)
-        self.usage["input_tokens"] += meta.input_tokens
-        self.usage["output_tokens"] += meta.output_tokens
+        self.usage = self.usage.add(tokens)
         self.cost_usd = add_turn_cost(self.cost_usd, cost)
-        stamped = TurnMeta(
-            provider=meta.provider,
-            model=meta.model,
-            input_tokens=meta.input_tokens,
-            output_tokens=meta.output_tokens,
-            cost_usd=cost,
-            stop_reason=meta.stop_reason,
-            extra=meta.extra,
-        )
+        stamped = replace(meta, cost_usd=cost)
         if self._draft is not None and not self._draft.empty():
             self._draft.meta = stamped
         else:
             self._pending_meta = stamped  # usage reported before any content: keep it for later
+        if meta.model:
+            self.reported = (meta.provider or self.run.provider, meta.model)
+        if tokens is None and cost is None:
+            return  # nothing measured: the session's totals stay as they are
         await self.stored(
             self.store.add_session_usage,
             self.run.session_id,
-            input_tokens=meta.input_tokens,
-            output_tokens=meta.output_tokens,
+            input_tokens=tokens[0] if tokens else 0,
+            output_tokens=tokens[1] if tokens else 0,
             cost_usd=cost or 0.0,
             fence=self.emitter.fence,
         )
-        self.emitter.emit(
-            ev.UsageEvent(
-                input_tokens=meta.input_tokens, output_tokens=meta.output_tokens, cost_usd=cost
+        if tokens is not None:
+            self.emitter.emit(
+                ev.UsageEvent(input_tokens=tokens[0], output_tokens=tokens[1], cost_usd=cost)
             )
-        )
 
     async def _flush(self) -> None:
         draft, self._draft = self._draft, None
@@ -405,7 +404,9 @@ class CanonicalHistory:
             data.update(
                 provider=meta.provider or self.run.provider,
                 model=meta.model or self.run.model,
-                usage={"input_tokens": meta.input_tokens, "output_tokens": meta.output_tokens},
+                usage=None
+                if meta.tokens is None
+                else {"input_tokens": meta.input_tokens, "output_tokens": meta.output_tokens},
                 cost_usd=meta.cost_usd,
                 stop_reason=meta.stop_reason,
             )

@@ -59,6 +59,9 @@ class ToolRegistry:
         self._project: set[str] = set()
         self.load_errors: dict[str, str] = {}
         self.sources: list[ToolSource] = []
+        # Bumped whenever a tool comes or goes (an MCP server that changed its tool list):
+        # a running agent loop offers the new list from its next model turn.
+        self.generation = 0
         for item in tools:
             self.register(item)
 
@@ -78,10 +81,14 @@ class ToolRegistry:
         if tool.name in self._tools and not replace:
             raise UsageError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        self.generation += 1
 
     def unregister(self, name: str) -> AnyTool | None:
         self._project.discard(name)
-        return self._tools.pop(name, None)
+        removed = self._tools.pop(name, None)
+        if removed is not None:
+            self.generation += 1
+        return removed
 
     def get(self, name: str) -> AnyTool | None:
         return self._tools.get(name)

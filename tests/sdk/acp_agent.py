@@ -17,7 +17,7 @@ What a prompt makes it do (by words in the prompt):
   permission for it without a ``kind`` and says whether it was allowed;
 - ``child``: starts a ``sleep`` child (as an npm wrapper starts its native binary) and says its
   pid;
-- ``nousage``: answers without usage.
+- ``nousage``: answers without usage and without a cost.
 
 With ``ACP_TEST_AUTH`` set it advertises two auth methods and refuses ``session/new`` unless
 ``authenticate`` chose ``test-api-key`` and ``TEST_API_KEY`` is set. ``session/new`` reports
@@ -155,12 +155,12 @@ class TestAgent(Agent):
                 await say(f"w{i} ")
                 await asyncio.sleep(0.03)
         await say(f"Turn {self.turns[session_id]}: {first}")
+        if "nousage" in text:
+            return PromptResponse(stop_reason="end_turn")
         cost = Cost(amount=0.01 * self.turns[session_id], currency="USD")
         await self.conn.session_update(
             session_id, UsageUpdate(used=100, size=1000, cost=cost, session_update="usage_update")
         )
-        if "nousage" in text:
-            return PromptResponse(stop_reason="end_turn")
         usage = Usage(input_tokens=10, output_tokens=5, total_tokens=15)
         return PromptResponse(stop_reason="end_turn", usage=usage)
 

@@ -5,12 +5,15 @@ permissions, gating, reuse, cancel, crashes and secrets."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from agi_jupyter.cli import cli
 from agi_jupyter.records import ReasoningPart, TextPart, ToolCallPart
 from tests.sdk.conftest import MakeAgi
 
@@ -82,6 +85,33 @@ def test_the_agent_process_is_reused_and_costs_are_per_run(make_agi: MakeAgi, no
     assert agi.sdk.adapter("acp").resolve_display_model(agi.session(session.id)).label == (
         "acp:test-acp-agent"
     )
+
+
+def test_usage_the_agent_does_not_report_is_unknown_and_its_model_is_the_runs(
+    make_agi: MakeAgi, project: Path, notes: Path
+) -> None:
+    agi = make_agi(config=acp_config())
+    session = agi.new_session(agent="build", sdk="acp")
+
+    measured = agi.ask("one", session=session.id)
+    result = agi.ask("nousage", session=session.id)  # no usage, no cost: unknown, never 0
+
+    assert result.run.status == "succeeded", result.run.error
+    run = agi.run(result.run.id)
+    assert (run.provider, run.model) == ("acp", "test-model-1")  # not the project's default
+    assert run.usage == {"input_tokens": None, "output_tokens": None, "unknown_turns": 1}
+    assert run.cost_usd is None
+    answer = agi.history(session.id)[-1]
+    assert (answer.meta["usage"], answer.meta["cost_usd"]) == (None, None)
+    assert agi.session(session.id).input_tokens == 10  # the measured run's only
+    listed = CliRunner().invoke(cli, ["runs", "--json", "--project", str(project)])
+    rows = {r["id"]: r for r in json.loads(listed.output)}
+    assert rows[run.id]["usage"]["input_tokens"] is None
+    assert rows[measured.run.id]["usage"]["input_tokens"] == 10
+    shown = CliRunner().invoke(cli, ["runs", "--project", str(project)]).output
+    line = next(line for line in shown.splitlines() if line.startswith(run.id))
+    model, _attempt, tokens, cost = re.split(r"\s{2,}", line)[3:7]
+    assert (model, tokens, cost) == ("acp:test-model-1", "?/?", "?")  # unknown, never 0
 
 
 def test_a_read_only_agent_gets_reads_only(make_agi: MakeAgi, project: Path, notes: Path) -> None:

@@ -12,7 +12,9 @@
 |                                            | (unless our ``fs.write`` wrote it: its diff)   |
 | ``usage_update``                           | the session's cost so far (for the run's cost) |
 | ``config_option_update`` (category model)  | the model recorded for the turn                |
-| prompt response (stop reason, usage)       | ``TurnMeta`` then ``TurnDone``                 |
+| prompt response (stop reason, usage)       | ``TurnMeta`` then ``TurnDone`` (no usage:      |
+|                                            | tokens unknown, never 0; gemini-cli's          |
+|                                            | ``_meta.quota``: its tokens and model)         |
 | plans, modes, commands, user echoes        | nothing                                        |
 
 Non-text content (images, resources) in messages becomes a short bracketed note. Pure: the
@@ -117,12 +119,17 @@ class UpdateMapper:
                 note = f"(no result: the turn ended, {response.stop_reason})"
                 events.append(ToolResultEvent(id=call_id, name=call.name, output=note))
         usage = response.usage
+        tokens = (usage.input_tokens, usage.output_tokens) if usage else None
+        quota = _quota(response)
+        if quota is not None:  # gemini-cli's own report (``_meta.quota``)
+            tokens = tokens or quota[0]
+            self.model = self.model or quota[1]
         events.append(
             TurnMeta(
                 provider=PROVIDER,
                 model=self.model or self.agent_name,
-                input_tokens=usage.input_tokens if usage else 0,
-                output_tokens=usage.output_tokens if usage else 0,
+                input_tokens=tokens[0] if tokens else None,  # unreported: unknown, not 0
+                output_tokens=tokens[1] if tokens else None,
                 cost_usd=cost_usd,
                 stop_reason=response.stop_reason,
             )
@@ -238,6 +245,24 @@ def reported_model(response: Any) -> str | None:
         if getattr(inner, "category", None) == "model" and inner.current_value:
             return str(inner.current_value)
     return None
+
+
+def _quota(response: PromptResponse) -> tuple[tuple[int, int] | None, str | None] | None:
+    """gemini-cli reports a turn's usage in the response's ``_meta``, not in ``usage``:
+    ``{"quota": {"token_count": {"input_tokens", "output_tokens"}, "model_usage": [{"model",
+    ...}]}}``: (tokens or None, the last model named or None); None without it."""
+    quota = (response.field_meta or {}).get("quota")
+    if not isinstance(quota, dict):
+        return None
+    count = quota.get("token_count")
+    tokens: tuple[int, int] | None = None
+    if isinstance(count, dict):
+        given, made = count.get("input_tokens"), count.get("output_tokens")
+        if isinstance(given, int) and isinstance(made, int):
+            tokens = (given, made)
+    models = [m.get("model") for m in quota.get("model_usage") or [] if isinstance(m, dict)]
+    named = [str(m) for m in models if m]
+    return tokens, (named[-1] if named else None)
 
 
 def _text(content: Any) -> str:
