@@ -113,7 +113,7 @@ class ToolPolicy:
 
     def ask_reason(self, name: str) -> str:
         return (
-            f"tool {name!r} needs a person's approval (review mode {self.review_mode!r}), and "
+            f"tool {name!r} needs a person's approval (review mode '{self.review_mode}'), and "
             "this agent SDK cannot wait for one; set the session's review mode to auto-edit "
             "or auto, or allow the tool in its permissions"
         )
