@@ -264,6 +264,7 @@ def _member_of(kind: type[E]) -> BeforeValidator:
 SdkChoice = Annotated[SdkName, _member_of(SdkName)]
 ReviewModeChoice = Annotated[ReviewMode, _member_of(ReviewMode)]
 VerdictChoice = Annotated[Verdict, _member_of(Verdict)]
+DecisionDoorChoice = Annotated[DecisionDoor, _member_of(DecisionDoor)]
 _SDK_HELP = "The agent SDK that runs the session: native (default), claude, codex or acp."
 _PERMISSIONS_HELP = (
     "The session's tool rules, over the agent's: a tool name or glob (notebook.*, mcp.*) -> "
@@ -516,7 +517,7 @@ class ApprovalDecision(Body):
         description="For a run waiting for a larger budget (its budget question): the "
         "session's new limits, each above the current one (else 400 BUDGET_NOT_RAISED).",
     )
-    door: DecisionDoor = Field(
+    door: DecisionDoorChoice = Field(
         DecisionDoor.REST,
         description="Where the person decided (the side panel says panel, agi --server says "
         "cli); stored with the decision, with the server's user name, and carried by "
