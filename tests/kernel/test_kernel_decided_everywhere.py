@@ -109,7 +109,8 @@ def test_the_same_question_decided_in_two_doors_at_once_has_one_winner(
                 door.join(30)
             won = [d for d, answer in answers.items() if isinstance(answer, list)]
             lost = [d for d, answer in answers.items() if isinstance(answer, NoPendingApproval)]
-            assert len(won) == 1 and len(lost) == 1
+            assert len(won) == 1
+            assert len(lost) == 1
             (call,) = ctx.agi.tool_calls(run.id)
             winner = call.decided  # as stored: the only decision
             assert str(answers[lost[0]]).endswith(f"was decided already: fs.write {winner}")

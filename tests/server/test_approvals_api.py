@@ -166,4 +166,5 @@ async def test_two_doors_deciding_at_once_one_wins_and_every_door_sees_who(
     (event,) = decided
     assert event["door"] == winner
     # by: the server's name of the person who sent the winning request (a token user here)
-    assert event["by"] and answers[loser].error["message"].endswith(f"{words} by {event['by']}")
+    assert event["by"]
+    assert answers[loser].error["message"].endswith(f"{words} by {event['by']}")
