@@ -511,10 +511,11 @@ class Agi:
             if c.approval and (tool_call_id is None or c.tool_call_id == tool_call_id)
         ]
         which = f"tool call {tool_call_id} of run" if tool_call_id else "run"
+        none = f"{which} {run_id} has no tool call waiting for a decision"
         if not calls:
-            return f"{which} {run_id} has no tool call waiting for a decision"
+            return none
         last = calls[-1]
-        return f"{which} {run_id} was decided already: {last.name} {last.decided}"
+        return f"{none}: it was decided already: {last.name} {last.decided}"
 
     def _decide_budget(
         self, run: Run, decision: str, budget: Mapping[str, Any] | None, message: str | None

@@ -11,9 +11,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.config import local_user_name
 from agi_jupyter.kernel._ipython import is_terminal
-from agi_jupyter.kernel.decisions import DecisionArea
+from agi_jupyter.kernel.decisions import DecisionArea, decide_here
 from agi_jupyter.kernel.live import MarkdownView
 from agi_jupyter.kernel.render import RunView
 from agi_jupyter.kinds import DecisionDoor
@@ -74,15 +73,8 @@ def decide_and_follow(
     for stored_event in stored:  # the run's header and tool blocks, so the view reads whole
         if stored_event.type in _CONTEXT:
             view.apply({"type": stored_event.type, "run_id": run_id, **stored_event.payload})
-    decided = ctx.agi.decide(
-        run_id,
-        decision,
-        tool_call_id=tool_call_id,
-        message=message,
-        budget=budget,
-        door=DecisionDoor.CELL,
-        by=local_user_name(),
-    )
+    options = {"tool_call_id": tool_call_id, "message": message, "budget": budget}
+    decided = decide_here(ctx.agi, run_id, decision, DecisionDoor.CELL, **options)
     names = ", ".join(c.name for c in decided) or (f"budget {budget}" if budget else "budget")
     print(f"agi: {decision.replace('_', ' ')} {names}", file=sys.stderr)
     for event in follow_with_dispatch(ctx.agi, run_id, ctx.dispatcher, after_seq=after):

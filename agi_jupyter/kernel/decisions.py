@@ -30,9 +30,18 @@ if TYPE_CHECKING:
     from agi_jupyter.app import Agi
     from agi_jupyter.kernel.context import KernelContext
     from agi_jupyter.kernel.render import RunView
+    from agi_jupyter.records import ToolCall
 
 # How often the view is pushed to the cell while the continuation streams (per second).
 UPDATE_RATE = 10.0
+
+
+def decide_here(
+    agi: Agi, run_id: str, decision: str, door: DecisionDoor, **options: Any
+) -> list[ToolCall]:
+    """``Agi.decide`` from a notebook door (``cell`` or ``widget``), by the kernel's user;
+    ``options``: ``tool_call_id``, ``message``, ``budget``."""
+    return agi.decide(run_id, decision, door=door, by=local_user_name(), **options)
 
 
 def follow_across_waits(
@@ -74,6 +83,7 @@ class DecisionArea:
         self.asked = 0  # the questions shown: a buttons' click answers only its own
         self.open = False  # buttons are showing
         self.asking: set[str] = set()  # the tool calls they ask about
+        self.budget_asked = False  # ... or the budget question they answer
         self.buttons = display({"text/plain": ""}, raw=True, display_id=True)
         self.thread: threading.Thread | None = None
 
@@ -92,13 +102,14 @@ class DecisionArea:
         hint, ``%agi approve``, is all there is)."""
         self.asked += 1
         self.open = True
-        self.asking = {c.tool_call_id for c in self.ctx.agi.pending_approvals(self.view.run_id)}
+        agi, run_id = self.ctx.agi, self.view.run_id
+        self.asking = {c.tool_call_id for c in agi.pending_approvals(run_id)}
+        self.budget_asked = agi.pending_budget(run_id) is not None
         try:
             import ipywidgets as widgets
         except ImportError:
             return
-        agi, run_id = self.ctx.agi, self.view.run_id
-        if agi.pending_budget(run_id) is not None:
+        if self.budget_asked:
             box = budget_buttons(self.ctx, run_id, widgets)
         else:
             box = self._approval_buttons(widgets)
@@ -123,12 +134,12 @@ class DecisionArea:
                 message.disabled = True
                 self.ctx.dispatcher.capture_loop()
                 try:
-                    self.ctx.agi.decide(
+                    decide_here(
+                        self.ctx.agi,
                         self.view.run_id,
                         decision,
+                        DecisionDoor.CELL,
                         message=message.value.strip() or None,
-                        door=DecisionDoor.CELL,
-                        by=local_user_name(),
                     )
                 except Exception as e:  # another door won: say so (the follower shows whom)
                     with output:
@@ -152,7 +163,13 @@ class DecisionArea:
             for c in self.ctx.agi.tool_calls(self.view.run_id)
             if c.tool_call_id in self.asking and c.approval
         ]
-        words = "; ".join(decided) or "the budget question was answered"
+        if not decided:
+            decided = [
+                "the budget question was answered"
+                if self.budget_asked and not self.view.done
+                else f"no decision: the run is {self.view.status}"
+            ]
+        words = "; ".join(decided)
         self.buttons.update({"text/plain": words, "text/markdown": f"*{words}*"}, raw=True)
 
     # --- following the run -----------------------------------------------------------------------
@@ -198,13 +215,7 @@ def budget_buttons(ctx: KernelContext, run_id: str, widgets: Any) -> Any:
             budget = {k: v for k, v in raw.items() if v} if decision == "approve" else None
             ctx.dispatcher.capture_loop()
             try:
-                ctx.agi.decide(
-                    run_id,
-                    decision,
-                    budget=budget,
-                    door=DecisionDoor.CELL,
-                    by=local_user_name(),
-                )
+                decide_here(ctx.agi, run_id, decision, DecisionDoor.CELL, budget=budget)
             except Exception as e:  # BUDGET_NOT_RAISED: shown, the inputs stay usable
                 with output:
                     print(f"agi: {getattr(e, 'message', e)}", file=sys.stderr)

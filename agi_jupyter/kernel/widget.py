@@ -30,8 +30,7 @@ from traitlets import Dict, List, Unicode
 
 from agi_jupyter.amounts import UNKNOWN, context_gauge, stop_note, token_counts, usage_gauge, usd
 from agi_jupyter.budget import describe
-from agi_jupyter.config import local_user_name
-from agi_jupyter.kernel.decisions import follow_across_waits
+from agi_jupyter.kernel.decisions import decide_here, follow_across_waits
 from agi_jupyter.kinds import DecisionDoor
 from agi_jupyter.records import Message, TextPart, ToolCallPart, ToolResultPart, decided_text
 from agi_jupyter.tools.diffs import DIFF_KINDS
@@ -211,15 +210,8 @@ class ChatWidget(anywidget.AnyWidget):
         stored = agi.run_events(run_id)
         after = stored[-1].seq if stored else 0
         self._ctx.dispatcher.capture_loop()
-        agi.decide(
-            run_id,
-            decision,
-            tool_call_id=tool_call_id,
-            message=message,
-            budget=budget,
-            door=DecisionDoor.WIDGET,
-            by=local_user_name(),
-        )
+        options = {"tool_call_id": tool_call_id, "message": message, "budget": budget}
+        decide_here(agi, run_id, decision, DecisionDoor.WIDGET, **options)
         if agi.run(run_id).status == "waiting_approval":
             return  # other calls of the run still wait
         self._parked.discard(run_id)  # its follower, if alive, streams it on
