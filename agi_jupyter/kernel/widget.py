@@ -260,8 +260,9 @@ class ChatWidget(anywidget.AnyWidget):
         return cell_result(self._ctx.agi, last, shown=True) if last else None
 
     def _waits(self, run_id: str) -> bool:
-        """Whether the run waits for a person (its follower goes on only after a decision)."""
-        return run_id in self._parked
+        """Whether the run waits for a person (its follower goes on only after a decision):
+        its follower stopped at the question, and no decision (from any door) moved it on."""
+        return run_id in self._parked and self._ctx.agi.run(run_id).status == "waiting_approval"
 
     def close(self) -> None:
         """Close the widget; its followers stop (also those waiting for a decision)."""
