@@ -34,6 +34,15 @@ def saved_outputs(published: list[Any]) -> list[dict[str, Any]]:
     return outputs
 
 
+def asks_to_write(shell: Any, fake_llm: FakeLLMServer, name: str) -> None:
+    """The notebook's session asks before every call; the model will write ``name``.txt."""
+    shell.run_cell("%agi new --agent build --review-mode ask")
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_write", {"path": f"{name}.txt", "content": name})]),
+        Turn(text=f"Wrote {name}.txt."),
+    )
+
+
 def decision_thread(run_id: str) -> threading.Thread:
     (thread,) = [t for t in threading.enumerate() if t.name == f"agi-decision-{run_id}"]
     return thread
@@ -42,11 +51,7 @@ def decision_thread(run_id: str) -> threading.Thread:
 def test_a_decision_in_the_panel_replaces_the_cells_buttons_and_the_run_streams_on(
     shell: Any, ctx: Any, project: Path, fake_llm: FakeLLMServer
 ) -> None:
-    shell.run_cell("%agi new --agent build --review-mode ask")
-    fake_llm.enqueue(
-        Turn(tool_calls=[FakeToolCall("fs_write", {"path": "a.txt", "content": "a"})]),
-        Turn(text="Wrote a.txt."),
-    )
+    asks_to_write(shell, fake_llm, "a")
     with capture_output() as captured:  # kept open: the cell's later updates land here too
         shell.run_cell("%%agi\nwrite a.txt")
         (run,) = ctx.agi.runs(limit=1).items
@@ -77,11 +82,7 @@ def test_a_decision_in_the_panel_replaces_the_cells_buttons_and_the_run_streams_
 def test_the_same_question_decided_in_two_doors_at_once_has_one_winner(
     shell: Any, ctx: Any, project: Path, fake_llm: FakeLLMServer
 ) -> None:
-    shell.run_cell("%agi new --agent build --review-mode ask")
-    fake_llm.enqueue(
-        Turn(tool_calls=[FakeToolCall("fs_write", {"path": "b.txt", "content": "b"})]),
-        Turn(text="Wrote b.txt."),
-    )
+    asks_to_write(shell, fake_llm, "b")
     with capture_output() as captured:
         shell.run_cell("%%agi\nwrite b.txt")
         (run,) = ctx.agi.runs(limit=1).items

@@ -209,12 +209,17 @@ def test_a_notebook_change_shows_its_cell_diff_in_the_tool_entry(
     assert "-x + 1\n+x + 5" in tool["diff"]
 
 
-def test_a_waiting_call_is_approved_from_the_widget_and_the_answer_streams_on(
-    widget: Any, shell: Any, ctx: Any, fake_llm: FakeLLMServer
-) -> None:
+def asking_session(widget: Any, ctx: Any) -> None:
+    """The widget on a new build session that asks before every call."""
     session = ctx.new_session(agent="build", review_mode="ask")
     widget.session_id = session.id
     widget.agent = "build"
+
+
+def test_a_waiting_call_is_approved_from_the_widget_and_the_answer_streams_on(
+    widget: Any, shell: Any, ctx: Any, fake_llm: FakeLLMServer
+) -> None:
+    asking_session(widget, ctx)
     fake_llm.enqueue(Turn(tool_calls=[FakeToolCall("python", {"code": "decided = 'yes'"})]))
     run_id = widget.send_message("decide")
     widget.wait(10)
@@ -244,9 +249,7 @@ def test_a_call_decided_in_the_panel_leaves_the_widget_saying_who_and_streams_on
     from agi_jupyter import Agi
     from agi_jupyter.kinds import DecisionDoor
 
-    session = ctx.new_session(agent="build", review_mode="ask")
-    widget.session_id = session.id
-    widget.agent = "build"
+    asking_session(widget, ctx)
     fake_llm.enqueue(
         Turn(tool_calls=[FakeToolCall("fs_write", {"path": "w.txt", "content": "w"})]),
         Turn(text="Wrote w.txt."),
