@@ -638,3 +638,14 @@ def not_configured_message(provider: str, *, enabled: bool = True) -> str:
     else:
         hint = "enable it in .agi/config.json"
     return f"provider {provider!r} is not configured: {hint}"
+
+
+def local_user_name() -> str | None:
+    """The name of the person at this machine (the login name), for the records that say who
+    decided what from a terminal or a notebook; None when the system knows no name."""
+    import getpass
+
+    try:
+        return getpass.getuser() or None
+    except (KeyError, OSError):  # no login name and no passwd entry (some containers)
+        return None

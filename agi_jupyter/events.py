@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from agi_jupyter.kinds import ReviewMode
+from agi_jupyter.kinds import DecisionDoor, ReviewMode
 
 JSON = dict[str, Any]
 
@@ -146,12 +146,16 @@ class ApprovalRequested(BaseEvent):
 
 @dataclass(kw_only=True)
 class ApprovalDecided(BaseEvent):
-    """The decision on a waiting call, taken up by the attempt that resumes its run."""
+    """The decision on a waiting call, taken up by the attempt that resumes its run: who
+    decided it (``by``, where the door knows a user name) and where (``door``), so every
+    door that showed the question can say so (absent: a decision stored before doors were)."""
 
     tool_call_id: str
     name: str
     decision: str  # approve | deny | approve_always
     message: str | None = None
+    door: DecisionDoor | None = None
+    by: str | None = None
     type: Literal["approval.decided"] = "approval.decided"
 
 

@@ -4,6 +4,7 @@
     Verdict      what the tool policy says of a call: allow, ask, deny
     SdkName      the agent SDKs a session can run on: native, claude, codex, acp
     ToolTrait    what a tool's calls do: read, edit, shell
+    DecisionDoor where a waiting tool call was decided: panel, widget, cell, cli, rest, policy
 
 They are ``StrEnum``s: a member is its string (``ReviewMode.AUTO_EDIT == "auto-edit"``), so
 the stored rows, the REST API and the events carry the same strings as before. The OpenAPI
@@ -62,6 +63,21 @@ class McpTrust(StrEnum):
 
     READ = "read"
     WRITE = "write"
+
+
+class DecisionDoor(StrEnum):
+    """Where a waiting tool call was decided, stored with the decision and carried by
+    ``approval.decided``, so every door showing the question can say who answered it: the
+    JupyterLab side ``panel``, the chat ``widget``, the buttons (or ``%agi approve``) of a
+    ``%%agi`` ``cell``, the ``cli`` (``agi approve``), any other ``rest`` client, or the tool
+    ``policy`` (an *Always* given for another call of the same tool decided this one too)."""
+
+    PANEL = "panel"
+    WIDGET = "widget"
+    CELL = "cell"
+    CLI = "cli"
+    REST = "rest"
+    POLICY = "policy"
 
 
 DEFAULT_REVIEW_MODE = ReviewMode.ASK

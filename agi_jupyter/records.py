@@ -460,10 +460,40 @@ class ToolCall:
     started_at: str | None = None
     finished_at: str | None = None
     # A person's decision on a call that waited for one: {decision: approve | deny |
-    # approve_always, message, decided_at}; None while undecided or never asked.
+    # approve_always, message, decided_at, door (kinds.DecisionDoor), by (a user name, when
+    # the door knows it)}; None while undecided or never asked.
     approval: JSON | None = None
     created_at: str = ""
     updated_at: str = ""
+
+    @property
+    def decided(self) -> str:
+        """Who decided the call, in words ("approved in the panel by alice"); "" if no one."""
+        return decided_text(self.approval) if self.approval else ""
+
+
+_DECISION_WORDS = {"approve": "approved", "deny": "denied", "approve_always": "always approved"}
+_DOOR_WORDS = {
+    "panel": "in the panel",
+    "widget": "in the chat widget",
+    "cell": "in the notebook cell",
+    "cli": "from the command line",
+    "rest": "through the REST API",
+    "policy": "by the session's rules",
+}
+
+
+def decided_text(decision: Mapping[str, Any]) -> str:
+    """A decision (a call's ``approval``, or an ``approval.decided`` event) in words, as every
+    door shows it: "approved in the panel by alice", "denied from the command line"."""
+    kind = str(decision.get("decision") or "")
+    words = [_DECISION_WORDS.get(kind, kind.replace("_", " "))]
+    door = decision.get("door")
+    if door:
+        words.append(_DOOR_WORDS.get(str(door), f"in the {door}"))
+    if decision.get("by"):
+        words.append(f"by {decision['by']}")
+    return " ".join(words)
 
 
 @dataclass(kw_only=True)

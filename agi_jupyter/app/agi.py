@@ -48,6 +48,7 @@ from agi_jupyter.errors import (
     ToolError,
     UsageError,
 )
+from agi_jupyter.kinds import DecisionDoor
 from agi_jupyter.mcp.config import load_mcp_servers, secrets_of
 from agi_jupyter.mcp.servers import McpServers
 from agi_jupyter.notebook import review
@@ -443,13 +444,18 @@ class Agi:
         message: str | None = None,
         resume: bool = True,
         budget: Mapping[str, Any] | None = None,
+        door: DecisionDoor = DecisionDoor.REST,
+        by: str | None = None,
     ) -> list[ToolCall]:
         """Decide the run's tool calls waiting for approval (all, or ``tool_call_id``):
         ``approve``, ``deny`` (``message`` goes to the model with the denial) or
         ``approve_always`` (also approves the tool for the rest of the session). Once no call
         is left undecided the run is queued; ``resume``: and executed here (any other process
-        that ticks may take it instead). Returns the calls decided; ``NoPendingApproval`` when
-        nothing was waiting.
+        that ticks may take it instead). ``door`` and ``by`` (a user name) say where and by
+        whom, stored with the decision and carried by ``approval.decided``. Returns the calls
+        decided; ``NoPendingApproval`` when nothing was waiting, naming who decided first
+        when another door won the race. ``approve_always`` for one call also decides the
+        run's other waiting calls of that tool (door ``policy``: the session now allows it).
 
         A run waiting for a larger budget (its budget question, ``pending_budget``): approve
         with ``budget`` (``{"max_tokens": N, "max_usd": X}``, each given above the session's:
@@ -471,19 +477,45 @@ class Agi:
             if tool_call_id is None or c.tool_call_id == tool_call_id
         ]
         if not waiting:
-            which = f"tool call {tool_call_id} of run" if tool_call_id else "run"
-            raise NoPendingApproval(f"{which} {run_id} has no tool call waiting for a decision")
+            raise NoPendingApproval(self._already_decided(run_id, tool_call_id))
         if decision == "approve_always":
             session = self.store.get_session(run.session_id)
             tool_config = with_approved(session.tool_config, sorted({c.name for c in waiting}))
             self.store.update_session(session.id, tool_config=tool_config)
-        verdict = {"decision": decision, "message": message, "decided_at": utc_now()}
+        verdict = {
+            "decision": decision,
+            "message": message,
+            "decided_at": utc_now(),
+            "door": DecisionDoor(door),
+            "by": by,
+        }
         decided = self.store.decide_tool_calls(run_id, verdict, tool_call_id=tool_call_id)
         if not decided:
-            raise NoPendingApproval(f"run {run_id} was decided meanwhile")
+            raise NoPendingApproval(self._already_decided(run_id, tool_call_id))
+        if decision == "approve_always" and tool_call_id is not None:
+            names = {c.name for c in decided}
+            by_policy = {"decision": "approve", "decided_at": utc_now(), "door": "policy"}
+            for other in self.pending_approvals(run_id):
+                if other.name in names:
+                    self.store.decide_tool_calls(run_id, by_policy, tool_call_id=other.tool_call_id)
         if resume and self.store.get_run(run_id).status == "queued":
             self.loop.submit(self.runs_manager.resume(run_id))
         return decided
+
+    def _already_decided(self, run_id: str, tool_call_id: str | None) -> str:
+        """Why a decision found nothing to decide: the calls were decided already (by whom,
+        where: the door that won a race), or the run never waited."""
+        calls = [
+            c
+            for c in self.store.list_tool_calls(run_id=run_id)
+            if c.approval and (tool_call_id is None or c.tool_call_id == tool_call_id)
+        ]
+        which = f"tool call {tool_call_id} of run" if tool_call_id else "run"
+        none = f"{which} {run_id} has no tool call waiting for a decision"
+        if not calls:
+            return none
+        last = calls[-1]
+        return f"{none}: it was decided already: {last.name} {last.decided}"
 
     def _decide_budget(
         self, run: Run, decision: str, budget: Mapping[str, Any] | None, message: str | None

@@ -20,6 +20,8 @@ from agi_jupyter.changes_view import diff_style
 from agi_jupyter.cli import render
 from agi_jupyter.cli.common import EXIT_WAITING, fail, open_agi, project_option
 from agi_jupyter.cli.render import compact_json, one_line
+from agi_jupyter.config import local_user_name
+from agi_jupyter.kinds import DecisionDoor
 
 Decision = Literal["approve", "deny", "approve_always"]
 
@@ -118,12 +120,19 @@ def ask_on_terminal(agi: Agi, run_id: str) -> None:
     question = agi.pending_budget(run_id)
     if question is not None:
         decision, budget = ask_budget_answer(run_id, question)
-        agi.decide(run_id, decision, budget=budget)
+        agi.decide(run_id, decision, budget=budget, door=DecisionDoor.CLI, by=local_user_name())
         return
     diffs = agi.approval_diffs(run_id)
     for call in agi.pending_approvals(run_id):
         decision, message = ask_person(call.name, call.args, diffs.get(call.tool_call_id))
-        agi.decide(run_id, decision, tool_call_id=call.tool_call_id, message=message)
+        agi.decide(
+            run_id,
+            decision,
+            tool_call_id=call.tool_call_id,
+            message=message,
+            door=DecisionDoor.CLI,
+            by=local_user_name(),
+        )
 
 
 def follow_with_approvals(agi: Agi, run_id: str, printer: StreamPrinter, after_seq: int) -> None:
@@ -159,6 +168,8 @@ def _decide(
             message=message,
             resume=not detach,
             budget=budget,
+            door=DecisionDoor.CLI,
+            by=local_user_name(),
         )
         names = ", ".join(f"{c.name} ({c.tool_call_id})" for c in decided) or (
             f"budget {budget}" if budget else "budget"

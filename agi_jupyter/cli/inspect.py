@@ -241,7 +241,7 @@ def _stop_cell(usage: dict[str, object]) -> str:
 @project_option
 @json_option
 def run_(run_id: str, project: Path | None, as_json: bool) -> None:
-    """Show a run and its tool calls."""
+    """Show a run and its tool calls (with who decided those that waited for a person)."""
     with open_agi(project) as agi:
         run = agi.run(run_id)
         calls = agi.tool_calls(run_id)
@@ -272,9 +272,15 @@ def run_(run_id: str, project: Path | None, as_json: bool) -> None:
     if calls:
         render.console().print()
         render.table(
-            ["tool call", "name", "status", "arguments"],
+            ["tool call", "name", "status", "decision", "arguments"],
             (
-                [c.tool_call_id, c.name, c.status, render.one_line(render.compact_json(c.args), 80)]
+                [
+                    c.tool_call_id,
+                    c.name,
+                    c.status,
+                    c.decided,
+                    render.one_line(render.compact_json(c.args), 80),
+                ]
                 for c in calls
             ),
             empty="",

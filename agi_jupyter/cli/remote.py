@@ -177,11 +177,12 @@ def follow_with_approvals(client: ServerClient, run_id: str, printer: StreamPrin
             )
         if question and not waiting:
             decision, budget = ask_budget_answer(run_id, question)
-            client.call("POST", f"{run_path}/approvals", {"decision": decision, "budget": budget})
+            answer = {"decision": decision, "budget": budget, "door": "cli"}
+            client.call("POST", f"{run_path}/approvals", answer)
         for call in waiting:
             diff = call.get("diff")
             decision, message = ask_person(str(call["name"]), dict(call["arguments"]), diff)
-            body = {"tool_call_id": call["tool_call_id"], "decision": decision}
+            body = {"tool_call_id": call["tool_call_id"], "decision": decision, "door": "cli"}
             if message:
                 body["message"] = message
             client.call("POST", f"{run_path}/approvals", body)

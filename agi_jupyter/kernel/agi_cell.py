@@ -96,6 +96,7 @@ class CellRunner:
         self.view = live.view if live is not None else RunView()
         self.view.load_artifact = self._diff_of
         self.agi: Agi = ctx.agi
+        self.answer: Any = None  # the display handle of the answer (``display_final``)
 
     # --- the request ---------------------------------------------------------------------------
 
@@ -315,11 +316,13 @@ class CellRunner:
         value = self.value_of(view) if terminal else self.display_final(view)
         if view.status == "waiting_approval" and not terminal:
             from agi_jupyter.kernel._ipython import someone_can_answer
-            from agi_jupyter.kernel.approvals import NobodyToApprove, show_buttons, waiting_on
+            from agi_jupyter.kernel.approvals import NobodyToApprove, waiting_on
+            from agi_jupyter.kernel.decisions import DecisionArea
 
             if not someone_can_answer(self.shell):
                 raise NobodyToApprove(view.run_id, waiting_on(self.ctx, view.run_id))
-            show_buttons(self.ctx, view.run_id)
+            fmt = "text" if self.fmt == "text" else "markdown"
+            DecisionArea(self.ctx, view, self.answer, fmt).start()
         result = self.result(view, value)
         if self.fmt == "code" and isinstance(value, str) and value:
             self.shell.set_next_input(value, replace=False)
@@ -346,7 +349,8 @@ class CellRunner:
                 pretty = json.dumps(value, indent=2, ensure_ascii=False)
                 bundle = {"application/json": value, "text/plain": pretty}
                 display(bundle, raw=True, metadata={"application/json": {"expanded": True}})
-        display(MarkdownView(view, "text" if self.fmt == "text" else "markdown"))
+        shown = MarkdownView(view, "text" if self.fmt == "text" else "markdown")
+        self.answer = display(shown, display_id=True)  # a decision taken later updates it
         return value
 
     def result(self, view: RunView, value: Any = None) -> CellResult:

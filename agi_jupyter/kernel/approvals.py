@@ -1,9 +1,9 @@
-"""Deciding a run's waiting tool calls from a notebook: ``%agi approve|deny RUN`` and the
-Approve / Deny / Always buttons under a ``%%agi`` cell whose run waits.
+"""Deciding a run's waiting tool calls from a notebook: ``%agi approve|deny RUN``.
 
-Either way the decision is recorded in the store (``Agi.decide``), so it holds across kernel
-restarts; the run then resumes in this kernel, and its continuation is shown where the
-decision was given (the magic's output, or the buttons' output area).
+The decision is recorded in the store (``Agi.decide``, door ``cell``), so it holds across
+kernel restarts; the run then resumes in this kernel, and its continuation is shown in the
+magic's output. The buttons under a ``%%agi`` cell whose run waits, which follow a decision
+taken anywhere, are ``decisions.DecisionArea``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.kernel._ipython import is_terminal
+from agi_jupyter.kernel.decisions import DecisionArea, decide_here
 from agi_jupyter.kernel.live import MarkdownView
 from agi_jupyter.kernel.render import RunView
+from agi_jupyter.kinds import DecisionDoor
 
 if TYPE_CHECKING:
     from agi_jupyter.kernel.context import KernelContext
@@ -71,9 +73,8 @@ def decide_and_follow(
     for stored_event in stored:  # the run's header and tool blocks, so the view reads whole
         if stored_event.type in _CONTEXT:
             view.apply({"type": stored_event.type, "run_id": run_id, **stored_event.payload})
-    decided = ctx.agi.decide(
-        run_id, decision, tool_call_id=tool_call_id, message=message, budget=budget
-    )
+    options = {"tool_call_id": tool_call_id, "message": message, "budget": budget}
+    decided = decide_here(ctx.agi, run_id, decision, DecisionDoor.CELL, **options)
     names = ", ".join(c.name for c in decided) or (f"budget {budget}" if budget else "budget")
     print(f"agi: {decision.replace('_', ' ')} {names}", file=sys.stderr)
     for event in follow_with_dispatch(ctx.agi, run_id, ctx.dispatcher, after_seq=after):
@@ -90,86 +91,7 @@ def show(ctx: KernelContext, view: RunView) -> Any:
         return Text(view.to_text())
     from agi_jupyter.kernel._ipython import display
 
-    display(MarkdownView(view))
+    answer = display(MarkdownView(view), display_id=True)
     if view.status == "waiting_approval":
-        show_buttons(ctx, view.run_id)
+        DecisionArea(ctx, view, answer, "markdown").start()
     return None
-
-
-def show_buttons(ctx: KernelContext, run_id: str) -> None:
-    """Approve / Deny / Always (with a message box for a denial) under a waiting run's
-    output; without ipywidgets the printed hint (``%agi approve``) is all there is."""
-    try:
-        import ipywidgets as widgets
-    except ImportError:
-        return
-    from agi_jupyter.kernel._ipython import display
-
-    if ctx.agi.pending_budget(run_id) is not None:
-        display(budget_buttons(ctx, run_id, widgets))
-        return
-    message = widgets.Text(placeholder="message to the model with a denial (optional)")
-    buttons = {
-        "approve": widgets.Button(description="Approve", button_style="success"),
-        "deny": widgets.Button(description="Deny", button_style="danger"),
-        "approve_always": widgets.Button(description="Always (this session)"),
-    }
-    output = widgets.Output()
-
-    def click(decision: str) -> Any:
-        def handler(_button: Any) -> None:
-            for button in buttons.values():
-                button.disabled = True
-            message.disabled = True
-            with output:
-                try:
-                    view = decide_and_follow(
-                        ctx, run_id, decision, message=message.value.strip() or None
-                    )
-                except Exception as e:  # shown in the output area, not lost in the log
-                    print(f"agi: {getattr(e, 'message', e)}", file=sys.stderr)
-                    return
-                show(ctx, view)
-
-        return handler
-
-    for decision, button in buttons.items():
-        button.add_class(f"agi-approval-{decision.replace('_', '-')}")
-        button.on_click(click(decision))
-    box = widgets.VBox([widgets.HBox([*buttons.values(), message]), output])
-    box.add_class("agi-approval")
-    display(box)
-
-
-def budget_buttons(ctx: KernelContext, run_id: str, widgets: Any) -> Any:
-    """New max tokens / max USD and Raise / Deny, for a run waiting for a larger budget."""
-    tokens = widgets.IntText(description="max tokens", value=0)
-    usd = widgets.FloatText(description="max USD", value=0.0)
-    buttons = {
-        "approve": widgets.Button(description="Raise budget", button_style="success"),
-        "deny": widgets.Button(description="Deny", button_style="danger"),
-    }
-    output = widgets.Output()
-
-    def click(decision: str) -> Any:
-        def handler(_button: Any) -> None:
-            raw = {"max_tokens": tokens.value or None, "max_usd": usd.value or None}
-            budget = {k: v for k, v in raw.items() if v} if decision == "approve" else None
-            with output:
-                try:
-                    view = decide_and_follow(ctx, run_id, decision, budget=budget)
-                except Exception as e:  # BUDGET_NOT_RAISED: shown, the inputs stay usable
-                    print(f"agi: {getattr(e, 'message', e)}", file=sys.stderr)
-                    return
-                for button in buttons.values():
-                    button.disabled = True
-                show(ctx, view)
-
-        return handler
-
-    for decision, button in buttons.items():
-        button.add_class(f"agi-budget-{decision}")
-        button.on_click(click(decision))
-    box = widgets.VBox([widgets.HBox([tokens, usd, *buttons.values()]), output])
-    box.add_class("agi-approval")
-    return box

@@ -106,16 +106,21 @@ class MainThreadDispatcher:
 
 
 def join_with_dispatch(
-    thread: threading.Thread, dispatcher: MainThreadDispatcher, timeout: float | None = None
+    thread: threading.Thread,
+    dispatcher: MainThreadDispatcher,
+    timeout: float | None = None,
+    *,
+    settled: Callable[[], bool] | None = None,
 ) -> None:
     """``thread.join(timeout)``, running main-thread work meanwhile when called on the main
-    thread (a widget's or a background run's ``python`` tool calls while a cell waits)."""
-    if threading.current_thread() is not threading.main_thread():
-        thread.join(timeout)
-        return
+    thread (a widget's or a background run's ``python`` tool calls while a cell waits).
+    ``settled``: also stop once it says so (the thread follows a run that now waits for a
+    person, and goes on only after a decision)."""
+    on_main = threading.current_thread() is threading.main_thread()
     deadline = None if timeout is None else time.monotonic() + timeout
-    while thread.is_alive():
-        dispatcher.drain()
+    while thread.is_alive() and not (settled is not None and settled()):
+        if on_main:
+            dispatcher.drain()
         left = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
         if left <= 0:
             return

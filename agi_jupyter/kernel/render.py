@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agi_jupyter.kinds import SdkName
+from agi_jupyter.records import decided_text
 
 MAX_BLOCK_CHARS = 4_000
 DIFF_KINDS = ("file_diff", "notebook_diff")  # as tools.diffs (not imported: %load_ext stays light)
@@ -38,6 +39,7 @@ class ToolBlock:
     live: str = ""
     artifact: dict[str, Any] | None = None
     diff: str | None = None
+    decided: str = ""  # who decided it, once it waited ("approved in the panel by alice")
 
 
 STOP_KEYS = ("truncated", "context_full", "context_window", "context_tokens")
@@ -71,6 +73,7 @@ class RunView:
     notices: list[str] = field(default_factory=list)  # ``notice`` events (once per session)
     load_artifact: ArtifactLoader | None = None
     budgets: dict[str, dict[str, Any]] = field(default_factory=dict)  # last event per scope
+    seq: int = 0  # the last event's (a follower that goes on later starts after it)
     _turn_text: TextSegment | None = None
 
     @property
@@ -92,6 +95,7 @@ class RunView:
     def apply(self, event: dict[str, Any]) -> None:
         handler = _HANDLERS.get(str(event.get("type")))
         self.run_id = self.run_id or str(event.get("run_id", ""))
+        self.seq = max(self.seq, int(event.get("seq") or 0))
         if handler is not None:
             handler(self, event)
 
@@ -222,7 +226,10 @@ class RunView:
 
     def _approval_decided(self, e: dict[str, Any]) -> None:
         block = self._tool(e.get("tool_call_id"))
-        if block is not None and e.get("decision") != "deny":
+        if block is None:
+            return
+        block.decided = decided_text(e)
+        if e.get("decision") != "deny":
             block.status = "running"  # its output follows; a denial comes as its output
 
     @property
@@ -404,6 +411,8 @@ def _details(summary: str, body: str) -> str:
 def _tool_markdown(block: ToolBlock) -> str:
     icon = _ICONS.get(block.status, "•")
     summary = f"{icon} <code>{_escape_html(block.name)}</code> {block.status}"
+    if block.decided:
+        summary += f" · {_escape_html(block.decided)}"
     body: list[str] = []
     asking_with_diff = block.status == "waiting_approval" and bool(block.diff)
     if block.arguments is not None and not asking_with_diff:
@@ -425,7 +434,8 @@ def _tool_markdown(block: ToolBlock) -> str:
 def tool_text(block: ToolBlock) -> str:
     shown = block.arguments is not None and not (block.status == "waiting_approval" and block.diff)
     args = json.dumps(block.arguments, ensure_ascii=False) if shown else ""
-    lines = [f"[tool {block.name} {block.status}] {args}".rstrip()]
+    decided = f" · {block.decided}" if block.decided else ""
+    lines = [f"[tool {block.name} {block.status}{decided}] {args}".rstrip()]
     if block.diff:
         lines.append(_clip(block.diff))
     if block.output is not None:

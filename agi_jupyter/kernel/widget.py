@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import json
 import threading
 import time
@@ -29,7 +30,9 @@ from traitlets import Dict, List, Unicode
 
 from agi_jupyter.amounts import UNKNOWN, context_gauge, stop_note, token_counts, usage_gauge, usd
 from agi_jupyter.budget import describe
-from agi_jupyter.records import Message, TextPart, ToolCallPart, ToolResultPart
+from agi_jupyter.kernel.decisions import decide_here, follow_across_waits
+from agi_jupyter.kinds import DecisionDoor
+from agi_jupyter.records import Message, TextPart, ToolCallPart, ToolResultPart, decided_text
 from agi_jupyter.tools.diffs import DIFF_KINDS
 
 if TYPE_CHECKING:
@@ -67,6 +70,8 @@ class ChatWidget(anywidget.AnyWidget):
         self._ctx = ctx
         self._lock = threading.RLock()
         self._followers: dict[str, threading.Thread] = {}
+        self._parked: set[str] = set()  # runs waiting for a person (their followers wait too)
+        self._closed = threading.Event()  # the widget was closed: its followers stop
         self._last_run_id: str | None = None
         self._interval = 1.0 / rate if rate > 0 else 0.0
         self._counter = 0
@@ -205,9 +210,14 @@ class ChatWidget(anywidget.AnyWidget):
         stored = agi.run_events(run_id)
         after = stored[-1].seq if stored else 0
         self._ctx.dispatcher.capture_loop()
-        agi.decide(run_id, decision, tool_call_id=tool_call_id, message=message, budget=budget)
+        options = {"tool_call_id": tool_call_id, "message": message, "budget": budget}
+        decide_here(agi, run_id, decision, DecisionDoor.WIDGET, **options)
         if agi.run(run_id).status == "waiting_approval":
             return  # other calls of the run still wait
+        self._parked.discard(run_id)  # its follower, if alive, streams it on
+        following = self._followers.get(run_id)
+        if following is not None and following.is_alive():
+            return
         self.running = run_id
         self._last_run_id = run_id
         self.status = "running"
@@ -238,18 +248,35 @@ class ChatWidget(anywidget.AnyWidget):
         from agi_jupyter.kernel.agi_cell import cell_result
         from agi_jupyter.kernel.dispatch import join_with_dispatch
 
-        for thread in list(self._followers.values()):
-            join_with_dispatch(thread, self._ctx.dispatcher, timeout)
+        for run_id, thread in list(self._followers.items()):
+            join_with_dispatch(
+                thread,
+                self._ctx.dispatcher,
+                timeout,
+                settled=functools.partial(self._waits, run_id),
+            )
         # The newest run, even when its follower already ended (and left ``_followers``).
         last = self._last_run_id
         return cell_result(self._ctx.agi, last, shown=True) if last else None
 
+    def _waits(self, run_id: str) -> bool:
+        """Whether the run waits for a person (its follower goes on only after a decision):
+        its follower stopped at the question, and no decision (from any door) moved it on."""
+        return run_id in self._parked and self._ctx.agi.run(run_id).status == "waiting_approval"
+
+    def close(self) -> None:
+        """Close the widget; its followers stop (also those waiting for a decision)."""
+        self._closed.set()
+        super().close()
+
     # --- following a run (daemon thread) ---------------------------------------------------------
 
     def _follow(self, run_id: str, after_seq: int = 0) -> None:
+        """Follow the run until it ends, past its waits for a person: a decision taken in any
+        door (the panel, a cell, the CLI) takes the buttons away and the run streams on here."""
         stream = _Stream(self, run_id)
         try:
-            for event in self._ctx.agi.follow(run_id, after_seq=after_seq):
+            for event in follow_across_waits(self._ctx.agi, run_id, after_seq, self._closed):
                 stream.apply(event)
         except Exception as e:
             with self._lock:
@@ -292,6 +319,8 @@ class _Stream:
         self.cost = 0.0  # of the answers whose cost is known
         self.stop: str | None = None  # why an answer stopped short (``amounts.stop_note``)
         self.last_entry: str | None = None  # the entry of the last answer's text
+        self.waiting_entry: str | None = None  # the info entry of the last wait
+        self.decisions: list[str] = []  # who decided the calls of the last wait
 
     def apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -313,6 +342,8 @@ class _Stream:
             self._tool(event)
         elif kind == "run.status" and event.get("status") == "waiting_approval":
             self._waiting()
+        elif kind == "run.status":
+            self._moved_on()
         elif kind in ("usage", "budget"):
             self._tally(event)
         elif kind == "message.completed":
@@ -439,8 +470,13 @@ class _Stream:
                 if event.get("diff"):  # what it would change, shown like a done call's diff
                     asking["diff"] = str(event["diff"])
                 w._update(call_id, **asking)
-            elif kind == "approval.decided" and event.get("decision") != "deny":
-                w._update(call_id, status="running")
+            elif kind == "approval.decided":  # decided anywhere: the buttons give way
+                decided: dict[str, Any] = {"decided": decided_text(event)}
+                if event.get("decision") != "deny":
+                    decided["status"] = "running"  # a denial comes as its output
+                w._update(call_id, **decided)
+                self.decisions.append(f"{event.get('name')} {decided['decided']}")
+                self._answered()
             elif kind == "tool.call.output":
                 status = str(event.get("status") or ("completed" if event.get("ok") else "failed"))
                 w._update(
@@ -468,8 +504,27 @@ class _Stream:
                     f"%agi approve {self.run_id} --max-tokens N [--max-usd X] or "
                     f"%agi deny {self.run_id}"
                 )
-            w._append({"id": w._new_id("i"), "role": "info", "text": text})
+            self.waiting_entry = w._new_id("i")
+            self.decisions = []
+            w._append({"id": self.waiting_entry, "role": "info", "text": text})
+            w._parked.add(self.run_id)
         w.status = "waiting_approval"
+
+    def _moved_on(self) -> None:
+        """The run goes on after a wait: decided, wherever it was (``approval.decided``, which
+        comes after this, names who decided each call)."""
+        self.w._parked.discard(self.run_id)
+        if self.waiting_entry is not None:
+            self._answered()
+
+    def _answered(self) -> None:
+        """The entry that said the run waits says who answered instead."""
+        w, entry = self.w, self.waiting_entry
+        if entry is None:
+            return
+        answered = "; ".join(self.decisions) or "the question was answered"
+        with w._lock:
+            w._update(entry, text=f"{answered} · {self.run_id}")
 
     def _final(self, event: dict[str, Any]) -> None:
         self.close_entry()  # a stopped answer keeps what it said

@@ -257,6 +257,8 @@ class ToolSteps:
                 name=call.name,
                 decision=decision,
                 message=str(message) if message else None,
+                door=approval.get("door"),
+                by=approval.get("by"),
             )
         )
         store, stored = self.deps.store, self.deps.stored

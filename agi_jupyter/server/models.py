@@ -29,7 +29,7 @@ from pydantic.config import JsonDict
 
 from agi_jupyter import events as ev
 from agi_jupyter.errors import ErrorCode
-from agi_jupyter.kinds import ReviewMode, SdkName, Verdict
+from agi_jupyter.kinds import DecisionDoor, ReviewMode, SdkName, Verdict
 from agi_jupyter.model_specs import model_spec_pattern
 from agi_jupyter.notebook.wire import TabReply
 from agi_jupyter.records import (
@@ -264,6 +264,7 @@ def _member_of(kind: type[E]) -> BeforeValidator:
 SdkChoice = Annotated[SdkName, _member_of(SdkName)]
 ReviewModeChoice = Annotated[ReviewMode, _member_of(ReviewMode)]
 VerdictChoice = Annotated[Verdict, _member_of(Verdict)]
+DecisionDoorChoice = Annotated[DecisionDoor, _member_of(DecisionDoor)]
 _SDK_HELP = "The agent SDK that runs the session: native (default), claude, codex or acp."
 _PERMISSIONS_HELP = (
     "The session's tool rules, over the agent's: a tool name or glob (notebook.*, mcp.*) -> "
@@ -515,6 +516,12 @@ class ApprovalDecision(Body):
         None,
         description="For a run waiting for a larger budget (its budget question): the "
         "session's new limits, each above the current one (else 400 BUDGET_NOT_RAISED).",
+    )
+    door: DecisionDoorChoice = Field(
+        DecisionDoor.REST,
+        description="Where the person decided (the side panel says panel, agi --server says "
+        "cli); stored with the decision, with the server's user name, and carried by "
+        "approval.decided so every door showing the question says who answered it.",
     )
 
 

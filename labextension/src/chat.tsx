@@ -9,6 +9,7 @@ import { argumentsPreview, diffLines, formatContext, metaLine, prettyArguments, 
 import { useTrans, type Trans } from './i18n';
 import { agiIcon, statusIcon, statusKind } from './icons';
 import { Markdown } from './markdown';
+import { DecisionDoor } from './openapi';
 import type { PanelModel } from './model';
 import { activeRuns, sortedRuns, visibleBlocks, type Block, type ChatState, type ToolBlock } from './state';
 import { groupTurns, type Entry, type Turn } from './turns';
@@ -175,21 +176,50 @@ function toolStatusLabel(status: string, trans: Trans): string {
   return labels[status] ?? status;
 }
 
+/** Who decided a call that waited, in words: "approved in the panel by alice". */
+export function decidedLabel(decided: NonNullable<ToolBlock['decided']>, trans: Trans): string {
+  const verbs: Record<string, string> = {
+    approve: trans.__('approved'),
+    deny: trans.__('denied'),
+    approve_always: trans.__('always approved')
+  };
+  const doors: Record<string, string> = {
+    [DecisionDoor.PANEL]: trans.__('in the panel'),
+    [DecisionDoor.WIDGET]: trans.__('in the chat widget'),
+    [DecisionDoor.CELL]: trans.__('in the notebook cell'),
+    [DecisionDoor.CLI]: trans.__('from the command line'),
+    [DecisionDoor.REST]: trans.__('through the REST API'),
+    [DecisionDoor.POLICY]: trans.__("by the session's rules")
+  };
+  const words = [verbs[decided.decision] ?? decided.decision];
+  if (decided.door) {
+    words.push(doors[decided.door] ?? decided.door);
+  }
+  if (decided.by) {
+    words.push(trans.__('by %1', decided.by));
+  }
+  return words.join(' ');
+}
+
 export function ToolView(props: { block: ToolBlock; model: PanelModel; runId?: string | null }): JSX.Element {
   const trans = useTrans();
   const { block } = props;
   const failed = block.ok === false;
   const label = toolStatusLabel(block.status, trans);
   const waiting = block.status === 'waiting_approval' && props.runId;
+  const decided = block.decided ? decidedLabel(block.decided, trans) : '';
   return (
     <details className="jp-AgiTool" data-tool={block.name} data-status={block.status} open={waiting ? true : undefined}>
       <summary>
         <StatusBadge status={block.status} label={label} iconOnly />
         <span className="jp-AgiTool-name">{block.name || trans.__('tool')}</span>
-        <span className="jp-AgiTool-state">{label}</span>
+        <span className="jp-AgiTool-state" title={decided || undefined}>
+          {label}
+        </span>
         <span className="jp-AgiTool-preview">{argumentsPreview(block.arguments, block.argumentsText)}</span>
       </summary>
       <div className="jp-AgiTool-body">
+        {decided ? <div className="jp-AgiTool-decided">{decided}</div> : null}
         {waiting && block.diff ? (
           <>
             <div className="jp-AgiTool-label">{trans.__('Change to review')}</div>

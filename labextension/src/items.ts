@@ -30,6 +30,8 @@ export interface ToolBlock {
   artifact: ArtifactSummary | null;
   /** The change a call waiting for approval would make, as a unified diff (edits only). */
   diff?: string | null;
+  /** Who decided a call that waited, and where (`approval.decided`), wherever it was decided. */
+  decided?: { decision: string; door: string | null; by: string | null } | null;
 }
 
 export type Block =

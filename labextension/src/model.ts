@@ -14,7 +14,7 @@ import { collectArtifacts, openArtifact } from './artifacts';
 import { loadCatalogue } from './catalogue';
 import { isNotebookSession, sessionToShow } from './follow';
 import { PanelMemory, type Storage } from './memory';
-import { ErrorCode } from './openapi';
+import { DecisionDoor, ErrorCode } from './openapi';
 import { folderOf, PanelStore, type Tab } from './snapshot';
 import { activeRuns, initialState } from './state';
 import { SessionStreams } from './streams';
@@ -396,7 +396,7 @@ export class PanelModel extends PanelStore {
   /** Answer a run's budget question: a larger session budget, or deny (it then fails). */
   async decideBudget(runId: string, decision: 'approve' | 'deny', budget?: { max_tokens?: number; max_usd?: number }): Promise<void> {
     try {
-      const body = { decision, budget: decision === 'approve' ? (budget ?? null) : null };
+      const body = { decision, budget: decision === 'approve' ? (budget ?? null) : null, door: DecisionDoor.PANEL };
       const run = await this.client.decideApproval(this.state.project, runId, body);
       if (run && typeof run.id === 'string') {
         this.dispatch({ type: 'run', run });
@@ -418,7 +418,7 @@ export class PanelModel extends PanelStore {
     message?: string
   ): Promise<void> {
     try {
-      const body = { decision, tool_call_id: toolCallId ?? null, message: message || null };
+      const body = { decision, tool_call_id: toolCallId ?? null, message: message || null, door: DecisionDoor.PANEL };
       const run = await this.client.decideApproval(this.state.project, runId, body);
       if (run && typeof run.id === 'string') {
         this.dispatch({ type: 'run', run });

@@ -648,7 +648,9 @@ export interface components {
         };
         /**
          * ApprovalDecided
-         * @description The decision on a waiting call, taken up by the attempt that resumes its run.
+         * @description The decision on a waiting call, taken up by the attempt that resumes its run: who
+         *     decided it (``by``, where the door knows a user name) and where (``door``), so every
+         *     door that showed the question can say so (absent: a decision stored before doors were).
          */
         ApprovalDecided: {
             /**
@@ -677,6 +679,13 @@ export interface components {
              * @default null
              */
             message: string | null;
+            /** @default null */
+            door: components["schemas"]["DecisionDoor"] | null;
+            /**
+             * By
+             * @default null
+             */
+            by: string | null;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -711,6 +720,11 @@ export interface components {
              * @default null
              */
             budget?: components["schemas"]["BudgetBody"] | null;
+            /**
+             * @description Where the person decided (the side panel says panel, agi --server says cli); stored with the decision, with the server's user name, and carried by approval.decided so every door showing the question says who answered it.
+             * @default rest
+             */
+            door?: components["schemas"]["DecisionDoor"];
         };
         /**
          * ApprovalList
@@ -1520,6 +1534,16 @@ export interface components {
              */
             summary?: string;
         };
+        /**
+         * DecisionDoor
+         * @description Where a waiting tool call was decided, stored with the decision and carried by
+         *     ``approval.decided``, so every door showing the question can say who answered it: the
+         *     JupyterLab side ``panel``, the chat ``widget``, the buttons (or ``%agi approve``) of a
+         *     ``%%agi`` ``cell``, the ``cli`` (``agi approve``), any other ``rest`` client, or the tool
+         *     ``policy`` (an *Always* given for another call of the same tool decided this one too).
+         * @enum {string}
+         */
+        DecisionDoor: "panel" | "widget" | "cell" | "cli" | "rest" | "policy";
         /**
          * DeleteChange
          * @description A cell removed, if it still holds ``expected_source``.
@@ -7345,6 +7369,17 @@ export interface operations {
         };
     };
 }
+
+/** The values of DecisionDoor (components["schemas"]["DecisionDoor"]), by their names on the server. */
+export const DecisionDoor = {
+    PANEL: "panel",
+    WIDGET: "widget",
+    CELL: "cell",
+    CLI: "cli",
+    REST: "rest",
+    POLICY: "policy",
+} as const;
+export type DecisionDoor = components["schemas"]["DecisionDoor"];
 
 /** The values of ErrorCode (components["schemas"]["ErrorCode"]), by their names on the server. */
 export const ErrorCode = {

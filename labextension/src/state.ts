@@ -133,8 +133,13 @@ function applyRunEvent(state: ChatState, runId: string, event: AgiEvent): ChatSt
         status: 'waiting_approval',
         diff: event.diff ?? null
       }));
-    case 'approval.decided':
-      return event.decision === 'deny' ? state : updateTool(state, runId, event.tool_call_id, () => ({ status: 'running' }));
+    case 'approval.decided': {
+      const decided = { decision: event.decision, door: event.door ?? null, by: event.by ?? null };
+      // a denial comes as its output; an approval runs on
+      return updateTool(state, runId, event.tool_call_id, () =>
+        event.decision === 'deny' ? { decided } : { decided, status: 'running' }
+      );
+    }
     case 'tool.call.output':
       return updateTool(state, runId, event.tool_call_id, () => ({
         ok: event.ok,

@@ -1,6 +1,6 @@
 /** The side panel: header, errors, tabs (chat, runs, artifacts) and the message box. */
 
-import { closeIcon } from '@jupyterlab/ui-components';
+import { closeIcon, collapseAllIcon, expandAllIcon, type LabIcon } from '@jupyterlab/ui-components';
 import React, { useCallback, useState, useSyncExternalStore } from 'react';
 
 import type { NotebookReview } from './cellreview';
@@ -139,9 +139,16 @@ function Tabs(props: { snap: Snapshot; model: PanelModel }): JSX.Element {
  * session, where it changes what is shown. */
 function ViewToggle(props: { snap: Snapshot; model: PanelModel }): JSX.Element {
   const trans = useTrans();
-  const views: { id: HistoryView; label: string; title: string }[] = [
-    { id: 'simple', label: trans.__('simple'), title: trans.__('Only the messages') },
-    { id: 'full', label: trans.__('full'), title: trans.__('Messages, tool calls and reasoning') }
+  // icons (their words for screen readers and tooltips): the tab labels keep their room at
+  // the side panel's default width
+  const views: { id: HistoryView; label: string; title: string; icon: LabIcon }[] = [
+    { id: 'simple', label: trans.__('simple'), title: trans.__('Simple: only the messages'), icon: collapseAllIcon },
+    {
+      id: 'full',
+      label: trans.__('full'),
+      title: trans.__('Full: messages, tool calls and reasoning'),
+      icon: expandAllIcon
+    }
   ];
   return (
     <div className="jp-AgiViewToggle" role="radiogroup" aria-label={trans.__('History view')}>
@@ -154,7 +161,8 @@ function ViewToggle(props: { snap: Snapshot; model: PanelModel }): JSX.Element {
             checked={props.snap.view === view.id}
             onChange={() => void props.model.setView(view.id)}
           />
-          {view.label}
+          <view.icon.react tag="span" elementSize="normal" />
+          <span className="jp-AgiHiddenLabel">{view.label}</span>
         </label>
       ))}
     </div>

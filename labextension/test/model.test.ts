@@ -168,7 +168,7 @@ describe('PanelModel', () => {
     await until(() => model.snapshot.sessionId === 'ses_1', 'the session');
     await model.decideApproval(RUN, 'deny', 'call_1', 'not now');
     expect(posted).toEqual([
-      { path: `v1/runs/${RUN}/approvals`, body: { decision: 'deny', tool_call_id: 'call_1', message: 'not now' } }
+      { path: `v1/runs/${RUN}/approvals`, body: { decision: 'deny', tool_call_id: 'call_1', message: 'not now', door: 'panel' } }
     ]);
     expect(model.snapshot.chat.runs[RUN]?.status).toBe('queued');
     await model.decideApproval(RUN, 'approve');

@@ -648,8 +648,13 @@ describe('approvals', () => {
     expect(tools(waiting)[0]).toMatchObject({ status: 'waiting_approval', arguments: { path: '.' } });
     expect(waiting.runs[R]?.status).toBe('waiting_approval');
 
-    const approved = run(waiting, events([{ type: 'approval.decided', run_id: R, seq: 1015, tool_call_id: 'call_1', name: 'fs.list', decision: 'approve', message: null }]));
-    expect(tools(approved)[0]?.status).toBe('running');
+    const approved = run(
+      waiting,
+      events([
+        { type: 'approval.decided', run_id: R, seq: 1015, tool_call_id: 'call_1', name: 'fs.list', decision: 'approve', message: null, door: 'cell', by: 'bob' }
+      ])
+    );
+    expect(tools(approved)[0]).toMatchObject({ status: 'running', decided: { decision: 'approve', door: 'cell', by: 'bob' } });
 
     const denied = run(
       waiting,
@@ -658,6 +663,6 @@ describe('approvals', () => {
         { type: 'tool.call.output', run_id: R, seq: 1016, tool_call_id: 'call_1', name: 'fs.list', ok: false, output: 'A person denied this tool call', status: 'denied' }
       ])
     );
-    expect(tools(denied)[0]).toMatchObject({ status: 'denied', ok: false });
+    expect(tools(denied)[0]).toMatchObject({ status: 'denied', ok: false, decided: { decision: 'deny', door: null, by: null } });
   });
 });

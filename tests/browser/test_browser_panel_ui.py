@@ -169,6 +169,21 @@ def test_the_panel_follows_the_active_notebook_session_unless_one_is_pinned(
     expect(page.locator(".jp-AgiProject-follow")).to_have_text("following first.ipynb")
 
 
+def assert_the_tab_row_fits(page: Any) -> None:
+    """The tabs and the simple | full toggle side by side in the row: no box overlaps
+    another, all inside the row, and the row does not scroll sideways."""
+    row = page.locator(".jp-AgiTabsRow").bounding_box()
+    boxes = [t.bounding_box() for t in page.locator(".jp-AgiTab").all()]
+    toggle = page.locator(".jp-AgiViewToggle").bounding_box()
+    assert len(boxes) == 3, boxes
+    for left, right in zip([*boxes, toggle], [*boxes, toggle][1:], strict=False):
+        assert left["x"] + left["width"] <= right["x"] + 0.5, (left, right)
+    assert row["x"] <= boxes[0]["x"], (row, boxes[0])
+    assert toggle["x"] + toggle["width"] <= row["x"] + row["width"] + 0.5, (row, toggle)
+    widths = page.locator(".jp-AgiTabsRow").evaluate("e => [e.scrollWidth, e.clientWidth]")
+    assert widths[0] <= widths[1], widths
+
+
 def test_screenshots_of_the_panel_in_the_light_and_dark_themes(
     page: Any, lab: LabServer, fake: FakeLLMServer
 ) -> None:
@@ -192,10 +207,12 @@ def test_screenshots_of_the_panel_in_the_light_and_dark_themes(
         page.locator(".jp-AgiRunLine-context"),
     ]
     expect(panel).to_have_css("background-color", LIGHT_BACKGROUND)
+    assert_the_tab_row_fits(page)
     check_screenshot(panel, "panel-light", mask=masks)
     try:
         run_lab_command(page, "apputils:change-theme", {"theme": "JupyterLab Dark"})
         expect(panel).to_have_css("background-color", DARK_BACKGROUND)
+        assert_the_tab_row_fits(page)
         check_screenshot(panel, "panel-dark", mask=masks)
     finally:  # the theme is a user setting of the shared JupyterLab: put it back
         run_lab_command(page, "apputils:change-theme", {"theme": "JupyterLab Light"})

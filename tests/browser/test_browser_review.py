@@ -9,7 +9,9 @@ the agent's edit is a conflict for Undo all: the typed text stays, the other cel
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -230,3 +232,56 @@ def test_a_pending_edit_shows_its_diff_readable_at_the_default_width_and_is_appr
     expect(page.locator(ASSISTANT).last).to_contain_text("Approved.", timeout=60_000)
     expect(page.locator(".jp-Notebook .jp-Cell").nth(2)).to_contain_text("x * 3")
     assert sources(page)[2] == long_line
+
+
+def test_an_approval_decided_in_the_panel_updates_the_agi_cell_output(
+    page: Any, lab: LabServer, fake: FakeLLMServer
+) -> None:
+    """A ``%%agi`` cell waits with Approve / Deny / Always; the question is answered in the
+    panel: the cell's buttons give way to who decided, the answer streams on in the cell, and
+    the saved notebook keeps that final state, no stale "waiting"."""
+    from agi_jupyter.cli.remote import ServerClient
+
+    open_lab(page, lab)
+    open_panel(page)
+    session_id = new_session(page, agent="build", title="decided once")
+    ServerClient(lab.url, lab.token).call("PATCH", f"sessions/{session_id}", {"review_mode": "ask"})
+    name = "decided.ipynb"
+    write_notebook(lab.root, name, [
+        ("setup", "code", f"%load_ext agi_jupyter\n%agi use {session_id}"),
+        ("ask", "code", "%%agi\nwrite decided.txt"),
+    ])  # fmt: skip
+    (lab.root / "decided.txt").unlink(missing_ok=True)
+    fake.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_write", {"path": "decided.txt", "content": "yes"})]),
+        Turn(text="Wrote decided.txt."),
+    )
+    open_notebook(page, name)
+    run_lab_command(page, "notebook:run-all-cells")
+    output = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea")
+    expect(output.locator(".agi-approval-approve")).to_be_visible(timeout=60_000)
+
+    tool = page.locator('.jp-AgiTool[data-status="waiting_approval"]')
+    expect(tool).to_be_visible(timeout=30_000)
+    tool.locator(".jp-AgiApproval-approve").click()
+
+    expect(output.locator(".agi-approval")).to_have_count(0, timeout=60_000)
+    expect(output).to_contain_text("fs.write approved in the panel by ")
+    expect(output).to_contain_text("Wrote decided.txt.", timeout=60_000)
+    expect(page.locator(".jp-AgiTool-decided").last).to_have_text(
+        re.compile(r"^approved in the panel by .+")
+    )
+    assert (lab.root / "decided.txt").read_text() == "yes"
+    shoot(page, "review-06-decided-in-the-panel")
+    run_lab_command(page, "docmanager:save")
+    kept = ""
+    for _ in range(300):  # the save lands on disk (bounded: 30 s)
+        saved = nbformat.reads((lab.root / name).read_text(), as_version=4)
+        kept = json.dumps(saved.cells[1].outputs)
+        if "Wrote decided.txt." in kept:
+            break
+        page.wait_for_timeout(100)
+    assert "Wrote decided.txt." in kept
+    assert "widget-view" not in kept
+    assert "approved in the panel by " in kept
+    assert "waiting for your approval" not in kept.lower()

@@ -143,3 +143,9 @@ def test_agi_runs_shows_what_a_run_waits_for_and_agi_approve_resumes_it_here(
     )
     assert again.returncode == 2
     assert "no tool call waiting" in again.stderr
+    assert "it was decided already: shell.run approved from the command line" in again.stderr
+    wide = {**process_env(), "COLUMNS": "300"}  # the table's rows on one line each
+    shown = subprocess.run(
+        [AGI, "run", run_id], capture_output=True, text=True, env=wide, timeout=120
+    )
+    assert "approved from the command line" in shown.stdout

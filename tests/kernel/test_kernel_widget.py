@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -208,12 +209,17 @@ def test_a_notebook_change_shows_its_cell_diff_in_the_tool_entry(
     assert "-x + 1\n+x + 5" in tool["diff"]
 
 
-def test_a_waiting_call_is_approved_from_the_widget_and_the_answer_streams_on(
-    widget: Any, shell: Any, ctx: Any, fake_llm: FakeLLMServer
-) -> None:
+def asking_session(widget: Any, ctx: Any) -> None:
+    """The widget on a new build session that asks before every call."""
     session = ctx.new_session(agent="build", review_mode="ask")
     widget.session_id = session.id
     widget.agent = "build"
+
+
+def test_a_waiting_call_is_approved_from_the_widget_and_the_answer_streams_on(
+    widget: Any, shell: Any, ctx: Any, fake_llm: FakeLLMServer
+) -> None:
+    asking_session(widget, ctx)
     fake_llm.enqueue(Turn(tool_calls=[FakeToolCall("python", {"code": "decided = 'yes'"})]))
     run_id = widget.send_message("decide")
     widget.wait(10)
@@ -235,6 +241,35 @@ def test_a_waiting_call_is_approved_from_the_widget_and_the_answer_streams_on(
     assert (tool["status"], tool["ok"]) == ("completed", True)
     assert widget.status == "succeeded"
     assert [e["text"] for e in widget.transcript if e["role"] == "assistant"] == ["Decided."]
+
+
+def test_a_call_decided_in_the_panel_leaves_the_widget_saying_who_and_streams_on(
+    widget: Any, ctx: Any, project: Path, fake_llm: FakeLLMServer
+) -> None:
+    from agi_jupyter import Agi
+    from agi_jupyter.kinds import DecisionDoor
+
+    asking_session(widget, ctx)
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_write", {"path": "w.txt", "content": "w"})]),
+        Turn(text="Wrote w.txt."),
+    )
+    run_id = widget.send_message("write w.txt")
+    widget.wait(10)
+    assert widget.status == "waiting_approval"
+
+    with Agi(project) as panel:  # another process, as the server deciding for the panel
+        panel.decide(run_id, "approve", door=DecisionDoor.PANEL, by="alice")
+        list(panel.follow(run_id))
+    widget.wait(10)
+
+    tool = next(e for e in widget.transcript if e["role"] == "tool")
+    assert (tool["status"], tool["decided"]) == ("completed", "approved in the panel by alice")
+    texts = [e.get("text") for e in widget.transcript]
+    assert f"fs.write approved in the panel by alice · {run_id}" in texts
+    assert f"waiting for your approval · {run_id}" not in texts
+    assert [e["text"] for e in widget.transcript if e["role"] == "assistant"] == ["Wrote w.txt."]
+    assert widget.status == "succeeded"
 
 
 def test_the_footer_shows_the_session_budget(

@@ -12,7 +12,7 @@ import pytest
 from agi_jupyter.agents import BUILTIN_AGENTS
 from agi_jupyter.config import load_config
 from agi_jupyter.errors import NoPendingApproval, UsageError
-from agi_jupyter.kinds import ToolTrait
+from agi_jupyter.kinds import DecisionDoor, ToolTrait
 from agi_jupyter.notebook import tools as notebook_tools
 from agi_jupyter.records import Session, ToolResultPart
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
@@ -229,6 +229,35 @@ def test_each_call_is_decided_on_its_own_and_the_run_waits_for_all(
     assert not (project / "a.txt").exists()
     statuses = {c.name: c.status for c in agi.store.list_tool_calls(run_id=run_id)}
     assert statuses == {"shell.run": "completed", "fs.write": "denied"}
+
+
+def test_always_for_one_call_decides_the_runs_other_calls_of_that_tool_by_policy(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer, project: Path
+) -> None:
+    run_id, _ = _park(
+        make_agi,
+        fake_llm,
+        FakeToolCall("shell_run", {"command": COUNT}),
+        FakeToolCall("shell_run", {"command": COUNT}),
+    )
+    agi = make_agi()
+    first, second = agi.pending_approvals(run_id)
+    fake_llm.enqueue(Turn(text="Both ran."))
+    agi.decide(
+        run_id, "approve_always", tool_call_id=first.tool_call_id, door=DecisionDoor.CLI, by="ann"
+    )
+    events = list(agi.follow(run_id))
+
+    assert agi.run(run_id).status == "succeeded"
+    assert (project / "count.txt").read_text() == "ran\nran\n"
+    decided = {e["tool_call_id"]: (e["door"], e["by"]) for e in events
+               if e["type"] == "approval.decided"}  # fmt: skip
+    assert decided == {first.tool_call_id: ("cli", "ann"), second.tool_call_id: ("policy", None)}
+    words = {c.tool_call_id: c.decided for c in agi.store.list_tool_calls(run_id=run_id)}
+    assert words == {
+        first.tool_call_id: "always approved from the command line by ann",
+        second.tool_call_id: "approved by the session's rules",
+    }
 
 
 def test_a_waiting_run_holds_the_later_runs_of_its_session_and_can_be_cancelled(

@@ -3,6 +3,8 @@ the waiting calls listed, a decision per call, the errors of a wrong decision.""
 
 from __future__ import annotations
 
+import asyncio
+
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 from tests.server.conftest import Fetch, wait_for
 
@@ -120,3 +122,49 @@ async def test_a_run_waiting_for_a_larger_budget_is_answered_over_rest(
     assert ses.data["session"]["budget"] == {"max_tokens": 1000}
     again = await fetch("runs", run["id"], "approvals")
     assert again.data["budget"] is None
+
+
+async def test_two_doors_deciding_at_once_one_wins_and_every_door_sees_who(
+    fetch: Fetch, fake_llm: FakeLLMServer
+) -> None:
+    """The panel and ``agi --server`` answer the same question at the same moment: one
+    decision is stored, the other gets 409 naming it; the decision event says where it was
+    taken and by whom (the server's user, as JupyterLab names them)."""
+    created = await fetch("sessions", method="POST", json={"agent": "build", "review_mode": "ask"})
+    session = created.data["session"]
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_write", {"path": "a.txt", "content": "a"})]),
+        Turn(text="done"),
+    )
+    reply = await fetch(
+        "sessions", session["id"], "messages", method="POST", json={"content": "write"}
+    )
+    run = reply.data["run"]
+    assert run["status"] == "waiting_approval"
+
+    panel, cli = await asyncio.gather(
+        fetch("runs", run["id"], "approvals", method="POST",
+              json={"decision": "approve", "door": "panel"}),
+        fetch("runs", run["id"], "approvals", method="POST",
+              json={"decision": "deny", "door": "cli"}),
+    )  # fmt: skip
+    answers = {"panel": panel, "cli": cli}
+    (winner,) = [door for door, answer in answers.items() if answer.status == 200]
+    (loser,) = [door for door, answer in answers.items() if answer.status != 200]
+    assert (answers[loser].status, answers[loser].error["code"]) == (409, "NO_PENDING_APPROVAL")
+    words = {"panel": "approved in the panel", "cli": "denied from the command line"}[winner]
+    assert f"was decided already: fs.write {words} by " in answers[loser].error["message"]
+
+    await fetch("runner", "tick", method="POST", json={})
+
+    async def finished() -> bool:
+        return bool((await fetch("runs", run["id"])).data["run"]["status"] == "succeeded")
+
+    await wait_for(finished)
+    stored = await fetch("runs", run["id"], "events", headers={"Accept": "application/json"})
+    decided = [e for e in stored.data["events"] if e["type"] == "approval.decided"]
+    (event,) = decided
+    assert event["door"] == winner
+    # by: the server's name of the person who sent the winning request (a token user here)
+    assert event["by"]
+    assert answers[loser].error["message"].endswith(f"{words} by {event['by']}")

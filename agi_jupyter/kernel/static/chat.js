@@ -223,6 +223,8 @@ function toolNode(entry, send) {
     el("span", { class: "agi-tool-name" }, entry.name || "tool"),
     el("span", { class: "agi-tool-state" }, status),
   );
+  // who decided a call that waited ("approved in the panel by alice"), wherever it was decided
+  if (entry.decided) summary.append(el("span", { class: "agi-tool-decided" }, entry.decided));
   const body = el("div", { class: "agi-tool-body" });
   if (entry.arguments) body.append(el("pre", { class: "agi-code" }, entry.arguments));
   if (entry.diff) {

@@ -172,6 +172,14 @@ class AgiHandler(ExtensionHandlerMixin, APIHandler):
         if set_max is not None:  # an HTTP/1 connection (tornado's HTTP1Connection)
             set_max(4 * limit)
 
+    def user_name(self) -> str | None:
+        """The authenticated person's name as Jupyter's identity provider gives it (the name
+        JupyterLab shows them), for the records that say who did what."""
+        user = self.current_user
+        if user is None:
+            return None
+        return str(getattr(user, "display_name", "") or getattr(user, "name", "") or user.username)
+
     def _public(self) -> bool:
         """Whether the method asked for needs no Jupyter authentication (``@public``)."""
         method = getattr(self, (self.request.method or "").lower(), None)

@@ -137,6 +137,8 @@ class RunApprovalsHandler(AgiHandler):
             message=body.message,
             resume=False,
             budget=None if body.budget is None else body.budget.model_dump(exclude_none=True),
+            door=body.door,
+            by=self.user_name(),
         )
         run = await self.call(agi.run, run_id)
         if run.status == "queued":
