@@ -4,6 +4,7 @@
     Verdict      what the tool policy says of a call: allow, ask, deny
     SdkName      the agent SDKs a session can run on: native, claude, codex, acp
     ToolTrait    what a tool's calls do: read, edit, shell
+    StaleReason  why a notebook cell is stale: changed, upstream
 
 They are ``StrEnum``s: a member is its string (``ReviewMode.AUTO_EDIT == "auto-edit"``), so
 the stored rows, the REST API and the events carry the same strings as before. The OpenAPI
@@ -62,6 +63,15 @@ class McpTrust(StrEnum):
 
     READ = "read"
     WRITE = "write"
+
+
+class StaleReason(StrEnum):
+    """Why a cell's outputs may be out of date (``notebook.stale``): ``changed``, its source is
+    not the one it last ran; ``upstream``, a later execution of another cell re-bound a name
+    it reads."""
+
+    CHANGED = "changed"
+    UPSTREAM = "upstream"
 
 
 DEFAULT_REVIEW_MODE = ReviewMode.ASK

@@ -51,6 +51,7 @@ from agi_jupyter.errors import (
 from agi_jupyter.mcp.config import load_mcp_servers, secrets_of
 from agi_jupyter.mcp.servers import McpServers
 from agi_jupyter.notebook import review
+from agi_jupyter.notebook.stale import StaleCell, stale_cells
 from agi_jupyter.records import (
     JSON,
     Artifact,
@@ -596,6 +597,23 @@ class Agi:
         except (ToolError, OSError):
             return []
         return self.store.list_executions(key, limit=limit)
+
+    def stale_cells(self, path: str) -> list[StaleCell]:
+        """The code cells of the notebook ``path`` whose outputs may be out of date, from the
+        ledger: changed since they last ran, or reading a name a later execution of another
+        cell re-bound (``notebook.stale`` says the rule). None for a notebook the project does
+        not have; one outside the project is ``PathOutsideProject``."""
+        try:
+            target = self.notebooks.locate(self.project, path)
+            content = self.loop.run(self._read_notebook(target))
+        except PathOutsideProject:
+            raise
+        except (ToolError, OSError):
+            return []
+        return stale_cells(content, self.store.list_executions(target.shown))
+
+    async def _read_notebook(self, target: notebook.NotebookTarget) -> dict[str, Any]:
+        return (await (await self.notebooks.open(target)).read()).notebook
 
     def record_execution(
         self,

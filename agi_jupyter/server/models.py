@@ -222,13 +222,16 @@ class TasksQuery(PageQuery):
     status: TaskStatus | None = None
 
 
-class ExecutionsQuery(Query):
+class NotebookQuery(Query):
     path: str = Field(
         min_length=1,
         max_length=4096,
         pattern=r"^[^\x00]*\.ipynb$",
         description="The notebook (.ipynb), relative to the project.",
     )
+
+
+class ExecutionsQuery(NotebookQuery):
     limit: int | None = Field(None, ge=1, le=10_000, description="Only the last N executions.")
 
 

@@ -20,7 +20,7 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from agi_jupyter import __version__
 from agi_jupyter.errors import ErrorCode
-from agi_jupyter.kinds import ReviewMode, SdkName, ToolTrait, Verdict
+from agi_jupyter.kinds import ReviewMode, SdkName, StaleReason, ToolTrait, Verdict
 from agi_jupyter.notebook.wire import TabRequest
 from agi_jupyter.server.models import ErrorBody, Event, MessagePart, body_required
 from agi_jupyter.server.routes import API_VERSION, ROUTES, Route, path_params
@@ -139,7 +139,14 @@ def _schemas() -> dict[str, Any]:
 
 
 # The named kinds, each an enum schema (those no model uses too) with its members' names.
-KINDS: tuple[type[StrEnum], ...] = (ErrorCode, ReviewMode, SdkName, ToolTrait, Verdict)
+KINDS: tuple[type[StrEnum], ...] = (
+    ErrorCode,
+    ReviewMode,
+    SdkName,
+    StaleReason,
+    ToolTrait,
+    Verdict,
+)
 
 
 # Event payloads that are records: plain JSON objects in events.py (a bottom module), documented

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from agi_jupyter.kinds import ToolTrait
+from agi_jupyter.notebook.stale import StaleCell
 from agi_jupyter.records import Artifact as ArtifactRecord
 from agi_jupyter.records import (
     Compaction,
@@ -358,6 +359,13 @@ class ExecutionList(Out):
     ``notebook.run`` and ``python`` tool calls (with their run and tool call)."""
 
     executions: list[KernelExecution]
+
+
+class StaleCellList(Out):
+    """A notebook's stale code cells, in notebook order: ``changed`` since they last ran, or
+    ``upstream`` (a later execution of ``by_cell_id`` re-bound ``names`` they read)."""
+
+    cells: list[StaleCell]
 
 
 class ChangeList(Out):

@@ -38,6 +38,7 @@ from agi_jupyter.server.handlers.notebooks import (
     RunKeepHandler,
     RunRedoHandler,
     RunUndoHandler,
+    StaleCellsHandler,
 )
 from agi_jupyter.server.handlers.oneshot import OneShotHandler
 from agi_jupyter.server.handlers.runs import (
@@ -70,6 +71,7 @@ from agi_jupyter.server.models import (
     KeepRequest,
     MessageCreate,
     NotebookBudgetUpdate,
+    NotebookQuery,
     NotebookReply,
     OneShotRequest,
     PageQuery,
@@ -111,6 +113,7 @@ from agi_jupyter.server.responses import (
     SdkList,
     SessionPage,
     SessionResponse,
+    StaleCellList,
     Stats,
     TaskPage,
     TickResponse,
@@ -260,6 +263,11 @@ ROUTES: tuple[Route, ...] = (
           "user, or an agent's run and tool call), its source hash, execution count, status "
           "and output summary", "runs",
           query=ExecutionsQuery, response=ExecutionList,
+          errors=(ErrorCode.VALIDATION_ERROR, ErrorCode.PATH_OUTSIDE_PROJECT)),
+    Route("GET", f"{V1}/executions/stale", StaleCellsHandler, "listStaleCells",
+          "A notebook's stale code cells, from the ledger: changed since they last ran, or "
+          "reading a name a later execution of another cell re-bound (a static name analysis)",
+          "runs", query=NotebookQuery, response=StaleCellList,
           errors=(ErrorCode.VALIDATION_ERROR, ErrorCode.PATH_OUTSIDE_PROJECT)),
     Route("GET", f"{V1}/artifacts/{{artifact_id}}", ArtifactHandler, "getArtifact",
           "Get an artifact's metadata", "artifacts", response=ArtifactResponse,

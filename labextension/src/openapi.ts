@@ -351,6 +351,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agi/v1/executions/stale": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A notebook's stale code cells, from the ledger: changed since they last ran, or reading a name a later execution of another cell re-bound (a static name analysis) */
+        get: operations["listStaleCells"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agi/v1/artifacts/{artifact_id}": {
         parameters: {
             query?: never;
@@ -3141,6 +3158,39 @@ export interface components {
             /** Execution Count */
             execution_count: number | null;
         };
+        /**
+         * StaleCell
+         * @description A cell whose outputs may no longer be what running it would show.
+         */
+        StaleCell: {
+            /** Cell Id */
+            cell_id: string;
+            reason: components["schemas"]["StaleReason"];
+            /** Names */
+            names: string[];
+            /**
+             * By Cell Id
+             * @default null
+             */
+            by_cell_id: string | null;
+        };
+        /**
+         * StaleCellList
+         * @description A notebook's stale code cells, in notebook order: ``changed`` since they last ran, or
+         *     ``upstream`` (a later execution of ``by_cell_id`` re-bound ``names`` they read).
+         */
+        StaleCellList: {
+            /** Cells */
+            cells: components["schemas"]["StaleCell"][];
+        };
+        /**
+         * StaleReason
+         * @description Why a cell's outputs may be out of date (``notebook.stale``): ``changed``, its source is
+         *     not the one it last ran; ``upstream``, a later execution of another cell re-bound a name
+         *     it reads.
+         * @enum {string}
+         */
+        StaleReason: "changed" | "upstream";
         /** Stats */
         Stats: {
             /**
@@ -6044,6 +6094,80 @@ export interface operations {
             };
         };
     };
+    listStaleCells: {
+        parameters: {
+            query: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+                /** @description The notebook (.ipynb), relative to the project. */
+                path: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StaleCellList"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN, PATH_OUTSIDE_PROJECT */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     getArtifact: {
         parameters: {
             query?: {
@@ -7437,6 +7561,13 @@ export const SdkName = {
     ACP: "acp",
 } as const;
 export type SdkName = components["schemas"]["SdkName"];
+
+/** The values of StaleReason (components["schemas"]["StaleReason"]), by their names on the server. */
+export const StaleReason = {
+    CHANGED: "changed",
+    UPSTREAM: "upstream",
+} as const;
+export type StaleReason = components["schemas"]["StaleReason"];
 
 /** The values of ToolTrait (components["schemas"]["ToolTrait"]), by their names on the server. */
 export const ToolTrait = {
