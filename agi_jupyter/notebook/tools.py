@@ -363,8 +363,9 @@ class NotebookRun(ExecutionTool):
         job = CellsJob(self.access, target, cells, ctx, interrupt_after=args.interrupt_after)
         job.skipped = skipped
         job.start()
+        # A cancelled run leaves its cells running unless the cancel asks to interrupt them.
         return await self.executions.wait(
-            job, wait_of(args.timeout, ctx), ctx.emit, interrupt_on_cancel=True
+            job, wait_of(args.timeout, ctx), ctx.emit, interrupt_on_cancel=False
         )
 
 

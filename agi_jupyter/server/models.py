@@ -545,6 +545,14 @@ class UndoRequest(Body):
     )
 
 
+class CancelRequest(Body):
+    interrupt: bool = Field(
+        False,
+        description="Also interrupt the cells the run's notebook.run left running (default: "
+        "they go on in their kernel, and the answer names them).",
+    )
+
+
 class KeepRequest(Body):
     changes: list[str] | None = Field(
         None,

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from agi_jupyter.kinds import ToolTrait
+from agi_jupyter.notebook.detached import RunningCells
 from agi_jupyter.notebook.stale import StaleCell
 from agi_jupyter.records import Artifact as ArtifactRecord
 from agi_jupyter.records import (
@@ -72,6 +73,15 @@ class History(Out):
 
 class RunResponse(Out):
     run: Run
+
+
+class CancelResponse(Out):
+    """The cancelled run, and the cells its ``notebook.run`` started that were still running:
+    left running in their kernel (under their execution handle), or ``interrupted`` when the
+    cancel asked for it."""
+
+    run: Run
+    cells: list[RunningCells]
 
 
 class PendingApproval(Out):

@@ -189,7 +189,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel a run */
+        /** Cancel a run; the cells its notebook.run started go on running (named in the answer) unless interrupt */
         post: operations["cancelRun"];
         delete?: never;
         options?: never;
@@ -1005,6 +1005,26 @@ export interface components {
              * @enum {string}
              */
             type: "budget";
+        };
+        /** CancelRequest */
+        CancelRequest: {
+            /**
+             * Interrupt
+             * @description Also interrupt the cells the run's notebook.run left running (default: they go on in their kernel, and the answer names them).
+             * @default false
+             */
+            interrupt?: boolean;
+        };
+        /**
+         * CancelResponse
+         * @description The cancelled run, and the cells its ``notebook.run`` started that were still running:
+         *     left running in their kernel (under their execution handle), or ``interrupted`` when the
+         *     cancel asked for it.
+         */
+        CancelResponse: {
+            run: components["schemas"]["Run"];
+            /** Cells */
+            cells: components["schemas"]["RunningCells"][];
         };
         /**
          * Change
@@ -2769,6 +2789,21 @@ export interface components {
              * @default null
              */
             system_prompt?: string | null;
+        };
+        /**
+         * RunningCells
+         * @description A run's ``notebook.run`` job still running: its handle, notebook, the cell running
+         *     now, and whether a cancel interrupted that cell.
+         */
+        RunningCells: {
+            /** Handle */
+            handle: string;
+            /** Path */
+            path: string;
+            /** Cell Id */
+            cell_id: string | null;
+            /** Interrupted */
+            interrupted: boolean;
         };
         /** SdkCapabilityFlags */
         SdkCapabilityFlags: {
@@ -5216,7 +5251,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CancelRequest"];
+            };
+        };
         responses: {
             /** @description OK */
             200: {
@@ -5224,7 +5263,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RunResponse"];
+                    "application/json": components["schemas"]["CancelResponse"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Error codes: UNAUTHORIZED */
@@ -5258,6 +5306,15 @@ export interface operations {
             };
             /** @description Error codes: RUN_TERMINAL */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
