@@ -11,6 +11,7 @@
  */
 
 import type { JupyterFrontEnd } from '@jupyterlab/application';
+import type { ICommandPalette } from '@jupyterlab/apputils';
 import type { ICellModel } from '@jupyterlab/cells';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { lockIcon } from '@jupyterlab/ui-components';
@@ -60,7 +61,12 @@ function watch(panel: NotebookPanel, trans: Trans): void {
 }
 
 /** The toggle command, its menu and palette entries, and the lock on every open notebook. */
-export function addProtectToggle(app: JupyterFrontEnd, tracker: INotebookTracker, trans: Trans): void {
+export function addProtectToggle(
+  app: JupyterFrontEnd,
+  tracker: INotebookTracker,
+  trans: Trans,
+  palette: ICommandPalette | null
+): void {
   const active = (): ICellModel | null => tracker.currentWidget?.content.activeCell?.model ?? null;
   app.commands.addCommand(PROTECT, {
     label: () => (isProtected(active()?.getMetadata('agi')) ? trans.__('AGI: Unprotect Cell') : trans.__('AGI: Protect Cell')),
@@ -76,6 +82,7 @@ export function addProtectToggle(app: JupyterFrontEnd, tracker: INotebookTracker
     }
   });
   app.contextMenu.addItem({ command: PROTECT, selector: SELECTOR, rank: 24 });
+  palette?.addItem({ command: PROTECT, category: 'AGI' });
   tracker.forEach(panel => watch(panel, trans));
   tracker.widgetAdded.connect((_, panel) => watch(panel, trans));
   tracker.activeCellChanged.connect(() => app.commands.notifyCommandChanged(PROTECT));

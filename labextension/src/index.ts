@@ -82,7 +82,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       refreshWhenRunsEnd(model, review);
     }
     if (tracker) {
-      addProtectToggle(app, tracker, trans);
+      addProtectToggle(app, tracker, trans, palette);
       new StaleCells(client, tracker, () => model.snapshot.project, trans);
     }
     const panel = new AgiPanel(model, {
