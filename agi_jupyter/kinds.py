@@ -5,6 +5,7 @@
     SdkName      the agent SDKs a session can run on: native, claude, codex, acp
     ToolTrait    what a tool's calls do: read, edit, shell
     DecisionDoor where a waiting tool call was decided: panel, widget, cell, cli, rest, policy
+    StaleReason  why a notebook cell is stale: changed, upstream
 
 They are ``StrEnum``s: a member is its string (``ReviewMode.AUTO_EDIT == "auto-edit"``), so
 the stored rows, the REST API and the events carry the same strings as before. The OpenAPI
@@ -78,6 +79,15 @@ class DecisionDoor(StrEnum):
     CLI = "cli"
     REST = "rest"
     POLICY = "policy"
+
+
+class StaleReason(StrEnum):
+    """Why a cell's outputs may be out of date (``notebook.stale``): ``changed``, its source is
+    not the one it last ran; ``upstream``, a later execution of another cell re-bound a name
+    it reads."""
+
+    CHANGED = "changed"
+    UPSTREAM = "upstream"
 
 
 DEFAULT_REVIEW_MODE = ReviewMode.ASK

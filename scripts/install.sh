@@ -38,6 +38,8 @@ fi
 packages=()
 [ -x /usr/bin/chromium ] || packages+=(chromium)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || packages+=(postgresql)
+# libcairo: CairoSVG rasterises SVG cell outputs for the model (agi_jupyter/notebook/images.py).
+compgen -G "/usr/lib/*/libcairo.so.2" >/dev/null || packages+=(libcairo2)
 if [ "${#packages[@]}" -gt 0 ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing Debian ${packages[*]} for the browser and PostgreSQL tests..." >&2
   apt-get update -qq >/dev/null

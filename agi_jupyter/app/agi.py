@@ -52,6 +52,8 @@ from agi_jupyter.kinds import DecisionDoor
 from agi_jupyter.mcp.config import load_mcp_servers, secrets_of
 from agi_jupyter.mcp.servers import McpServers
 from agi_jupyter.notebook import review
+from agi_jupyter.notebook.detached import RunningCells
+from agi_jupyter.notebook.stale import StaleCell, stale_cells
 from agi_jupyter.records import (
     JSON,
     Artifact,
@@ -385,17 +387,37 @@ class Agi:
     ) -> Page[Run]:
         return self.store.list_runs(session_id=session_id, limit=limit, cursor=cursor)
 
-    def cancel(self, run_id: str, *, wait: float = CANCEL_WAIT) -> Run:
+    def cancel(self, run_id: str, *, wait: float = CANCEL_WAIT, interrupt: bool = False) -> Run:
         """Cancel a run; returns it (``cancelled`` unless it ended first).
 
         Waits at most ``wait`` seconds for the runtime loop to stop the run; if the loop is
         busy that long (a blocking import, a synchronous tool), the cancel is recorded in the
         store instead (the run shows ``cancelled`` at once) and the run stops as soon as the
-        loop gets to it, or its lease keeper notices."""
+        loop gets to it, or its lease keeper notices.
+
+        Cells the run's ``notebook.run`` started are left running in their kernel (under
+        their handle, ``running_cells``) unless ``interrupt``: then the cell running now in
+        each is interrupted (those this process started: the one that runs the run)."""
         try:
-            return self.loop.run(self.runs_manager.cancel(run_id), timeout=wait)
+            run = self.loop.run(self.runs_manager.cancel(run_id), timeout=wait)
         except TimeoutError:
-            return self.runs_manager.request_cancel(run_id)
+            run = self.runs_manager.request_cancel(run_id)
+        if interrupt:
+            self.interrupt_cells(run_id)
+        return run
+
+    def interrupt_cells(self, run_id: str) -> list[RunningCells]:
+        """Interrupt the cell running now in each of the run's ``notebook.run`` jobs still
+        running in this process; what was running, ``interrupted`` when a cell was."""
+        return self.loop.run(self.executions_running.interrupt_run(run_id))
+
+    def running_cells(self, run_id: str) -> list[RunningCells]:
+        """The run's ``notebook.run`` cells still running in this process (a cancelled run
+        leaves them running)."""
+        return self.loop.run(self._running_cells(run_id))
+
+    async def _running_cells(self, run_id: str) -> list[RunningCells]:
+        return self.executions_running.of_run(run_id)  # (read on the loop that changes it)
 
     def pending_approvals(self, run_id: str) -> list[ToolCall]:
         """The run's tool calls waiting for a person's decision (none decided yet)."""
@@ -628,6 +650,23 @@ class Agi:
         except (ToolError, OSError):
             return []
         return self.store.list_executions(key, limit=limit)
+
+    def stale_cells(self, path: str) -> list[StaleCell]:
+        """The code cells of the notebook ``path`` whose outputs may be out of date, from the
+        ledger: changed since they last ran, or reading a name a later execution of another
+        cell re-bound (``notebook.stale`` says the rule). None for a notebook the project does
+        not have; one outside the project is ``PathOutsideProject``."""
+        try:
+            target = self.notebooks.locate(self.project, path)
+            content = self.loop.run(self._read_notebook(target))
+        except PathOutsideProject:
+            raise
+        except (ToolError, OSError):
+            return []
+        return stale_cells(content, self.store.list_executions(target.shown))
+
+    async def _read_notebook(self, target: notebook.NotebookTarget) -> dict[str, Any]:
+        return (await (await self.notebooks.open(target)).read()).notebook
 
     def record_execution(
         self,

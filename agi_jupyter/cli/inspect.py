@@ -22,6 +22,7 @@ from agi_jupyter.cli.common import (
     json_option,
     open_agi,
     project_option,
+    server_options,
     stdout_is_terminal,
 )
 from agi_jupyter.cli.stream import Progress
@@ -320,16 +321,49 @@ def events(run_id: str, follow: bool, after: int, project: Path | None, as_json:
 
 @click.command()
 @click.argument("run_id", metavar="RUN")
+@click.option(
+    "--interrupt",
+    is_flag=True,
+    help="Also interrupt the notebook cells the run's notebook.run left running (default: "
+    "they go on in their kernel). They live in the process that runs the run: use --server.",
+)
 @project_option
 @json_option
-def cancel(run_id: str, project: Path | None, as_json: bool) -> None:
-    """Cancel a run (it ends `cancelled`, wherever it runs)."""
-    with open_agi(project) as agi:
-        run = agi.cancel(run_id)
-    if as_json:
-        render.print_json(run)
+@server_options(
+    "Through the running `agi serve` or Jupyter server that runs the run (--project: a folder "
+    "under its root): its cells left running are named, or interrupted."
+)
+def cancel(
+    run_id: str,
+    interrupt: bool,
+    project: Path | None,
+    as_json: bool,
+    server: str | None,
+    token: str | None,
+) -> None:
+    """Cancel a run (it ends `cancelled`, wherever it runs). Cells its notebook.run started
+    go on running unless --interrupt."""
+    if server:
+        from urllib.parse import quote
+
+        from agi_jupyter.cli.remote import ServerClient
+
+        client = ServerClient(server, token, str(project) if project else None)
+        path = f"runs/{quote(run_id, safe='')}/cancel"
+        answer = client.call("POST", path, {"interrupt": interrupt})
+        run_json, cells = answer["run"], answer["cells"]
     else:
-        click.echo(f"{run.id} {run.status}")
+        with open_agi(project) as agi:
+            run = agi.cancel(run_id)
+            found = agi.interrupt_cells(run_id) if interrupt else agi.running_cells(run_id)
+        run_json, cells = render.jsonable(run), [render.jsonable(c) for c in found]
+    if as_json:  # the run, as before, with its cells
+        render.print_json({**run_json, "cells": cells})
+        return
+    click.echo(f"{run_json['id']} {run_json['status']}")
+    for cell in cells:
+        state = "interrupted" if cell["interrupted"] else "left running"
+        click.echo(f"cell {cell['cell_id']} of {cell['path']} ({cell['handle']}): {state}")
 
 
 @click.command()

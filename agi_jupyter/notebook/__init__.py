@@ -11,6 +11,7 @@ receipts, run in the notebook's kernel, snapshotted per run and undone.
     detached   the cells notebook.run runs on a task of their own, left running under a handle
     images     a cell's PNG/JPEG outputs for the model; ledger: the agent's executions recorded
     protect    protected cells (metadata agi.protected), toggled by a person
+    stale      stale cells from the ledger: changed since they ran, or reading re-bound names
     diff       the cell-level notebook_diff artifact; outline: the system-prompt outline
     changes    a run's changes as records (one per cell, one per file) with unified diffs
     merge      reverting one cell change by a three-way merge; undo: undo and redo by merge

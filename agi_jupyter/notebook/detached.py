@@ -6,9 +6,10 @@ each cell runs in the notebook's kernel to its end, and its outputs go into the 
 tool waits up to its ``timeout`` (``notebook_run_wait`` by default); a job still running
 then is *not* interrupted: ``Executions`` keeps it under a handle, the tool answers with the
 handle and the output so far, and ``notebook.wait`` / ``notebook.interrupt`` find it again.
-Only an ``interrupt_after`` the agent set, ``notebook.interrupt``, or the cancellation of the
-call that waits in ``notebook.run`` interrupt a cell. While somebody waits, the running
-cell's output streams as that call's live output.
+Only an ``interrupt_after`` the agent set, ``notebook.interrupt``, or a cancel of the run that
+asks for it (``Agi.cancel(run_id, interrupt=True)``) interrupt a cell: a run cancelled while
+its ``notebook.run`` waits leaves the cells running, kept under their handle. While somebody
+waits, the running cell's output streams as that call's live output.
 
 Handles live with the ``Agi`` (in memory): a handle outlives its run, not its process.
 """
@@ -20,7 +21,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agi_jupyter.errors import ErrorCode, ToolError
@@ -44,6 +45,17 @@ Ended = Callable[[str, CellRun, Execution], None]
 class Cell:
     id: str
     source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunningCells:
+    """A run's ``notebook.run`` job still running: its handle, notebook, the cell running
+    now, and whether a cancel interrupted that cell."""
+
+    handle: str
+    path: str
+    cell_id: str | None
+    interrupted: bool
 
 
 class CellsJob:
@@ -247,6 +259,8 @@ class Executions:
             if interrupt_on_cancel:
                 task.cancel()
                 self._jobs.pop(job.handle, None)
+            elif not task.done():
+                self._jobs[job.handle] = job  # left running: found again by its handle
             raise
         finally:
             job.listen(None)
@@ -255,6 +269,29 @@ class Executions:
             return job.pending(seconds)
         self._jobs.pop(job.handle, None)
         return task.result()
+
+    def of_run(self, run_id: str) -> list[RunningCells]:
+        """The run's jobs whose cells still run (a cancel leaves them running)."""
+        return [
+            RunningCells(
+                handle=job.handle,
+                path=job.target.shown,
+                cell_id=job.current.cell_id if job.current is not None else None,
+                interrupted=False,
+            )
+            for job in self._jobs.values()
+            if job.ctx.run_id == run_id and job.task is not None and not job.task.done()
+        ]
+
+    async def interrupt_run(self, run_id: str) -> list[RunningCells]:
+        """Interrupt the cell running now in each of the run's jobs (the cells after it are
+        not run); what was running, each marked ``interrupted`` when a cell was."""
+        found = self.of_run(run_id)
+        done = []
+        for running in found:
+            interrupted = await self._jobs[running.handle].interrupt()
+            done.append(replace(running, interrupted=interrupted))
+        return done
 
     async def interrupt(self, job: CellsJob, emit: Emit) -> ToolResult:
         """Interrupt the job's running cell and wait for what it produced until then."""

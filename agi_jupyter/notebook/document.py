@@ -11,6 +11,7 @@ word alone.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from agi_jupyter.notebook.model import (
     find_cell,
     parse,
     source_hash,
+    stamped,
 )
 from agi_jupyter.notebook.ops import (
     Delete,
@@ -107,21 +109,42 @@ class NotebookDocument:
         *,
         after_cell_id: str | None = None,
         index: int | None = None,
+        provenance: Mapping[str, Any] | None = None,
     ) -> Mutation:
-        op = Insert(cell_type=cell_type, source=source, after_cell_id=after_cell_id, index=index)
+        """A new cell; ``provenance`` (the agent's ``run_id``, ``changed_at``) goes into its
+        metadata's ``agi`` key."""
+        metadata = stamped({}, provenance) if provenance else None
+        op = Insert(
+            cell_type=cell_type,
+            source=source,
+            after_cell_id=after_cell_id,
+            index=index,
+            metadata=metadata,
+        )
         applied = await self.backend.apply(op)
         return await self._receipt(op, applied, expected=source_hash(source))
 
-    async def edit(self, cell_id: str, expected_hash: str, source: str) -> Mutation:
-        current = await self._checked(cell_id, expected_hash)
-        op = Edit(cell_id=cell_id, expected_source=current, source=source)
+    async def edit(
+        self,
+        cell_id: str,
+        expected_hash: str,
+        source: str,
+        *,
+        provenance: Mapping[str, Any] | None = None,
+    ) -> Mutation:
+        """The cell's new source; with ``provenance``, its metadata as it is with the agent's
+        provenance set in ``agi`` (undo puts the metadata back as it was)."""
+        cell = await self._checked(cell_id, expected_hash)
+        current = str(cell.get("source"))
+        metadata = stamped(cell.get("metadata"), provenance) if provenance else None
+        op = Edit(cell_id=cell_id, expected_source=current, source=source, metadata=metadata)
         applied = await self.backend.apply(op)
         mutation = await self._receipt(op, applied, expected=source_hash(source))
         mutation.before_cell_hash = expected_hash
         return mutation
 
     async def delete(self, cell_id: str, expected_hash: str) -> Mutation:
-        current = await self._checked(cell_id, expected_hash)
+        current = str((await self._checked(cell_id, expected_hash)).get("source"))
         applied = await self.backend.apply(Delete(cell_id=cell_id, expected_source=current))
         mutation = await self._receipt(Delete(cell_id=cell_id, expected_source=current), applied)
         mutation.before_cell_hash = expected_hash
@@ -138,15 +161,15 @@ class NotebookDocument:
         op = Replace(content=content, notebook=parse(content))
         return await self._receipt(op, await self.backend.apply(op))
 
-    async def _checked(self, cell_id: str, expected_hash: str) -> str:
-        """The cell's current source, if its hash is the one the agent expects."""
+    async def _checked(self, cell_id: str, expected_hash: str) -> dict[str, Any]:
+        """The cell as it is now, if its source's hash is the one the agent expects."""
         found = find_cell((await self.backend.load()).notebook, cell_id)
         if found is None:
             raise cell_not_found(cell_id)
         source = str(found[1].get("source"))
         if source_hash(source) != expected_hash:
             raise hash_mismatch(cell_id, source_hash(source))
-        return source
+        return found[1]
 
     async def _receipt(self, op: Op, applied: Applied, *, expected: str | None = None) -> Mutation:
         reread = (await self.backend.load()).notebook

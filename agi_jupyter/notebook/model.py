@@ -193,6 +193,15 @@ def is_protected(cell: Mapping[str, Any]) -> bool:
     return isinstance(agi, Mapping) and bool(agi.get("protected"))
 
 
+def stamped(metadata: Mapping[str, Any] | None, provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """A cell's metadata with the agent's provenance (``agi.run_id``, ``agi.changed_at``) set
+    in its ``agi`` key, every other key as it was."""
+    result = copy.deepcopy(dict(metadata or {}))
+    agi = result.get("agi")
+    result["agi"] = {**(agi if isinstance(agi, Mapping) else {}), **provenance}
+    return result
+
+
 def find_cell(notebook: Mapping[str, Any], cell_id: str) -> tuple[int, CellJSON] | None:
     for index, cell in enumerate(notebook.get("cells") or []):
         if cell.get("id") == cell_id:

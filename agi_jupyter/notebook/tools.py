@@ -28,6 +28,7 @@ from agi_jupyter.notebook.images import images_of
 from agi_jupyter.notebook.model import find_cell, is_protected, parse
 from agi_jupyter.notebook.record import one_change_at_a_time, record_change
 from agi_jupyter.notebook.render import render_cells, render_receipt
+from agi_jupyter.records import utc_now
 from agi_jupyter.tools.base import AnyTool, Tool, ToolArgs, ToolContext, ToolResult
 
 PATH_HELP = "The notebook (.ipynb), relative to the project; default: the notebook of this run."
@@ -187,6 +188,15 @@ async def check_unprotected(doc: NotebookDocument, cell_id: str) -> None:
         refuse_protected(found[1], cell_id)
 
 
+def provenance(ctx: ToolContext) -> dict[str, Any]:
+    """What a cell the agent creates or changes carries in its metadata's ``agi`` key: the
+    run (when the call belongs to one) and when."""
+    stamp: dict[str, Any] = {"changed_at": utc_now()}
+    if ctx.run_id:
+        stamp["run_id"] = ctx.run_id
+    return stamp
+
+
 def default_path(ctx: ToolContext) -> str | None:
     if ctx.run_id:
         run = ctx.store.get_run(ctx.run_id)
@@ -259,7 +269,11 @@ class NotebookInsert(NotebookTool):
         doc = await self.open(args.path, ctx)
         async with one_change_at_a_time(doc.path):
             mutation = await doc.insert(
-                args.cell_type, args.source, after_cell_id=args.after_cell_id, index=args.index
+                args.cell_type,
+                args.source,
+                after_cell_id=args.after_cell_id,
+                index=args.index,
+                provenance=provenance(ctx),
             )
             return await self.changed("inserted", doc, mutation, ctx)
 
@@ -281,7 +295,9 @@ class NotebookEdit(NotebookTool):
         doc = await self.open(args.path, ctx)
         await check_unprotected(doc, args.cell_id)
         async with one_change_at_a_time(doc.path):
-            mutation = await doc.edit(args.cell_id, args.expected_hash, args.source)
+            mutation = await doc.edit(
+                args.cell_id, args.expected_hash, args.source, provenance=provenance(ctx)
+            )
             return await self.changed("edited", doc, mutation, ctx)
 
 
@@ -347,8 +363,9 @@ class NotebookRun(ExecutionTool):
         job = CellsJob(self.access, target, cells, ctx, interrupt_after=args.interrupt_after)
         job.skipped = skipped
         job.start()
+        # A cancelled run leaves its cells running unless the cancel asks to interrupt them.
         return await self.executions.wait(
-            job, wait_of(args.timeout, ctx), ctx.emit, interrupt_on_cancel=True
+            job, wait_of(args.timeout, ctx), ctx.emit, interrupt_on_cancel=False
         )
 
 

@@ -222,13 +222,16 @@ class TasksQuery(PageQuery):
     status: TaskStatus | None = None
 
 
-class ExecutionsQuery(Query):
+class NotebookQuery(Query):
     path: str = Field(
         min_length=1,
         max_length=4096,
         pattern=r"^[^\x00]*\.ipynb$",
         description="The notebook (.ipynb), relative to the project.",
     )
+
+
+class ExecutionsQuery(NotebookQuery):
     limit: int | None = Field(None, ge=1, le=10_000, description="Only the last N executions.")
 
 
@@ -546,6 +549,14 @@ class UndoRequest(Body):
         max_length=10_000,
         description="Only these changes (ids of GET /runs/{id}/changes, or a stored change's "
         "id for every cell it touched); with turn, they must be of that turn or later.",
+    )
+
+
+class CancelRequest(Body):
+    interrupt: bool = Field(
+        False,
+        description="Also interrupt the cells the run's notebook.run left running (default: "
+        "they go on in their kernel, and the answer names them).",
     )
 
 

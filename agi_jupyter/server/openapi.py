@@ -20,7 +20,7 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from agi_jupyter import __version__
 from agi_jupyter.errors import ErrorCode
-from agi_jupyter.kinds import DecisionDoor, ReviewMode, SdkName, ToolTrait, Verdict
+from agi_jupyter.kinds import DecisionDoor, ReviewMode, SdkName, StaleReason, ToolTrait, Verdict
 from agi_jupyter.notebook.wire import TabRequest
 from agi_jupyter.server.models import ErrorBody, Event, MessagePart, body_required
 from agi_jupyter.server.routes import API_VERSION, ROUTES, Route, path_params
@@ -144,6 +144,7 @@ KINDS: tuple[type[StrEnum], ...] = (
     ErrorCode,
     ReviewMode,
     SdkName,
+    StaleReason,
     ToolTrait,
     Verdict,
 )

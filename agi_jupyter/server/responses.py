@@ -12,6 +12,8 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from agi_jupyter.kinds import ToolTrait
+from agi_jupyter.notebook.detached import RunningCells
+from agi_jupyter.notebook.stale import StaleCell
 from agi_jupyter.records import Artifact as ArtifactRecord
 from agi_jupyter.records import (
     Compaction,
@@ -71,6 +73,15 @@ class History(Out):
 
 class RunResponse(Out):
     run: Run
+
+
+class CancelResponse(Out):
+    """The cancelled run, and the cells its ``notebook.run`` started that were still running:
+    left running in their kernel (under their execution handle), or ``interrupted`` when the
+    cancel asked for it."""
+
+    run: Run
+    cells: list[RunningCells]
 
 
 class PendingApproval(Out):
@@ -358,6 +369,13 @@ class ExecutionList(Out):
     ``notebook.run`` and ``python`` tool calls (with their run and tool call)."""
 
     executions: list[KernelExecution]
+
+
+class StaleCellList(Out):
+    """A notebook's stale code cells, in notebook order: ``changed`` since they last ran, or
+    ``upstream`` (a later execution of ``by_cell_id`` re-bound ``names`` they read)."""
+
+    cells: list[StaleCell]
 
 
 class ChangeList(Out):

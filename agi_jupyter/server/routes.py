@@ -38,6 +38,7 @@ from agi_jupyter.server.handlers.notebooks import (
     RunKeepHandler,
     RunRedoHandler,
     RunUndoHandler,
+    StaleCellsHandler,
 )
 from agi_jupyter.server.handlers.oneshot import OneShotHandler
 from agi_jupyter.server.handlers.runs import (
@@ -63,6 +64,7 @@ from agi_jupyter.server.models import (
     ApprovalDecision,
     BridgeAnnounce,
     BridgeQuery,
+    CancelRequest,
     ChangesQuery,
     CompletionCreate,
     ExecutionsQuery,
@@ -70,6 +72,7 @@ from agi_jupyter.server.models import (
     KeepRequest,
     MessageCreate,
     NotebookBudgetUpdate,
+    NotebookQuery,
     NotebookReply,
     OneShotRequest,
     PageQuery,
@@ -92,6 +95,7 @@ from agi_jupyter.server.responses import (
     ApprovalResult,
     ArtifactList,
     ArtifactResponse,
+    CancelResponse,
     ChangeList,
     CompactionResponse,
     CompletionChunk,
@@ -111,6 +115,7 @@ from agi_jupyter.server.responses import (
     SdkList,
     SessionPage,
     SessionResponse,
+    StaleCellList,
     Stats,
     TaskPage,
     TickResponse,
@@ -214,8 +219,10 @@ ROUTES: tuple[Route, ...] = (
           stream_default=True, errors=SESSION + START + INPUT),
     Route("GET", f"{V1}/runs/{{run_id}}", RunHandler, "getRun", "Get a run", "runs",
           response=RunResponse, errors=RUN),
-    Route("POST", f"{V1}/runs/{{run_id}}/cancel", RunCancelHandler, "cancelRun", "Cancel a run",
-          "runs", response=RunResponse, errors=(*RUN, ErrorCode.RUN_TERMINAL)),
+    Route("POST", f"{V1}/runs/{{run_id}}/cancel", RunCancelHandler, "cancelRun",
+          "Cancel a run; the cells its notebook.run started go on running (named in the "
+          "answer) unless interrupt", "runs", body=CancelRequest, response=CancelResponse,
+          errors=(*RUN, ErrorCode.RUN_TERMINAL)),
     Route("GET", f"{V1}/runs/{{run_id}}/approvals", RunApprovalsHandler, "listApprovals",
           "The run's tool calls waiting for a person's decision", "runs",
           response=ApprovalList, errors=RUN),
@@ -260,6 +267,11 @@ ROUTES: tuple[Route, ...] = (
           "user, or an agent's run and tool call), its source hash, execution count, status "
           "and output summary", "runs",
           query=ExecutionsQuery, response=ExecutionList,
+          errors=(ErrorCode.VALIDATION_ERROR, ErrorCode.PATH_OUTSIDE_PROJECT)),
+    Route("GET", f"{V1}/executions/stale", StaleCellsHandler, "listStaleCells",
+          "A notebook's stale code cells, from the ledger: changed since they last ran, or "
+          "reading a name a later execution of another cell re-bound (a static name analysis)",
+          "runs", query=NotebookQuery, response=StaleCellList,
           errors=(ErrorCode.VALIDATION_ERROR, ErrorCode.PATH_OUTSIDE_PROJECT)),
     Route("GET", f"{V1}/artifacts/{{artifact_id}}", ArtifactHandler, "getArtifact",
           "Get an artifact's metadata", "artifacts", response=ArtifactResponse,

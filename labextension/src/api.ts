@@ -192,8 +192,9 @@ export class AgiClient {
     return (await this.request('get', '/agi/v1/runs/{run_id}', { path: { run_id: runId }, query: { project } })).run;
   }
 
-  async cancelRun(project: string, runId: string): Promise<Run> {
-    return (await this.request('post', '/agi/v1/runs/{run_id}/cancel', { path: { run_id: runId }, query: { project } })).run;
+  async cancelRun(project: string, runId: string, interrupt = false): Promise<Run> {
+    const parts = { path: { run_id: runId }, query: { project }, body: { interrupt } };
+    return (await this.request('post', '/agi/v1/runs/{run_id}/cancel', parts)).run;
   }
 
   /** Decide a run's tool calls waiting for approval (one, or all without `toolCallId`). */

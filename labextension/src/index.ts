@@ -22,12 +22,14 @@ import { notebookBridgePlugin } from './bridgeplugin';
 import { NotebookReview, refreshWhenRunsEnd } from './cellreview';
 
 import { addCellActions } from './cellactions';
+import { addProtectToggle } from './cellprotect';
 import { completionPlugin } from './completion';
 import { bundle, type Trans } from './i18n';
 import { agiIcon } from './icons';
 import { PanelModel } from './model';
 import { ActiveNotebook } from './notebooks';
 import { AgiPanel } from './panel';
+import { StaleCells } from './stalecells';
 import { jupyterTransport } from './transport';
 
 export { agiIcon };
@@ -78,6 +80,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const review = tracker ? new NotebookReview(client, tracker, () => model.snapshot.project) : null;
     if (review) {
       refreshWhenRunsEnd(model, review);
+    }
+    if (tracker) {
+      addProtectToggle(app, tracker, trans, palette);
+      new StaleCells(client, tracker, () => model.snapshot.project, trans);
     }
     const panel = new AgiPanel(model, {
       rendermime,

@@ -189,7 +189,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel a run */
+        /** Cancel a run; the cells its notebook.run started go on running (named in the answer) unless interrupt */
         post: operations["cancelRun"];
         delete?: never;
         options?: never;
@@ -343,6 +343,23 @@ export interface paths {
         };
         /** The ledger of a notebook's kernel executions, oldest first: who ran each cell (the user, or an agent's run and tool call), its source hash, execution count, status and output summary */
         get: operations["listExecutions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agi/v1/executions/stale": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A notebook's stale code cells, from the ledger: changed since they last ran, or reading a name a later execution of another cell re-bound (a static name analysis) */
+        get: operations["listStaleCells"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1002,6 +1019,26 @@ export interface components {
              * @enum {string}
              */
             type: "budget";
+        };
+        /** CancelRequest */
+        CancelRequest: {
+            /**
+             * Interrupt
+             * @description Also interrupt the cells the run's notebook.run left running (default: they go on in their kernel, and the answer names them).
+             * @default false
+             */
+            interrupt?: boolean;
+        };
+        /**
+         * CancelResponse
+         * @description The cancelled run, and the cells its ``notebook.run`` started that were still running:
+         *     left running in their kernel (under their execution handle), or ``interrupted`` when the
+         *     cancel asked for it.
+         */
+        CancelResponse: {
+            run: components["schemas"]["Run"];
+            /** Cells */
+            cells: components["schemas"]["RunningCells"][];
         };
         /**
          * Change
@@ -2777,6 +2814,21 @@ export interface components {
              */
             system_prompt?: string | null;
         };
+        /**
+         * RunningCells
+         * @description A run's ``notebook.run`` job still running: its handle, notebook, the cell running
+         *     now, and whether a cancel interrupted that cell.
+         */
+        RunningCells: {
+            /** Handle */
+            handle: string;
+            /** Path */
+            path: string;
+            /** Cell Id */
+            cell_id: string | null;
+            /** Interrupted */
+            interrupted: boolean;
+        };
         /** SdkCapabilityFlags */
         SdkCapabilityFlags: {
             /**
@@ -3165,6 +3217,39 @@ export interface components {
             /** Execution Count */
             execution_count: number | null;
         };
+        /**
+         * StaleCell
+         * @description A cell whose outputs may no longer be what running it would show.
+         */
+        StaleCell: {
+            /** Cell Id */
+            cell_id: string;
+            reason: components["schemas"]["StaleReason"];
+            /** Names */
+            names: string[];
+            /**
+             * By Cell Id
+             * @default null
+             */
+            by_cell_id: string | null;
+        };
+        /**
+         * StaleCellList
+         * @description A notebook's stale code cells, in notebook order: ``changed`` since they last ran, or
+         *     ``upstream`` (a later execution of ``by_cell_id`` re-bound ``names`` they read).
+         */
+        StaleCellList: {
+            /** Cells */
+            cells: components["schemas"]["StaleCell"][];
+        };
+        /**
+         * StaleReason
+         * @description Why a cell's outputs may be out of date (``notebook.stale``): ``changed``, its source is
+         *     not the one it last ran; ``upstream``, a later execution of another cell re-bound a name
+         *     it reads.
+         * @enum {string}
+         */
+        StaleReason: "changed" | "upstream";
         /** Stats */
         Stats: {
             /**
@@ -5190,7 +5275,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CancelRequest"];
+            };
+        };
         responses: {
             /** @description OK */
             200: {
@@ -5198,7 +5287,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RunResponse"];
+                    "application/json": components["schemas"]["CancelResponse"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Error codes: UNAUTHORIZED */
@@ -5232,6 +5330,15 @@ export interface operations {
             };
             /** @description Error codes: RUN_TERMINAL */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6015,6 +6122,80 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ExecutionList"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN, PATH_OUTSIDE_PROJECT */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listStaleCells: {
+        parameters: {
+            query: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+                /** @description The notebook (.ipynb), relative to the project. */
+                path: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StaleCellList"];
                 };
             };
             /** @description Error codes: VALIDATION_ERROR */
@@ -7472,6 +7653,13 @@ export const SdkName = {
     ACP: "acp",
 } as const;
 export type SdkName = components["schemas"]["SdkName"];
+
+/** The values of StaleReason (components["schemas"]["StaleReason"]), by their names on the server. */
+export const StaleReason = {
+    CHANGED: "changed",
+    UPSTREAM: "upstream",
+} as const;
+export type StaleReason = components["schemas"]["StaleReason"];
 
 /** The values of ToolTrait (components["schemas"]["ToolTrait"]), by their names on the server. */
 export const ToolTrait = {

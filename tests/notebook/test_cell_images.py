@@ -113,3 +113,80 @@ def test_a_large_image_is_scaled_down_within_bounds() -> None:
         assert shown.size == (MAX_SIDE, MAX_SIDE // 4)
     assert image.mime == "image/png"
     assert len(images_of([("c", [output] * 9)])) == 4
+
+
+MATPLOTLIB = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()"
+SVG_FORMAT = "from matplotlib_inline.backend_inline import set_matplotlib_formats\n"
+SVG_FORMAT += "set_matplotlib_formats('svg')\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("model", "source"),
+    [
+        *((model, MATPLOTLIB) for model in WIRES),
+        ("openai:gpt-4o", SVG_FORMAT + MATPLOTLIB),  # an SVG figure, rasterised
+    ],
+    ids=["responses", "anthropic", "chat", "responses-svg"],
+)
+def test_a_matplotlib_plot_reaches_each_wire_api_as_an_image(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer, project: Path, model: str, source: str
+) -> None:
+    write_notebook(project / "plots.ipynb", [("plot", "code", source)])
+    env = {"ANTHROPIC_BASE_URL": fake_llm.anthropic_base_url, "ANTHROPIC_API_KEY": "sk-ant-t"}
+    agi = make_agi(env=env, config={"default_model": model, "tool_timeout": 120})
+    fake_llm.enqueue(
+        Turn(
+            tool_calls=[
+                FakeToolCall(
+                    "notebook.run",
+                    {"path": "plots.ipynb", "cell_ids": ["plot"], "timeout": 90},
+                    id="plot",
+                )
+            ]
+        ),
+        Turn(text="a rising curve"),
+    )
+    result = agi.ask("plot it and look", agent="build")
+    assert result.run.status == "succeeded"
+    (call,) = agi.store.list_tool_calls(run_id=result.run_id)
+    shown = "image/svg+xml" if "svg" in source else "image/png"
+    assert f"display: [{shown}]" in call.result["output"], call.result["output"]
+    (image_id,) = call.result["image_artifact_ids"]
+    stored = agi.store.read_artifact(image_id)
+    (sent,) = WIRES[model](fake_llm.requests[-1].body)
+    assert sent == "data:image/png;base64," + base64.b64encode(stored).decode()
+    with Image.open(io.BytesIO(stored)) as plot:
+        assert plot.format == "PNG"
+        width, height = plot.size
+        assert 200 < width <= 1568, plot.size
+        assert 200 < height <= 1568, plot.size
+        colours = plot.convert("RGB").getcolors(maxcolors=100_000) or []
+        assert len(colours) > 2, "a drawn plot: axes and a line, not a blank image"
+
+
+def test_an_svg_output_is_rasterised_within_bounds_and_a_broken_one_left_out() -> None:
+    from agi_jupyter.notebook.images import MAX_SIDE, images_of
+
+    wide = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="6000" height="1500">'
+        '<rect width="6000" height="1500" fill="#c83030"/></svg>'
+    )
+    small = '<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20">\n'
+    small += '<rect width="40" height="20"/>\n</svg>\n'
+
+    def svg(text: Any) -> dict[str, Any]:
+        return {"output_type": "display_data", "data": {"image/svg+xml": text}, "metadata": {}}
+
+    images = images_of(
+        [("c", [svg(wide), svg(small.splitlines(keepends=True)), svg("<not svg"), svg("<svg/>")])]
+    )
+    assert [i.title for i in images] == ["cell c output (SVG rasterised)"] * 2
+    sizes = []
+    for image in images:
+        assert image.mime == "image/png"
+        with Image.open(io.BytesIO(image.content)) as shown:
+            sizes.append(shown.size)
+            red = shown.convert("RGB").getpixel((1, 1))
+    assert sizes == [(MAX_SIDE, MAX_SIDE // 4), (40, 20)]
+    assert red == (0, 0, 0)  # the small one's black rectangle, drawn

@@ -252,7 +252,7 @@ def test_a_cell_past_its_timeout_is_interrupted_and_the_run_goes_on(
 
 
 @pytest.mark.slow
-def test_cancelling_a_run_during_notebook_run_interrupts_the_kernel(
+def test_cancelling_a_run_during_notebook_run_leaves_the_cell_running_until_interrupted(
     make_agi: MakeAgi, fake_llm: FakeLLMServer, notebook: Path
 ) -> None:
     book = nbformat.read(notebook, as_version=4)
@@ -282,6 +282,11 @@ def test_cancelling_a_run_during_notebook_run_interrupts_the_kernel(
     assert agi.cancel(run.id).status == "cancelled"
     thread.join(30)
     assert deltas == ["sleeping\n"]
+    (left,) = agi.running_cells(run.id)  # not interrupted by the cancel: still running
+    assert (left.cell_id, left.path, left.interrupted) == ("total", "analysis.ipynb", False)
+    assert agi.executions("analysis.ipynb")[-1].status == "running"
+    (stopped,) = agi.interrupt_cells(run.id)  # what cancel(interrupt=True) does after it
+    assert (stopped.handle, stopped.interrupted) == (left.handle, True)
     access = agi.notebooks
     target = access.locate(agi.project, "analysis.ipynb")
     started = time.monotonic()

@@ -188,7 +188,7 @@ async def test_undo_over_rest_rewinds_to_before_a_turn(
     assert path.read_bytes() == original
 
 
-async def test_cancelling_a_run_during_notebook_run_interrupts_the_kernel(
+async def test_a_cancel_asked_to_interrupt_interrupts_the_running_cell(
     fetch: Fetch, jp_fetch: Any, fake_llm: FakeLLMServer, server_root: Path
 ) -> None:
     write_notebook(
@@ -219,8 +219,10 @@ async def test_cancelling_a_run_during_notebook_run_interrupts_the_kernel(
         return any("napping" in str(e.get("chunk", "")) for e in events)
 
     await wait_for(printed, within=60)
-    cancelled = await fetch("runs", run["id"], "cancel", method="POST")
+    cancelled = await fetch("runs", run["id"], "cancel", method="POST", json={"interrupt": True})
     assert cancelled.data["run"]["status"] in TERMINAL
+    (cell,) = cancelled.data["cells"]  # the cell the cancel interrupted (else: left running)
+    assert (cell["path"], cell["cell_id"], cell["interrupted"]) == ("slow.ipynb", "nap", True)
     while time.monotonic() < deadline and state != "idle":
         await asyncio.sleep(0.2)
         state = json.loads((await jp_fetch("api", "kernels", kernel_id)).body)["execution_state"]

@@ -96,6 +96,10 @@ async def test_edits_go_to_the_shared_document_and_undo_restores_it(
         "print('new')",
     ]
     assert cells[2]["outputs"][0]["data"]["text/plain"] == "200"
+    run_id = reply.data["run"]["id"]
+    assert cells[2]["metadata"]["agi"]["run_id"] == run_id  # provenance, in the shared document
+    assert cells[3]["metadata"]["agi"]["run_id"] == run_id
+    assert "changed_at" in cells[3]["metadata"]["agi"]
     assert cells[1]["outputs"][0]["text"] == "loaded\n"
     rows = (await fetch("runs", reply.data["run"]["id"], "changes")).data["changes"]
     assert len(rows) == 4
@@ -118,6 +122,7 @@ async def test_edits_go_to_the_shared_document_and_undo_restores_it(
         ("total", "x + 1"),
     ]
     assert all(not c.get("outputs") for c in restored)
+    assert all("agi" not in c["metadata"] for c in restored), "undo took the provenance back"
 
 
 async def test_a_concurrent_edit_of_the_shared_cell_is_refused(

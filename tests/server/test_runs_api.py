@@ -80,6 +80,7 @@ async def test_cancel(fetch: Fetch, fake_llm: FakeLLMServer) -> None:
     cancelled = await fetch("runs", run_id, "cancel", method="POST")
     assert cancelled.status == 200, cancelled
     assert cancelled.data["run"]["status"] == "cancelled"
+    assert cancelled.data["cells"] == [], "no notebook cells of the run were running"
     again = await fetch("runs", run_id, "cancel", method="POST")
     assert (again.status, again.error["code"]) == (409, "RUN_TERMINAL")
     unknown = await fetch("runs", "run_nope", "cancel", method="POST")

@@ -12,10 +12,17 @@ from agi_jupyter.server.models import (
     ChangesQuery,
     ExecutionsQuery,
     KeepRequest,
+    NotebookQuery,
     NotebookReply,
     UndoRequest,
 )
-from agi_jupyter.server.responses import Ack, ChangeList, ExecutionList, UndoResponse
+from agi_jupyter.server.responses import (
+    Ack,
+    ChangeList,
+    ExecutionList,
+    StaleCellList,
+    UndoResponse,
+)
 
 REPLY_LIMIT = 256 * 1024 * 1024  # a reply holds the notebook before and after a change
 
@@ -75,6 +82,14 @@ class ExecutionsHandler(AgiHandler):
         agi = await self.agi()
         found = await self.call(agi.executions, query.path, limit=query.limit)
         self.reply(ExecutionList(executions=found))
+
+
+class StaleCellsHandler(AgiHandler):
+    @protected
+    async def get(self) -> None:
+        query = self.query(NotebookQuery)
+        agi = await self.agi()
+        self.reply(StaleCellList(cells=await self.call(agi.stale_cells, query.path)))
 
 
 class NotebookRepliesHandler(AgiHandler):

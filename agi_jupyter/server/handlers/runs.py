@@ -12,6 +12,7 @@ from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.handlers.replies import events_of, reply_to_run, seq_of
 from agi_jupyter.server.models import (
     ApprovalDecision,
+    CancelRequest,
     PageQuery,
     RunCreate,
     RunEventsQuery,
@@ -21,6 +22,7 @@ from agi_jupyter.server.responses import (
     ApprovalList,
     ApprovalResult,
     ArtifactList,
+    CancelResponse,
     PendingApproval,
     RunPage,
     RunResponse,
@@ -97,8 +99,11 @@ class RunHandler(AgiHandler):
 class RunCancelHandler(AgiHandler):
     @protected
     async def post(self, run_id: str) -> None:
+        body = self.body(CancelRequest)
         agi = await self.agi()
-        self.reply(RunResponse(run=await self.call(agi.cancel, run_id)))
+        run = await self.call(agi.cancel, run_id)
+        running = agi.interrupt_cells if body.interrupt else agi.running_cells
+        self.reply(CancelResponse(run=run, cells=await self.call(running, run_id)))
 
 
 class RunApprovalsHandler(AgiHandler):
