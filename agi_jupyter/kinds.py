@@ -64,5 +64,15 @@ class McpTrust(StrEnum):
     WRITE = "write"
 
 
+class MentionKind(StrEnum):
+    """What an ``@`` mention of a user message points at: a project ``file``, a ``notebook``,
+    a notebook's ``cell`` (by id), or a kernel ``var`` (variable) of a notebook."""
+
+    FILE = "file"
+    NOTEBOOK = "notebook"
+    CELL = "cell"
+    VAR = "var"
+
+
 DEFAULT_REVIEW_MODE = ReviewMode.ASK
 DEFAULT_SDK = SdkName.NATIVE
