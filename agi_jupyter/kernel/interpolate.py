@@ -15,7 +15,14 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from agi_jupyter.kinds import MentionKind
+from agi_jupyter.mentions import parse_mentions
+
+if TYPE_CHECKING:
+    from agi_jupyter.app import Agi
+    from agi_jupyter.records import MentionPart
 
 _FIELD = re.compile(
     r"\{(?:(?P<hist>In|Out|Err)\[(?P<index>-?\d+)\]"
@@ -199,3 +206,18 @@ def variables_json(namespace: Mapping[str, Any], limit: int = 200) -> str:
         if isinstance(name, str) and _listed(name, value)
     ]
     return json.dumps(rows[:limit])
+
+
+def written_mentions(agi: Agi, prompt: str, namespace: Mapping[str, Any]) -> list[MentionPart]:
+    """The context parts of the ``@var name`` and ``@file path`` mentions written in
+    ``prompt`` (a ``%%agi`` cell, the chat widget's text box), resolved as the server resolves
+    the panel's: variables described from ``namespace`` (this kernel's)."""
+    mentions = parse_mentions(prompt)
+    if not mentions:
+        return []
+    summaries = {}
+    for mention in mentions:
+        summary = describe(mention.ref, namespace) if mention.kind is MentionKind.VAR else None
+        if summary is not None:
+            summaries[mention] = summary
+    return agi.mention_parts(mentions, summaries)
