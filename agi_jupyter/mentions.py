@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agi_jupyter.errors import (
+    ErrorCode,
     MentionNotFound,
     MentionsTooLarge,
     PathOutsideProject,
@@ -31,6 +32,7 @@ from agi_jupyter.errors import (
 from agi_jupyter.kinds import MentionKind
 from agi_jupyter.notebook.access import NotebookAccess
 from agi_jupyter.notebook.model import CellView
+from agi_jupyter.notebook.ops import NotebookError
 from agi_jupyter.records import MentionPart
 from agi_jupyter.tools.paths import MissingPath, read_bytes_in_project, walk_dir_in_project
 
@@ -135,9 +137,9 @@ class MentionResolver:
             target = self.notebooks.locate(self.project, path)
             document = await self.notebooks.open(target)
             return (await document.read()).cells
-        except MissingPath:
-            raise MentionNotFound(f"@notebook {path}: no such notebook") from None
-        except FileNotFoundError:
+        except NotebookError as e:
+            if e.code != ErrorCode.NOTEBOOK_NOT_FOUND:
+                raise
             raise MentionNotFound(f"@notebook {path}: no such notebook") from None
 
     def _file(self, path: str) -> str:

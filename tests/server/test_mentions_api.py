@@ -123,7 +123,7 @@ async def test_mention_bounds_and_missing_names_are_clear_errors(
     outside = await post([{"kind": "file", "ref": "../secret.txt"}])
     assert (outside.status, outside.error["code"]) == (403, "PATH_OUTSIDE_PROJECT")
     no_kernel = await post([{"kind": "var", "ref": "df", "notebook_path": "none.ipynb"}])
-    assert no_kernel.status in (400, 404), no_kernel
+    assert (no_kernel.status, no_kernel.error["code"]) == (400, "NO_KERNEL")
     too_many = await post([{"kind": "file", "ref": "big0.py"}] * (MAX_MENTIONS + 1))
     assert (too_many.status, too_many.error["code"]) == (400, "VALIDATION_ERROR")
     assert fake_llm.requests == [], "nothing reached a model"
@@ -157,3 +157,9 @@ async def test_cell_and_notebook_mentions_read_the_notebook(
               "mentions": [{"kind": "cell", "ref": "nope", "notebook_path": "prices.ipynb"}]},
     )  # fmt: skip
     assert (wrong.status, wrong.error["code"]) == (404, "MENTION_NOT_FOUND")
+    no_notebook = await fetch(
+        "sessions", session.data["session"]["id"], "messages", method="POST",
+        json={"content": "x", "run": False,
+              "mentions": [{"kind": "notebook", "ref": "missing.ipynb"}]},
+    )  # fmt: skip
+    assert (no_notebook.status, no_notebook.error["code"]) == (404, "MENTION_NOT_FOUND")
