@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agi_jupyter.errors import (
-    ErrorCode,
     MentionNotFound,
     MentionsTooLarge,
     PathOutsideProject,
@@ -32,7 +31,6 @@ from agi_jupyter.errors import (
 from agi_jupyter.kinds import MentionKind
 from agi_jupyter.notebook.access import NotebookAccess
 from agi_jupyter.notebook.model import CellView
-from agi_jupyter.notebook.ops import NotebookError
 from agi_jupyter.records import MentionPart
 from agi_jupyter.tools.paths import MissingPath, read_bytes_in_project, walk_dir_in_project
 
@@ -137,10 +135,12 @@ class MentionResolver:
             target = self.notebooks.locate(self.project, path)
             document = await self.notebooks.open(target)
             return (await document.read()).cells
-        except NotebookError as e:
-            if e.code != ErrorCode.NOTEBOOK_NOT_FOUND:
-                raise
-            raise MentionNotFound(f"@notebook {path}: no such notebook") from None
+        except PathOutsideProject:
+            raise
+        except ToolError as e:  # not there, not a notebook, a name the file system refuses
+            raise MentionNotFound(f"@notebook {path}: {e}") from None
+        except (OSError, ValueError) as e:
+            raise MentionNotFound(f"@notebook {path}: {e}") from None
 
     def _file(self, path: str) -> str:
         try:
@@ -152,6 +152,8 @@ class MentionResolver:
         except ToolError as e:
             if "larger than" in str(e):
                 return f"(a file of more than {MAX_FILE_BYTES} bytes: not read)"
+            raise MentionNotFound(f"@file {path}: {e}") from None
+        except (OSError, ValueError) as e:  # a name the file system refuses
             raise MentionNotFound(f"@file {path}: {e}") from None
         try:
             return data.decode()

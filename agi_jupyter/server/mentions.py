@@ -17,10 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.errors import ErrorCode, UsageError
+from agi_jupyter.errors import MentionNotFound, PathOutsideProject, ToolError, UsageError
 from agi_jupyter.kinds import MentionKind
 from agi_jupyter.mentions import Mention
-from agi_jupyter.notebook.ops import NotebookError
 from agi_jupyter.server.models import MentionInput
 
 if TYPE_CHECKING:
@@ -53,32 +52,40 @@ class KernelVariables:
                 continue
             if not mention.notebook_path:
                 raise UsageError(f"@var {mention.ref}: which notebook's kernel? (notebook_path)")
-            reply = await self._evaluate(
-                project, mention.notebook_path, {"v": _in_kernel("describe", mention.ref)}
-            )
+            expression = {"v": _in_kernel("describe", mention.ref)}
+            reply = await self._evaluate(project, mention.notebook_path, expression)
+            if reply is None:
+                raise MentionNotFound(
+                    f"@var {mention.ref}: {mention.notebook_path} has no running kernel "
+                    "(open it and run its cells)"
+                )
             summary = _value(reply.get("v"), mention.ref)
             if summary is not None:
                 found[mention] = str(summary)
         return found
 
     async def listing(self, project: Path, notebook_path: str) -> list[dict[str, str]]:
-        """The user's variables in the notebook's kernel: name, type and a one-line summary."""
+        """The user's variables in the notebook's kernel: name, type and a one-line summary
+        (none when it has no running kernel)."""
         reply = await self._evaluate(project, notebook_path, {"v": _in_kernel("variables_json")})
+        if reply is None:
+            return []
         rows = json.loads(str(_value(reply.get("v"), "the variables")))
         return [{k: str(row[k]) for k in ("name", "type", "summary")} for row in rows]
 
     async def _evaluate(
         self, project: Path, notebook_path: str, expressions: dict[str, str]
-    ) -> dict[str, Any]:
-        target = self.access.locate(project, notebook_path)
-        api_path = self.access.api_path(target)
-        reply = await self.access.kernels.evaluate(api_path, target.file, expressions)
-        if reply is None:
-            raise NotebookError(
-                f"{target.shown} has no running kernel: open it and run its cells",
-                code=ErrorCode.NO_KERNEL,
-            )
-        return reply
+    ) -> dict[str, Any] | None:
+        """The kernel's replies; None when the notebook has no running kernel (or is no
+        notebook this server can name: a path the file system refuses)."""
+        try:
+            target = self.access.locate(project, notebook_path)
+            api_path = self.access.api_path(target)
+        except PathOutsideProject:
+            raise
+        except (ToolError, OSError, ValueError):
+            return None
+        return await self.access.kernels.evaluate(api_path, target.file, expressions)
 
 
 def _value(reply: Any, what: str) -> object:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import Annotated, Any, Literal, Self, TypeVar, Union
 
 from pydantic import (
     AfterValidator,
@@ -298,9 +298,21 @@ _REVIEW_HELP = (
 )
 
 
+_IN_A_NOTEBOOK: JsonDict = {  # JSON Schema: a cell or a variable names its notebook
+    "if": {"properties": {"kind": {"enum": ["cell", "var"]}}},
+    "then": {"properties": {"notebook_path": {"type": "string"}}, "required": ["notebook_path"]},
+}
+_MENTIONS_NEED_INPUT: JsonDict = {  # JSON Schema: a run's mentions go with its input
+    "if": {"properties": {"mentions": {"minItems": 1}}, "required": ["mentions"]},
+    "then": {"properties": {"input": {"type": "string"}}, "required": ["input"]},
+}
+
+
 class MentionInput(Body):
     """An ``@`` mention of the message: the server resolves it into a context part of at
     most 2,000 tokens, stored with the message (a message's mentions together: 8,000)."""
+
+    model_config = ConfigDict(json_schema_extra=_IN_A_NOTEBOOK)
 
     kind: MentionKindChoice
     ref: str = Field(
@@ -312,6 +324,12 @@ class MentionInput(Body):
     notebook_path: str | None = Field(
         None, max_length=1_000, description="The notebook of a cell, or whose kernel holds a var."
     )
+
+    @model_validator(mode="after")
+    def _cells_and_vars_name_their_notebook(self) -> MentionInput:
+        if self.kind in (MentionKind.CELL, MentionKind.VAR) and self.notebook_path is None:
+            raise ValueError(f"a {self.kind} mention names its notebook (notebook_path)")
+        return self
 
 
 Mentions = Annotated[
@@ -471,7 +489,9 @@ _RESEARCH_MODELS: JsonDict = {  # JSON Schema: deep research runs take OpenAI mo
 class RunCreate(RunOptions):
     """A background run: an agent run, or a deep research run."""
 
-    model_config = ConfigDict(json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _RESEARCH_MODELS]})
+    model_config = ConfigDict(
+        json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _RESEARCH_MODELS, _MENTIONS_NEED_INPUT]}
+    )
 
     type: Literal["agent", "deep_research"] = "agent"
     execution_mode: Literal["background"] = "background"
@@ -480,17 +500,31 @@ class RunCreate(RunOptions):
     system_prompt: str | None = None
     mentions: Mentions = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _mentions_go_with_an_input(self) -> Self:
+        if self.mentions and self.input is None:
+            raise ValueError("mentions go with an input (the prompt they belong to)")
+        return self
+
 
 class RunStreamCreate(RunOptions):
     """A foreground run whose events are streamed."""
 
-    model_config = ConfigDict(json_schema_extra=_INPUT_OR_MESSAGE)
+    model_config = ConfigDict(
+        json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _MENTIONS_NEED_INPUT]}
+    )
 
     type: Literal["agent"] = "agent"
     input: Prompt | None = Field(None, description="The prompt; default: the last user message.")
     input_message_id: str | None = None
     system_prompt: str | None = None
     mentions: Mentions = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _mentions_go_with_an_input(self) -> Self:
+        if self.mentions and self.input is None:
+            raise ValueError("mentions go with an input (the prompt they belong to)")
+        return self
 
 
 class ChatTurn(Body):

@@ -2678,7 +2678,7 @@ export interface components {
              * @description @ mentions: files, notebooks, cells and kernel variables the message points at, resolved into context stored with it.
              */
             mentions?: components["schemas"]["MentionInput"][];
-        } & (unknown & unknown);
+        } & (unknown & unknown & unknown);
         /** RunEvents */
         RunEvents: {
             /** Events */
@@ -2859,7 +2859,7 @@ export interface components {
              * @description @ mentions: files, notebooks, cells and kernel variables the message points at, resolved into context stored with it.
              */
             mentions?: components["schemas"]["MentionInput"][];
-        };
+        } & (unknown & unknown);
         /** SdkCapabilityFlags */
         SdkCapabilityFlags: {
             /**

@@ -123,10 +123,20 @@ async def test_mention_bounds_and_missing_names_are_clear_errors(
     outside = await post([{"kind": "file", "ref": "../secret.txt"}])
     assert (outside.status, outside.error["code"]) == (403, "PATH_OUTSIDE_PROJECT")
     no_kernel = await post([{"kind": "var", "ref": "df", "notebook_path": "none.ipynb"}])
-    assert (no_kernel.status, no_kernel.error["code"]) == (400, "NO_KERNEL")
+    assert (no_kernel.status, no_kernel.error["code"]) == (404, "MENTION_NOT_FOUND")
+    assert "no running kernel" in no_kernel.error["message"]
+    which = await post([{"kind": "var", "ref": "df"}])  # a variable names its notebook
+    assert (which.status, which.error["code"]) == (400, "VALIDATION_ERROR")
+    query = {"kind": "var", "notebook_path": "none.ipynb"}
+    assert (await fetch("mentions", params=query)).data == {"items": []}
     too_many = await post([{"kind": "file", "ref": "big0.py"}] * (MAX_MENTIONS + 1))
     assert (too_many.status, too_many.error["code"]) == (400, "VALIDATION_ERROR")
     assert fake_llm.requests == [], "nothing reached a model"
+    run = await fetch(
+        "sessions", sid, "runs", method="POST",
+        json={"mentions": [{"kind": "file", "ref": "big0.py"}]},
+    )  # fmt: skip
+    assert (run.status, run.error["code"]) == (400, "VALIDATION_ERROR")  # mentions need an input
 
 
 async def test_cell_and_notebook_mentions_read_the_notebook(

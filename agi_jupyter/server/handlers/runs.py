@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.errors import UsageError
 from agi_jupyter.records import MentionPart, Part, Run
 from agi_jupyter.runtime.follow import is_new, stored_event_to_dict
 from agi_jupyter.server.handlers.base import AgiHandler, protected
@@ -48,9 +47,8 @@ def _options(body: RunCreate | RunStreamCreate) -> dict[str, Any]:
 def _input(
     agi: Agi, session_id: str, body: RunCreate | RunStreamCreate, mentioned: Sequence[MentionPart]
 ) -> tuple[list[Part], dict[str, Any]]:
-    """The run's prompt (and its mentions' parts: only with an ``input``)."""
-    if mentioned and body.input is None:
-        raise UsageError("mentions go with an input (the prompt they belong to)")
+    """The run's prompt and its mentions' parts (the model lets mentions come only with an
+    ``input``)."""
     parts, fields = agi.run_input(
         session_id, input=body.input, input_message_id=body.input_message_id
     )
