@@ -322,7 +322,10 @@ class MentionInput(Body):
         "variable name (var).",
     )
     notebook_path: str | None = Field(
-        None, max_length=1_000, description="The notebook of a cell, or whose kernel holds a var."
+        None,
+        min_length=1,
+        max_length=1_000,
+        description="The notebook of a cell, or whose kernel holds a var.",
     )
 
     @model_validator(mode="after")
