@@ -14,6 +14,7 @@
     │   ├── ToolDenied            TOOL_DENIED: the agent may not use this tool
     │   └── PathOutsideProject    PATH_OUTSIDE_PROJECT: a path escapes the project root
     ├── NotFound                  NOT_FOUND (404) and SESSION_/RUN_/ARTIFACT_/AGENT_NOT_FOUND
+    │   └── MentionNotFound       MENTION_NOT_FOUND (404): an @ mention names nothing there
     ├── Conflict                  CONFLICT (409)
     │   ├── RunTerminal           RUN_TERMINAL (409): the run already ended
     │   ├── NoUserMessage         NO_USER_MESSAGE (409): nothing for a run to answer
@@ -22,6 +23,7 @@
     ├── RunCancelled              RUN_CANCELLED: the run was cancelled
     ├── BudgetExceeded            BUDGET_EXCEEDED (409): a token/cost budget is spent
     ├── CompletionDisabled        COMPLETION_DISABLED (409): inline completion is turned off
+    ├── MentionsTooLarge          MENTIONS_TOO_LARGE (413): a message's @ mentions exceed the bound
     ├── RunStateUnreadable        RUN_STATE_UNREADABLE (500): a run's stored state is unreadable
     └── StoreUnavailable          STORE_UNAVAILABLE (503): the store's database cannot be reached
 
@@ -118,6 +120,9 @@ class ErrorCode(StrEnum):
     UNDO_CONFLICT = "UNDO_CONFLICT"
     # inline completion
     COMPLETION_DISABLED = "COMPLETION_DISABLED"
+    # @ mentions of a user message
+    MENTION_NOT_FOUND = "MENTION_NOT_FOUND"
+    MENTIONS_TOO_LARGE = "MENTIONS_TOO_LARGE"
 
 
 class AgiError(Exception):
@@ -236,6 +241,12 @@ class AgentNotFound(NotFound):
     code = ErrorCode.AGENT_NOT_FOUND
 
 
+class MentionNotFound(NotFound):
+    """An ``@`` mention names a file, notebook, cell or variable that is not there."""
+
+    code = ErrorCode.MENTION_NOT_FOUND
+
+
 class Conflict(AgiError):
     code = ErrorCode.CONFLICT
     http_status = 409
@@ -276,6 +287,13 @@ class CompletionDisabled(AgiError):
 
     code = ErrorCode.COMPLETION_DISABLED
     http_status = 409
+
+
+class MentionsTooLarge(AgiError):
+    """The context a message's ``@`` mentions resolve to is over the bound of one message."""
+
+    code = ErrorCode.MENTIONS_TOO_LARGE
+    http_status = 413
 
 
 class BudgetExceeded(AgiError):

@@ -6,6 +6,7 @@
     ToolTrait    what a tool's calls do: read, edit, shell
     DecisionDoor where a waiting tool call was decided: panel, widget, cell, cli, rest, policy
     StaleReason  why a notebook cell is stale: changed, upstream
+    MentionKind  what an @ mention points at: file, notebook, cell, var
 
 They are ``StrEnum``s: a member is its string (``ReviewMode.AUTO_EDIT == "auto-edit"``), so
 the stored rows, the REST API and the events carry the same strings as before. The OpenAPI
@@ -88,6 +89,16 @@ class StaleReason(StrEnum):
 
     CHANGED = "changed"
     UPSTREAM = "upstream"
+
+
+class MentionKind(StrEnum):
+    """What an ``@`` mention of a user message points at: a project ``file``, a ``notebook``,
+    a notebook's ``cell`` (by id), or a kernel ``var`` (variable) of a notebook."""
+
+    FILE = "file"
+    NOTEBOOK = "notebook"
+    CELL = "cell"
+    VAR = "var"
 
 
 DEFAULT_REVIEW_MODE = ReviewMode.ASK

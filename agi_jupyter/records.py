@@ -160,6 +160,23 @@ class ArtifactRefPart:
     type: Literal["artifact_ref"] = "artifact_ref"
 
 
+@dataclass(kw_only=True)
+class MentionPart:
+    """What an ``@`` mention of a user message pointed at, resolved when the message was
+    written and stored with it (so a replay sends the same context): ``kind`` (a
+    ``MentionKind``), ``ref`` (a path, ``notebook#cell-id``, a variable name) and ``text``,
+    the bounded context the model reads."""
+
+    kind: str
+    ref: str
+    text: str
+    type: Literal["mention"] = "mention"
+
+    def for_model(self) -> str:
+        """The text a model is sent for this mention (every wire API takes it as text)."""
+        return f'<mention kind="{self.kind}" ref="{self.ref}">\n{self.text}\n</mention>'
+
+
 Part = (
     TextPart
     | ReasoningPart
@@ -168,6 +185,7 @@ Part = (
     | ImagePart
     | ErrorPart
     | ArtifactRefPart
+    | MentionPart
 )
 
 _PART_TYPES: dict[str, type[Any]] = {
@@ -178,6 +196,7 @@ _PART_TYPES: dict[str, type[Any]] = {
     "image": ImagePart,
     "error": ErrorPart,
     "artifact_ref": ArtifactRefPart,
+    "mention": MentionPart,
 }
 
 

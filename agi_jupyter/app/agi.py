@@ -51,6 +51,7 @@ from agi_jupyter.errors import (
 from agi_jupyter.kinds import DecisionDoor
 from agi_jupyter.mcp.config import load_mcp_servers, secrets_of
 from agi_jupyter.mcp.servers import McpServers
+from agi_jupyter.mentions import Mention, MentionResolver
 from agi_jupyter.notebook import review
 from agi_jupyter.notebook.detached import RunningCells
 from agi_jupyter.notebook.stale import StaleCell, stale_cells
@@ -60,6 +61,7 @@ from agi_jupyter.records import (
     Compaction,
     ExecutionStatus,
     KernelExecution,
+    MentionPart,
     Message,
     Page,
     Part,
@@ -191,6 +193,7 @@ class Agi:
         )
         self._records = RunRecords(self.store, self.bus)
         self.completions = Completions(self.deps)
+        self.mentions = MentionResolver(self.project, self.notebooks)
 
     def _open_store(self) -> Store:
         """A connection to the project's store, redacting what it writes (the lease keeper's
@@ -974,6 +977,18 @@ class Agi:
         insertion as it grows, then the final one (``done``). Stop reading to cancel it: the
         model request is closed at once."""
         return self.loop.aiterate(self.completions.stream(request))
+
+    def mention_parts(
+        self, mentions: Sequence[Mention], summaries: Mapping[Mention, str] | None = None
+    ) -> list[MentionPart]:
+        """The context parts of a user message's ``@`` mentions (``app.mentions``): sent and
+        stored with its text, bounded in tokens. ``summaries``: each ``@var`` mention's
+        description, made by whoever holds the kernel."""
+        return self.loop.run(self.mentions.parts(mentions, summaries or {}))
+
+    def mention_files(self, query: str = "", *, limit: int = 50) -> list[str]:
+        """Project files an ``@file`` mention may name, whose path holds ``query``."""
+        return self.mentions.files(query, limit=limit)
 
     def completion_settings(self) -> dict[str, Any]:
         """What an editor needs to know before it asks: enabled, the model, the debounce,

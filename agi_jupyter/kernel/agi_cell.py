@@ -19,14 +19,14 @@ import json
 import re
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agi_jupyter.app import RunResult
 from agi_jupyter.errors import AgiError, RunTerminal
 from agi_jupyter.kernel._ipython import is_terminal
 from agi_jupyter.kernel.dispatch import follow_with_dispatch, interrupts_deferred
-from agi_jupyter.kernel.interpolate import context_block, interpolate
+from agi_jupyter.kernel.interpolate import context_block, interpolate, written_mentions
 from agi_jupyter.kernel.live import LiveDisplay, MarkdownView, TerminalPrinter
 from agi_jupyter.kernel.python_tool import run_in_namespace
 from agi_jupyter.kernel.render import RunView
@@ -36,11 +36,12 @@ from agi_jupyter.kernel.replay import (
     history_fingerprint,
     recorded_python_calls,
 )
+from agi_jupyter.records import TextPart
 
 if TYPE_CHECKING:
     from agi_jupyter.app import Agi
     from agi_jupyter.kernel.context import KernelContext
-    from agi_jupyter.records import Run, Session
+    from agi_jupyter.records import MentionPart, Run, Session
 
 _CODE_BLOCK = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 CANCEL_WAIT = 10.0  # seconds an interrupted cell waits for its run's cancel to take effect
@@ -81,6 +82,7 @@ class CellRequest:
     thinking_level: str | None
     max_iterations: int | None
     request_hash: str
+    mentions: list[MentionPart] = field(default_factory=list)  # its @var / @file context
 
 
 class CellRunner:
@@ -118,6 +120,7 @@ class CellRunner:
 
     def request(self, body: str) -> CellRequest:
         prompt = self.render_prompt(body)
+        mentions = written_mentions(self.agi, prompt, self.shell.user_ns) if prompt else []
         session = self.session()
         tools = [t.strip() for t in (self.args.tools or "").split(",") if t.strip()]
         if tools:
@@ -133,7 +136,7 @@ class CellRunner:
             provider, model_name = self.agi.config.resolve_model()
         max_iterations = self.args.max_iterations or self.ctx.settings.max_iterations or None
         rendered = RenderedRequest(
-            prompt=prompt,
+            prompt="\n\n".join([prompt, *(m.for_model() for m in mentions)]),
             agent=self.args.agent or session.agent,
             provider=provider,
             model=model_name,
@@ -150,6 +153,7 @@ class CellRunner:
             thinking_level=self.args.thinking or None,
             max_iterations=max_iterations,
             request_hash=rendered.digest(),
+            mentions=mentions,
         )
 
     # --- running -------------------------------------------------------------------------------
@@ -171,7 +175,7 @@ class CellRunner:
         self.ctx.prepare_notebook()
         with interrupts_deferred() as interrupted:
             run = self.agi.submit(
-                req.prompt,
+                [TextPart(text=req.prompt), *req.mentions],
                 session=req.session.id,
                 run_agent=req.agent,
                 model=req.model,

@@ -4,14 +4,25 @@ interpolation, and summaries of variables (``%%agi -c df,arr``).
 Interpolation never fails: a name that is not defined, a cell that has no output or error, or
 anything that is not one of the forms above (JSON such as ``{"path": "x"}``) is left as written.
 Summaries describe a value without importing its library: a DataFrame by shape, column dtypes
-and head; an array by shape and dtype; anything else by type and a truncated ``repr``.
+and head; an array by shape and dtype; anything else by type and a truncated ``repr``. The same
+summaries answer ``@var`` mentions (``describe``, ``variables_json``: the server evaluates them
+in a notebook's kernel).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from agi_jupyter.kinds import MentionKind
+from agi_jupyter.mentions import parse_mentions
+
+if TYPE_CHECKING:
+    from agi_jupyter.app import Agi
+    from agi_jupyter.records import MentionPart
 
 _FIELD = re.compile(
     r"\{(?:(?P<hist>In|Out|Err)\[(?P<index>-?\d+)\]"
@@ -153,3 +164,60 @@ def context_block(names: list[str], namespace: Mapping[str, Any]) -> str:
         else:
             sections.append(summarize(name, value))
     return "## Notebook variables\n\n" + "\n\n".join(sections)
+
+
+def describe(name: str, namespace: Mapping[str, Any]) -> str | None:
+    """``summarize`` of the variable ``name`` (a dotted name too), None when it is not defined
+    (what an ``@var`` mention sends; the server asks it of a notebook's kernel)."""
+    value = _lookup(name, namespace)
+    return None if value is _MISSING else summarize(name, value)
+
+
+def _listed(name: str, value: Any) -> bool:
+    """A user's variable: not private, not IPython's history, not a module, class or function."""
+    if name.startswith("_") or name in _IPYTHON_NAMES:
+        return False
+    return not (isinstance(value, type | ModuleType) or callable(value))
+
+
+_IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
+
+
+def brief(value: Any) -> str:
+    """A one-line description of a value: a DataFrame's shape and columns, an array's shape
+    and dtype, a container's length."""
+    if _is_frame(value):
+        columns = ", ".join(str(c) for c in list(value.columns)[:10])
+        more = ", ..." if len(value.columns) > 10 else ""
+        return f"shape {tuple(value.shape)}; columns {columns}{more}"
+    if _is_array(value):
+        return f"shape {tuple(value.shape)}, dtype {value.dtype}"
+    if hasattr(value, "__len__") and not isinstance(value, str | bytes):
+        return f"len {_call(lambda: len(value))}"
+    return _clip(_call(lambda: repr(value)), 80)
+
+
+def variables_json(namespace: Mapping[str, Any], limit: int = 200) -> str:
+    """The user's variables as JSON, ``[{"name", "type", "summary"}]`` in name order, at most
+    ``limit`` (for ``@var`` completion and the inline completer's context)."""
+    rows = [
+        {"name": name, "type": _type_name(value), "summary": _clip(brief(value), 200)}
+        for name, value in sorted(namespace.items(), key=lambda item: str(item[0]))
+        if isinstance(name, str) and _listed(name, value)
+    ]
+    return json.dumps(rows[:limit])
+
+
+def written_mentions(agi: Agi, prompt: str, namespace: Mapping[str, Any]) -> list[MentionPart]:
+    """The context parts of the ``@var name`` and ``@file path`` mentions written in
+    ``prompt`` (a ``%%agi`` cell, the chat widget's text box), resolved as the server resolves
+    the panel's: variables described from ``namespace`` (this kernel's)."""
+    mentions = parse_mentions(prompt)
+    if not mentions:
+        return []
+    summaries = {}
+    for mention in mentions:
+        summary = describe(mention.ref, namespace) if mention.kind is MentionKind.VAR else None
+        if summary is not None:
+            summaries[mention] = summary
+    return agi.mention_parts(mentions, summaries)

@@ -31,6 +31,7 @@ from traitlets import Dict, List, Unicode
 from agi_jupyter.amounts import UNKNOWN, context_gauge, stop_note, token_counts, usage_gauge, usd
 from agi_jupyter.budget import describe
 from agi_jupyter.kernel.decisions import decide_here, follow_across_waits
+from agi_jupyter.kernel.interpolate import written_mentions
 from agi_jupyter.kinds import DecisionDoor
 from agi_jupyter.records import Message, TextPart, ToolCallPart, ToolResultPart, decided_text
 from agi_jupyter.tools.diffs import DIFF_KINDS
@@ -170,8 +171,9 @@ class ChatWidget(anywidget.AnyWidget):
         self._ctx.dispatcher.capture_loop()
         agi = self._ctx.agi
         self._ctx.prepare_notebook()
+        mentions = written_mentions(agi, text, self._ctx.shell.user_ns)
         run = agi.submit(
-            text,
+            [TextPart(text=text), *mentions],
             session=self.session_id,
             agent=self.agent or None,
             model=self.model or None,

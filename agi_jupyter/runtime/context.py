@@ -32,6 +32,7 @@ from agi_jupyter.records import (
     ChatMessage,
     Compaction,
     ImagePart,
+    MentionPart,
     Message,
     Part,
     ReasoningPart,
@@ -74,6 +75,8 @@ def part_tokens(part: Part) -> int:
         return estimate_tokens(part.text + (part.signature or "") + data)
     if isinstance(part, ImagePart):
         return IMAGE_TOKENS
+    if isinstance(part, MentionPart):
+        return estimate_tokens(part.for_model())
     return 0
 
 

@@ -7,6 +7,7 @@ from typing import Literal
 
 from agi_jupyter.records import (
     ChatMessage,
+    MentionPart,
     Message,
     Part,
     TextPart,
@@ -55,12 +56,17 @@ def conversation_entries(messages: list[Message]) -> list[tuple[str, ChatMessage
     for m in sendable:
         if m.role == "tool":
             continue  # placed after the message holding their calls
-        chat.append((m.id, ChatMessage(role=m.role, parts=list(m.parts))))
+        chat.append((m.id, ChatMessage(role=m.role, parts=_sendable(m.parts))))
         calls = [p for p in m.parts if isinstance(p, ToolCallPart)] if m.role == "assistant" else []
         if calls:
             answers: list[Part] = [results.get(c.tool_call_id) or _no_result(c) for c in calls]
             chat.append((m.id, ChatMessage(role="tool", parts=answers)))
     return chat
+
+
+def _sendable(parts: list[Part]) -> list[Part]:
+    """A message's parts as a provider takes them: a mention becomes its text."""
+    return [TextPart(text=p.for_model()) if isinstance(p, MentionPart) else p for p in parts]
 
 
 def _no_result(call: ToolCallPart) -> ToolResultPart:
@@ -87,7 +93,8 @@ def unanswered_tool_calls(messages: list[Message]) -> list[tuple[Message, ToolCa
 
 
 def history_view(messages: list[Message], view: HistoryView) -> list[Message]:
-    """``full``: every message with all its parts. ``simple``: user and assistant text only;
+    """``full``: every message with all its parts. ``simple``: user and assistant text only
+    (and the user's ``@`` mentions);
     a message that keeps all its parts is returned as it is, the others as copies."""
     if view == "full":
         return messages
@@ -121,7 +128,9 @@ def _simple(messages: list[Message]) -> list[Message]:
     for m in messages:
         if m.role not in ("user", "assistant"):
             continue
-        texts: list[Part] = [p for p in m.parts if isinstance(p, TextPart) and p.text]
+        texts: list[Part] = [
+            p for p in m.parts if (isinstance(p, TextPart) and p.text) or isinstance(p, MentionPart)
+        ]
         if texts:
             # Messages read with ``list_messages(text_only=True)`` (what ``Agi.history``
             # does) already hold only their texts: they are kept as they are, not copied.

@@ -29,7 +29,7 @@ from agi_jupyter.agents import build_system_prompt
 from agi_jupyter.aio import complete
 from agi_jupyter.errors import UsageError
 from agi_jupyter.kinds import SdkName
-from agi_jupyter.records import JSON, Run, Session, TextPart, session_for_run
+from agi_jupyter.records import JSON, MentionPart, Run, Session, TextPart, session_for_run
 from agi_jupyter.runtime.agent_loop import allowed_tool_names
 from agi_jupyter.runtime.toolcalls import run_tool
 from agi_jupyter.sdk.base import SdkAdapter, SdkRunParams
@@ -213,7 +213,9 @@ class SdkDispatch:
         if not run.input_message_id:
             return ""
         message = self.deps.store.get_message(run.input_message_id)
-        return "".join(p.text for p in message.parts if isinstance(p, TextPart))
+        text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
+        mentions = [p.for_model() for p in message.parts if isinstance(p, MentionPart)]
+        return "\n\n".join([text, *mentions]) if mentions else text
 
     def _save_state(self, session_id: str, sdk: str, state: JSON) -> None:
         """Replace the adapter's state in the session's metadata (store thread)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import Annotated, Any, Literal, Self, TypeVar, Union
 
 from pydantic import (
     AfterValidator,
@@ -29,7 +29,8 @@ from pydantic.config import JsonDict
 
 from agi_jupyter import events as ev
 from agi_jupyter.errors import ErrorCode
-from agi_jupyter.kinds import DecisionDoor, ReviewMode, SdkName, Verdict
+from agi_jupyter.kinds import DecisionDoor, MentionKind, ReviewMode, SdkName, Verdict
+from agi_jupyter.mentions import MAX_MENTIONS
 from agi_jupyter.model_specs import model_spec_pattern
 from agi_jupyter.notebook.wire import TabReply
 from agi_jupyter.records import (
@@ -37,6 +38,7 @@ from agi_jupyter.records import (
     ArtifactRefPart,
     ErrorPart,
     ImagePart,
+    MentionPart,
     QueueMode,
     ReasoningPart,
     TaskStatus,
@@ -145,7 +147,14 @@ class Out(BaseModel):
 
 PartUnion = Annotated[
     Union[  # noqa: UP007 (a tuple of types reads better than a long | chain here)
-        TextPart, ReasoningPart, ToolCallPart, ToolResultPart, ImagePart, ErrorPart, ArtifactRefPart
+        TextPart,
+        ReasoningPart,
+        ToolCallPart,
+        ToolResultPart,
+        ImagePart,
+        ErrorPart,
+        ArtifactRefPart,
+        MentionPart,
     ],
     Field(discriminator="type"),
 ]
@@ -218,6 +227,18 @@ class ToolsQuery(Query):
     agent: str | None = Field(None, description="Only the tools this agent is offered.")
 
 
+class MentionsQuery(Query):
+    kind: Literal["file", "var"] = Field(
+        description="file: project files whose path holds q; var: the variables of the "
+        "notebook's kernel whose name holds q."
+    )
+    q: str = Field("", max_length=200, description="What the typed mention holds so far.")
+    notebook_path: str | None = Field(
+        None, max_length=1_000, description="The notebook whose kernel's variables (var)."
+    )
+    limit: int = Field(50, ge=1, le=200)
+
+
 class TasksQuery(PageQuery):
     status: TaskStatus | None = None
 
@@ -268,6 +289,7 @@ SdkChoice = Annotated[SdkName, _member_of(SdkName)]
 ReviewModeChoice = Annotated[ReviewMode, _member_of(ReviewMode)]
 VerdictChoice = Annotated[Verdict, _member_of(Verdict)]
 DecisionDoorChoice = Annotated[DecisionDoor, _member_of(DecisionDoor)]
+MentionKindChoice = Annotated[MentionKind, _member_of(MentionKind)]
 _SDK_HELP = "The agent SDK that runs the session: native (default), claude, codex or acp."
 _PERMISSIONS_HELP = (
     "The session's tool rules, over the agent's: a tool name or glob (notebook.*, mcp.*) -> "
@@ -278,6 +300,53 @@ _REVIEW_HELP = (
     "auto-edit (file and notebook edits go through; commands and code ask) or auto "
     "(nothing asks). Default: the configured review_mode (AGI_REVIEW_MODE), else ask."
 )
+
+
+_IN_A_NOTEBOOK: JsonDict = {  # JSON Schema: a cell or a variable names its notebook
+    "if": {"properties": {"kind": {"enum": ["cell", "var"]}}},
+    "then": {"properties": {"notebook_path": {"type": "string"}}, "required": ["notebook_path"]},
+}
+_MENTIONS_NEED_INPUT: JsonDict = {  # JSON Schema: a run's mentions go with its input
+    "if": {"properties": {"mentions": {"minItems": 1}}, "required": ["mentions"]},
+    "then": {"properties": {"input": {"type": "string"}}, "required": ["input"]},
+}
+
+
+class MentionInput(Body):
+    """An ``@`` mention of the message: the server resolves it into a context part of at
+    most 2,000 tokens, stored with the message (a message's mentions together: 8,000)."""
+
+    model_config = ConfigDict(json_schema_extra=_IN_A_NOTEBOOK)
+
+    kind: MentionKindChoice
+    ref: str = Field(
+        min_length=1,
+        max_length=1_000,
+        description="A path relative to the project (file, notebook), a cell id (cell) or a "
+        "variable name (var).",
+    )
+    notebook_path: str | None = Field(
+        None,
+        min_length=1,
+        max_length=1_000,
+        description="The notebook of a cell, or whose kernel holds a var.",
+    )
+
+    @model_validator(mode="after")
+    def _cells_and_vars_name_their_notebook(self) -> MentionInput:
+        if self.kind in (MentionKind.CELL, MentionKind.VAR) and self.notebook_path is None:
+            raise ValueError(f"a {self.kind} mention names its notebook (notebook_path)")
+        return self
+
+
+Mentions = Annotated[
+    list[MentionInput],
+    Field(
+        max_length=MAX_MENTIONS,
+        description="@ mentions: files, notebooks, cells and kernel variables the message "
+        "points at, resolved into context stored with it.",
+    ),
+]
 
 
 class BudgetBody(Body):
@@ -393,6 +462,7 @@ class MessageCreate(RunOptions):
         "server root): the run's notebook for the notebook tools and the outline.",
     )
     cell_id: str | None = Field(None, description="The notebook's active cell.")
+    mentions: Mentions = Field(default_factory=list)
     run: bool = Field(
         True,
         description="false: append the message without starting a run (seed 001 §11.8.3); "
@@ -426,24 +496,42 @@ _RESEARCH_MODELS: JsonDict = {  # JSON Schema: deep research runs take OpenAI mo
 class RunCreate(RunOptions):
     """A background run: an agent run, or a deep research run."""
 
-    model_config = ConfigDict(json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _RESEARCH_MODELS]})
+    model_config = ConfigDict(
+        json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _RESEARCH_MODELS, _MENTIONS_NEED_INPUT]}
+    )
 
     type: Literal["agent", "deep_research"] = "agent"
     execution_mode: Literal["background"] = "background"
     input: Prompt | None = Field(None, description="The prompt; default: the last user message.")
     input_message_id: str | None = None
     system_prompt: str | None = None
+    mentions: Mentions = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _mentions_go_with_an_input(self) -> Self:
+        if self.mentions and self.input is None:
+            raise ValueError("mentions go with an input (the prompt they belong to)")
+        return self
 
 
 class RunStreamCreate(RunOptions):
     """A foreground run whose events are streamed."""
 
-    model_config = ConfigDict(json_schema_extra=_INPUT_OR_MESSAGE)
+    model_config = ConfigDict(
+        json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _MENTIONS_NEED_INPUT]}
+    )
 
     type: Literal["agent"] = "agent"
     input: Prompt | None = Field(None, description="The prompt; default: the last user message.")
     input_message_id: str | None = None
     system_prompt: str | None = None
+    mentions: Mentions = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _mentions_go_with_an_input(self) -> Self:
+        if self.mentions and self.input is None:
+            raise ValueError("mentions go with an input (the prompt they belong to)")
+        return self
 
 
 class ChatTurn(Body):

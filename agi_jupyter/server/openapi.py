@@ -20,7 +20,15 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from agi_jupyter import __version__
 from agi_jupyter.errors import ErrorCode
-from agi_jupyter.kinds import DecisionDoor, ReviewMode, SdkName, StaleReason, ToolTrait, Verdict
+from agi_jupyter.kinds import (
+    DecisionDoor,
+    MentionKind,
+    ReviewMode,
+    SdkName,
+    StaleReason,
+    ToolTrait,
+    Verdict,
+)
 from agi_jupyter.notebook.wire import TabRequest
 from agi_jupyter.server.models import ErrorBody, Event, MessagePart, body_required
 from agi_jupyter.server.routes import API_VERSION, ROUTES, Route, path_params
@@ -142,6 +150,7 @@ def _schemas() -> dict[str, Any]:
 KINDS: tuple[type[StrEnum], ...] = (
     DecisionDoor,
     ErrorCode,
+    MentionKind,
     ReviewMode,
     SdkName,
     StaleReason,

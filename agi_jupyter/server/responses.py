@@ -421,6 +421,20 @@ class CompletionChunk(Out):
     usage: CompletionUsage | None = None
 
 
+class MentionCandidate(Out):
+    """What an ``@`` mention may name: a project file (``ref`` its path) or a kernel variable
+    (``ref`` its name; ``type`` and a one-line ``detail``: shape, columns, dtype, length)."""
+
+    kind: Literal["file", "var"]
+    ref: str
+    type: str | None = None
+    detail: str = ""
+
+
+class MentionCandidateList(Out):
+    items: list[MentionCandidate]
+
+
 class CompletionSettingsResponse(Out):
     """What an editor reads before asking (``completion`` of ``.agi/config.json``)."""
 

@@ -28,6 +28,7 @@ from agi_jupyter.server.handlers.catalog import (
 )
 from agi_jupyter.server.handlers.completions import CompletionsHandler
 from agi_jupyter.server.handlers.docs import NotFoundHandler, OpenAPIHandler
+from agi_jupyter.server.handlers.mentions import MentionsHandler
 from agi_jupyter.server.handlers.messages import MessagesHandler
 from agi_jupyter.server.handlers.notebooks import (
     ChangesHandler,
@@ -70,6 +71,7 @@ from agi_jupyter.server.models import (
     ExecutionsQuery,
     HistoryQuery,
     KeepRequest,
+    MentionsQuery,
     MessageCreate,
     NotebookBudgetUpdate,
     NotebookQuery,
@@ -104,6 +106,7 @@ from agi_jupyter.server.responses import (
     Deleted,
     ExecutionList,
     History,
+    MentionCandidateList,
     Message,
     MessagePage,
     NotebookBudgets,
@@ -137,6 +140,13 @@ AGENT = (ErrorCode.AGENT_NOT_FOUND, ErrorCode.SDK_MODEL_MISMATCH)
 # A run's start: a provider without a key; in a JSON reply, what made the run fail at once.
 START = (ErrorCode.PROVIDER_NOT_CONFIGURED, ErrorCode.SDK_NOT_AVAILABLE, *AGENT)
 INPUT = (ErrorCode.NO_USER_MESSAGE, ErrorCode.MESSAGE_NOT_FOUND)
+# A message's @ mentions: a name that is not there, over the bound, a notebook with no kernel.
+MENTIONS = (
+    ErrorCode.MENTION_NOT_FOUND,
+    ErrorCode.MENTIONS_TOO_LARGE,
+    ErrorCode.NO_KERNEL,
+    ErrorCode.PATH_OUTSIDE_PROJECT,
+)
 WEBHOOK_HEADERS = (
     ("webhook-id", "The delivery's id (the same for every retry of it)."),
     ("webhook-timestamp", "Unix time of the delivery (at most five minutes away from now)."),
@@ -192,7 +202,7 @@ ROUTES: tuple[Route, ...] = (
           "Send a user message; the reply streams as SSE or NDJSON (by Accept) or returns as JSON",
           "messages", body=MessageCreate, response=RunResultResponse, streams=("ndjson", "sse"),
           also=((201, Message, "run: false: the message, appended without a run"),),
-          errors=(*SESSION, *START, ErrorCode.RUN_ACTIVE)),
+          errors=(*SESSION, *START, ErrorCode.RUN_ACTIVE, *MENTIONS)),
     Route("GET", f"{V1}/sessions/{{session_id}}/history", HistoryHandler, "getHistory",
           "The session's history, simple or full view", "messages", query=HistoryQuery,
           response=History, errors=SESSION),
@@ -212,11 +222,11 @@ ROUTES: tuple[Route, ...] = (
           errors=SESSION),
     Route("POST", f"{V1}/sessions/{{session_id}}/runs", SessionRunsHandler, "createRun",
           "Queue a background run (agent or deep_research)", "runs", body=RunCreate,
-          response=RunResponse, status=202, errors=SESSION + START + INPUT),
+          response=RunResponse, status=202, errors=SESSION + START + INPUT + MENTIONS),
     Route("POST", f"{V1}/sessions/{{session_id}}/runs:stream", SessionRunsStreamHandler,
           "streamRun", "Start a run and stream its events (NDJSON by default)", "runs",
           body=RunStreamCreate, response=RunResultResponse, streams=("ndjson", "sse"),
-          stream_default=True, errors=SESSION + START + INPUT),
+          stream_default=True, errors=SESSION + START + INPUT + MENTIONS),
     Route("GET", f"{V1}/runs/{{run_id}}", RunHandler, "getRun", "Get a run", "runs",
           response=RunResponse, errors=RUN),
     Route("POST", f"{V1}/runs/{{run_id}}/cancel", RunCancelHandler, "cancelRun",
@@ -283,6 +293,13 @@ ROUTES: tuple[Route, ...] = (
           "Answer one prompt in a fresh session (streamed by Accept, or JSON)", "messages",
           body=OneShotRequest, response=RunResultResponse, streams=("ndjson", "sse"),
           errors=START),
+    # @ mentions
+    Route("GET", f"{V1}/mentions", MentionsHandler, "listMentions",
+          "What an @ mention may name: project files, or the variables of a notebook's kernel "
+          "(name, type, one-line summary), filtered by what was typed", "messages",
+          query=MentionsQuery, response=MentionCandidateList,
+          errors=(ErrorCode.VALIDATION_ERROR, ErrorCode.NO_KERNEL,
+                  ErrorCode.PATH_OUTSIDE_PROJECT)),
     # inline completion (not a run)
     Route("POST", f"{V1}/completions", CompletionsHandler, "complete",
           "Complete at the cursor (inline completion; not a run: counted in stats and notebook "

@@ -10,7 +10,7 @@
  * Errors come back as `ApiError` with the server's code and message.
  */
 
-import { ErrorCode, type paths } from './openapi';
+import { type components, ErrorCode, type paths } from './openapi';
 import { formatOf, readEvents } from './stream';
 import type {
   AgentInfo,
@@ -163,16 +163,18 @@ export class AgiClient {
   }
 
   /** Post a user message and stream the run's events (NDJSON); `where` says which notebook
-   * and cell the user is in (the run's notebook for the notebook tools and the outline). */
+   * and cell the user is in (the run's notebook for the notebook tools and the outline);
+   * `mentions`: its `@` mentions (resolved and stored by the server). */
   sendMessage(
     project: string,
     sessionId: string,
     content: string,
     signal?: AbortSignal,
-    where: Whereabouts = {}
+    where: Whereabouts = {},
+    mentions: components['schemas']['MentionInput'][] = []
   ): AsyncGenerator<AgiEvent> {
     const path = { session_id: sessionId };
-    const body = { content, ...dropEmpty(where) };
+    const body = { content, ...dropEmpty(where), ...(mentions.length ? { mentions } : {}) };
     return this.stream('post', '/agi/v1/sessions/{session_id}/messages', { path, query: { project }, body }, signal);
   }
 

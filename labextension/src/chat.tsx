@@ -5,6 +5,7 @@ import { Button, userIcon, type LabIcon } from '@jupyterlab/ui-components';
 import React, { useEffect, useRef, useState } from 'react';
 
 import { errorText } from './api';
+import { MentionChip } from './composer';
 import { argumentsPreview, diffLines, formatContext, metaLine, prettyArguments, shortTime } from './format';
 import { useTrans, type Trans } from './i18n';
 import { agiIcon, statusIcon, statusKind } from './icons';
@@ -160,6 +161,8 @@ function BlockView(props: { block: Block; model: PanelModel; runId: string | nul
       );
     case 'image':
       return <img className="jp-AgiImage" src={block.src} alt={trans.__('image from the conversation')} />;
+    case 'mention':
+      return <MentionChip kind={block.mentionKind} label={block.ref.split('#').pop() ?? block.ref} title={block.ref} />;
   }
 }
 

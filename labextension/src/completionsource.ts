@@ -15,6 +15,14 @@ import { folderOf } from './snapshot';
 export type CompletionBody = components['schemas']['CompletionCreate'];
 export type CompletionChunk = components['schemas']['CompletionChunk'];
 type CompletionCell = components['schemas']['CompletionCell'];
+type CompletionVariable = components['schemas']['CompletionVariable'];
+
+/** At most this many kernel variables go with a request (names, types, one-line summaries). */
+export const MAX_VARIABLES = 50;
+/** A notebook's variables are asked again after this long (they change as cells run). */
+export const VARIABLES_TTL_MS = 5_000;
+/** How long a request waits for the variables before it goes without them. */
+export const VARIABLES_WAIT_MS = 200;
 
 export interface CompletionSettings {
   enabled: boolean;
@@ -42,6 +50,7 @@ export interface Place {
   cellsBefore?: CompletionCell[];
   cellsAfter?: CompletionCell[];
   off?: boolean; // the notebook turned completion off (metadata agi.completion: false)
+  kernel?: boolean; // a kernel is attached: its variables go with the request
 }
 
 /** The language of an editor's MIME type: `text/x-ipython` is python, `text/x-sql` sql. */
@@ -78,6 +87,7 @@ export class CompletionSource {
   private controller: AbortController | null = null;
   private readonly projectDebounce = new Map<string, Promise<number>>();
   private readonly off = new Set<string>(); // project|language|path the server turned off
+  private readonly variables = new Map<string, { at: number; list: Promise<CompletionVariable[]> }>();
 
   constructor(private readonly client: AgiClient) {}
 
@@ -99,9 +109,15 @@ export class CompletionSource {
       return;
     }
     try {
+      const variables = this.variablesOf(place, project);
       await delay(await this.debounce(project), controller.signal);
+      const body = this.body(place);
+      const known = await Promise.race([variables, delay(VARIABLES_WAIT_MS, controller.signal).then(() => [])]);
+      if (known.length) {
+        body.variables = known;
+      }
       this.sent += 1;
-      const stream = this.client.stream('post', '/agi/v1/completions', { query: { project }, body: this.body(place) }, controller.signal);
+      const stream = this.client.stream('post', '/agi/v1/completions', { query: { project }, body }, controller.signal);
       for await (const line of stream) {
         yield line as unknown as CompletionChunk;
       }
@@ -139,6 +155,26 @@ export class CompletionSource {
     return body;
   }
 
+  /** The variables of the notebook's kernel (`GET /agi/v1/mentions?kind=var`), asked at most
+   * every `VARIABLES_TTL_MS`; none without a kernel, or when the kernel does not answer. */
+  private variablesOf(place: Place, project: string): Promise<CompletionVariable[]> {
+    if (!place.kernel || !place.path) {
+      return Promise.resolve([]);
+    }
+    const now = Date.now();
+    const cached = this.variables.get(place.path);
+    if (cached && now - cached.at < VARIABLES_TTL_MS) {
+      return cached.list;
+    }
+    const query = { project, kind: 'var' as const, notebook_path: place.path, limit: MAX_VARIABLES };
+    const list = this.client
+      .request('get', '/agi/v1/mentions', { query })
+      .then(found => found.items.map(v => ({ name: v.ref, type: (v.type ?? '').slice(0, 200), summary: v.detail.slice(0, 2_000) })))
+      .catch(() => []);
+    this.variables.set(place.path, { at: now, list });
+    return list;
+  }
+
   /** The debounce in ms: the setting, else the project's `completion.debounce_ms` (asked once). */
   private debounce(project: string): Promise<number> {
     if (this.settings.debounceMs !== null) {
@@ -162,6 +198,7 @@ interface CellLike {
 /** What the provider reads of a notebook panel or a document widget (structural). */
 interface DocumentLike {
   context?: { path?: string };
+  sessionContext?: { session?: { kernel?: unknown } | null };
   content?: { activeCell?: CellLike | null; widgets?: readonly CellLike[]; model?: { getMetadata?(key: string): unknown } | null };
 }
 
@@ -172,7 +209,8 @@ export function placeOf(request: CompletionHandler.IRequest, widget: unknown): P
     path: doc.context?.path ?? null,
     language: languageOf(request.mimeType),
     prefix: request.text.slice(0, request.offset),
-    suffix: request.text.slice(request.offset)
+    suffix: request.text.slice(request.offset),
+    kernel: !!doc.sessionContext?.session?.kernel
   };
   const active = doc.content?.activeCell;
   const cells = doc.content?.widgets;

@@ -1,46 +1,238 @@
-/** The message box with Send and Stop. */
+/** The message box with Send and Stop, and its `@` mentions (`mentions.ts`): typing `@`
+ * opens a list of what may be named (arrows move, Enter or Tab picks, Escape closes); a file
+ * dragged from the file browser becomes an `@file` mention. Picked mentions show as chips
+ * and go with the message as structured data. */
 
 import { Button, runIcon, stopIcon } from '@jupyterlab/ui-components';
-import React, { useState } from 'react';
+import React, { useEffect, useRef, useState } from 'react';
 
 import { useTrans } from './i18n';
+import { type Candidate, inProject, type Mention, mentionAt, mentionsToSend, pick, type Typed } from './mentions';
 import type { PanelModel } from './model';
 import type { Snapshot } from './snapshot';
 import { activeRuns } from './state';
+
+const CONTENTS_MIME = 'application/x-jupyter-icontents'; // what the file browser drags
+
+interface Menu {
+  typed: Typed;
+  items: Candidate[];
+  index: number;
+}
+
+/** What a Lumino drag event carries (structural: no @lumino/dragdrop import). */
+interface LuminoDrag extends Event {
+  mimeData: { hasData(mime: string): boolean; getData(mime: string): unknown };
+  proposedAction: string;
+  dropAction: string;
+}
+
+/** A mention as a chip: in the composer (removable) and in the transcript. */
+export function MentionChip(props: { kind: string; label: string; title?: string; onRemove?: () => void }): JSX.Element {
+  const trans = useTrans();
+  return (
+    <span className="jp-AgiMentionChip" data-kind={props.kind} title={props.title ?? `${props.kind}: ${props.label}`}>
+      <span className="jp-AgiMentionChip-kind">{props.kind}</span>@{props.label}
+      {props.onRemove ? (
+        <button type="button" className="jp-AgiMentionChip-remove" aria-label={trans.__('Remove %1', props.label)} onClick={props.onRemove}>
+          ×
+        </button>
+      ) : null}
+    </span>
+  );
+}
+
+function MentionMenu(props: { menu: Menu; choose: (c: Candidate) => void }): JSX.Element {
+  const trans = useTrans();
+  return (
+    <ul className="jp-AgiMentionMenu" role="listbox" aria-label={trans.__('Mentions')}>
+      {props.menu.items.map((item, i) => (
+        <li
+          key={`${item.kind}|${item.ref}`}
+          role="option"
+          aria-selected={i === props.menu.index}
+          className={i === props.menu.index ? 'jp-AgiMentionMenu-item jp-mod-active' : 'jp-AgiMentionMenu-item'}
+          data-kind={item.kind}
+          title={item.detail ? `${item.ref}: ${item.detail}` : item.ref}
+          onMouseDown={e => {
+            e.preventDefault(); // keep the focus in the message box
+            props.choose(item);
+          }}
+        >
+          <span className="jp-AgiMentionChip-kind">{item.kind}</span>
+          <span className="jp-AgiMentionMenu-label">{item.label}</span>
+          <span className="jp-AgiMentionMenu-detail jp-AgiDim">{item.detail}</span>
+        </li>
+      ))}
+    </ul>
+  );
+}
 
 export function Composer(props: { snap: Snapshot; model: PanelModel }): JSX.Element {
   const trans = useTrans();
   const { snap, model } = props;
   const [text, setText] = useState('');
+  const [picked, setPicked] = useState<Mention[]>([]);
+  const [menu, setMenu] = useState<Menu | null>(null);
+  const area = useRef<HTMLTextAreaElement>(null);
+  const box = useRef<HTMLDivElement>(null);
+  const asked = useRef(0);
   const running = activeRuns(snap.chat).length > 0;
+
+  const lookUp = (value: string, caret: number): void => {
+    const typed = mentionAt(value, caret);
+    const source = model.mentionSource;
+    const n = ++asked.current;
+    if (!typed || !source) {
+      setMenu(null);
+      return;
+    }
+    void source.candidates(snap.project, snap.notebookPath, typed.query).then(items => {
+      if (n === asked.current) {
+        setMenu(items.length ? { typed, items, index: 0 } : null);
+      }
+    });
+  };
+
+  const choose = (candidate: Candidate): void => {
+    const el = area.current;
+    if (!menu || !el) {
+      return;
+    }
+    const next = pick(text, el.selectionStart ?? text.length, menu.typed, candidate);
+    asked.current += 1;
+    setMenu(null);
+    setText(next.text);
+    setPicked(current => [...current, candidate]);
+    requestAnimationFrame(() => {
+      el.focus();
+      el.setSelectionRange(next.caret, next.caret);
+    });
+  };
+
+  const addFile = (path: string): void => {
+    const ref = inProject(path, snap.project);
+    setPicked(current => [...current, { kind: ref.endsWith('.ipynb') ? 'notebook' : 'file', ref, label: ref }]);
+    setText(current => `${current}${current && !current.endsWith(' ') ? ' ' : ''}@${ref} `);
+  };
+
+  useEffect(() => {
+    const el = box.current;
+    if (!el) {
+      return;
+    }
+    const over = (event: Event): void => {
+      const drag = event as LuminoDrag;
+      if (drag.mimeData?.hasData(CONTENTS_MIME)) {
+        event.preventDefault();
+        event.stopPropagation();
+        drag.dropAction = drag.proposedAction;
+      }
+    };
+    const drop = (event: Event): void => {
+      const drag = event as LuminoDrag;
+      if (!drag.mimeData?.hasData(CONTENTS_MIME)) {
+        return;
+      }
+      over(event);
+      const paths = drag.mimeData.getData(CONTENTS_MIME);
+      (Array.isArray(paths) ? paths : [paths]).filter(p => typeof p === 'string').forEach(p => addFile(p as string));
+    };
+    const events: [string, (e: Event) => void][] = [
+      ['lm-dragenter', over],
+      ['lm-dragover', over],
+      ['lm-drop', drop]
+    ];
+    events.forEach(([name, fn]) => el.addEventListener(name, fn));
+    return () => events.forEach(([name, fn]) => el.removeEventListener(name, fn));
+  });
+
   const send = (): void => {
     const prompt = text.trim();
     if (!prompt) {
       return;
     }
+    const mentions = mentionsToSend(prompt, picked);
+    const kept = picked;
     setText('');
+    setPicked([]);
+    setMenu(null);
     if (snap.tab !== 'chat') {
       model.setTab('chat');
     }
-    void model.send(prompt).then(sent => {
+    void model.send(prompt, {}, mentions).then(sent => {
       if (!sent) {
         setText(current => current || prompt); // not taken: give the text back to fix and resend
+        setPicked(current => (current.length ? current : kept));
       }
     });
   };
+
+  const onMenuKey = (e: React.KeyboardEvent, open: Menu): boolean => {
+    const move = (by: number): void => setMenu({ ...open, index: (open.index + by + open.items.length) % open.items.length });
+    if (e.key === 'ArrowDown') {
+      move(1);
+    } else if (e.key === 'ArrowUp') {
+      move(-1);
+    } else if (e.key === 'Enter' || e.key === 'Tab') {
+      const chosen = open.items[open.index];
+      if (chosen) {
+        choose(chosen);
+      }
+    } else if (e.key === 'Escape') {
+      asked.current += 1;
+      setMenu(null);
+    } else {
+      return false;
+    }
+    e.preventDefault();
+    e.stopPropagation();
+    return true;
+  };
+
   const placeholder = snap.sessionId
     ? trans.__('Ask the agent… (Enter sends, Shift+Enter: new line)')
     : trans.__('Ask to start a new session…');
+  const shown = picked.filter((m, i) => text.includes(`@${m.label}`) && picked.findIndex(o => o.label === m.label && o.kind === m.kind) === i);
   return (
-    <div className="jp-AgiComposer">
+    <div className="jp-AgiComposer" ref={box}>
+      {shown.length ? (
+        <div className="jp-AgiMentionChips">
+          {shown.map(m => (
+            <MentionChip
+              key={`${m.kind}|${m.ref}`}
+              kind={m.kind}
+              label={m.label}
+              title={m.kind === 'cell' ? `${m.notebook_path ?? ''} ${m.ref}` : m.ref}
+              onRemove={() => {
+                setPicked(current => current.filter(o => o !== m));
+                setText(current => current.split(`@${m.label}`).join(m.label));
+              }}
+            />
+          ))}
+        </div>
+      ) : null}
+      {menu ? <MentionMenu menu={menu} choose={choose} /> : null}
       <textarea
+        ref={area}
         className="jp-mod-styled jp-AgiPrompt"
         value={text}
         rows={3}
         placeholder={placeholder}
         aria-label={trans.__('Message')}
-        onChange={e => setText(e.target.value)}
+        aria-autocomplete="list"
+        onChange={e => {
+          setText(e.target.value);
+          lookUp(e.target.value, e.target.selectionStart ?? e.target.value.length);
+        }}
+        onBlur={() => {
+          asked.current += 1;
+          setMenu(null);
+        }}
         onKeyDown={e => {
+          if (menu && onMenuKey(e, menu)) {
+            return;
+          }
           if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
             e.preventDefault();
             send();

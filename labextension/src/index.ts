@@ -28,6 +28,7 @@ import { bundle, type Trans } from './i18n';
 import { agiIcon } from './icons';
 import { PanelModel } from './model';
 import { ActiveNotebook } from './notebooks';
+import { MentionSource, openNotebooks } from './mentions';
 import { AgiPanel } from './panel';
 import { StaleCells } from './stalecells';
 import { jupyterTransport } from './transport';
@@ -100,6 +101,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     restorer?.add(panel, PANEL_ID);
 
     model.activeCell = () => notebook.activeCellId();
+    model.mentionSource = new MentionSource(client, () => openNotebooks(tracker));
     if (labShell) {
       const follow = (): void => {
         const path = notebook.track(labShell.currentWidget);

@@ -41,7 +41,8 @@ export type Block =
   | { kind: 'error'; code: string; message: string }
   | { kind: 'notice'; code: string; message: string }
   | { kind: 'artifact'; artifactId: string; artifactKind: string; title: string | null }
-  | { kind: 'image'; mime: string; src: string };
+  | { kind: 'image'; mime: string; src: string }
+  | { kind: 'mention'; mentionKind: string; ref: string };
 
 export type ItemStatus = 'pending' | 'streaming' | 'complete' | 'error' | 'cancelled';
 
@@ -67,7 +68,8 @@ export interface ChatItem {
   createdAt: string | null;
 }
 
-/** What the simple view shows of an item: its text (and errors); null hides the item. */
+/** What the simple view shows of an item: its text (and errors, and the user's mentions);
+ * null hides the item. */
 export function visibleBlocks(item: ChatItem, view: 'simple' | 'full'): Block[] | null {
   if (view === 'full') {
     return item.blocks;
@@ -75,7 +77,7 @@ export function visibleBlocks(item: ChatItem, view: 'simple' | 'full'): Block[] 
   if (item.role !== 'user' && item.role !== 'assistant' && !item.blocks.some(b => b.kind === 'notice')) {
     return null;
   }
-  const blocks = item.blocks.filter(b => b.kind === 'text' || b.kind === 'error' || b.kind === 'notice');
+  const blocks = item.blocks.filter(b => b.kind === 'text' || b.kind === 'error' || b.kind === 'notice' || b.kind === 'mention');
   return blocks.length || item.status === 'streaming' ? blocks : null;
 }
 
@@ -151,6 +153,8 @@ function partBlocks(part: Part): Block[] {
   switch (part.type) {
     case 'text':
       return part.text ? [{ kind: 'text', text: part.text }] : [];
+    case 'mention':
+      return [{ kind: 'mention', mentionKind: part.kind, ref: part.ref }];
     case 'reasoning':
       return part.text ? [{ kind: 'reasoning', text: part.text }] : [];
     case 'tool_call':

@@ -12,6 +12,7 @@
 import { ApiError, type AgiClient, type Whereabouts } from './api';
 import { collectArtifacts, openArtifact } from './artifacts';
 import { loadCatalogue } from './catalogue';
+import type { MentionInput, MentionSource } from './mentions';
 import { isNotebookSession, sessionToShow } from './follow';
 import { PanelMemory, type Storage } from './memory';
 import { DecisionDoor, ErrorCode } from './openapi';
@@ -33,6 +34,8 @@ export class PanelModel extends PanelStore {
   private visible = false;
   /** The active cell of the notebook the user looks at (set by the plugin). */
   activeCell: () => string | null = () => null;
+  /** What `@` mentions in the composer may name (set by the plugin: the open notebooks). */
+  mentionSource: MentionSource | null = null;
   /** Told when the panel undid a run's changes (the notebook's highlights follow). */
   changesUndone: () => void = () => {};
 
@@ -319,7 +322,7 @@ export class PanelModel extends PanelStore {
    * Send a prompt (creating a session first if none is selected) and stream the reply.
    * Resolves false when the server did not take the message (the error is shown).
    */
-  async send(text: string, newSession: NewSession = {}): Promise<boolean> {
+  async send(text: string, newSession: NewSession = {}, mentions: MentionInput[] = []): Promise<boolean> {
     const prompt = text.trim();
     if (!prompt) {
       return false;
@@ -340,7 +343,7 @@ export class PanelModel extends PanelStore {
     signal.addEventListener('abort', () => reader.abort());
     let runId: string | null = null;
     try {
-      const events = this.client.sendMessage(this.state.project, sessionId, prompt, reader.signal, this.whereabouts());
+      const events = this.client.sendMessage(this.state.project, sessionId, prompt, reader.signal, this.whereabouts(), mentions);
       for await (const event of events) {
         if (signal.aborted) {
           break;

@@ -419,6 +419,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agi/v1/mentions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What an @ mention may name: project files, or the variables of a notebook's kernel (name, type, one-line summary), filtered by what was typed */
+        get: operations["listMentions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agi/v1/completions": {
         parameters: {
             query?: never;
@@ -1641,7 +1658,7 @@ export interface components {
          * @description Every error code, by what raises it. A member is its string on the wire.
          * @enum {string}
          */
-        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "CELL_PROTECTED" | "EXECUTION_NOT_FOUND" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT" | "COMPLETION_DISABLED";
+        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "CELL_PROTECTED" | "EXECUTION_NOT_FOUND" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT" | "COMPLETION_DISABLED" | "MENTION_NOT_FOUND" | "MENTIONS_TOO_LARGE";
         /** ErrorDetail */
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
@@ -1942,6 +1959,81 @@ export interface components {
              */
             source: string;
         };
+        /**
+         * MentionCandidate
+         * @description What an ``@`` mention may name: a project file (``ref`` its path) or a kernel variable
+         *     (``ref`` its name; ``type`` and a one-line ``detail``: shape, columns, dtype, length).
+         */
+        MentionCandidate: {
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "file" | "var";
+            /** Ref */
+            ref: string;
+            /**
+             * Type
+             * @default null
+             */
+            type: string | null;
+            /**
+             * Detail
+             * @default
+             */
+            detail: string;
+        };
+        /** MentionCandidateList */
+        MentionCandidateList: {
+            /** Items */
+            items: components["schemas"]["MentionCandidate"][];
+        };
+        /**
+         * MentionInput
+         * @description An ``@`` mention of the message: the server resolves it into a context part of at
+         *     most 2,000 tokens, stored with the message (a message's mentions together: 8,000).
+         */
+        MentionInput: {
+            kind: components["schemas"]["MentionKind"];
+            /**
+             * Ref
+             * @description A path relative to the project (file, notebook), a cell id (cell) or a variable name (var).
+             */
+            ref: string;
+            /**
+             * Notebook Path
+             * @description The notebook of a cell, or whose kernel holds a var.
+             * @default null
+             */
+            notebook_path?: string | null;
+        };
+        /**
+         * MentionKind
+         * @description What an ``@`` mention of a user message points at: a project ``file``, a ``notebook``,
+         *     a notebook's ``cell`` (by id), or a kernel ``var`` (variable) of a notebook.
+         * @enum {string}
+         */
+        MentionKind: "file" | "notebook" | "cell" | "var";
+        /**
+         * MentionPart
+         * @description What an ``@`` mention of a user message pointed at, resolved when the message was
+         *     written and stored with it (so a replay sends the same context): ``kind`` (a
+         *     ``MentionKind``), ``ref`` (a path, ``notebook#cell-id``, a variable name) and ``text``,
+         *     the bounded context the model reads.
+         */
+        MentionPart: {
+            /** Kind */
+            kind: string;
+            /** Ref */
+            ref: string;
+            /** Text */
+            text: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "mention";
+        };
         /** Message */
         Message: {
             /** Id */
@@ -1974,7 +2066,7 @@ export interface components {
                 [key: string]: unknown;
             };
             /** Parts */
-            parts: (components["schemas"]["TextPart"] | components["schemas"]["ReasoningPart"] | components["schemas"]["ToolCallPart"] | components["schemas"]["ToolResultPart"] | components["schemas"]["ImagePart"] | components["schemas"]["ErrorPart"] | components["schemas"]["ArtifactRefPart"])[];
+            parts: (components["schemas"]["TextPart"] | components["schemas"]["ReasoningPart"] | components["schemas"]["ToolCallPart"] | components["schemas"]["ToolResultPart"] | components["schemas"]["ImagePart"] | components["schemas"]["ErrorPart"] | components["schemas"]["ArtifactRefPart"] | components["schemas"]["MentionPart"])[];
             /**
              * Created At
              * @default
@@ -2058,6 +2150,11 @@ export interface components {
              */
             cell_id?: string | null;
             /**
+             * Mentions
+             * @description @ mentions: files, notebooks, cells and kernel variables the message points at, resolved into context stored with it.
+             */
+            mentions?: components["schemas"]["MentionInput"][];
+            /**
              * Run
              * @description false: append the message without starting a run (seed 001 §11.8.3); the run options must then be absent.
              * @default true
@@ -2103,7 +2200,7 @@ export interface components {
          * MessagePart
          * @description One part of a message, discriminated by ``type``.
          */
-        MessagePart: components["schemas"]["TextPart"] | components["schemas"]["ReasoningPart"] | components["schemas"]["ToolCallPart"] | components["schemas"]["ToolResultPart"] | components["schemas"]["ImagePart"] | components["schemas"]["ErrorPart"] | components["schemas"]["ArtifactRefPart"];
+        MessagePart: components["schemas"]["TextPart"] | components["schemas"]["ReasoningPart"] | components["schemas"]["ToolCallPart"] | components["schemas"]["ToolResultPart"] | components["schemas"]["ImagePart"] | components["schemas"]["ErrorPart"] | components["schemas"]["ArtifactRefPart"] | components["schemas"]["MentionPart"];
         /**
          * NotebookBudgetUpdate
          * @description Set (or with ``budget`` null remove) the stored budget of one notebook.
@@ -2637,7 +2734,12 @@ export interface components {
              * @default null
              */
             system_prompt?: string | null;
-        } & (unknown & unknown);
+            /**
+             * Mentions
+             * @description @ mentions: files, notebooks, cells and kernel variables the message points at, resolved into context stored with it.
+             */
+            mentions?: components["schemas"]["MentionInput"][];
+        } & (unknown & unknown & unknown);
         /** RunEvents */
         RunEvents: {
             /** Events */
@@ -2813,7 +2915,12 @@ export interface components {
              * @default null
              */
             system_prompt?: string | null;
-        };
+            /**
+             * Mentions
+             * @description @ mentions: files, notebooks, cells and kernel variables the message points at, resolved into context stored with it.
+             */
+            mentions?: components["schemas"]["MentionInput"][];
+        } & (unknown & unknown);
         /**
          * RunningCells
          * @description A run's ``notebook.run`` job still running: its handle, notebook, the cell running
@@ -4621,7 +4728,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, MENTION_NOT_FOUND, MENTIONS_TOO_LARGE, NO_KERNEL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4641,7 +4748,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: FORBIDDEN */
+            /** @description Error codes: FORBIDDEN, PATH_OUTSIDE_PROJECT */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5026,7 +5133,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunResponse"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, MENTION_NOT_FOUND, MENTIONS_TOO_LARGE, NO_KERNEL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5046,7 +5153,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: FORBIDDEN */
+            /** @description Error codes: FORBIDDEN, PATH_OUTSIDE_PROJECT */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5129,7 +5236,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, MENTION_NOT_FOUND, MENTIONS_TOO_LARGE, NO_KERNEL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5149,7 +5256,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: FORBIDDEN */
+            /** @description Error codes: FORBIDDEN, PATH_OUTSIDE_PROJECT */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6480,6 +6587,85 @@ export interface operations {
             };
         };
     };
+    listMentions: {
+        parameters: {
+            query: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+                /** @description file: project files whose path holds q; var: the variables of the notebook's kernel whose name holds q. */
+                kind: "file" | "var";
+                /** @description What the typed mention holds so far. */
+                q?: string;
+                /** @description The notebook whose kernel's variables (var). */
+                notebook_path?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MentionCandidateList"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR, NO_KERNEL */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN, PATH_OUTSIDE_PROJECT */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     completionSettings: {
         parameters: {
             query?: {
@@ -7634,8 +7820,19 @@ export const ErrorCode = {
     NOTEBOOK_TAB_TIMEOUT: "NOTEBOOK_TAB_TIMEOUT",
     UNDO_CONFLICT: "UNDO_CONFLICT",
     COMPLETION_DISABLED: "COMPLETION_DISABLED",
+    MENTION_NOT_FOUND: "MENTION_NOT_FOUND",
+    MENTIONS_TOO_LARGE: "MENTIONS_TOO_LARGE",
 } as const;
 export type ErrorCode = components["schemas"]["ErrorCode"];
+
+/** The values of MentionKind (components["schemas"]["MentionKind"]), by their names on the server. */
+export const MentionKind = {
+    FILE: "file",
+    NOTEBOOK: "notebook",
+    CELL: "cell",
+    VAR: "var",
+} as const;
+export type MentionKind = components["schemas"]["MentionKind"];
 
 /** The values of ReviewMode (components["schemas"]["ReviewMode"]), by their names on the server. */
 export const ReviewMode = {

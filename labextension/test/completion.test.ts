@@ -71,6 +71,26 @@ describe('CompletionSource', () => {
     expect(s.sent).toBe(1);
   });
 
+  it('sends the variables of the attached kernel (names, types, summaries), asked once a while', async () => {
+    const items = [{ kind: 'var', ref: 'df', type: 'pandas.DataFrame', detail: 'shape (3, 2); columns price, city' }];
+    const { source: s, calls } = source(call =>
+      call.path.startsWith('v1/mentions')
+        ? new Response(JSON.stringify({ items }), { status: 200, headers: { 'Content-Type': 'application/json' } })
+        : ndjson([chunk('x', true)])
+    );
+    await all(s.complete({ ...PLACE, kernel: true }));
+    await all(s.complete({ ...PLACE, kernel: true, prefix: 'def f(x):\n    ' }));
+    const asked = calls.filter(c => c.path.startsWith('v1/mentions'));
+    expect(asked.map(c => c.path)).toEqual(['v1/mentions?project=work&kind=var&notebook_path=work%2Fa.ipynb&limit=50']);
+    const bodies = calls.filter(c => c.path.startsWith('v1/completions')).map(c => JSON.parse(String(c.init.body)));
+    expect(bodies.map(b => b.variables)).toEqual([
+      [{ name: 'df', type: 'pandas.DataFrame', summary: 'shape (3, 2); columns price, city' }],
+      [{ name: 'df', type: 'pandas.DataFrame', summary: 'shape (3, 2); columns price, city' }]
+    ]);
+    await all(s.complete(PLACE)); // no kernel: no variables
+    expect(JSON.parse(String(calls[calls.length - 1]?.init.body)).variables).toBeUndefined();
+  });
+
   it('asks nothing for a language or a notebook that is turned off', async () => {
     const { source: s, calls } = source(() => ndjson([]));
     expect(await all(s.complete({ ...PLACE, language: 'markdown' }))).toEqual([]);
@@ -90,7 +110,9 @@ describe('placeOf', () => {
       content: { activeCell: cells[1], widgets: cells, model: { getMetadata: () => ({ completion: false }) } }
     };
     const place = placeOf({ text: 'x = 1', offset: 4, mimeType: 'text/x-ipython' }, widget);
-    expect(place).toMatchObject({ path: 'n.ipynb', language: 'python', prefix: 'x = ', suffix: '1', cellId: 'b', off: true });
+    expect(place).toMatchObject({ path: 'n.ipynb', language: 'python', prefix: 'x = ', suffix: '1', cellId: 'b', off: true, kernel: false });
+    const attached = placeOf({ text: '', offset: 0, mimeType: 'text/x-ipython' }, { ...widget, sessionContext: { session: { kernel: {} } } });
+    expect(attached.kernel).toBe(true);
     expect(place.cellsBefore).toEqual([{ cell_type: 'markdown', source: '# Title' }]);
     expect(place.cellsAfter).toEqual([{ cell_type: 'code', source: 'print(x)' }]);
     expect([languageOf('text/x-sql'), languageOf('text/x-rsrc'), languageOf(undefined)]).toEqual(['sql', 'r', 'python']);

@@ -62,3 +62,42 @@ def test_fix_on_a_failing_cell_produces_the_agents_edit(
     assert "Fix cell `ratio`" in sent
     assert "ZeroDivisionError: division by zero" in sent  # the traceback, colours off
     shoot(page, "cell-actions-01-fixed")
+
+
+def test_the_cell_toolbar_offers_the_actions(
+    page: Any, lab: LabServer, fake: FakeLLMServer
+) -> None:
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                    "language": "python"}},
+        "cells": [
+            {"cell_type": "code", "id": "fine", "metadata": {}, "source": "total = 2 + 2",
+             "outputs": [], "execution_count": 1},
+            {"cell_type": "code", "id": "ratio", "metadata": {}, "source": "1 / 0",
+             "outputs": [ERROR], "execution_count": 2},
+        ],
+    }  # fmt: skip
+    (lab.root / "toolbar.ipynb").write_text(json.dumps(notebook))
+    open_lab(page, lab)
+    run_lab_command(page, "docmanager:open", {"path": "toolbar.ipynb", "factory": "Notebook"})
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    expect(cells).to_have_count(2)
+
+    def button(cell: Any, action: str) -> Any:
+        return cell.locator(f'.jp-cell-toolbar [data-command="agi-jupyter:{action}-cell"]')
+
+    cells.nth(1).locator(".jp-InputPrompt").click()
+    for action in ("explain", "fix", "edit"):
+        expect(button(cells.nth(1), action)).to_be_visible()
+    shoot(page, "cell-actions-02-toolbar")
+    cells.nth(0).locator(".jp-InputPrompt").click()
+    expect(button(cells.nth(0), "explain")).to_be_visible()
+    expect(button(cells.nth(0), "fix")).to_be_hidden()  # no error output: nothing to fix
+    button(cells.nth(0), "explain").click()
+    expect(page.locator(".jp-AgiMessage-user").last).to_contain_text(
+        "Explain cell fine", timeout=60_000
+    )
+    expect(page.locator(".jp-AgiMessage-assistant").last).to_contain_text("echo", timeout=60_000)
+    assert "total = 2 + 2" in json.dumps(fake.requests[-1].body)

@@ -12,7 +12,15 @@ from tornado.routing import PathMatches, Rule
 
 from agi_jupyter import events as ev
 from agi_jupyter.errors import ErrorCode
-from agi_jupyter.kinds import DecisionDoor, ReviewMode, SdkName, StaleReason, ToolTrait, Verdict
+from agi_jupyter.kinds import (
+    DecisionDoor,
+    MentionKind,
+    ReviewMode,
+    SdkName,
+    StaleReason,
+    ToolTrait,
+    Verdict,
+)
 from agi_jupyter.records import _PART_TYPES
 from agi_jupyter.server.handlers.base import AgiHandler
 from agi_jupyter.server.models import EventUnion, PartUnion
@@ -57,7 +65,16 @@ async def test_the_named_kinds_are_the_documents_enums(jp_fetch: Any) -> None:
     """Each Python enum is an enum schema of the document, value for value and with its
     members' names (the panel's generated constants), and the fields that carry it use it."""
     schemas = json.loads((await jp_fetch("agi", "openapi.json")).body)["components"]["schemas"]
-    kinds = (DecisionDoor, ErrorCode, ReviewMode, SdkName, StaleReason, ToolTrait, Verdict)
+    kinds = (
+        DecisionDoor,
+        ErrorCode,
+        MentionKind,
+        ReviewMode,
+        SdkName,
+        StaleReason,
+        ToolTrait,
+        Verdict,
+    )
     for kind in kinds:
         schema = schemas[kind.__name__]
         assert schema["type"] == "string"

@@ -10,6 +10,7 @@ from agi_jupyter.records import ImagePart, Part, TextPart
 from agi_jupyter.runtime.follow import is_new
 from agi_jupyter.server.handlers.base import AgiHandler, cursor_not_found, protected
 from agi_jupyter.server.handlers.replies import reply_to_run
+from agi_jupyter.server.mentions import mention_parts
 from agi_jupyter.server.models import ImageInput, MessageCreate, PageQuery, TextInput
 from agi_jupyter.server.responses import Message, MessagePage
 
@@ -54,14 +55,15 @@ class MessagesHandler(AgiHandler):
     async def post(self, session_id: str) -> None:
         body = self.body(MessageCreate)
         agi = await self.agi()
+        parts = input_parts(body.content) + await mention_parts(self, agi, body.mentions)
         if not body.run:
-            message = await self.call(agi.append_message, session_id, input_parts(body.content))
+            message = await self.call(agi.append_message, session_id, parts)
             self.reply(Message.model_validate(asdict(message)), status=201)
             return
         fmt = self.format("json")
         run = await self.call(
             agi.submit,
-            input_parts(body.content),
+            parts,
             session=session_id,
             model=body.model,
             agent=body.agent,

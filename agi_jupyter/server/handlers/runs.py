@@ -3,13 +3,14 @@ and a run's artifacts."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agi_jupyter.records import Run
+from agi_jupyter.records import MentionPart, Part, Run
 from agi_jupyter.runtime.follow import is_new, stored_event_to_dict
 from agi_jupyter.server.handlers.base import AgiHandler, protected
 from agi_jupyter.server.handlers.replies import events_of, reply_to_run, seq_of
+from agi_jupyter.server.mentions import mention_parts
 from agi_jupyter.server.models import (
     ApprovalDecision,
     CancelRequest,
@@ -45,20 +46,29 @@ def _options(body: RunCreate | RunStreamCreate) -> dict[str, Any]:
     return options
 
 
-def _create(agi: Agi, session_id: str, body: RunCreate) -> Run:
+def _input(
+    agi: Agi, session_id: str, body: RunCreate | RunStreamCreate, mentioned: Sequence[MentionPart]
+) -> tuple[list[Part], dict[str, Any]]:
+    """The run's prompt and its mentions' parts (the model lets mentions come only with an
+    ``input``)."""
     parts, fields = agi.run_input(
         session_id, input=body.input, input_message_id=body.input_message_id
     )
+    return [*parts, *mentioned], fields
+
+
+def _create(agi: Agi, session_id: str, body: RunCreate, mentioned: Sequence[MentionPart]) -> Run:
+    parts, fields = _input(agi, session_id, body, mentioned)
     options = {**_options(body), **fields}
     if body.type == "deep_research":
         return agi.research(parts, session=session_id, **options)
     return agi.submit(parts, session=session_id, execution_mode="background", **options)
 
 
-def _start_stream(agi: Agi, session_id: str, body: RunStreamCreate) -> Run:
-    parts, fields = agi.run_input(
-        session_id, input=body.input, input_message_id=body.input_message_id
-    )
+def _start_stream(
+    agi: Agi, session_id: str, body: RunStreamCreate, mentioned: Sequence[MentionPart]
+) -> Run:
+    parts, fields = _input(agi, session_id, body, mentioned)
     return agi.submit(parts, session=session_id, **_options(body), **fields)
 
 
@@ -75,7 +85,8 @@ class SessionRunsHandler(AgiHandler):
     async def post(self, session_id: str) -> None:
         body = self.body(RunCreate)
         agi = await self.agi()
-        run = await self.call(_create, agi, session_id, body)
+        mentioned = await mention_parts(self, agi, body.mentions)
+        run = await self.call(_create, agi, session_id, body, mentioned)
         self.reply(RunResponse(run=run), status=202)
 
 
@@ -85,7 +96,8 @@ class SessionRunsStreamHandler(AgiHandler):
         body = self.body(RunStreamCreate)
         fmt = self.format("ndjson")
         agi = await self.agi()
-        run = await self.call(_start_stream, agi, session_id, body)
+        mentioned = await mention_parts(self, agi, body.mentions)
+        run = await self.call(_start_stream, agi, session_id, body, mentioned)
         await reply_to_run(self, agi, run.id, fmt, fresh=is_new(run))
 
 

@@ -8,18 +8,22 @@ interrupts go through the kernel manager (a front end's Interrupt button does th
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi_jupyter.errors import ErrorCode
 from agi_jupyter.notebook.execution import CellRun, Execution, read_history, run_cell
 from agi_jupyter.notebook.kernels import kernel_name_of
 from agi_jupyter.notebook.model import History
+from agi_jupyter.notebook.ops import NotebookError
 
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
 
 READY_TIMEOUT = 60.0
+EVALUATE_TIMEOUT = 10.0  # a busy kernel answers after the cell it runs
 
 
 class ServerKernels:
@@ -64,6 +68,20 @@ class ServerKernels:
         finally:
             client.stop_channels()
 
+    async def evaluate(
+        self, api_path: str, file: Path, expressions: dict[str, str]
+    ) -> dict[str, Any] | None:
+        """The kernel's ``user_expressions`` replies to ``expressions`` (a silent request:
+        no execution count, no history), or None when the notebook has no kernel."""
+        kernel_id = await self.kernel_id(api_path, file, start=False)
+        if kernel_id is None:
+            return None
+        client = await self._client(kernel_id)
+        try:
+            return await user_expressions(client, expressions)
+        finally:
+            client.stop_channels()
+
     async def history(self, api_path: str, file: Path) -> History | None:
         kernel_id = await self.kernel_id(api_path, file, start=False)
         if kernel_id is None:
@@ -73,3 +91,20 @@ class ServerKernels:
             return await read_history(client)
         finally:
             client.stop_channels()
+
+
+async def user_expressions(client: Any, expressions: dict[str, str]) -> dict[str, Any]:
+    """Evaluate ``expressions`` in the kernel of ``client`` without running a cell: each name
+    to its reply (``{"status": "ok", "data": {"text/plain": ...}}`` or an error's)."""
+    msg_id = client.execute("", silent=True, store_history=False, user_expressions=expressions)
+    try:
+        async with asyncio.timeout(EVALUATE_TIMEOUT):
+            while True:
+                reply = await client.get_shell_msg()
+                if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                    break
+    except TimeoutError:
+        raise NotebookError(
+            "the notebook's kernel did not answer (busy running a cell?)", code=ErrorCode.NO_KERNEL
+        ) from None
+    return dict(reply.get("content", {}).get("user_expressions") or {})
