@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import httpx2
+
+from tests.postgres_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "llama_server.sh"
@@ -50,12 +51,6 @@ def installed() -> tuple[Path, Path]:
             "scripts/install.sh (or scripts/llama_server.sh alone; ~6.5 min the first time)"
         )
     return binary, model
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class LlamaServer:
