@@ -15,11 +15,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx2
 import pytest
 
+from agi_jupyter.app import Agi
 from agi_jupyter.kernel.render import RunView
 from agi_jupyter.runtime.agent_loop import TOOLS_UNSUPPORTED
 from tests.realserver.conftest import LOCAL, MakeLlamaAgi
@@ -62,13 +64,36 @@ def view_of(events: list[dict[str, Any]]) -> RunView:
     return view
 
 
-def prompt_of(server: LlamaServer, tokens: int) -> str:
-    """A user message of about ``tokens`` tokens of the model's own vocabulary (the server
-    counts them: ``POST /tokenize``)."""
-    words = " ".join(f"w{i % 97}" for i in range(tokens))
-    counted = httpx2.post(f"{server.root}/tokenize", json={"content": words}, timeout=30).json()
-    assert len(counted["tokens"]) >= tokens
-    return words
+def prompt_tokens(server: LlamaServer, system: str, prompt: str) -> int:
+    """The tokens of a request's prompt as the server counts them: its chat template applied
+    (``POST /apply-template``), then tokenized (``POST /tokenize``)."""
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+    templated = httpx2.post(
+        f"{server.root}/apply-template", json={"messages": messages}, timeout=30
+    ).json()["prompt"]
+    counted = httpx2.post(
+        f"{server.root}/tokenize", json={"content": templated, "parse_special": True}, timeout=30
+    ).json()
+    return len(counted["tokens"])
+
+
+def prompt_of(server: LlamaServer, system: str, tokens: int) -> str:
+    """A user message that makes a prompt of exactly ``tokens`` tokens (" hello" is one)."""
+    words = tokens
+    for _ in range(5):
+        prompt = "hello" + " hello" * (words - 1)
+        counted = prompt_tokens(server, system, prompt)
+        if counted == tokens:
+            return prompt
+        words -= counted - tokens
+    raise AssertionError(f"no prompt of {tokens} tokens (last: {counted})")
+
+
+def system_prompt(agi: Agi) -> str:
+    """The system prompt a ``general`` run of this project sends (recorded on the run)."""
+    run = agi.ask("Hi.", agent="general", model=LOCAL).run
+    assert run.system_prompt is not None
+    return run.system_prompt
 
 
 def test_the_streamed_text_is_the_servers_own(
@@ -111,16 +136,20 @@ def test_an_answer_cut_at_the_output_limit_is_truncated(
 def test_a_prompt_larger_than_the_window_is_one_request_reported_as_a_full_window(
     llama: LlamaServer, make_llama_agi: MakeLlamaAgi
 ) -> None:
-    refusals_before = llama.log_text().count("exceeds the available context size")
     agi = make_llama_agi(llama)
-    result = agi.ask(prompt_of(llama, CONTEXT + 200), agent="general", model=LOCAL)
+    prompt = prompt_of(llama, system_prompt(agi), CONTEXT + 100)
+    refusals_before = llama.log_text().count("exceeds the available context size")
+    result = agi.ask(prompt, agent="general", model=LOCAL)
     assert result.run.status == "failed"
     assert result.run.attempt == 1
     error = result.run.error or {}
     assert error["code"] == "PROVIDER_HTTP_ERROR"
     assert "HTTP 400" in error["message"]
     assert "context window is full" in error["message"]
-    assert f"window {CONTEXT} tokens" in error["message"]
+    said = re.search(r"the request has (\d+) tokens, the window (\d+) tokens", error["message"])
+    assert said is not None
+    assert int(said[1]) > CONTEXT  # as the server counted them
+    assert int(said[2]) == CONTEXT
     assert "output" not in error["message"]
     # sent once: not retried by the adapter, by the run, nor by an SDK
     assert llama.log_text().count("exceeds the available context size") == refusals_before + 1
@@ -129,19 +158,24 @@ def test_a_prompt_larger_than_the_window_is_one_request_reported_as_a_full_windo
 def test_an_answer_that_fills_the_window_is_truncated_as_a_full_window(
     llama: LlamaServer, make_llama_agi: MakeLlamaAgi
 ) -> None:
+    """A prompt 6 tokens short of the window: the server stops the answer when the window is
+    full (llama.cpp shifts no context by default), long before the output limit."""
     agi = make_llama_agi(llama, max_output_tokens=400)
+    prompt = prompt_of(llama, system_prompt(agi), CONTEXT - 6)
     session = agi.new_session(agent="general", model=LOCAL)
-    events = list(agi.stream(prompt_of(llama, CONTEXT - 150), session=session.id))
+    events = list(agi.stream(prompt, session=session.id))
     result = agi.result(events[-1]["run_id"])
     assert result.run.status == "succeeded"
     usage = result.run.usage
-    assert usage["input_tokens"] + usage["output_tokens"] == CONTEXT
-    assert usage["output_tokens"] < 400  # the window ended it, not the output limit
+    assert usage["input_tokens"] == CONTEXT - 6
+    assert usage["input_tokens"] + usage["output_tokens"] >= CONTEXT - 1
     meta = agi.history(session.id, view="full")[-1].meta
     assert (meta["truncated"], meta["context_full"]) == (True, True)
-    assert (meta["context_window"], meta["context_tokens"]) == (CONTEXT, CONTEXT)
+    assert meta["context_window"] == CONTEXT
+    used = meta["context_tokens"]
+    assert used == usage["input_tokens"] + usage["output_tokens"]
     footer = view_of(events).footer()
-    assert f"truncated: the context window is full ({CONTEXT} of {CONTEXT} tokens)" in footer
+    assert f"truncated: the context window is full ({used} of {CONTEXT} tokens)" in footer
 
 
 def test_tools_the_template_cannot_take_are_said_once_per_session(
