@@ -78,14 +78,25 @@ def prompt_tokens(server: LlamaServer, system: str, prompt: str) -> int:
 
 
 def prompt_of(server: LlamaServer, system: str, tokens: int) -> str:
-    """A user message that makes a prompt of exactly ``tokens`` tokens (" hello" is one)."""
-    words = tokens
+    """A user message that makes a prompt of exactly ``tokens`` tokens: a count the model goes
+    on with (so an answer is long enough to fill the window), after as many " hello" (one
+    token each) as it takes to be exact."""
+
+    def prompt(numbers: int, hellos: int) -> str:
+        count = " ".join(str(n) for n in range(1, numbers + 1))
+        return "hello " * hellos + f"Count on from the last number, forever: {count}"
+
+    numbers = tokens // 4
+    counted = prompt_tokens(server, system, prompt(numbers, 0))
+    while counted > tokens - 8:  # a little under: the hellos make up the rest
+        numbers = numbers * (tokens - 8) // counted
+        counted = prompt_tokens(server, system, prompt(numbers, 0))
+    hellos = tokens - counted
     for _ in range(5):
-        prompt = "hello" + " hello" * (words - 1)
-        counted = prompt_tokens(server, system, prompt)
+        counted = prompt_tokens(server, system, prompt(numbers, hellos))
         if counted == tokens:
-            return prompt
-        words -= counted - tokens
+            return prompt(numbers, hellos)
+        hellos -= counted - tokens
     raise AssertionError(f"no prompt of {tokens} tokens (last: {counted})")
 
 
