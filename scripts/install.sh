@@ -38,5 +38,5 @@ fi
 
 # A real llama.cpp `llama-server` and a real tiny model (SmolLM2-135M-Instruct) for
 # tests/realserver and benchmarks/paced_stream.py: built once into ~/.cache/agi-jupyter/
-# (~6.5 min on 2 idle cores, more under load; a no-op when cached). Needs cmake and g++.
+# (23 min of CPU: ~12 min on 2 idle cores; a no-op when cached). Needs cmake and g++.
 bash scripts/llama_server.sh

@@ -2,7 +2,8 @@
 # Builds llama.cpp's `llama-server` and fetches a real tiny model (SmolLM2-135M-Instruct, Q4_1,
 # ~98 MB) for tests/realserver and the benchmarks, cached in a folder keyed by the version:
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/agi-jupyter/llama.cpp-<version>/{llama-server,<model>.gguf}
-# A no-op when both are there. Cold: ~6.5 min on 2 idle cores (the llama-server target only; the
+# A no-op when both are there. Cold: 23 min of CPU (measured here: 76 min at load 10 on 2 cores;
+# ~12 min on 2 idle cores, 6.5 min in an earlier report), the llama-server target only; the
 # llama.cpp sources come vendored in llama-cpp-python's sdist, so the build needs no git).
 #   scripts/llama_server.sh           build and fetch what is missing
 #   scripts/llama_server.sh --where   print the cache folder (builds nothing)
@@ -23,7 +24,7 @@ work="$(mktemp -d "$CACHE/.work.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
 if [ ! -x "$CACHE/llama-server" ]; then
-  echo "building llama-server (llama.cpp from llama-cpp-python $LLAMA_CPP_PYTHON_VERSION; ~6.5 min)..." >&2
+  echo "building llama-server (llama.cpp from llama-cpp-python $LLAMA_CPP_PYTHON_VERSION; 23 min of CPU)..." >&2
   # --no-binary for this one package only (`:all:` would build its build tools from source too).
   python3 -m pip download --quiet --disable-pip-version-check --no-deps \
     --no-binary llama-cpp-python --dest "$work" "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
