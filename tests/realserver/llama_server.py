@@ -48,7 +48,7 @@ def installed() -> tuple[Path, Path]:
     if missing:
         raise NotBuilt(
             f"llama-server or its model is missing ({', '.join(missing)}): run "
-            "scripts/install.sh (or scripts/llama_server.sh alone; ~6.5 min the first time)"
+            "scripts/install.sh (or scripts/llama_server.sh alone; ~12 min the first time)"
         )
     return binary, model
 
