@@ -207,12 +207,35 @@ def http_error(
         return ProviderHTTPError(message, status=status, retryable=False)
     detail = config.redact(error_detail(body, fallback))
     retryable = None if status < 500 else not is_request_error(body)
+    full = context_overflow(body)
+    if full is not None:
+        detail = f"the context window is full{full} (the server said: {detail})"
     return ProviderHTTPError(
         f"{config.name}: HTTP {status}: {detail}",
         status=status,
         retry_after=retry_after,
         retryable=retryable,
     )
+
+
+def context_overflow(body: object) -> str | None:
+    """Whether an error answer says the request does not fit the model's context window, and
+    what it says of the tokens: llama.cpp's ``llama-server`` (``exceed_context_size_error``,
+    with ``n_prompt_tokens`` and ``n_ctx``), OpenAI's ``context_length_exceeded``. None: some
+    other error. Said as such, it is not mistaken for the output token limit."""
+    if not isinstance(body, Mapping):
+        return None
+    inner = body.get("error", body)
+    if not isinstance(inner, Mapping):
+        return None
+    if "exceed_context_size" not in str(inner.get("type")) and inner.get("code") != (
+        "context_length_exceeded"
+    ):
+        return None
+    prompt, window = inner.get("n_prompt_tokens"), inner.get("n_ctx")
+    if isinstance(prompt, int) and isinstance(window, int):
+        return f": the request has {prompt} tokens, the window {window} tokens"
+    return ""
 
 
 _VALIDATION_MARKERS = ("validation error", "validationerror", "invalid_request_error")

@@ -6,8 +6,8 @@ the chunked transfer encoding). httpcore2 + h11 handle each chunk as an event in
 ``httptools`` (llhttp in C, uvicorn's parser) parses the bytes of each socket read in one call;
 the body chunks of one read are handed to the reader joined, so the per-chunk cost is a C
 callback and a list append, and what is left per read is asyncio's (~10 µs), which resting the
-socket 1 ms after each read of a body (``_COALESCE``, not after the first few: the first
-token is not held) keeps to a few reads per fast stream.
+socket 1 ms after a read of a body that followed the one before within 1 ms (``_COALESCE``,
+not after the first few: the first token is not held) keeps to a few reads per fast stream.
 
 What it keeps from httpx2's own transport: TLS (the same SSL context: ``SSL_CERT_FILE``/
 ``SSL_CERT_DIR`` or the system's certificates), keep-alive (idle connections pooled per
@@ -48,11 +48,15 @@ import httptools
 import httpx2
 
 _HIGH_WATER = 1 << 20  # bytes of body buffered before the socket stops being read
-# After a read of a body, the socket is not read again for this long: the events a fast stream
-# sends meanwhile arrive in one read and one wake of the reader, not one each (a read costs
-# ~10 µs of asyncio's own work, more than parsing and mapping an event). A token the model
-# sends later than that is read at once, so only events closer together wait, by at most this.
+# After a read of a body that came less than this after the one before (a burst), the socket
+# is not read again for this long: the events a fast stream sends meanwhile arrive in one read
+# and one wake of the reader, not one each (a read costs ~10 µs of asyncio's own work, more
+# than parsing and mapping an event). A token the model sends later than that is read at once,
+# so only events closer together wait, by at most this. A paced stream (a real model: a token
+# every few ms) is never held: each of its reads would have paid a timer and two epoll calls
+# (the pause and the resume) for nothing to coalesce.
 _COALESCE = 0.001
+_BURST = _COALESCE  # reads closer together than this are a burst
 # The first reads of a body are never held: the first token of an Anthropic answer comes after
 # ``message_start`` and ``content_block_start`` (and perhaps a ``ping``), each a read of its own
 # when the server sends them apart; resting after those delayed it by up to _COALESCE each.
@@ -99,6 +103,7 @@ class _Connection(asyncio.Protocol):
         self.buffered = 0
         self.received = False  # any byte of this response arrived
         self.body_reads = 0  # reads that brought body bytes (the first _PROMPT_READS are not held)
+        self.body_read_at = float("-inf")  # loop time of the last of them
 
     # --- asyncio.Protocol ----------------------------------------------------------------
 
@@ -123,9 +128,10 @@ class _Connection(asyncio.Protocol):
                 transport.pause_reading()
             elif self.buffered > before and not self.complete and not self.closed:
                 # a read of the body (not of the head only, nor one of the first few: the first
-                # events are not held up)
+                # events are not held up), close behind the one before: a burst
                 self.body_reads += 1
-                if self.body_reads > _PROMPT_READS:
+                previous, self.body_read_at = self.body_read_at, self.last
+                if self.body_reads > _PROMPT_READS and self.last - previous < _BURST:
                     transport.pause_reading()
                     self.coalescing = self.loop.call_later(_COALESCE, self._coalesced)
         self._wake()

@@ -15,6 +15,7 @@ import httpx2
 import pytest
 
 from agi_jupyter.errors import ProviderDisconnected
+from agi_jupyter.providers import h1_transport
 from agi_jupyter.providers.anthropic_http import AnthropicHttpProvider
 from agi_jupyter.providers.base import TextDelta
 from agi_jupyter.providers.h1_transport import (
@@ -433,10 +434,16 @@ async def test_the_three_wire_adapters_stream_through_it(
 
 
 @pytest.mark.asyncio
-async def test_the_first_reads_of_a_body_are_not_held_and_later_ones_are() -> None:
+@pytest.mark.parametrize("burst", [True, False])
+async def test_the_first_reads_of_a_body_are_not_held_and_later_ones_are(
+    monkeypatch: pytest.MonkeyPatch, burst: bool
+) -> None:
     """The first events of an answer go to the reader as they arrive (an Anthropic answer's
     first token is its fourth event or so): only reads after the first ``_PROMPT_READS`` of
-    a body rest the socket for ``_COALESCE``."""
+    a body, in a burst (within ``_BURST`` of the read before), rest the socket for
+    ``_COALESCE``. A paced stream (a real model's: each read apart from the one before) is
+    never held. (``_BURST`` is set so that every read is in a burst, or none is.)"""
+    monkeypatch.setattr(h1_transport, "_BURST", 3600.0 if burst else 0.0)
     head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
     events = [b"data: %d\n\n" % n for n in range(_PROMPT_READS + 2)]
     sent = asyncio.Queue[bytes]()
@@ -464,7 +471,8 @@ async def test_the_first_reads_of_a_body_are_not_held_and_later_ones_are() -> No
             conn.take_body()
             if conn.coalescing is not None:  # as a reader would: the rest ends, reading resumes
                 await asyncio.sleep(_COALESCE * 2)
-        assert held == [False] * (1 + _PROMPT_READS) + [True] * (len(events) - _PROMPT_READS)
+        later = len(events) - _PROMPT_READS
+        assert held == [False] * (1 + _PROMPT_READS) + [burst] * later
         assert conn.body_reads == len(events)
         assert conn.transport is not None
         conn.transport.close()
