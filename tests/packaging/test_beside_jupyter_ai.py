@@ -58,6 +58,23 @@ def test_agi_jupyter_resolves_together_with_jupyter_ai_3_2(uv: str, tmp_path: Pa
     assert int(pins["mcp"].split(".")[0]) < 2  # jupyter-ai's: agi's MCP features say so
 
 
+def test_agi_jupyter_resolves_with_the_whole_ecosystem(uv: str, tmp_path: Path) -> None:
+    """One environment for agi-jupyter, jupyter-ai 3.2+, notebook-intelligence and
+    jupyter-collaboration (issue 26.3)."""
+    requirements = tmp_path / "requirements.in"
+    wanted = ("jupyter-ai>=3.2", "notebook-intelligence", "jupyter-collaboration")
+    requirements.write_text("\n".join((f"agi-jupyter @ {REPO.as_uri()}", *wanted)) + "\n")
+    locked = tmp_path / "requirements.txt"
+    out = run(
+        [uv, "pip", "compile", str(requirements), "--python-version", "3.11", "--no-header",
+         "--quiet", "-o", str(locked)]
+    )  # fmt: skip
+    pins = _pins(locked.read_text())
+    assert "agi-jupyter @ file://" in locked.read_text(), out
+    assert {"jupyter-ai", "notebook-intelligence", "jupyter-collaboration"} <= set(pins)
+    assert tuple(int(p) for p in pins["jupyter-ai"].split(".")[:2]) >= (3, 2)
+
+
 def test_with_jupyter_ais_mcp_1_the_mcp_features_say_what_they_need(
     uv: str, tmp_path: Path
 ) -> None:
