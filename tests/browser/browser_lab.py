@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from tests.jupyterlab_server import LabServer, offline_env, start_jupyterlab
 
@@ -93,3 +95,37 @@ def start_lab(
         timeout=timeout,
         rtc=rtc,
     )
+
+
+def write_notebook(
+    root: Path,
+    name: str,
+    cells: list[tuple[str, str, str]],
+    outputs: Mapping[str, list[dict[str, Any]]] | None = None,
+) -> bytes:
+    """Write a Python notebook of ``(id, kind, source)`` cells (``outputs``: a code cell's, by
+    id, then numbered as executed) under ``root``; its bytes."""
+    outputs = outputs or {}
+    ran = [cell_id for cell_id, _, _ in cells if cell_id in outputs]
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                    "language": "python"}},
+        "cells": [
+            {"cell_type": kind, "id": cell_id, "metadata": {}, "source": source,
+             **({"outputs": outputs.get(cell_id, []),
+                 "execution_count": ran.index(cell_id) + 1 if cell_id in ran else None}
+                if kind == "code" else {})}
+            for cell_id, kind, source in cells
+        ],
+    }  # fmt: skip
+    path = root / name
+    path.write_text(json.dumps(notebook, indent=1))
+    return path.read_bytes()
+
+
+def end_kernel_sessions(lab: LabServer) -> None:
+    """End every kernel session of ``lab`` (its notebooks' kernels)."""
+    for session in lab.api("GET", "api/sessions") or []:
+        lab.api("DELETE", f"api/sessions/{session['id']}")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from browser_lab import LabServer, start_lab
+from browser_lab import LabServer, end_kernel_sessions, start_lab
 from panel_page import shoot
 from playwright.sync_api import expect
 
@@ -128,3 +128,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     setattr(item, f"rep_{report.when}", report)
     return report
+
+
+@pytest.fixture
+def no_kernels_left(lab: LabServer) -> Iterator[None]:
+    """The notebooks' kernel sessions end with the test (the Lab server is shared): use it with
+    ``pytestmark = pytest.mark.usefixtures("no_kernels_left")``."""
+    yield
+    end_kernel_sessions(lab)

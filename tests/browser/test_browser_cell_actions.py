@@ -5,11 +5,10 @@ cell."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser_lab import LabServer
+from browser_lab import LabServer, write_notebook
 from panel_page import open_lab, run_lab_command, shoot
 from playwright.sync_api import expect
 
@@ -24,25 +23,13 @@ ERROR = {
 }
 
 
-@pytest.fixture(autouse=True)
-def no_kernels_left(lab: LabServer) -> Iterator[None]:
-    yield
-    for session in lab.api("GET", "api/sessions") or []:
-        lab.api("DELETE", f"api/sessions/{session['id']}")
+pytestmark = pytest.mark.usefixtures("no_kernels_left")
 
 
 def test_fix_on_a_failing_cell_produces_the_agents_edit(
     page: Any, lab: LabServer, fake: FakeLLMServer
 ) -> None:
-    notebook = {
-        "nbformat": 4,
-        "nbformat_minor": 5,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                    "language": "python"}},
-        "cells": [{"cell_type": "code", "id": "ratio", "metadata": {}, "source": "1 / 0",
-                   "outputs": [ERROR], "execution_count": 1}],
-    }  # fmt: skip
-    (lab.root / "fix.ipynb").write_text(json.dumps(notebook))
+    write_notebook(lab.root, "fix.ipynb", [("ratio", "code", "1 / 0")], {"ratio": [ERROR]})
     edit = {"cell_id": "ratio", "source": "1 / 2", "expected_hash": source_hash("1 / 0")}
     fake.enqueue(
         Turn(tool_calls=[FakeToolCall("notebook.edit", edit)]),
@@ -67,19 +54,8 @@ def test_fix_on_a_failing_cell_produces_the_agents_edit(
 def test_the_cell_toolbar_offers_the_actions(
     page: Any, lab: LabServer, fake: FakeLLMServer
 ) -> None:
-    notebook = {
-        "nbformat": 4,
-        "nbformat_minor": 5,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                    "language": "python"}},
-        "cells": [
-            {"cell_type": "code", "id": "fine", "metadata": {}, "source": "total = 2 + 2",
-             "outputs": [], "execution_count": 1},
-            {"cell_type": "code", "id": "ratio", "metadata": {}, "source": "1 / 0",
-             "outputs": [ERROR], "execution_count": 2},
-        ],
-    }  # fmt: skip
-    (lab.root / "toolbar.ipynb").write_text(json.dumps(notebook))
+    cells = [("fine", "code", "total = 2 + 2"), ("ratio", "code", "1 / 0")]
+    write_notebook(lab.root, "toolbar.ipynb", cells, {"fine": [], "ratio": [ERROR]})
     open_lab(page, lab)
     run_lab_command(page, "docmanager:open", {"path": "toolbar.ipynb", "factory": "Notebook"})
     cells = page.locator(".jp-Notebook .jp-Cell")

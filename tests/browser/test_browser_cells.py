@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from browser_lab import LabServer
+from browser_lab import LabServer, write_notebook
 from panel_page import open_lab, shoot
 from playwright.sync_api import expect
-from test_browser_notebook import CELLS, model_cells, open_notebook, write_notebook
+from test_browser_notebook import CELLS, model_cells, open_notebook
 
 from agi_jupyter.notebook import source_hash
 

@@ -4,11 +4,10 @@ provider in JupyterLab's own inline completer, accepted with the keyboard."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser_lab import LabServer
+from browser_lab import LabServer, write_notebook
 from panel_page import open_lab, run_lab_command, shoot
 from playwright.sync_api import expect
 
@@ -17,11 +16,7 @@ from agi_jupyter.testing import FakeLLMServer, Turn
 SUGGESTION = "return a + b"
 
 
-@pytest.fixture(autouse=True)
-def no_kernels_left(lab: LabServer) -> Iterator[None]:
-    yield
-    for session in lab.api("GET", "api/sessions") or []:
-        lab.api("DELETE", f"api/sessions/{session['id']}")
+pytestmark = pytest.mark.usefixtures("no_kernels_left")
 
 
 def cell_source(page: Any) -> str:
@@ -35,15 +30,7 @@ def test_ghost_text_appears_in_a_cell_and_tab_accepts_it(
     page: Any, lab: LabServer, fake: FakeLLMServer
 ) -> None:
     fake.default_rule = lambda _protocol, _body: Turn(text=f"```python\n    {SUGGESTION}\n```")
-    notebook = {
-        "nbformat": 4,
-        "nbformat_minor": 5,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                    "language": "python"}},
-        "cells": [{"cell_type": "code", "id": "add", "metadata": {}, "source": "",
-                   "outputs": [], "execution_count": None}],
-    }  # fmt: skip
-    (lab.root / "complete.ipynb").write_text(json.dumps(notebook))
+    write_notebook(lab.root, "complete.ipynb", [("add", "code", "")])
     open_lab(page, lab)
     run_lab_command(page, "docmanager:open", {"path": "complete.ipynb", "factory": "Notebook"})
     editor = page.locator(".jp-Notebook .jp-Cell .jp-InputArea-editor .cm-content").first

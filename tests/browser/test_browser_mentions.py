@@ -5,11 +5,10 @@ message sends its schema to the model (the fake LLM server records the request).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser_lab import LabServer
+from browser_lab import LabServer, write_notebook
 from panel_page import open_lab, open_panel, run_lab_command, shoot
 from playwright.sync_api import expect
 
@@ -18,25 +17,13 @@ from agi_jupyter.testing import FakeLLMServer
 FRAME = "import pandas as pd\nprices = pd.DataFrame({'price': [1.5, 2.0], 'city': ['a', 'b']})"
 
 
-@pytest.fixture(autouse=True)
-def no_kernels_left(lab: LabServer) -> Iterator[None]:
-    yield
-    for session in lab.api("GET", "api/sessions") or []:
-        lab.api("DELETE", f"api/sessions/{session['id']}")
+pytestmark = pytest.mark.usefixtures("no_kernels_left")
 
 
 def test_an_at_var_mention_sends_the_dataframe_schema(
     page: Any, lab: LabServer, fake: FakeLLMServer
 ) -> None:
-    notebook = {
-        "nbformat": 4,
-        "nbformat_minor": 5,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                    "language": "python"}},
-        "cells": [{"cell_type": "code", "id": "load", "metadata": {}, "source": FRAME,
-                   "outputs": [], "execution_count": None}],
-    }  # fmt: skip
-    (lab.root / "mentions.ipynb").write_text(json.dumps(notebook))
+    write_notebook(lab.root, "mentions.ipynb", [("load", "code", FRAME)])
     open_lab(page, lab)
     run_lab_command(page, "docmanager:open", {"path": "mentions.ipynb", "factory": "Notebook"})
     expect(page.locator("#jp-main-statusbar")).to_contain_text("Idle", timeout=60_000)

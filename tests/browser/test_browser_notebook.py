@@ -8,13 +8,12 @@ notebook back.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_lab import LabServer, start_lab
+from browser_lab import LabServer, start_lab, write_notebook
 from panel_page import new_session, open_lab, open_panel, run_lab_command, send, shoot
 from playwright.sync_api import expect
 
@@ -24,12 +23,7 @@ from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 ASSISTANT = ".jp-AgiMessage-assistant"
 
 
-@pytest.fixture(autouse=True)
-def no_kernels_left(lab: LabServer) -> Iterator[None]:
-    """The notebooks' kernel sessions end with the test (the Lab server is shared)."""
-    yield
-    for session in lab.api("GET", "api/sessions") or []:
-        lab.api("DELETE", f"api/sessions/{session['id']}")
+pytestmark = pytest.mark.usefixtures("no_kernels_left")
 
 
 CELLS = [
@@ -37,23 +31,6 @@ CELLS = [
     ("load", "code", "x = 20\nprint('loaded')"),
     ("total", "code", "x + 1"),
 ]
-
-
-def write_notebook(root: Path, name: str, cells: list[tuple[str, str, str]]) -> bytes:
-    notebook = {
-        "nbformat": 4,
-        "nbformat_minor": 5,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                    "language": "python"}},
-        "cells": [
-            {"cell_type": kind, "id": cell_id, "metadata": {}, "source": source,
-             **({"outputs": [], "execution_count": None} if kind == "code" else {})}
-            for cell_id, kind, source in cells
-        ],
-    }  # fmt: skip
-    path = root / name
-    path.write_text(json.dumps(notebook, indent=1))
-    return path.read_bytes()
 
 
 def open_notebook(page: Any, name: str) -> None:

@@ -14,16 +14,15 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
-from browser_lab import LabServer
+from browser_lab import LabServer, write_notebook
 from panel_page import new_session, open_lab, open_panel, run_lab_command, send, shoot
 from playwright.sync_api import expect
-from test_browser_notebook import model_cells, open_notebook, sources, write_notebook
+from test_browser_notebook import model_cells, open_notebook, sources
 
 from agi_jupyter.notebook import source_hash
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
@@ -41,12 +40,7 @@ LIGHT_BACKGROUND = "rgb(255, 255, 255)"  # --jp-layout-color1 of JupyterLab Ligh
 DARK_BACKGROUND = "rgb(33, 33, 33)"  # ... and of JupyterLab Dark
 
 
-@pytest.fixture(autouse=True)
-def no_kernels_left(lab: LabServer) -> Iterator[None]:
-    """The notebooks' kernel sessions end with the test (the Lab server is shared)."""
-    yield
-    for session in lab.api("GET", "api/sessions") or []:
-        lab.api("DELETE", f"api/sessions/{session['id']}")
+pytestmark = pytest.mark.usefixtures("no_kernels_left")
 
 
 def edit(cell_id: str, old: str, new: str) -> FakeToolCall:
