@@ -104,6 +104,9 @@ if TYPE_CHECKING:
 
 
 CANCEL_WAIT = 10.0  # seconds ``cancel`` waits for the runtime loop before recording the cancel
+# Seconds between reads of an external call's run driven by another process (it claimed it first).
+EXTERNAL_CALL_POLL = 0.05
+UNDER_WAY = frozenset({"queued", "running"})
 CONTROL_WAIT = 5.0  # seconds a caller waits for the runtime loop to take a control request
 
 
@@ -1048,7 +1051,17 @@ class Agi:
         )
 
         async def execute() -> Run:  # on the runtime loop, until the run ends
-            return await self.runs_manager.spawn(run.id)
+            ended = await self.runs_manager.spawn(run.id)
+            # A tick woken by the new run (PostgreSQL's NOTIFY) may have claimed it first:
+            # then this process drives it in the tick's task, or another process does.
+            while ended.status in UNDER_WAY:
+                task = self.runs_manager.local.task(run.id)
+                if task is not None and not task.done():
+                    ended = await asyncio.shield(task)
+                else:
+                    await asyncio.sleep(EXTERNAL_CALL_POLL)
+                    ended = await asyncio.to_thread(self.store.get_run, run.id)
+            return ended
 
         return await asyncio.wrap_future(self.loop.submit(execute()))
 
