@@ -493,7 +493,23 @@ _RESEARCH_MODELS: JsonDict = {  # JSON Schema: deep research runs take OpenAI mo
 }
 
 
-class RunCreate(RunOptions):
+class RunInput(RunOptions):
+    """What a new run answers, as both run bodies take it: a prompt (or the last user
+    message), a system prompt, and the prompt's mentions."""
+
+    input: Prompt | None = Field(None, description="The prompt; default: the last user message.")
+    input_message_id: str | None = None
+    system_prompt: str | None = None
+    mentions: Mentions = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _mentions_go_with_an_input(self) -> Self:
+        if self.mentions and self.input is None:
+            raise ValueError("mentions go with an input (the prompt they belong to)")
+        return self
+
+
+class RunCreate(RunInput):
     """A background run: an agent run, or a deep research run."""
 
     model_config = ConfigDict(
@@ -502,19 +518,9 @@ class RunCreate(RunOptions):
 
     type: Literal["agent", "deep_research"] = "agent"
     execution_mode: Literal["background"] = "background"
-    input: Prompt | None = Field(None, description="The prompt; default: the last user message.")
-    input_message_id: str | None = None
-    system_prompt: str | None = None
-    mentions: Mentions = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _mentions_go_with_an_input(self) -> Self:
-        if self.mentions and self.input is None:
-            raise ValueError("mentions go with an input (the prompt they belong to)")
-        return self
 
 
-class RunStreamCreate(RunOptions):
+class RunStreamCreate(RunInput):
     """A foreground run whose events are streamed."""
 
     model_config = ConfigDict(
@@ -522,16 +528,6 @@ class RunStreamCreate(RunOptions):
     )
 
     type: Literal["agent"] = "agent"
-    input: Prompt | None = Field(None, description="The prompt; default: the last user message.")
-    input_message_id: str | None = None
-    system_prompt: str | None = None
-    mentions: Mentions = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _mentions_go_with_an_input(self) -> Self:
-        if self.mentions and self.input is None:
-            raise ValueError("mentions go with an input (the prompt they belong to)")
-        return self
 
 
 class ChatTurn(Body):

@@ -2707,18 +2707,6 @@ export interface components {
              */
             max_iterations?: number | null;
             /**
-             * Type
-             * @default agent
-             * @enum {string}
-             */
-            type?: "agent" | "deep_research";
-            /**
-             * Execution Mode
-             * @default background
-             * @constant
-             */
-            execution_mode?: "background";
-            /**
              * Input
              * @description The prompt; default: the last user message.
              * @default null
@@ -2739,6 +2727,18 @@ export interface components {
              * @description @ mentions: files, notebooks, cells and kernel variables the message points at, resolved into context stored with it.
              */
             mentions?: components["schemas"]["MentionInput"][];
+            /**
+             * Type
+             * @default agent
+             * @enum {string}
+             */
+            type?: "agent" | "deep_research";
+            /**
+             * Execution Mode
+             * @default background
+             * @constant
+             */
+            execution_mode?: "background";
         } & (unknown & unknown & unknown);
         /** RunEvents */
         RunEvents: {
@@ -2894,12 +2894,6 @@ export interface components {
              */
             max_iterations?: number | null;
             /**
-             * Type
-             * @default agent
-             * @constant
-             */
-            type?: "agent";
-            /**
              * Input
              * @description The prompt; default: the last user message.
              * @default null
@@ -2920,6 +2914,12 @@ export interface components {
              * @description @ mentions: files, notebooks, cells and kernel variables the message points at, resolved into context stored with it.
              */
             mentions?: components["schemas"]["MentionInput"][];
+            /**
+             * Type
+             * @default agent
+             * @constant
+             */
+            type?: "agent";
         } & (unknown & unknown);
         /**
          * RunningCells
