@@ -37,7 +37,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "m002_runs": {
         "runs": set(RUNS.columns) - {"epoch", "agent"},  # added by m007 and m013
         "run_events": set(RUN_EVENTS.columns),
-        "tool_calls": set(TOOL_CALLS.columns) - {"approval"},  # m014 adds it
+        "tool_calls": set(TOOL_CALLS.columns) - {"approval", "executed_by"},  # m014, m021 add them
     },
     "m003_artifacts_webhooks_tasks_capabilities": {
         "artifacts": {*ARTIFACTS.columns, "content"},
