@@ -93,7 +93,8 @@ def test_a_web_search_is_recorded_shown_and_sent_back(
     # The answer's message holds the call before its text.
     (assistant,) = [m for m in agi.history(session.id, view="full") if m.role == "assistant"]
     hosted, text = assistant.parts
-    assert isinstance(hosted, HostedToolPart) and isinstance(text, TextPart)
+    assert isinstance(hosted, HostedToolPart)
+    assert isinstance(text, TextPart)
     assert (hosted.tool_call_id, hosted.name, text.text) == (call_id, "web_search", ANSWER)
 
     # The next turn sends the call back exactly as it came, and the tool again.
