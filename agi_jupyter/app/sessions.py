@@ -234,10 +234,12 @@ class Sessions:
     ) -> None:
         """Put the hosted tools and vector stores in ``tool_config`` (none: neither key), each
         tool offered by ``provider`` (else ``HostedToolUnsupported``, 400)."""
-        wire = self.config.provider(provider).wire
-        chosen = check_hosted_tools(provider, wire, hosted_tools, vector_store_ids)
         tool_config.pop("hosted_tools", None)
         tool_config.pop("vector_store_ids", None)
+        if not hosted_tools and not vector_store_ids:
+            return
+        wire = self.config.provider(provider).wire
+        chosen = check_hosted_tools(provider, wire, hosted_tools, vector_store_ids)
         if chosen:
             tool_config["hosted_tools"] = [str(t) for t in chosen]
         if vector_store_ids:
