@@ -3,6 +3,7 @@
     AgiError                      code, message, http_status, retryable
     ├── UsageError                VALIDATION_ERROR (400): the caller passed something wrong
     │   ├── SdkModelMismatch      SDK_MODEL_MISMATCH (400): the session's SDK cannot run the model
+    │   ├── HostedToolUnsupported HOSTED_TOOL_UNSUPPORTED (400): a hosted tool the provider lacks
     │   └── BudgetNotRaised       BUDGET_NOT_RAISED (400): approving a budget question needs more
     ├── ConfigError               CONFIG_ERROR (400): a config file or setting is invalid
     │   ├── ProviderNotConfigured PROVIDER_NOT_CONFIGURED (400): no key / SDK / base URL
@@ -47,6 +48,7 @@ class ErrorCode(StrEnum):
     AGI_ERROR = "AGI_ERROR"
     VALIDATION_ERROR = "VALIDATION_ERROR"
     SDK_MODEL_MISMATCH = "SDK_MODEL_MISMATCH"
+    HOSTED_TOOL_UNSUPPORTED = "HOSTED_TOOL_UNSUPPORTED"
     BUDGET_NOT_RAISED = "BUDGET_NOT_RAISED"
     CONFIG_ERROR = "CONFIG_ERROR"
     PROVIDER_NOT_CONFIGURED = "PROVIDER_NOT_CONFIGURED"
@@ -152,6 +154,13 @@ class SdkModelMismatch(UsageError):
     codex SDK OpenAI Responses models)."""
 
     code = ErrorCode.SDK_MODEL_MISMATCH
+
+
+class HostedToolUnsupported(UsageError):
+    """A session asks for a provider-hosted tool (``kinds.HostedTool``) its provider's wire API
+    does not offer (Chat Completions offers none), or ``file_search`` without vector stores."""
+
+    code = ErrorCode.HOSTED_TOOL_UNSUPPORTED
 
 
 class BudgetNotRaised(UsageError):

@@ -89,6 +89,11 @@ class ReasoningDone(BaseEvent):
     type: Literal["reasoning.done"] = "reasoning.done"
 
 
+# ``tool.call.started``'s ``tool_type`` of a provider-hosted tool's call (``kinds.HostedTool``):
+# the provider ran it inside its response; its arguments and output follow at once.
+HOSTED_TOOL_TYPE = "hosted"
+
+
 @dataclass(kw_only=True)
 class ToolCallStarted(BaseEvent):
     tool_call_id: str

@@ -7,6 +7,8 @@
     DecisionDoor where a waiting tool call was decided: panel, widget, cell, cli, rest, policy
     StaleReason  why a notebook cell is stale: changed, upstream
     MentionKind  what an @ mention points at: file, notebook, cell, var
+    HostedTool   a provider's own tool a session can turn on: web_search, file_search, ...
+    ToolRunner   who ran a tool call: us (null) or the provider
 
 They are ``StrEnum``s: a member is its string (``ReviewMode.AUTO_EDIT == "auto-edit"``), so
 the stored rows, the REST API and the events carry the same strings as before. The OpenAPI
@@ -99,6 +101,26 @@ class MentionKind(StrEnum):
     NOTEBOOK = "notebook"
     CELL = "cell"
     VAR = "var"
+
+
+class HostedTool(StrEnum):
+    """A tool the model provider runs itself, inside the response (``providers.hosted``), that a
+    session turns on (``tool_config.hosted_tools``; default none): ``web_search`` (OpenAI
+    Responses, Anthropic), ``file_search`` (OpenAI Responses, over the session's
+    ``vector_store_ids``), ``code_interpreter`` (OpenAI Responses), ``code_execution``
+    (Anthropic). Chat Completions and Google offer none."""
+
+    WEB_SEARCH = "web_search"
+    FILE_SEARCH = "file_search"
+    CODE_INTERPRETER = "code_interpreter"
+    CODE_EXECUTION = "code_execution"
+
+
+class ToolRunner(StrEnum):
+    """Who ran a recorded tool call, when not us (``ToolCall.executed_by``): the model's
+    ``provider``, inside its response (a hosted tool: never asked about, never run here)."""
+
+    PROVIDER = "provider"
 
 
 DEFAULT_REVIEW_MODE = ReviewMode.ASK

@@ -116,6 +116,25 @@ class ToolCallPart:
 
 
 @dataclass(kw_only=True)
+class HostedToolPart:
+    """A call of a provider-hosted tool (``kinds.HostedTool``) that the provider ran inside its
+    response, with its result: ``name`` as the provider named it (``web_search``,
+    ``code_interpreter``, ``bash_code_execution``...), its ``input`` and a text ``output``; the
+    wire API it came from (``api``: ``responses`` or ``anthropic``) and ``echo``, its items or
+    blocks exactly as received, sent back verbatim in later requests to that API (another API
+    is sent nothing of it). Not a ``ToolCallPart``: nothing of ours answers it."""
+
+    tool_call_id: str
+    name: str
+    api: str
+    input: JSON = field(default_factory=dict)
+    output: str = ""
+    is_error: bool = False
+    echo: list[JSON] = field(default_factory=list)
+    type: Literal["hosted_tool"] = "hosted_tool"
+
+
+@dataclass(kw_only=True)
 class ImagePart:
     """An image: inline (``data_base64``), at a ``url``, or stored as an artifact
     (``artifact_id``: a tool result's image, read from the store before it is sent)."""
@@ -187,6 +206,7 @@ Part = (
     | ReasoningPart
     | ToolCallPart
     | ToolResultPart
+    | HostedToolPart
     | ImagePart
     | ErrorPart
     | ArtifactRefPart
@@ -198,6 +218,7 @@ _PART_TYPES: dict[str, type[Any]] = {
     "reasoning": ReasoningPart,
     "tool_call": ToolCallPart,
     "tool_result": ToolResultPart,
+    "hosted_tool": HostedToolPart,
     "image": ImagePart,
     "error": ErrorPart,
     "artifact_ref": ArtifactRefPart,
@@ -487,6 +508,9 @@ class ToolCall:
     # approve_always, message, decided_at, door (kinds.DecisionDoor), by (a user name, when
     # the door knows it)}; None while undecided or never asked.
     approval: JSON | None = None
+    # Who ran it when not us: ``kinds.ToolRunner.PROVIDER``, a hosted tool the model's
+    # provider ran inside its response (never asked about, never run here).
+    executed_by: str | None = None
     created_at: str = ""
     updated_at: str = ""
 

@@ -758,6 +758,8 @@ class Agi:
         review_mode: str | None = None,
         permissions: Mapping[str, str] | None = None,
         budget: Mapping[str, Any] | None = None,
+        hosted_tools: Sequence[str] = (),
+        vector_store_ids: Sequence[str] = (),
     ) -> Session:
         """A new session. ``sdk`` picks the agent SDK that runs it (``native``, ``claude``,
         ``codex``, ``acp``; default: the agent's, else the configured ``default_sdk``).
@@ -765,7 +767,11 @@ class Agi:
         ``review_mode``, see README "Tool policy and review modes"); ``permissions``: the
         session's tool rules (name or glob -> allow | ask | deny), over the agent's.
         ``budget`` (``{"max_tokens": N, "max_usd": X}``) caps what its runs may spend
-        (default: ``budgets.session`` of the config; see ``agi_jupyter.budget``)."""
+        (default: ``budgets.session`` of the config; see ``agi_jupyter.budget``).
+        ``hosted_tools``: the provider's own tools its runs may use (``kinds.HostedTool``:
+        ``web_search``, ``file_search``, ``code_interpreter``, ``code_execution``; default
+        none), each one the model's provider offers (else ``HostedToolUnsupported``);
+        ``vector_store_ids``: what ``file_search`` searches (required with it)."""
         return self._sessions.new(
             agent=agent,
             model=model,
@@ -780,6 +786,8 @@ class Agi:
             review_mode=review_mode,
             permissions=permissions,
             budget=budget,
+            hosted_tools=hosted_tools,
+            vector_store_ids=vector_store_ids,
         )
 
     def session(self, session_id: str) -> Session:
@@ -794,11 +802,14 @@ class Agi:
         tools: Sequence[str] | None = None,
         review_mode: str | None = None,
         permissions: Mapping[str, str] | None = None,
+        hosted_tools: Sequence[str] | None = None,
+        vector_store_ids: Sequence[str] | None = None,
         **fields: Any,
     ) -> Session:
         """Change a session (title, agent, sdk, model, system_prompt, thinking_level, queue_mode,
         notebook_path, metadata, extra tools, review mode, tool permissions — replaced whole,
-        budget — None removes it); session streams see ``session.updated``."""
+        hosted tools and vector store ids — replaced whole, budget — None removes it); session
+        streams see ``session.updated``."""
         return self._sessions.update(
             session_id,
             agent=agent,
@@ -806,6 +817,8 @@ class Agi:
             tools=tools,
             review_mode=review_mode,
             permissions=permissions,
+            hosted_tools=hosted_tools,
+            vector_store_ids=vector_store_ids,
             **fields,
         )
 

@@ -23,6 +23,7 @@ from agi_jupyter.errors import (
     UsageError,
 )
 from agi_jupyter.events import SessionUpdated, event_to_dict
+from agi_jupyter.providers.hosted import check_hosted_tools
 from agi_jupyter.records import (
     ACTIVE_RUN_STATUSES,
     JSON,
@@ -101,8 +102,11 @@ class Sessions:
         review_mode: str | None = None,
         permissions: Mapping[str, str] | None = None,
         budget: Mapping[str, Any] | None = None,
+        hosted_tools: Sequence[str] = (),
+        vector_store_ids: Sequence[str] = (),
     ) -> Session:
-        """A new session (``Agi.new_session``); the SDK must run its model."""
+        """A new session (``Agi.new_session``); the SDK must run its model, its provider
+        offer its hosted tools."""
         chosen = Budget.parse(budget) if budget is not None else self.config.budgets.session
         agent_name = agent or self.config.default_agent
         agent_def = self.check_agent(agent_name)
@@ -114,6 +118,7 @@ class Sessions:
             tool_config["review_mode"] = check_review_mode(review_mode)
         if permissions:
             tool_config["permissions"] = check_rules(permissions)
+        self._set_hosted(tool_config, provider, hosted_tools, vector_store_ids)
         sdk_name = sdk or agent_def.sdk or self.config.default_sdk
         # An SDK that cannot run the model is refused now, not when the first run fails: a
         # 400 when both were asked for, a 409 when a default (the agent's, the project's) is
@@ -168,6 +173,8 @@ class Sessions:
         tools: Sequence[str] | None = None,
         review_mode: str | None = None,
         permissions: Mapping[str, str] | None = None,
+        hosted_tools: Sequence[str] | None = None,
+        vector_store_ids: Sequence[str] | None = None,
         **fields: Any,
     ) -> Session:
         """``Agi.update_session``; published as ``session.updated``."""
@@ -182,8 +189,16 @@ class Sessions:
             changes["provider"], changes["model"] = self.config.resolve_model(model)
         if changes.get("sdk") is not None or model is not None:
             self._check_sdk_change(session_id, changes)
-        if tools is not None or review_mode is not None or permissions is not None:
-            tool_config = dict(self.store.get_session(session_id).tool_config)
+        hosted = (hosted_tools, vector_store_ids)
+        if (
+            tools is not None
+            or review_mode is not None
+            or permissions is not None
+            or hosted != (None, None)
+            or model is not None
+        ):
+            stored = self.store.get_session(session_id)
+            tool_config = dict(stored.tool_config)
             if tools is not None:
                 tool_config.pop("extra_tools", None)
                 if tools:
@@ -192,6 +207,16 @@ class Sessions:
                 tool_config["review_mode"] = check_review_mode(review_mode)
             if permissions is not None:
                 tool_config["permissions"] = check_rules(permissions)
+            # the hosted tools (as changed) must be offered by the provider (as changed)
+            provider = changes.get("provider") or stored.provider or self.config.resolve_model()[0]
+            self._set_hosted(
+                tool_config,
+                provider,
+                tool_config.get("hosted_tools", []) if hosted_tools is None else hosted_tools,
+                tool_config.get("vector_store_ids", [])
+                if vector_store_ids is None
+                else vector_store_ids,
+            )
             changes["tool_config"] = tool_config
         if changes.get("queue_mode", "queue") not in ("queue", "interrupt"):
             raise UsageError("queue_mode must be 'queue' or 'interrupt'")
@@ -199,6 +224,26 @@ class Sessions:
         event = SessionUpdated(session=asdict(ses), ts=utc_now())
         self.bus.publish(ses.id, self.redactor.redact_json(event_to_dict(event)))
         return ses
+
+    def _set_hosted(
+        self,
+        tool_config: dict[str, Any],
+        provider: str,
+        hosted_tools: Sequence[str],
+        vector_store_ids: Sequence[str],
+    ) -> None:
+        """Put the hosted tools and vector stores in ``tool_config`` (none: neither key), each
+        tool offered by ``provider`` (else ``HostedToolUnsupported``, 400)."""
+        tool_config.pop("hosted_tools", None)
+        tool_config.pop("vector_store_ids", None)
+        if not hosted_tools and not vector_store_ids:
+            return
+        wire = self.config.provider(provider).wire
+        chosen = check_hosted_tools(provider, wire, hosted_tools, vector_store_ids)
+        if chosen:
+            tool_config["hosted_tools"] = [str(t) for t in chosen]
+        if vector_store_ids:
+            tool_config["vector_store_ids"] = [str(v) for v in vector_store_ids]
 
     def _check_sdk_change(self, session_id: str, changes: Mapping[str, Any]) -> None:
         """The session's SDK must run its model after the change: ``SdkModelMismatch``

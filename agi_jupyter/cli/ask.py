@@ -51,6 +51,8 @@ class AskOptions:
     sdk: str | None = None
     review_mode: str | None = None
     budget: dict[str, Any] | None = None  # of a new session (--max-tokens / --max-usd)
+    hosted_tools: tuple[str, ...] = ()  # of a new session (--hosted-tools)
+    vector_store_ids: tuple[str, ...] = ()  # of a new session (--vector-store)
 
     @property
     def session_title(self) -> str:
@@ -92,6 +94,20 @@ class AskOptions:
     "edits), auto-edit (edits go through) or auto (nothing asks).",
 )
 @click.option(
+    "--hosted-tools",
+    multiple=True,
+    metavar="NAMES",
+    help="The provider's own tools a new session may use (repeat or comma-separate): "
+    "web_search, file_search, code_interpreter (OpenAI), web_search, code_execution (Anthropic).",
+)
+@click.option(
+    "--vector-store",
+    "vector_stores",
+    multiple=True,
+    metavar="ID",
+    help="A vector store file_search searches (repeat or comma-separate).",
+)
+@click.option(
     "--max-tokens",
     type=click.IntRange(min=1),
     help="Token budget of a new session: its runs stop before a model call would exceed it.",
@@ -112,6 +128,8 @@ def ask(
     title: str | None,
     sdk: str | None,
     review_mode: str | None,
+    hosted_tools: tuple[str, ...],
+    vector_stores: tuple[str, ...],
     max_tokens: int | None,
     max_usd: float | None,
     project: Path | None,
@@ -136,6 +154,10 @@ def ask(
         raise click.UsageError(
             "--review-mode applies to a new session, not to --session / --continue"
         )
+    if (hosted_tools or vector_stores) and (session or continue_):
+        raise click.UsageError(
+            "--hosted-tools/--vector-store apply to a new session, not to --session / --continue"
+        )
     if (max_tokens or max_usd) and (session or continue_):
         raise click.UsageError("--max-tokens/--max-usd apply to a new session")
     budget = {k: v for k, v in (("max_tokens", max_tokens), ("max_usd", max_usd)) if v}
@@ -145,11 +167,13 @@ def ask(
         model=model,
         session=session,
         continue_=continue_,
-        tools=tuple(name.strip() for group in tools for name in group.split(",") if name.strip()),
+        tools=_names(tools),
         title=title,
         sdk=sdk,
         review_mode=review_mode,
         budget=budget or None,
+        hosted_tools=_names(hosted_tools),
+        vector_store_ids=_names(vector_stores),
     )
     printer = StreamPrinter(
         as_json=as_json,
@@ -163,6 +187,11 @@ def ask(
     else:
         interrupted = _ask_local(project, options, printer)
     exit_for(printer, interrupted)
+
+
+def _names(groups: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of a repeated, comma-separated option."""
+    return tuple(name.strip() for group in groups for name in group.split(",") if name.strip())
 
 
 def _read_prompt(words: tuple[str, ...]) -> str:
@@ -204,6 +233,8 @@ def _submit(agi: Agi, options: AskOptions) -> Run:
         sdk=options.sdk,
         review_mode=options.review_mode,
         budget=options.budget,
+        hosted_tools=options.hosted_tools,
+        vector_store_ids=options.vector_store_ids,
     )
     try:
         return agi.submit(options.prompt, session=ses.id, model=options.model)

@@ -209,6 +209,8 @@ def _session_id(client: ServerClient, options: AskOptions) -> str:
         "sdk": options.sdk,
         "review_mode": options.review_mode,
         "budget": options.budget,
+        "hosted_tools": list(options.hosted_tools),
+        "vector_store_ids": list(options.vector_store_ids),
     }
     created = client.call("POST", "sessions", {k: v for k, v in body.items() if v})
     return str(created["session"]["id"])

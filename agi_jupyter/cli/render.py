@@ -25,6 +25,7 @@ from agi_jupyter.amounts import UNKNOWN as UNKNOWN
 from agi_jupyter.amounts import known_usd as known_usd
 from agi_jupyter.amounts import stop_note as stop_note
 from agi_jupyter.amounts import usd as usd
+from agi_jupyter.events import HOSTED_TOOL_TYPE
 from agi_jupyter.run_state import LoopState
 
 PIPE_WIDTH = 200
@@ -145,7 +146,8 @@ def _count(value: int | None) -> str:
 
 
 def _tool(e: Mapping[str, Any]) -> str:
-    return f"{e.get('name')} ({e.get('tool_call_id')})"
+    by = ", run by the provider" if e.get("tool_type") == HOSTED_TOOL_TYPE else ""
+    return f"{e.get('name')} ({e.get('tool_call_id')}{by})"
 
 
 def _tool_output(e: Mapping[str, Any]) -> str:

@@ -26,6 +26,7 @@ from rich.status import Status
 
 from agi_jupyter.budget import describe
 from agi_jupyter.cli.render import compact_json, console, one_line, print_json_line, stop_note
+from agi_jupyter.events import HOSTED_TOOL_TYPE
 
 FAKE_NOTE = (
     "note: answering with the offline fake model (no provider key set); "
@@ -142,6 +143,8 @@ class StreamPrinter:
 
     def _on_tool_call_started(self, e: Mapping[str, Any]) -> None:
         self._tool_names[str(e.get("tool_call_id"))] = str(e.get("name"))
+        if e.get("tool_type") == HOSTED_TOOL_TYPE:
+            self.note(f"[{e.get('name')}] run by the provider")
         self.progress.show(f"calling {e.get('name')}…")
 
     def _on_tool_call_arguments_done(self, e: Mapping[str, Any]) -> None:

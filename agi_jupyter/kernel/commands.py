@@ -28,10 +28,12 @@ HELP = """\
 %agi sessions                      sessions of this project (* marks the notebook's)
 %agi use ID                        make session ID the notebook's session
 %agi new [--agent A] [--model M] [--sdk S] [--review-mode R]
-         [--max-tokens N] [--max-usd X]
+         [--max-tokens N] [--max-usd X] [--hosted-tools T,...] [--vector-store V]
                                    start a new notebook session (S: native, claude, codex, acp;
                                    R: ask, auto-edit, auto — which tool calls wait for you;
-                                   N, X: its token / cost budget)
+                                   N, X: its token / cost budget; T: the provider's own tools,
+                                   web_search, file_search, code_interpreter, code_execution;
+                                   V: a vector store file_search searches)
 %agi budget [--notebook] [--max-tokens N] [--max-usd X] [--none]
                                    spent and remaining of the session's and notebook's budgets;
                                    with options: set (or remove) the session's budget first
@@ -85,6 +87,8 @@ def _parser() -> Any:
     new.add_argument("--review-mode", choices=tuple(ReviewMode))
     new.add_argument("--max-tokens", type=int)
     new.add_argument("--max-usd", type=float)
+    new.add_argument("--hosted-tools", default="")
+    new.add_argument("--vector-store", action="append", default=[])
     budget = sub.add_parser("budget", add_help=False)
     budget.add_argument("--max-tokens", type=int)
     budget.add_argument("--max-usd", type=float)
@@ -185,6 +189,8 @@ def cmd_new(ctx: KernelContext, args: argparse.Namespace) -> None:
         sdk=args.sdk,
         review_mode=args.review_mode,
         budget=budget or None,
+        hosted_tools=[t.strip() for t in args.hosted_tools.split(",") if t.strip()],
+        vector_store_ids=args.vector_store,
     )
     sdk = "" if session.sdk == SdkName.NATIVE else f", sdk {session.sdk}"
     print(

@@ -21,6 +21,8 @@ from agi_jupyter.kernel.ledger import UserExecutions
 from agi_jupyter.kernel.running_cell import NotebookCellIds
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from agi_jupyter.app import Agi
     from agi_jupyter.kernel.magics import AgiMagics
     from agi_jupyter.kernel.notebook import KernelNotebookAccess
@@ -212,6 +214,8 @@ class KernelContext:
         sdk: str | None = None,
         review_mode: str | None = None,
         budget: dict[str, Any] | None = None,
+        hosted_tools: Sequence[str] = (),
+        vector_store_ids: Sequence[str] = (),
     ) -> Session:
         path = self.notebook_path()
         title = f"notebook {Path(path).name}" if path else "notebook session"
@@ -224,6 +228,8 @@ class KernelContext:
             sdk=sdk,
             review_mode=review_mode,
             budget=budget,
+            hosted_tools=hosted_tools,
+            vector_store_ids=vector_store_ids,
         )
         self.session_id = session.id
         return session

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agi_jupyter.events import HOSTED_TOOL_TYPE
 from agi_jupyter.kinds import SdkName
 from agi_jupyter.records import decided_text
 
@@ -40,6 +41,7 @@ class ToolBlock:
     artifact: dict[str, Any] | None = None
     diff: str | None = None
     decided: str = ""  # who decided it, once it waited ("approved in the panel by alice")
+    by: str = ""  # who ran it when not us ("run by the provider": a hosted tool)
 
 
 STOP_KEYS = ("truncated", "context_full", "context_window", "context_tokens")
@@ -143,7 +145,8 @@ class RunView:
         self.reasoning = str(e.get("text", ""))
 
     def _tool_started(self, e: dict[str, Any]) -> None:
-        self.segments.append(ToolBlock(str(e.get("tool_call_id")), str(e.get("name"))))
+        by = "run by the provider" if e.get("tool_type") == HOSTED_TOOL_TYPE else ""
+        self.segments.append(ToolBlock(str(e.get("tool_call_id")), str(e.get("name")), by=by))
         self._turn_text = None
 
     def _tool(self, tool_call_id: Any) -> ToolBlock | None:
@@ -411,8 +414,9 @@ def _details(summary: str, body: str) -> str:
 def _tool_markdown(block: ToolBlock) -> str:
     icon = _ICONS.get(block.status, "•")
     summary = f"{icon} <code>{_escape_html(block.name)}</code> {block.status}"
-    if block.decided:
-        summary += f" · {_escape_html(block.decided)}"
+    for said in (block.by, block.decided):
+        if said:
+            summary += f" · {_escape_html(said)}"
     body: list[str] = []
     asking_with_diff = block.status == "waiting_approval" and bool(block.diff)
     if block.arguments is not None and not asking_with_diff:
@@ -434,7 +438,7 @@ def _tool_markdown(block: ToolBlock) -> str:
 def tool_text(block: ToolBlock) -> str:
     shown = block.arguments is not None and not (block.status == "waiting_approval" and block.diff)
     args = json.dumps(block.arguments, ensure_ascii=False) if shown else ""
-    decided = f" · {block.decided}" if block.decided else ""
+    decided = "".join(f" · {said}" for said in (block.by, block.decided) if said)
     lines = [f"[tool {block.name} {block.status}{decided}] {args}".rstrip()]
     if block.diff:
         lines.append(_clip(block.diff))

@@ -37,8 +37,15 @@ from agi_jupyter.providers.base import (
     ToolSpec,
     Usage,
 )
+from agi_jupyter.providers.hosted import (
+    ANTHROPIC_API,
+    ServerToolUses,
+    anthropic_tools,
+    is_result_block,
+)
 from agi_jupyter.records import (
     ChatMessage,
+    HostedToolPart,
     ImagePart,
     Part,
     ReasoningPart,
@@ -116,8 +123,9 @@ def messages_params(request: ProviderRequest) -> dict[str, Any]:
         params["system"] = request.system
     elif tools and marks:
         tools[-1]["cache_control"] = ephemeral()  # (the system prompt's breakpoint covers them)
-    if tools:
-        params["tools"] = tools
+    hosted, betas = anthropic_tools(request)
+    if tools or hosted:
+        params["tools"] = [*tools, *hosted]
     level = (request.thinking_level or "off").lower()
     budget = THINKING_BUDGETS.get(level)
     if budget is not None:
@@ -129,8 +137,13 @@ def messages_params(request: ProviderRequest) -> dict[str, Any]:
         extra_body.setdefault("temperature", request.temperature)  # no SDK parameter
     if extra_body:
         params["extra_body"] = extra_body
+    headers: dict[str, str] = {}
     if request.idempotency_key:
-        params["extra_headers"] = {"Idempotency-Key": request.idempotency_key}
+        headers["Idempotency-Key"] = request.idempotency_key
+    if betas:
+        headers["anthropic-beta"] = ",".join(betas)
+    if headers:
+        params["extra_headers"] = headers
     return params
 
 
@@ -201,6 +214,10 @@ def content_blocks(parts: Sequence[Part]) -> list[ContentBlockParam]:
         tool_result(p) for p in parts if isinstance(p, ToolResultPart)
     ]
     for part in parts:
+        if isinstance(part, HostedToolPart):
+            if part.api == ANTHROPIC_API:  # the server_tool_use and its result, verbatim
+                blocks.extend(cast("list[ContentBlockParam]", part.echo))
+            continue
         block = content_block(part)
         if block is not None:
             blocks.append(block)
@@ -274,6 +291,7 @@ class Block:
     chunks: list[str] = field(default_factory=list)
     signature: str | None = None
     initial_input: dict[str, object] = field(default_factory=dict)  # tool_use sent whole
+    opened: dict[str, Any] = field(default_factory=dict)  # a server_tool_use block as opened
 
 
 Handler = Callable[[dict[str, Any]], Sequence[ProviderEvent]]
@@ -290,6 +308,7 @@ class MessagesEvents:
     tool_calls: int = 0
     cache_written: int = 0
     stopped: bool = False
+    server_tools: ServerToolUses = field(default_factory=ServerToolUses)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -330,6 +349,10 @@ class MessagesEvents:
             return (ReasoningDone(text="", provider_data=data),)
         if kind == "text" and block.get("text"):
             return (TextDelta(text=block["text"]),)
+        if kind == "server_tool_use":
+            self.blocks[index] = Block("server_tool_use", opened=block)
+        elif is_result_block(str(kind)):
+            return (self.server_tools.answered(block),)
         return _NO_EVENTS
 
     def on_delta(self, event: dict[str, Any]) -> Sequence[ProviderEvent]:
@@ -342,6 +365,8 @@ class MessagesEvents:
             return _NO_EVENTS
         if kind == "input_json_delta" and delta.get("partial_json"):
             block.chunks.append(delta["partial_json"])
+            if block.kind != "tool_use":
+                return _NO_EVENTS  # a server tool's input: the call shows when it is answered
             return (ToolCallArgsDelta(tool_call_id=block.id, delta=delta["partial_json"]),)
         if kind == "thinking_delta" and delta.get("thinking"):
             block.chunks.append(delta["thinking"])
@@ -359,6 +384,9 @@ class MessagesEvents:
             if not text and block.initial_input:
                 text = dump_arguments(block.initial_input)
             return (tool_call_end(block.id, block.name, text),)
+        if block.kind == "server_tool_use":
+            self.server_tools.used(block.opened, text)
+            return _NO_EVENTS
         return (ReasoningDone(text=text, signature=block.signature),)
 
     def on_message_delta(self, event: dict[str, Any]) -> Sequence[ProviderEvent]:

@@ -26,6 +26,7 @@ from agi_jupyter.providers._common import (
 from agi_jupyter.providers.anthropic_mapping import (
     STOP_REASONS,
     STREAM_ERROR_STATUS,
+    Block,
     messages_params,
 )
 from agi_jupyter.providers.base import (
@@ -40,6 +41,7 @@ from agi_jupyter.providers.base import (
     ToolCallStart,
     Usage,
 )
+from agi_jupyter.providers.hosted import ServerToolUses, is_result_block
 
 try:
     import anthropic
@@ -51,6 +53,7 @@ try:
         RawMessageDeltaEvent,
         RawMessageStartEvent,
         RawMessageStopEvent,
+        ServerToolUseBlock,
     )
 except ImportError as _import_error:
     raise ImportError(install_hint("anthropic", "anthropic")) from _import_error
@@ -118,27 +121,16 @@ def map_error(config: AdapterConfig, error: Exception) -> ProviderError:
 
 
 @dataclass
-class _Block:
-    """A content block being streamed: thinking text and signature, or tool-use JSON."""
-
-    kind: str
-    id: str = ""
-    name: str = ""
-    chunks: list[str] = field(default_factory=list)
-    signature: str | None = None
-    initial_input: dict[str, object] = field(default_factory=dict)  # tool_use sent whole
-
-
-@dataclass
 class _MessagesStream:
     """The state of one streamed message."""
 
-    blocks: dict[int, _Block] = field(default_factory=dict)
+    blocks: dict[int, Block] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     stop_reason: str | None = None
     tool_calls: int = 0
     cache_written: int = 0
     stopped: bool = False
+    server_tools: ServerToolUses = field(default_factory=ServerToolUses)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -162,7 +154,7 @@ class _MessagesStream:
     def on_block_start(self, event: RawContentBlockStartEvent) -> Sequence[ProviderEvent]:
         block = event.content_block
         if block.type == "tool_use":
-            self.blocks[event.index] = _Block(
+            self.blocks[event.index] = Block(
                 "tool_use", id=block.id, name=block.name, initial_input=block.input
             )
             self.tool_calls += 1
@@ -170,13 +162,17 @@ class _MessagesStream:
                 ToolCallStart(tool_call_id=block.id, name=block.name, index=self.tool_calls - 1),
             )
         if block.type == "thinking":
-            self.blocks[event.index] = _Block("thinking", chunks=[block.thinking])
+            self.blocks[event.index] = Block("thinking", chunks=[block.thinking])
             return (ReasoningDelta(text=block.thinking),) if block.thinking else _NO_EVENTS
         if block.type == "redacted_thinking":
             data = {"type": "redacted_thinking", "data": block.data}
             return (ReasoningDone(text="", provider_data=data),)
         if block.type == "text" and block.text:
             return (TextDelta(text=block.text),)
+        if isinstance(block, ServerToolUseBlock):
+            self.blocks[event.index] = Block("server_tool_use", opened=block.to_dict())
+        elif is_result_block(block.type):
+            return (self.server_tools.answered(block.to_dict()),)
         return _NO_EVENTS
 
     def on_delta(self, event: RawContentBlockDeltaEvent) -> Sequence[ProviderEvent]:
@@ -188,6 +184,8 @@ class _MessagesStream:
             return _NO_EVENTS
         if delta.type == "input_json_delta" and delta.partial_json:
             block.chunks.append(delta.partial_json)
+            if block.kind != "tool_use":
+                return _NO_EVENTS  # a server tool's input: the call shows when it is answered
             return (ToolCallArgsDelta(tool_call_id=block.id, delta=delta.partial_json),)
         if delta.type == "thinking_delta" and delta.thinking:
             block.chunks.append(delta.thinking)
@@ -205,6 +203,9 @@ class _MessagesStream:
             if not text and block.initial_input:
                 text = dump_arguments(block.initial_input)
             return (tool_call_end(block.id, block.name, text),)
+        if block.kind == "server_tool_use":
+            self.server_tools.used(block.opened, text)
+            return _NO_EVENTS
         return (ReasoningDone(text=text, signature=block.signature),)
 
     def on_message_delta(self, event: RawMessageDeltaEvent) -> Sequence[ProviderEvent]:

@@ -43,6 +43,11 @@ class ProviderRequest:
     # None: no hints.
     cache_key: str | None = None
     cache_breakpoint: int | None = None
+    # The provider's own tools the session turned on (``kinds.HostedTool`` values; checked
+    # against the wire API by ``providers.hosted.check_hosted_tools``), and the vector stores
+    # ``file_search`` searches. Empty: the request is exactly as without them.
+    hosted_tools: tuple[str, ...] = ()
+    vector_store_ids: tuple[str, ...] = ()
 
 
 @dataclass(kw_only=True)
@@ -104,6 +109,22 @@ class ToolCallEnd:
 
 
 @dataclass(kw_only=True)
+class HostedToolCall:
+    """A provider-hosted tool's call, run by the provider inside this response, with its
+    result (``providers.hosted``): not a call for us to run, and no reason for another turn.
+    ``echo``: its items/blocks as received, sent back verbatim (``records.HostedToolPart``)."""
+
+    tool_call_id: str
+    name: str
+    api: str
+    input: dict[str, Any]
+    output: str
+    is_error: bool = False
+    echo: list[dict[str, Any]] = field(default_factory=list)
+    kind: Literal["hosted_tool_call"] = "hosted_tool_call"
+
+
+@dataclass(kw_only=True)
 class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
@@ -132,6 +153,7 @@ ProviderEvent = (
     | ToolCallStart
     | ToolCallArgsDelta
     | ToolCallEnd
+    | HostedToolCall
     | Usage
     | ResponseId
     | Finish

@@ -39,6 +39,7 @@ from agi_jupyter.providers.base import (
     ToolCallStart,
     Usage,
 )
+from agi_jupyter.providers.hosted import RESPONSES_ITEMS, responses_call
 from agi_jupyter.providers.responses_mapping import (
     INCOMPLETE_REASONS,
     MAX_RESUMES,
@@ -223,6 +224,9 @@ class _ResponsesStream:
             return (tool_call_end(item.call_id, item.name, item.arguments),)
         if isinstance(item, ResponseReasoningItem):
             return (reasoning_done(item),)
+        if item.type in RESPONSES_ITEMS:  # a hosted tool's call, run by the provider
+            hosted = responses_call(item.to_dict())
+            return _NO_EVENTS if hosted is None else (hosted,)
         return _NO_EVENTS
 
     def on_completed(self, event: ResponseCompletedEvent) -> Sequence[ProviderEvent]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from agi_jupyter.errors import ProviderError
 from agi_jupyter.providers._common import (
@@ -36,8 +36,10 @@ from agi_jupyter.providers.base import (
     ToolSpec,
     Usage,
 )
+from agi_jupyter.providers.hosted import RESPONSES_API, responses_call, responses_tools
 from agi_jupyter.records import (
     ChatMessage,
+    HostedToolPart,
     ImagePart,
     Part,
     ReasoningPart,
@@ -78,8 +80,10 @@ def responses_params(request: ProviderRequest) -> dict[str, Any]:
     }
     if request.system:
         params["instructions"] = request.system
-    if request.tools:
-        params["tools"] = [function_tool(tool) for tool in request.tools]
+    tools: list[Any] = [function_tool(tool) for tool in request.tools]
+    tools.extend(responses_tools(request))
+    if tools:
+        params["tools"] = tools
     level = (request.thinking_level or "off").lower()
     if level in _REASONING_EFFORTS:
         params["reasoning"] = {"effort": level, "summary": "auto"}
@@ -152,6 +156,8 @@ def assistant_items(parts: Sequence[Part]) -> list[ResponseInputItemParam]:
             items.append(function_call(part))
         elif isinstance(part, ToolResultPart):
             items.append(function_call_output(part))
+        elif isinstance(part, HostedToolPart) and part.api == RESPONSES_API:
+            items.extend(cast("list[ResponseInputItemParam]", part.echo))  # verbatim
     _flush_text(text, items)
     return items
 
@@ -274,7 +280,8 @@ class ResponsesEvents:
             return (tool_call_end(item["call_id"], item["name"], item.get("arguments") or ""),)
         if item.get("type") == "reasoning":
             return (reasoning_done(item),)
-        return _NO_EVENTS
+        hosted = responses_call(item)
+        return _NO_EVENTS if hosted is None else (hosted,)
 
     def on_completed(self, event: dict[str, Any]) -> Sequence[ProviderEvent]:
         reason: FinishReason = "tool_calls" if self.tool_calls else "stop"

@@ -22,12 +22,14 @@ from agi_jupyter import budget as budgets
 from agi_jupyter import events as ev
 from agi_jupyter.agents import PROJECT_TOOLS, build_system_prompt
 from agi_jupyter.errors import BudgetExceeded, Conflict, ProviderError, RunLost, UsageError
-from agi_jupyter.kinds import ReviewMode, SdkName
+from agi_jupyter.kinds import ReviewMode, SdkName, ToolRunner
 from agi_jupyter.providers import base as pb
 from agi_jupyter.providers.catalog import cost_usd, lookup, reads_images
+from agi_jupyter.providers.hosted import check_hosted_tools
 from agi_jupyter.records import (
     JSON,
     Compaction,
+    HostedToolPart,
     Message,
     Part,
     ReasoningPart,
@@ -37,6 +39,7 @@ from agi_jupyter.records import (
     TextPart,
     ToolCall,
     ToolCallPart,
+    ToolCallStatus,
     part_to_dict,
     session_for_run,
     utc_now,
@@ -91,6 +94,8 @@ class TurnResult:
     text: str = ""
     reasoning: list[ReasoningPart] = field(default_factory=list)
     tool_calls: list[pb.ToolCallEnd] = field(default_factory=list)
+    # The provider's own tools' calls, run inside the response (not ours to run).
+    hosted: list[pb.HostedToolCall] = field(default_factory=list)
     usage: pb.Usage | None = None  # None: the server sent no usage (unknown, not zero)
     finish: pb.Finish | None = None
     response_id: str | None = None
@@ -159,6 +164,7 @@ class AgentLoop:
         await deps.registry.prepare(allowed)  # starts the MCP servers the agent can reach
         policy = ToolPolicy.for_session(agent, session, deps.config)
         tools = deps.registry.offered(allowed, deps.features_for(session), policy)
+        hosted = self._hosted_tools(run, session)
         system = run.system_prompt  # the run's snapshot (seed 001 §7.3), or given whole
         if system is None:
             system = await self._system_prompt(run, session, agent, tools)
@@ -232,6 +238,8 @@ class AgentLoop:
                 extra_body=extras,
                 cache_key=session.id,
                 cache_breakpoint=context.stable,
+                hosted_tools=hosted,
+                vector_store_ids=vector_store_ids(session),
             )
             turn = await self._stream_turn(run, provider, request, emitter, names)
             turn.context = context
@@ -538,6 +546,16 @@ class AgentLoop:
             raise UsageError(f"unknown agent {session.agent!r} (known: {known})")
         return agent
 
+    def _hosted_tools(self, run: Run, session: Session) -> tuple[str, ...]:
+        """The session's hosted tools, each offered by the run's provider (a model changed
+        since they were chosen: ``HostedToolUnsupported`` names the tool and the provider)."""
+        chosen = hosted_tool_names(session)
+        if not chosen:
+            return ()
+        provider = run.provider or ""
+        wire = self.deps.config.provider(provider).wire
+        return tuple(check_hosted_tools(provider, wire, chosen, vector_store_ids(session)))
+
     def _allowed(self, agent: Agent, session: Session) -> list[str]:
         return allowed_tool_names(agent, session, self.deps.registry)
 
@@ -606,6 +624,9 @@ class AgentLoop:
                         tool_call_id=event.tool_call_id, arguments=event.arguments
                     )
                 )
+            elif isinstance(event, pb.HostedToolCall):
+                turn.hosted.append(event)
+                emit_hosted_call(emitter, event)
             elif isinstance(event, pb.Usage):
                 turn.usage = event
             elif isinstance(event, pb.ResponseId):
@@ -642,7 +663,7 @@ class AgentLoop:
         """Store the assistant message and the usage of a model turn, then the run's loop
         ``state`` after it, in one trip to the store thread; emit the message, the usage and
         the budgets' spent and remaining."""
-        parts: list[Part] = [*turn.reasoning]
+        parts: list[Part] = [*turn.reasoning, *(hosted_part(c) for c in turn.hosted)]
         if turn.text:
             parts.append(TextPart(text=turn.text))
         parts.extend(
@@ -682,6 +703,8 @@ class AgentLoop:
             message = store.add_message(
                 session.id, "assistant", parts, run_id=run.id, meta=meta, fence=fence
             )
+            for call in turn.hosted:
+                record_hosted_call(store, run.id, message.id, call, fence)
             if usage is not None:
                 store.add_session_usage(
                     session.id,
@@ -797,6 +820,74 @@ def allowed_tool_names(agent: Agent, session: Session | None, registry: ToolRegi
         names.remove(PROJECT_TOOLS)
         names.extend(registry.project_tools)
     return names
+
+
+def hosted_tool_names(session: Session) -> list[str]:
+    """The provider-hosted tools the session turned on (``tool_config.hosted_tools``)."""
+    return [str(t) for t in session.tool_config.get("hosted_tools") or []]
+
+
+def vector_store_ids(session: Session) -> tuple[str, ...]:
+    """The vector stores the session's ``file_search`` searches."""
+    return tuple(str(v) for v in session.tool_config.get("vector_store_ids") or [])
+
+
+def emit_hosted_call(emitter: RunEmitter, call: pb.HostedToolCall) -> None:
+    """A hosted tool's call as every door shows a tool call: started (``tool_type``
+    ``hosted``), its arguments, its output, at once (the provider ran it already)."""
+    call_id = call.tool_call_id
+    emitter.emit(
+        ev.ToolCallStarted(tool_call_id=call_id, name=call.name, tool_type=ev.HOSTED_TOOL_TYPE)
+    )
+    emitter.emit(ev.ToolCallArgumentsDone(tool_call_id=call_id, arguments=call.input))
+    emitter.emit(
+        ev.ToolCallOutput(
+            tool_call_id=call_id,
+            name=call.name,
+            ok=not call.is_error,
+            output=call.output,
+            status="failed" if call.is_error else "completed",
+        )
+    )
+
+
+def hosted_part(call: pb.HostedToolCall) -> HostedToolPart:
+    return HostedToolPart(
+        tool_call_id=call.tool_call_id,
+        name=call.name,
+        api=call.api,
+        input=call.input,
+        output=call.output,
+        is_error=call.is_error,
+        echo=call.echo,
+    )
+
+
+def record_hosted_call(
+    store: Store, run_id: str, message_id: str, call: pb.HostedToolCall, fence: RunFence | None
+) -> None:
+    """A hosted tool's call as a tool call of the run, ended as the provider ended it and
+    marked as run by the provider (store thread)."""
+    status: ToolCallStatus = "failed" if call.is_error else "completed"
+    row = store.create_tool_call(
+        run_id,
+        call.tool_call_id,
+        call.name,
+        call.input,
+        message_id=message_id,
+        status=status,
+        fence=fence,
+    )
+    now = utc_now()
+    store.update_tool_call(
+        row.id,
+        executed_by=ToolRunner.PROVIDER,
+        result=call.output,
+        is_error=call.is_error,
+        started_at=now,
+        finished_at=now,
+        fence=fence,
+    )
 
 
 def budget_event(

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from agi_jupyter.records import (
     ChatMessage,
     Compaction,
+    HostedToolPart,
     ImagePart,
     MentionPart,
     Message,
@@ -73,6 +74,8 @@ def part_tokens(part: Part) -> int:
     if isinstance(part, ReasoningPart):
         data = json.dumps(part.provider_data) if part.provider_data else ""
         return estimate_tokens(part.text + (part.signature or "") + data)
+    if isinstance(part, HostedToolPart):  # sent back as its items/blocks
+        return estimate_tokens(json.dumps(part.echo, ensure_ascii=False))
     if isinstance(part, ImagePart):
         return IMAGE_TOKENS
     if isinstance(part, MentionPart):

@@ -29,7 +29,14 @@ from pydantic.config import JsonDict
 
 from agi_jupyter import events as ev
 from agi_jupyter.errors import ErrorCode
-from agi_jupyter.kinds import DecisionDoor, MentionKind, ReviewMode, SdkName, Verdict
+from agi_jupyter.kinds import (
+    DecisionDoor,
+    HostedTool,
+    MentionKind,
+    ReviewMode,
+    SdkName,
+    Verdict,
+)
 from agi_jupyter.mentions import MAX_MENTIONS
 from agi_jupyter.model_specs import model_spec_pattern
 from agi_jupyter.notebook.wire import TabReply
@@ -37,6 +44,7 @@ from agi_jupyter.records import (
     NON_BLANK,
     ArtifactRefPart,
     ErrorPart,
+    HostedToolPart,
     ImagePart,
     MentionPart,
     QueueMode,
@@ -151,6 +159,7 @@ PartUnion = Annotated[
         ReasoningPart,
         ToolCallPart,
         ToolResultPart,
+        HostedToolPart,
         ImagePart,
         ErrorPart,
         ArtifactRefPart,
@@ -290,6 +299,14 @@ ReviewModeChoice = Annotated[ReviewMode, _member_of(ReviewMode)]
 VerdictChoice = Annotated[Verdict, _member_of(Verdict)]
 DecisionDoorChoice = Annotated[DecisionDoor, _member_of(DecisionDoor)]
 MentionKindChoice = Annotated[MentionKind, _member_of(MentionKind)]
+HostedToolChoice = Annotated[HostedTool, _member_of(HostedTool)]
+_HOSTED_HELP = (
+    "The provider's own tools the session's runs may use, run by the provider inside its "
+    "response: web_search, file_search, code_interpreter (OpenAI Responses), web_search, "
+    "code_execution (Anthropic); Chat Completions offers none (HOSTED_TOOL_UNSUPPORTED). "
+    "Default: none."
+)
+_VECTOR_STORES_HELP = "The OpenAI vector store ids file_search searches (required with it)."
 _SDK_HELP = "The agent SDK that runs the session: native (default), claude, codex or acp."
 _PERMISSIONS_HELP = (
     "The session's tool rules, over the agent's: a tool name or glob (notebook.*, mcp.*) -> "
@@ -386,6 +403,8 @@ class SessionCreate(Body):
     metadata: JSONObject = Field(default_factory=dict)
     review_mode: ReviewModeChoice | None = Field(None, description=_REVIEW_HELP)
     permissions: dict[str, VerdictChoice] | None = Field(None, description=_PERMISSIONS_HELP)
+    hosted_tools: list[HostedToolChoice] = Field(default_factory=list, description=_HOSTED_HELP)
+    vector_store_ids: list[str] = Field(default_factory=list, description=_VECTOR_STORES_HELP)
     budget: BudgetBody | None = Field(
         None,
         description="Stop its runs with BUDGET_EXCEEDED before a model call would go over it "
@@ -411,6 +430,8 @@ class SessionUpdate(Body):
     metadata: JSONObject | None = None
     review_mode: ReviewModeChoice | None = Field(None, description=_REVIEW_HELP)
     permissions: dict[str, VerdictChoice] | None = Field(None, description=_PERMISSIONS_HELP)
+    hosted_tools: list[HostedToolChoice] | None = Field(None, description=_HOSTED_HELP)
+    vector_store_ids: list[str] | None = Field(None, description=_VECTOR_STORES_HELP)
     budget: BudgetBody | None = Field(None, description="The session's budget; null removes it.")
 
 

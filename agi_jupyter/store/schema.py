@@ -591,6 +591,12 @@ MIGRATIONS: list[Migration] = [
             *_indexes("executions", ("path",)),
         ),
     ),
+    Migration(
+        "m021_tool_calls_executed_by",
+        "``tool_calls.executed_by``: who ran a call when not us (``provider``: a hosted tool"
+        " the model's provider ran inside its response).",
+        (AddColumn("tool_calls", Column("executed_by")),),
+    ),
 ]
 
 

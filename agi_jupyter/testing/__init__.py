@@ -11,10 +11,11 @@ Importing this package pulls in no SDK and no HTTP client library.
 
 from agi_jupyter.testing.client import FakeLLMClient
 from agi_jupyter.testing.rules import default_rule
-from agi_jupyter.testing.script import FakeToolCall, Fault, RecordedRequest, Turn
+from agi_jupyter.testing.script import FakeHostedCall, FakeToolCall, Fault, RecordedRequest, Turn
 from agi_jupyter.testing.server import FakeLLMServer
 
 __all__ = [
+    "FakeHostedCall",
     "FakeLLMClient",
     "FakeLLMServer",
     "FakeToolCall",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agi_jupyter.testing.rules import count_words, input_tokens
-from agi_jupyter.testing.script import JSON, FakeToolCall, Turn, split_words
+from agi_jupyter.testing.script import JSON, FakeHostedCall, FakeToolCall, Turn, split_words
 
 _WORD = re.compile(r"\w+")
 _PREFIXES = {
@@ -77,6 +77,35 @@ class PlannedToolCall:
 
 
 @dataclass(frozen=True)
+class PlannedHostedCall:
+    """A hosted tool's call as one protocol names it: ``web_search``, ``file_search``,
+    ``code`` (Responses' code interpreter, Anthropic's bash code execution)."""
+
+    kind: str
+    call_id: str
+    input: dict[str, Any]
+    result: str
+    failed: bool
+
+    @property
+    def input_chunks(self) -> list[str]:
+        return split_even(json.dumps(self.input, separators=(",", ":")), 2)
+
+    @property
+    def urls(self) -> list[str]:
+        return [line.strip() for line in self.result.splitlines() if line.strip()]
+
+
+_HOSTED_KINDS = {
+    "web_search": "web_search",
+    "file_search": "file_search",
+    "code_interpreter": "code",
+    "code_execution": "code",
+}
+_HOSTED_PREFIXES = {"web_search": "ws_", "file_search": "fs_", "code": "ci_"}
+
+
+@dataclass(frozen=True)
 class Usage:
     input_tokens: int
     output_tokens: int
@@ -104,6 +133,7 @@ class Plan:
     reasoning: str
     reasoning_chunks: list[str]
     tool_calls: list[PlannedToolCall]
+    hosted_calls: list[PlannedHostedCall]
     citations: list[tuple[str, str]]
     usage: Usage
     hit_max_tokens: bool = False
@@ -135,6 +165,7 @@ def make_plan(turn: Turn, protocol: str, body: JSON, ids: IdFactory) -> Plan:
         reasoning=turn.reasoning,
         reasoning_chunks=split_words(turn.reasoning),
         tool_calls=calls,
+        hosted_calls=[_plan_hosted(hc, protocol, ids) for hc in turn.hosted_calls],
         citations=list(turn.citations),
         usage=_usage(turn, protocol, body, calls),
         hit_max_tokens=turn.hit_max_tokens,
@@ -152,6 +183,20 @@ def _plan_call(call: FakeToolCall, prefix: str, ids: IdFactory, items: bool) -> 
         item_id=ids.new("fc_") if items else call_id,
         arguments=text,
         arg_chunks=split_even(text, call.chunks),
+    )
+
+
+def _plan_hosted(call: FakeHostedCall, protocol: str, ids: IdFactory) -> PlannedHostedCall:
+    kind = _HOSTED_KINDS.get(call.name)
+    if kind is None or (kind == "file_search" and protocol == "anthropic"):
+        raise ValueError(f"the fake {protocol} API has no hosted tool {call.name!r}")
+    prefix = "srvtoolu_" if protocol == "anthropic" else _HOSTED_PREFIXES[kind]
+    return PlannedHostedCall(
+        kind=kind,
+        call_id=call.id or ids.new(prefix),
+        input=dict(call.input),
+        result=call.result,
+        failed=call.failed,
     )
 
 

@@ -38,6 +38,27 @@ class FakeToolCall:
 
 
 @dataclass
+class FakeHostedCall:
+    """A call of a provider-hosted tool the fake model makes, run by the fake provider inside
+    the answer, before its text (as the real APIs stream them).
+
+    ``name``: ``web_search``, ``file_search`` (Responses only), ``code_interpreter`` /
+    ``code_execution`` (the same call: a ``code_interpreter_call`` on Responses, Anthropic's
+    ``bash_code_execution``). ``input``: ``{"query": ...}`` for the searches, ``{"code": ...}``
+    (``{"command": ...}`` on Anthropic) for code. ``result``: the URLs found, one a line (web
+    search), the text found (file search), the output (code). ``failed``: the provider reports
+    the call failed. ``id`` defaults to a fresh ``ws_``/``fs_``/``ci_`` item id (Responses) or
+    ``srvtoolu_`` id (Anthropic).
+    """
+
+    name: str
+    input: dict[str, Any] = field(default_factory=dict)
+    result: str = ""
+    failed: bool = False
+    id: str | None = None
+
+
+@dataclass
 class Fault:
     """How a turn misbehaves on the wire.
 
@@ -70,6 +91,7 @@ class Turn:
     ``chunks`` is given, ``text`` is their concatenation. ``usage`` is ``(input_tokens,
     output_tokens)``; by default both are word counts of the request and of the answer.
     ``citations`` are ``(url, title)`` pairs, sent as ``url_citation`` annotations.
+    ``hosted_calls``: provider-hosted tool calls, streamed before the text.
     ``background_delay`` is how long a background Responses request stays pending before it
     completes by itself; ``response_id`` fixes the id of the response/completion/message.
     ``hit_max_tokens``: the answer stops at the output token limit (``finish_reason: length``,
@@ -85,6 +107,7 @@ class Turn:
     chunks: list[str] | None = None
     reasoning: str = ""
     tool_calls: list[FakeToolCall] = field(default_factory=list)
+    hosted_calls: list[FakeHostedCall] = field(default_factory=list)
     usage: tuple[int, int] | None = None
     fault: Fault | None = None
     citations: list[tuple[str, str]] = field(default_factory=list)
@@ -131,6 +154,7 @@ def turn_from_dict(data: JSON) -> Turn:
     _check_keys(Turn, data)
     kwargs = dict(data)
     kwargs["tool_calls"] = [_tool_call_from_dict(tc) for tc in data.get("tool_calls") or []]
+    kwargs["hosted_calls"] = [_hosted_from_dict(hc) for hc in data.get("hosted_calls") or []]
     if data.get("fault") is not None:
         _check_keys(Fault, data["fault"])
         kwargs["fault"] = Fault(**data["fault"])
@@ -152,6 +176,11 @@ def request_from_dict(data: JSON) -> RecordedRequest:
 def _tool_call_from_dict(data: JSON) -> FakeToolCall:
     _check_keys(FakeToolCall, data)
     return FakeToolCall(**data)
+
+
+def _hosted_from_dict(data: JSON) -> FakeHostedCall:
+    _check_keys(FakeHostedCall, data)
+    return FakeHostedCall(**data)
 
 
 def _check_keys(cls: type[Any], data: Any) -> None:

@@ -7,6 +7,9 @@ Stream (each event has ``event: <type>``; the SDK ignores events without one)::
                                            message_start when there is no block)
     thinking block:  content_block_start, content_block_delta(thinking_delta) ...,
                      content_block_delta(signature_delta), content_block_stop
+    per hosted call: content_block_start(server_tool_use), content_block_delta(input_json_delta)
+                     ..., content_block_stop; content_block_start(web_search_tool_result |
+                     bash_code_execution_tool_result, whole), content_block_stop
     text block:      content_block_start, content_block_delta(text_delta) ..., content_block_stop
     per tool call:   content_block_start(tool_use), content_block_delta(input_json_delta) ...,
                      content_block_stop
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 
-from agi_jupyter.testing.plan import Plan, PlannedToolCall, SSEEvent
+from agi_jupyter.testing.plan import Plan, PlannedHostedCall, PlannedToolCall, SSEEvent
 from agi_jupyter.testing.script import JSON
 
 
@@ -96,6 +99,8 @@ def _block_specs(plan: Plan) -> list[tuple[JSON, JSON, list[JSON]]]:
         deltas.append({"type": "signature_delta", "signature": sig})
         block = {"type": "thinking", "thinking": plan.reasoning, "signature": sig}
         specs.append((block, {"type": "thinking", "thinking": "", "signature": ""}, deltas))
+    for hosted in plan.hosted_calls:
+        specs += _hosted_specs(hosted)
     if plan.has_message:
         deltas = [{"type": "text_delta", "text": c} for c in plan.text_chunks]
         specs.append(({"type": "text", "text": plan.text}, {"type": "text", "text": ""}, deltas))
@@ -115,3 +120,28 @@ def _block_events(index: int, opened: JSON, deltas: list[JSON]) -> list[JSON]:
         *[{"type": "content_block_delta", "index": index, "delta": d} for d in deltas],
         {"type": "content_block_stop", "index": index},
     ]
+
+
+def _hosted_specs(call: PlannedHostedCall) -> list[tuple[JSON, JSON, list[JSON]]]:
+    """A hosted call's two blocks: its ``server_tool_use`` (input streamed) and its result
+    (sent whole when it opens)."""
+    name = "web_search" if call.kind == "web_search" else "bash_code_execution"
+    use: JSON = {"type": "server_tool_use", "id": call.call_id, "name": name}
+    deltas = [{"type": "input_json_delta", "partial_json": p} for p in call.input_chunks]
+    result: JSON = {"type": f"{name}_tool_result", "tool_use_id": call.call_id}
+    if call.failed:
+        result["content"] = {"type": f"{name}_tool_result_error", "error_code": "unavailable"}
+    elif call.kind == "web_search":
+        result["content"] = [
+            {"type": "web_search_result", "url": url, "title": url, "encrypted_content": "fake"}
+            for url in call.urls
+        ]
+    else:
+        result["content"] = {
+            "type": "bash_code_execution_result",
+            "stdout": call.result,
+            "stderr": "",
+            "return_code": 0,
+            "content": [],
+        }
+    return [({**use, "input": call.input}, {**use, "input": {}}, deltas), (result, result, [])]

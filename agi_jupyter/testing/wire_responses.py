@@ -11,6 +11,10 @@ Stream (each event has ``event: <type>`` and a ``sequence_number`` counting from
                      response.output_text.delta ..., response.output_text.annotation.added ...,
                      response.output_text.done, response.content_part.done,
                      response.output_item.done
+    per hosted call: response.output_item.added (web_search_call | file_search_call |
+                     code_interpreter_call), its progress events (``.in_progress``,
+                     ``.searching``, code deltas, ``.interpreting``), ``.completed``,
+                     response.output_item.done (with the action and sources, results, outputs)
     per tool call:   response.output_item.added (function_call),
                      response.function_call_arguments.delta ...,
                      response.function_call_arguments.done, response.output_item.done
@@ -21,7 +25,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from agi_jupyter.testing.plan import Plan, PlannedToolCall, SSEEvent, citation_span
+from agi_jupyter.testing.plan import (
+    Plan,
+    PlannedHostedCall,
+    PlannedToolCall,
+    SSEEvent,
+    citation_span,
+)
 from agi_jupyter.testing.script import JSON
 
 
@@ -30,8 +40,11 @@ def stream_events(plan: Plan) -> list[SSEEvent]:
         {"type": "response.created", "response": response_json(plan, "in_progress", [])},
         {"type": "response.in_progress", "response": response_json(plan, "in_progress", [])},
     ]
-    for index, (kind, call) in enumerate(_item_kinds(plan)):
-        payloads += _ITEM_EVENTS[kind](plan, index, call)
+    for index, (kind, item) in enumerate(_item_kinds(plan)):
+        if isinstance(item, PlannedHostedCall):
+            payloads += _hosted_events(index, item)
+        else:
+            payloads += _ITEM_EVENTS[kind](plan, index, item)
     if plan.hit_max_tokens:
         payloads.append(
             {"type": "response.incomplete", "response": final_body(plan, truncated=True)}
@@ -105,27 +118,30 @@ def usage_json(plan: Plan) -> JSON:
 
 def output_items(plan: Plan) -> list[JSON]:
     items: list[JSON] = []
-    for kind, call in _item_kinds(plan):
+    for kind, item in _item_kinds(plan):
         if kind == "reasoning":
             items.append(_reasoning_item(plan, done=True))
         elif kind == "message":
             items.append(_message_item(plan, [_text_part(plan, plan.text, done=True)]))
-        elif call is not None:
-            items.append(_call_item(call, done=True))
+        elif isinstance(item, PlannedHostedCall):
+            items.append(_hosted_item(item, done=True))
+        elif item is not None:
+            items.append(_call_item(item, done=True))
     return items
 
 
-def _item_kinds(plan: Plan) -> list[tuple[str, PlannedToolCall | None]]:
-    kinds: list[tuple[str, PlannedToolCall | None]] = []
+def _item_kinds(plan: Plan) -> list[tuple[str, PlannedToolCall | PlannedHostedCall | None]]:
+    kinds: list[tuple[str, PlannedToolCall | PlannedHostedCall | None]] = []
     if plan.reasoning:
         kinds.append(("reasoning", None))
+    kinds += [("hosted", call) for call in plan.hosted_calls]
     if plan.has_message:
         kinds.append(("message", None))
     kinds += [("function_call", call) for call in plan.tool_calls]
     return kinds
 
 
-def _reasoning_events(plan: Plan, index: int, _: PlannedToolCall | None) -> list[JSON]:
+def _reasoning_events(plan: Plan, index: int, _: object) -> list[JSON]:
     ref = {"item_id": plan.reasoning_id, "output_index": index, "summary_index": 0}
     part = {"type": "summary_text", "text": plan.reasoning}
     return [
@@ -141,7 +157,7 @@ def _reasoning_events(plan: Plan, index: int, _: PlannedToolCall | None) -> list
     ]
 
 
-def _message_events(plan: Plan, index: int, _: PlannedToolCall | None) -> list[JSON]:
+def _message_events(plan: Plan, index: int, _: object) -> list[JSON]:
     ref = {"item_id": plan.message_id, "output_index": index, "content_index": 0}
     done_part = _text_part(plan, plan.text, done=True)
     return [
@@ -162,8 +178,8 @@ def _message_events(plan: Plan, index: int, _: PlannedToolCall | None) -> list[J
     ]
 
 
-def _call_events(plan: Plan, index: int, call: PlannedToolCall | None) -> list[JSON]:
-    assert call is not None
+def _call_events(plan: Plan, index: int, call: object) -> list[JSON]:
+    assert isinstance(call, PlannedToolCall)
     ref = {"item_id": call.item_id, "output_index": index}
     return [
         _item_event("added", index, _call_item(call, done=False)),
@@ -235,3 +251,55 @@ def _call_item(call: PlannedToolCall, *, done: bool) -> JSON:
         "call_id": call.call_id,
         "name": call.name,
     }
+
+
+_HOSTED_TYPES = {
+    "web_search": "web_search_call",
+    "file_search": "file_search_call",
+    "code": "code_interpreter_call",
+}
+
+
+def _hosted_events(index: int, call: PlannedHostedCall) -> list[JSON]:
+    """A hosted call's item: added, its progress, completed, done (as the API streams it)."""
+    kind = _HOSTED_TYPES[call.kind]
+    ref = {"item_id": call.call_id, "output_index": index}
+    progress = ["in_progress", "searching", "completed"]
+    events: list[JSON] = [_item_event("added", index, _hosted_item(call, done=False))]
+    if call.kind == "code":
+        code = str(call.input.get("code") or "")
+        events += [
+            {"type": f"response.{kind}.in_progress", **ref},
+            *[
+                {"type": "response.code_interpreter_call_code.delta", **ref, "delta": chunk}
+                for chunk in [code[: len(code) // 2], code[len(code) // 2 :]]
+                if chunk
+            ],
+            {"type": "response.code_interpreter_call_code.done", **ref, "code": code},
+            {"type": f"response.{kind}.interpreting", **ref},
+            {"type": f"response.{kind}.completed", **ref},
+        ]
+    else:
+        events += [{"type": f"response.{kind}.{step}", **ref} for step in progress]
+    events.append(_item_event("done", index, _hosted_item(call, done=True)))
+    return events
+
+
+def _hosted_item(call: PlannedHostedCall, *, done: bool) -> JSON:
+    status = ("failed" if call.failed else "completed") if done else "in_progress"
+    item: JSON = {"id": call.call_id, "type": _HOSTED_TYPES[call.kind], "status": status}
+    query = str(call.input.get("query") or "")
+    if call.kind == "web_search":
+        action: JSON = {"type": "search", "query": query}
+        if done:
+            action["sources"] = [{"type": "url", "url": url} for url in call.urls]
+        item["action"] = action
+    elif call.kind == "file_search":
+        item["queries"] = [query] if done else []
+        found = {"file_id": "file_fake", "filename": "fake.txt", "score": 1.0, "text": call.result}
+        item["results"] = [found] if done and call.result else None
+    else:
+        item["code"] = str(call.input.get("code") or "") if done else ""
+        item["container_id"] = "cntr_fake"
+        item["outputs"] = [{"type": "logs", "logs": call.result}] if done else None
+    return item

@@ -222,6 +222,7 @@ export function ToolView(props: { block: ToolBlock; model: PanelModel; runId?: s
         <span className="jp-AgiTool-preview">{argumentsPreview(block.arguments, block.argumentsText)}</span>
       </summary>
       <div className="jp-AgiTool-body">
+        {block.hosted ? <div className="jp-AgiTool-decided">{trans.__('Run by the provider')}</div> : null}
         {decided ? <div className="jp-AgiTool-decided">{decided}</div> : null}
         {waiting && block.diff ? (
           <>

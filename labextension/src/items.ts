@@ -14,6 +14,9 @@ export interface ArtifactSummary {
   summary?: unknown;
 }
 
+/** `tool.call.started`'s `tool_type` of a provider-hosted tool's call (Python: `events.HOSTED_TOOL_TYPE`). */
+export const HOSTED_TOOL_TYPE = 'hosted';
+
 export interface ToolBlock {
   kind: 'tool';
   toolCallId: string;
@@ -32,6 +35,8 @@ export interface ToolBlock {
   diff?: string | null;
   /** Who decided a call that waited, and where (`approval.decided`), wherever it was decided. */
   decided?: { decision: string; door: string | null; by: string | null } | null;
+  /** A provider-hosted tool's call (web search, code interpreter): the provider ran it inside its answer. */
+  hosted?: boolean;
 }
 
 export type Block =
@@ -182,6 +187,22 @@ function partBlocks(part: Part): Block[] {
           argumentsText: '',
           live: '',
           ...(resultFields(part) as Pick<ToolBlock, 'ok' | 'output' | 'status' | 'artifact'>)
+        }
+      ];
+    case 'hosted_tool':
+      return [
+        {
+          kind: 'tool',
+          toolCallId: part.tool_call_id,
+          name: part.name,
+          arguments: part.input,
+          argumentsText: '',
+          status: part.is_error ? 'failed' : 'completed',
+          ok: !part.is_error,
+          output: part.output,
+          live: '',
+          artifact: null,
+          hosted: true
         }
       ];
     case 'error':

@@ -7,7 +7,7 @@
  */
 
 import { emptyRun, initialState, patchRun, upsertRun, type ChatState } from './chatstate';
-import { emptyItem, type ArtifactSummary } from './items';
+import { emptyItem, HOSTED_TOOL_TYPE, type ArtifactSummary } from './items';
 import { formatBudget } from './format';
 import {
   appendText,
@@ -120,7 +120,7 @@ function applyRunEvent(state: ChatState, runId: string, event: AgiEvent): ChatSt
     case 'reasoning.done':
       return updateDraft(state, runId, item => appendText(item, 'reasoning', event.text, true));
     case 'tool.call.started':
-      return startTool(state, runId, event.tool_call_id, event.name);
+      return startTool(state, runId, event.tool_call_id, event.name, event.tool_type === HOSTED_TOOL_TYPE);
     case 'tool.call.arguments.delta':
       return updateTool(state, runId, event.tool_call_id, b => ({ argumentsText: b.argumentsText + event.delta }));
     case 'tool.call.arguments.done':

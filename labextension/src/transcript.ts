@@ -141,7 +141,7 @@ export function applyReset(state: ChatState, runId: string, chars: number, reaso
 
 // --- tool blocks -----------------------------------------------------------------------------
 
-export function startTool(state: ChatState, runId: string, toolCallId: string, name: string): ChatState {
+export function startTool(state: ChatState, runId: string, toolCallId: string, name: string, hosted = false): ChatState {
   if (findTool(state, toolCallId)) {
     return state;
   }
@@ -155,7 +155,8 @@ export function startTool(state: ChatState, runId: string, toolCallId: string, n
     ok: null,
     output: null,
     live: '',
-    artifact: null
+    artifact: null,
+    ...(hosted ? { hosted } : {})
   };
   return updateDraft(state, runId, item => ({ ...item, blocks: [...item.blocks, block] }));
 }

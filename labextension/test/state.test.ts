@@ -437,6 +437,60 @@ describe('stopping and failing', () => {
   });
 });
 
+describe('provider-hosted tools', () => {
+  const searched = message({
+    ...assistantTurn2,
+    id: 'msg_h1',
+    parts: [
+      {
+        type: 'hosted_tool',
+        tool_call_id: 'ws_1',
+        name: 'web_search',
+        api: 'responses',
+        input: { type: 'search', query: 'jupyter' },
+        output: 'https://jupyter.org',
+        is_error: false,
+        echo: []
+      },
+      { type: 'text', text: 'Found it.' }
+    ]
+  });
+
+  it('shows a streamed hosted call as a completed tool row run by the provider', () => {
+    const state = run(
+      initialState(),
+      events([
+        { type: 'iteration', run_id: R, seq: 1, iteration: 1, max_iterations: 10 },
+        { type: 'tool.call.started', run_id: R, seq: 2, tool_call_id: 'ws_1', name: 'web_search', tool_type: 'hosted' },
+        { type: 'tool.call.arguments.done', run_id: R, seq: 3, tool_call_id: 'ws_1', arguments: { query: 'jupyter' } },
+        {
+          type: 'tool.call.output',
+          run_id: R,
+          seq: 4,
+          tool_call_id: 'ws_1',
+          name: 'web_search',
+          ok: true,
+          output: 'https://jupyter.org',
+          status: 'completed'
+        }
+      ])
+    );
+    expect(tools(state)[0]).toMatchObject({ name: 'web_search', hosted: true, status: 'completed', ok: true });
+  });
+
+  it('shows a stored hosted call from history with its input and output', () => {
+    const state = reduce(initialState(), { type: 'history', messages: [searched] });
+    expect(tools(state)[0]).toMatchObject({
+      name: 'web_search',
+      hosted: true,
+      arguments: { type: 'search', query: 'jupyter' },
+      output: 'https://jupyter.org',
+      status: 'completed'
+    });
+    expect(texts(state.items[0])).toBe('Found it.');
+  });
+});
+
 describe('history', () => {
   it('merges tool results into the blocks of their calls and hides tool messages', () => {
     const state = reduce(initialState(), {

@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from agi_jupyter.app import Agi
-from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Fault, Turn
+from agi_jupyter.testing import FakeHostedCall, FakeLLMServer, FakeToolCall, Fault, Turn
 from tests.cli.conftest import RunCli, run_agi
 
 
@@ -242,3 +242,27 @@ def test_the_demo_model_without_tools_still_says_what_a_run_does(run_cli: RunCli
     assert result.exit_code == 0, result.stderr
     assert "**Tools.**" in result.stdout
     assert "[fs.list]" not in result.stderr
+
+
+def test_hosted_tools_of_a_new_session_show_as_run_by_the_provider(
+    run_cli: RunCli, fake_llm: FakeLLMServer, agi: Agi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai-secret-0001")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_base_url)
+    search = FakeHostedCall("web_search", {"query": "jupyter"}, "https://jupyter.org")
+    fake_llm.enqueue(Turn(text="At jupyter.org.", hosted_calls=[search]))
+
+    result = run_cli("-m", "openai:gpt-5-mini", "--hosted-tools", "web_search", "Where?")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "At jupyter.org.\n"
+    assert "[web_search] run by the provider" in result.stderr
+    assert "[web_search] ok: https://jupyter.org" in result.stderr
+    (ses,) = agi.sessions().items
+    assert ses.tool_config["hosted_tools"] == ["web_search"]
+    (request,) = fake_llm.requests
+    assert {"type": "web_search"} in request.body["tools"]
+
+    refused = run_cli("-m", "openai-chat:gpt-4o-mini", "--hosted-tools", "web_search", "hi")
+    assert refused.exit_code != 0
+    assert "does not offer the hosted tool 'web_search'" in refused.stderr

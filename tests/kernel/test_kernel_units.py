@@ -13,7 +13,7 @@ from agi_jupyter.kernel.dispatch import MainThreadDispatcher
 from agi_jupyter.kernel.interpolate import context_block, interpolate, summarize
 from agi_jupyter.kernel.live import TerminalPrinter
 from agi_jupyter.kernel.python_tool import run_in_namespace
-from agi_jupyter.kernel.render import RunView
+from agi_jupyter.kernel.render import RunView, ToolBlock, tool_text
 from agi_jupyter.kernel.tables import Table
 
 
@@ -153,6 +153,27 @@ def test_run_view_of_a_cancelled_run_shows_its_partial_answer_and_cancelled_tool
     markdown = view.to_markdown()
     assert "■ <code>shell.run</code> cancelled" in markdown
     assert view.footer().endswith("· cancelled · partial answer")
+
+
+def test_run_view_says_a_hosted_tool_was_run_by_the_provider() -> None:
+    view = RunView()
+    for event in [
+        {"type": "tool.call.started", "tool_call_id": "ws_1", "name": "web_search"}
+        | {"tool_type": "hosted"},
+        {"type": "tool.call.arguments.done", "tool_call_id": "ws_1", "arguments": {"q": "x"}},
+        {
+            "type": "tool.call.output",
+            "tool_call_id": "ws_1",
+            "name": "web_search",
+            "ok": True,
+            "output": "https://jupyter.org",
+            "status": "completed",
+        },
+    ]:
+        view.apply(event)
+    (block,) = [s for s in view.segments if isinstance(s, ToolBlock)]
+    assert tool_text(block).startswith("[tool web_search completed · run by the provider]")
+    assert "<code>web_search</code> completed · run by the provider" in view.to_markdown()
 
 
 def test_terminal_printer_streams_text_and_tool_lines() -> None:

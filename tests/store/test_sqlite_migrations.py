@@ -37,7 +37,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "m002_runs": {
         "runs": set(RUNS.columns) - {"epoch", "agent"},  # added by m007 and m013
         "run_events": set(RUN_EVENTS.columns),
-        "tool_calls": set(TOOL_CALLS.columns) - {"approval"},  # m014 adds it
+        "tool_calls": set(TOOL_CALLS.columns) - {"approval", "executed_by"},  # m014, m021 add them
     },
     "m003_artifacts_webhooks_tasks_capabilities": {
         "artifacts": {*ARTIFACTS.columns, "content"},
@@ -98,6 +98,7 @@ def test_migrations_are_numbered_in_order() -> None:
         "m018_compactions",
         "m019_completion_usage",
         "m020_executions",
+        "m021_tool_calls_executed_by",
     ]
     assert len(set(names)) == len(names)
 

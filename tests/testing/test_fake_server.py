@@ -23,6 +23,7 @@ from agi_jupyter.testing import (
 
 def test_public_api() -> None:
     assert sorted(testing.__all__) == [
+        "FakeHostedCall",
         "FakeLLMClient",
         "FakeLLMServer",
         "FakeToolCall",

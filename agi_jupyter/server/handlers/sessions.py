@@ -34,6 +34,8 @@ KEPT_WHEN_NULL = (
     "metadata",
     "review_mode",
     "permissions",
+    "hosted_tools",
+    "vector_store_ids",
 )
 
 
