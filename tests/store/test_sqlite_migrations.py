@@ -98,6 +98,7 @@ def test_migrations_are_numbered_in_order() -> None:
         "m018_compactions",
         "m019_completion_usage",
         "m020_executions",
+        "m021_blob_refs",
     ]
     assert len(set(names)) == len(names)
 
