@@ -18,6 +18,9 @@ decoded (``expand``): every reader of these columns gets exactly the text that w
 (PostgreSQL: ``FOR KEY SHARE``, as ``Changes.add_change``) until it commits, and the collector
 skips locked blobs: a blob about to be referenced is never collected under it.
 
+Raw SQL over these columns (``Store.query``, the agents' ``sql.query`` on the store) sees a
+large string as its reference; ``blobs`` holds it (its ``data``, as the literal's text).
+
 Argument deltas (``tool.call.arguments.delta`` events, stored with ``persist_deltas``) are
 pieces of a value, not values: they are never moved to blobs, and are deleted once the call's
 ``tool.call.arguments.done`` is stored (``RunEvents``), which carries the whole arguments.
