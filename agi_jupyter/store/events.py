@@ -20,23 +20,30 @@ by name.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 from collections.abc import Sequence
 
 from agi_jupyter.errors import Conflict, UsageError
 from agi_jupyter.records import JSON, RunEvent, RunFence, new_id, utc_now
 from agi_jupyter.store.rows import RUN_EVENTS, check_limit, dumps
-from agi_jupyter.store.sql import Database, check_fence
+from agi_jupyter.store.sql import Conn, Database, check_fence
+from agi_jupyter.store.values import LargeValues
 
 _EVENT_COLUMNS = RUN_EVENTS.select("e")
 _INSERT_COLUMNS = ("id", "run_id", "seq", "type", "payload", "created_at")
+_PAYLOAD = RUN_EVENTS.columns.index("payload")
+ARGUMENTS_DELTA = "tool.call.arguments.delta"
+ARGUMENTS_DONE = "tool.call.arguments.done"
 
 
 class RunEvents:
     """The ``run_events`` table."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, values: LargeValues) -> None:
         self._db = db
+        self._values = values
         dialect = db.dialect
         self._dialect = dialect
         columns = (*_INSERT_COLUMNS, *dialect.stream_columns)
@@ -88,10 +95,15 @@ class RunEvents:
         fence: RunFence | None,
     ) -> list[RunEvent]:
         now = utc_now()
-        payloads = [dumps(payload) for _, payload in events]
+        payloads: list[str | None] = [dumps(payload) for _, payload in events]
         with self._db.write() as conn:
             positions = self._dialect.reserve_stream(conn, run_id, len(events))
             check_fence(conn, self._dialect, fence)
+            session = functools.partial(_session_of, conn, run_id)
+            payloads = [  # argument deltas: pieces of a value, never kept as values
+                p if t == ARGUMENTS_DELTA else self._values.keep(conn, session, p)
+                for (t, _), p in zip(events, payloads, strict=True)
+            ]
             (last,) = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?", [run_id]
             ).fetchone()
@@ -111,6 +123,9 @@ class RunEvents:
                     for e, payload, position in zip(created, payloads, positions, strict=True)
                 ],
             )
+            done = [p.get("tool_call_id") for t, p in events if t == ARGUMENTS_DONE]
+            if done:
+                _drop_argument_deltas(conn, run_id, {str(c) for c in done if c is not None})
         return created
 
     def list_run_events(
@@ -122,7 +137,7 @@ class RunEvents:
             " ORDER BY e.seq LIMIT ?",
             [run_id, after_seq, self._dialect.limit(limit)],
         )
-        return [RUN_EVENTS.from_row(r) for r in rows]
+        return [RUN_EVENTS.from_row(r) for r in self._values.expand_rows(rows, [_PAYLOAD])]
 
     def list_session_run_events(
         self, session_id: str, *, after_cursor: str | None = None, limit: int = 500
@@ -131,12 +146,32 @@ class RunEvents:
         pairs in the order they became visible; pass the last cursor back to continue."""
         after = self._dialect.stream_position_of(after_cursor)
         rows = self._db.all(self._after, [session_id, after, check_limit(limit)])
+        rows = self._values.expand_rows(rows, [1 + _PAYLOAD])
         cursor = self._dialect.stream_cursor
         return [(cursor(r[0]), RUN_EVENTS.from_row(r[1:])) for r in rows]
 
     def session_events_end(self, session_id: str) -> str:
         row = self._db.one(self._end, [session_id])
         return self._dialect.stream_cursor(row[0] if row is not None and row[0] is not None else 0)
+
+
+def _session_of(conn: Conn, run_id: str) -> str:
+    row = conn.execute("SELECT session_id FROM runs WHERE id = ?", [run_id]).fetchone()
+    return str(row[0]) if row is not None else ""
+
+
+def _drop_argument_deltas(conn: Conn, run_id: str, tool_call_ids: set[str]) -> None:
+    """Delete the stored argument deltas of these tool calls: their ``arguments.done`` event,
+    stored now, holds the whole arguments (``values.py``)."""
+    rows = conn.execute(
+        "SELECT id, payload FROM run_events WHERE run_id = ? AND type = ?",
+        [run_id, ARGUMENTS_DELTA],
+    ).fetchall()
+    ids = [
+        (id_,) for id_, payload in rows if json.loads(payload).get("tool_call_id") in tool_call_ids
+    ]
+    if ids:
+        conn.executemany("DELETE FROM run_events WHERE id = ?", ids)
 
 
 def numbering(last: int, count: int, seqs: Sequence[int] | int | None) -> list[int]:

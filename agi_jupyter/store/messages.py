@@ -44,8 +44,10 @@ from agi_jupyter.store.rows import (
     parts_json,
 )
 from agi_jupyter.store.sql import Conn, Database, check_fence, insert, set_clause
+from agi_jupyter.store.values import LargeValues, referenced
 
-_IN_BATCH = 500  # ids per ``IN (...)`` of the message_parts fallback
+_IN_BATCH = 500  # ids per ``IN (...)`` of the message_parts fallback (and rows per batch read)
+_JSON = 7  # the ``meta,parts`` text of a ``MESSAGE_SELECT`` row
 
 
 def _not_found(message_id: str) -> NotFound:
@@ -55,9 +57,10 @@ def _not_found(message_id: str) -> NotFound:
 class Messages:
     """The ``messages`` and ``message_parts`` tables."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, values: LargeValues) -> None:
         self._db = db
         self._dialect = db.dialect
+        self._values = values
 
     def add_message(
         self,
@@ -97,8 +100,9 @@ class Messages:
             if cur.rowcount == 0:
                 raise SessionNotFound(f"session {session_id!r} not found")
             check_fence(conn, self._dialect, fence)  # after the session row: writers lock it first
-            insert(conn, "messages", {**row, "parts": parts_json(dicts)})
-            self._write_parts(conn, message.id, dicts)
+            kept_parts, rows = self._keep(conn, session_id, dicts)
+            insert(conn, "messages", {**row, "parts": kept_parts})
+            self._write_parts(conn, message.id, kept_parts, rows)
         return message
 
     def update_message(
@@ -123,9 +127,6 @@ class Messages:
             changes["text"] = self._dialect.text(parts_text(list(parts)))
         values = MESSAGES.encode(changes)
         dicts = None if parts is None else [part_to_dict(p) for p in parts]
-        if dicts is not None:
-            values["parts"] = parts_json(dicts)
-        assignments, params = set_clause(values)
         with self._db.write() as conn:
             # The session row first, as every writer into a session locks it (no deadlocks).
             touched = conn.execute(
@@ -134,19 +135,25 @@ class Messages:
                 [now, id],
             ).fetchone()
             check_fence(conn, self._dialect, fence)
-            cur = conn.execute(f"UPDATE messages SET {assignments} WHERE id = ?", [*params, id])
-            if touched is None or cur.rowcount == 0:
+            if touched is None:
                 raise _not_found(id)
-            if dicts is not None:
+            kept = None if dicts is None else self._keep(conn, str(touched[0]), dicts)
+            if kept is not None:
+                values["parts"] = kept[0]
+            assignments, params = set_clause(values)
+            cur = conn.execute(f"UPDATE messages SET {assignments} WHERE id = ?", [*params, id])
+            if cur.rowcount == 0:
+                raise _not_found(id)
+            if kept is not None:
                 conn.execute("DELETE FROM message_parts WHERE message_id = ?", [id])
-                self._write_parts(conn, id, dicts)
-            message = _load_message(conn, id)
+                self._write_parts(conn, id, *kept)
+            message = _load_message(conn, id, self._values)
         assert message is not None  # updated in this transaction
         return message
 
     def get_message(self, id: str) -> Message:
         with self._db.read() as conn:
-            message = None if conn is None else _load_message(conn, id)
+            message = None if conn is None else _load_message(conn, id, self._values)
         if message is None:
             raise _not_found(id)
         return message
@@ -194,46 +201,64 @@ class Messages:
                 [*params, size],
             )
             with _gc_paused():
-                return _with_parts(conn, cursor, session_id, text_only=text_only, lazy=lazy)
+                return _with_parts(
+                    conn, self._values, cursor, session_id, text_only=text_only, lazy=lazy
+                )
 
     # --- helpers --------------------------------------------------------------------------
 
-    def _write_parts(self, conn: Conn, message_id: str, dicts: list[dict[str, Any]]) -> None:
+    def _keep(
+        self, conn: Conn, session_id: str, dicts: list[dict[str, Any]]
+    ) -> tuple[str, list[tuple[str, str]]]:
+        """The ``messages.parts`` text and the (type, content) of each ``message_parts`` row
+        of these parts, their large strings kept once (``values.py``)."""
+        rows = [part_row(data) for data in dicts]
+        texts = self._values.keep_all(
+            conn, session_id, [parts_json(dicts), *(content for _, content in rows)]
+        )
+        contents = texts[1:]
+        return str(texts[0]), [
+            (kind, str(content)) for (kind, _), content in zip(rows, contents, strict=True)
+        ]
+
+    def _write_parts(
+        self, conn: Conn, message_id: str, stored_parts: str, rows: list[tuple[str, str]]
+    ) -> None:
         """A message's parts as ``message_parts`` rows; then (SQLite) its ``parts`` column
         again: m005's triggers clear it whenever the rows change."""
-        if dicts:
+        if rows:
             conn.executemany(
                 "INSERT INTO message_parts (id, message_id, idx, type, content)"
                 " VALUES (?, ?, ?, ?, ?)",
-                [(new_id("prt"), message_id, i, *part_row(data)) for i, data in enumerate(dicts)],
+                [(new_id("prt"), message_id, i, *row) for i, row in enumerate(rows)],
             )
         if self._dialect.rewrites_parts:
-            conn.execute(
-                "UPDATE messages SET parts = ? WHERE id = ?", [parts_json(dicts), message_id]
-            )
+            conn.execute("UPDATE messages SET parts = ? WHERE id = ?", [stored_parts, message_id])
 
 
-def _load_message(conn: Conn, id: str) -> Message | None:
+def _load_message(conn: Conn, id: str, values: LargeValues) -> Message | None:
     found = conn.execute("SELECT session_id FROM messages WHERE id = ?", [id]).fetchone()
     if found is None:
         return None
     cursor = conn.execute(f"SELECT {MESSAGE_SELECT} FROM messages WHERE id = ?", [id])
-    return _with_parts(conn, cursor, str(found[0]))[0]
+    return _with_parts(conn, values, cursor, str(found[0]))[0]
 
 
 def _with_parts(
     conn: Conn,
+    values: LargeValues,
     cursor: RowSource,
     session_id: str,
     *,
     text_only: bool = False,
     lazy: bool = False,
 ) -> list[Message]:
-    """``messages_from_cursor``, with the parts of messages whose ``parts`` column is NULL read
-    from ``message_parts``."""
-    messages, missing = messages_from_cursor(cursor, session_id, text_only=text_only, lazy=lazy)
+    """``messages_from_cursor``, with the large values of the rows put back (``values.py``)
+    and the parts of messages whose ``parts`` column is NULL read from ``message_parts``."""
+    rows = _Expanded(cursor, conn, values)
+    messages, missing = messages_from_cursor(rows, session_id, text_only=text_only, lazy=lazy)
     if missing:
-        parts = _parts_from_rows(conn, [messages[i].id for i in missing])
+        parts = _parts_from_rows(conn, values, [messages[i].id for i in missing])
         for i in missing:
             messages[i].parts = parts.get(messages[i].id, [])
         if text_only:
@@ -241,7 +266,29 @@ def _with_parts(
     return messages
 
 
-def _parts_from_rows(conn: Conn, message_ids: list[str]) -> dict[str, list[Part]]:
+class _Expanded:
+    """A cursor over ``SELECT {MESSAGE_SELECT}`` rows whose ``meta``/``parts`` texts have
+    their large values put back, a batch at a time."""
+
+    def __init__(self, cursor: RowSource, conn: Conn, values: LargeValues) -> None:
+        self._cursor = cursor
+        self._conn = conn
+        self._values = values
+
+    def fetchmany(self, size: int = _IN_BATCH, /) -> list[Any]:
+        rows = self._cursor.fetchmany(size)
+        if not any(referenced(row[_JSON]) for row in rows):
+            return rows
+        return self._values.expand_rows(rows, [_JSON], self._conn)
+
+    def __iter__(self) -> Iterator[Any]:
+        while rows := self.fetchmany(_IN_BATCH):
+            yield from rows
+
+
+def _parts_from_rows(
+    conn: Conn, values: LargeValues, message_ids: list[str]
+) -> dict[str, list[Part]]:
     """The parts of these messages read from ``message_parts``, by message id."""
     parts: dict[str, list[Part]] = {}
     for start in range(0, len(message_ids), _IN_BATCH):
@@ -251,7 +298,7 @@ def _parts_from_rows(conn: Conn, message_ids: list[str]) -> dict[str, list[Part]
             f" WHERE message_id IN ({', '.join('?' for _ in batch)}) ORDER BY message_id, idx",
             batch,
         ).fetchall()
-        contents = loads_many([content for _, _, content in rows])
+        contents = loads_many(values.expand([content for _, _, content in rows], conn))
         for (message_id, kind, _), data in zip(rows, contents, strict=True):
             parts.setdefault(message_id, []).append(part_from_data(kind, data))
     return parts

@@ -597,6 +597,28 @@ MIGRATIONS: list[Migration] = [
         " the model's provider ran inside its response).",
         (AddColumn("tool_calls", Column("executed_by")),),
     ),
+    Migration(
+        "m022_blob_refs",
+        "Large strings of JSON columns stored once (``store/values.py``): the string literals of"
+        " at least ``LARGE_VALUE`` characters in ``tool_calls.args``/``result``,"
+        " ``messages.parts``, ``message_parts.content`` and ``run_events.payload`` are kept in"
+        " ``blobs`` and referenced from the columns; ``blob_refs`` names the sessions that refer"
+        " to a blob, so deleting a session collects the blobs no other session or change uses.",
+        (
+            CreateTable(
+                Table(
+                    "blob_refs",
+                    (
+                        Column("id", primary_key=True),  # "<sha256>:<session_id>"
+                        Column("sha256", not_null=True),
+                        Column("session_id", not_null=True),
+                    ),
+                    ordered=False,
+                )
+            ),
+            *_indexes("blob_refs", ("sha256",), ("session_id",)),
+        ),
+    ),
 ]
 
 

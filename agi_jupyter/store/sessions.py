@@ -26,18 +26,21 @@ _CASCADE = [
     (f"DELETE FROM run_events WHERE run_id IN ({_RUNS_OF})", 1),
     (f"DELETE FROM tool_calls WHERE run_id IN ({_RUNS_OF})", 1),
     (f"DELETE FROM changes WHERE run_id IN ({_RUNS_OF})", 1),
+    ("DELETE FROM blob_refs WHERE session_id = ?", 1),
     (f"DELETE FROM message_parts WHERE message_id IN ({_MESSAGES_OF})", 1),
     ("DELETE FROM compactions WHERE session_id = ?", 1),
     ("DELETE FROM messages WHERE session_id = ?", 1),
     ("DELETE FROM runs WHERE session_id = ?", 1),
     ("DELETE FROM sessions WHERE id = ?", 1),
 ]
-# Snapshots no change refers to any more; locked ones (PostgreSQL) are being referenced right
-# now (``Changes.add_change`` holds them): skipped, never collected under it.
+# Blobs no change (snapshots) and no session (large values, ``values.py``) refers to any more;
+# locked ones (PostgreSQL) are being referenced right now (``Changes.add_change``,
+# ``LargeValues.keep`` hold them): skipped, never collected under them.
 _COLLECT_BLOBS = (
     "DELETE FROM blobs WHERE sha256 IN (SELECT sha256 FROM blobs WHERE sha256 NOT IN"
     " (SELECT before_sha FROM changes WHERE before_sha IS NOT NULL"
-    " UNION SELECT after_sha FROM changes WHERE after_sha IS NOT NULL){lock})"
+    " UNION SELECT after_sha FROM changes WHERE after_sha IS NOT NULL"
+    " UNION SELECT sha256 FROM blob_refs){lock})"
 )
 
 
@@ -121,7 +124,8 @@ class Sessions:
 
     def delete_session(self, id: str) -> None:
         """Delete a session with its messages, parts, runs, run events, tool calls, changes
-        and artifacts (their files included), and the snapshots no other change refers to.
+        and artifacts (their files included), and the blobs (snapshots, large values) no
+        other change or session refers to.
         The session row is locked first (PostgreSQL), so writers into the session (which lock
         it too, or hold it with ``FOR KEY SHARE``) finish before or wait and then find it
         gone."""

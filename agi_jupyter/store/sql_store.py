@@ -32,6 +32,7 @@ from agi_jupyter.store.sql import Database
 from agi_jupyter.store.stats import Stats
 from agi_jupyter.store.tasks import Tasks
 from agi_jupyter.store.tool_calls import ToolCalls
+from agi_jupyter.store.values import LargeValues
 from agi_jupyter.store.webhooks import Webhooks
 
 
@@ -42,10 +43,11 @@ class SqlStore:
         self.database = db
         self.artifacts = Artifacts(db, payloads, threshold=artifact_threshold)
         self.sessions = Sessions(db, payloads)
-        self.messages = Messages(db)
+        values = LargeValues(db)
+        self.messages = Messages(db, values)
         self.runs = Runs(db)
-        self.events = RunEvents(db)
-        self.tool_calls = ToolCalls(db)
+        self.events = RunEvents(db, values)
+        self.tool_calls = ToolCalls(db, values)
         self.webhooks = Webhooks(db)
         self.tasks = Tasks(db)
         self.capabilities = Capabilities(db)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agi_jupyter.errors import NotFound, RunNotFound
 from agi_jupyter.records import JSON, RunFence, ToolCall, ToolCallStatus, new_id, utc_now
 from agi_jupyter.store.rows import TOOL_CALLS, dumps
-from agi_jupyter.store.sql import Database, check_fence, insert, require_run, set_clause
+from agi_jupyter.store.sql import Conn, Database, check_fence, insert, require_run, set_clause
+from agi_jupyter.store.values import LargeValues
 
 _SELECT = f"SELECT {TOOL_CALLS.select('t')} FROM tool_calls t"
+# The columns whose large strings are kept once (``values.py``), by position in a row.
+_LARGE = ("args", "result")
+_LARGE_AT = [TOOL_CALLS.columns.index(c) for c in _LARGE]
 
 
 def _not_found(id: str) -> NotFound:
@@ -19,9 +24,10 @@ def _not_found(id: str) -> NotFound:
 class ToolCalls:
     """The ``tool_calls`` table."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, values: LargeValues) -> None:
         self._db = db
         self._dialect = db.dialect
+        self._values = values
 
     def create_tool_call(
         self,
@@ -50,8 +56,9 @@ class ToolCalls:
         )
         row = TOOL_CALLS.to_row(call)
         with self._db.write() as conn:
-            require_run(conn, self._dialect, run_id)
+            session_id = require_run(conn, self._dialect, run_id)
             check_fence(conn, self._dialect, fence)
+            self._keep(conn, session_id, row)
             insert(conn, "tool_calls", row)
         return call
 
@@ -60,16 +67,17 @@ class ToolCalls:
     ) -> ToolCall:
         """Change fields of a tool call; ``fence``: as for ``create_tool_call``."""
         values = {**TOOL_CALLS.changes(changes), "updated_at": utc_now()}
-        assignments, params = set_clause(values)
         with self._db.write() as conn:
             check_fence(conn, self._dialect, fence)
+            self._keep(conn, lambda: _session_of_call(conn, id), values)
+            assignments, params = set_clause(values)
             row = conn.execute(
                 f"UPDATE tool_calls SET {assignments} WHERE id = ? RETURNING {TOOL_CALLS.select()}",
                 [*params, id],
             ).fetchone()
-        if row is None:
-            raise _not_found(id)
-        return TOOL_CALLS.from_row(row)
+            if row is None:
+                raise _not_found(id)
+            return self._record(row, conn)
 
     def decide_tool_calls(
         self, run_id: str, decision: JSON, *, tool_call_id: str | None = None
@@ -95,6 +103,7 @@ class ToolCalls:
                 sql += " AND tool_call_id = ?"
                 params.append(tool_call_id)
             rows = conn.execute(f"{sql} RETURNING {TOOL_CALLS.select()}", params).fetchall()
+            rows = self._values.expand_rows(rows, _LARGE_AT, conn)
             left = conn.execute(f"SELECT COUNT(*) FROM tool_calls WHERE {where}", [run_id])
             if rows and not (left.fetchone() or (0,))[0]:
                 conn.execute(
@@ -109,7 +118,7 @@ class ToolCalls:
         row = self._db.one(f"{_SELECT} WHERE t.id = ?", [id])
         if row is None:
             raise _not_found(id)
-        return TOOL_CALLS.from_row(row)
+        return self._record(row)
 
     def list_tool_calls(
         self, *, run_id: str | None = None, session_id: str | None = None
@@ -125,4 +134,21 @@ class ToolCalls:
             params.append(session_id)
         sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "")
         rows = self._db.all(f"{sql} ORDER BY t.created_at, t.{self._dialect.pos}", params)
-        return [TOOL_CALLS.from_row(r) for r in rows]
+        return [TOOL_CALLS.from_row(r) for r in self._values.expand_rows(rows, _LARGE_AT)]
+
+    def _keep(self, conn: Conn, session: str | Callable[[], str], row: dict[str, Any]) -> None:
+        """The large strings of the row's ``args`` and ``result`` kept once."""
+        for column in _LARGE:
+            if row.get(column) is not None:
+                row[column] = self._values.keep(conn, session, row[column])
+
+    def _record(self, row: Sequence[Any], conn: Conn | None = None) -> ToolCall:
+        return TOOL_CALLS.from_row(self._values.expand_rows([row], _LARGE_AT, conn)[0])
+
+
+def _session_of_call(conn: Conn, id: str) -> str:
+    row = conn.execute(
+        "SELECT r.session_id FROM tool_calls t JOIN runs r ON r.id = t.run_id WHERE t.id = ?",
+        [id],
+    ).fetchone()
+    return str(row[0]) if row is not None else ""

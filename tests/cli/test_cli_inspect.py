@@ -306,3 +306,24 @@ def test_a_missing_project_folder_is_refused(run_cli: RunCli, tmp_path: Path, co
     assert result.exit_code == 2
     assert result.stderr == f"agi: project folder {missing} does not exist\n"
     assert not missing.exists()
+
+
+def test_show_and_export_give_a_large_argument_whole(
+    run_cli: RunCli, agi: Agi, fake_llm: FakeLLMServer
+) -> None:
+    """A 300 KB argument, stored once (``store/values.py``), reads back whole at the CLI."""
+    arg = "".join(chr(ord("a") + i % 26) for i in range(300_000))
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("fs_write", {"path": "big.txt", "content": arg})]),
+        Turn(text="Written."),
+    )
+    ses = agi.new_session(agent="build")
+    agi.ask("Write it.", session=ses.id)
+
+    data = json_of(run_cli, "show", ses.id, "--full")
+    assert isinstance(data, dict)
+    calls = [p for m in data["messages"] for p in m["parts"] if p["type"] == "tool_call"]
+    assert [c["arguments"] for c in calls] == [{"path": "big.txt", "content": arg}]
+    exported = run_cli("export", ses.id, "--to", "-")
+    assert exported.exit_code == 0, exported.stderr
+    assert arg in exported.stdout  # the notebook's cells hold the call's arguments

@@ -99,6 +99,7 @@ def test_migrations_are_numbered_in_order() -> None:
         "m019_completion_usage",
         "m020_executions",
         "m021_tool_calls_executed_by",
+        "m022_blob_refs",
     ]
     assert len(set(names)) == len(names)
 
