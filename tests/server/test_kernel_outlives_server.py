@@ -6,19 +6,23 @@ manager it does not, whichever way the server stops: a graceful stop shuts every
 and a server killed outright leaves kernels whose parent poller (ipykernel's
 ``ParentPollerUnix``, armed by jupyter-client's ``JPY_PARENT_PID``) ends them once their
 parent is gone. The restarted server knows no kernel. So a parked run resumed after a restart
-must be told that the kernel is gone (README, "Long cells"); these tests keep that true.
+must be told that the kernel is gone (README, "Long cells"); these tests keep that true, and
+check what a run waiting on its cell meets today when its server stops and starts again.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from agi_jupyter.runtime.endings import INTERRUPTED
+from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 from tests.jupyterlab_server import LabServer, offline_env, start_jupyter_server
 
 STARTS_WITHIN = 180.0  # bound of the wait for a server to answer (a loaded machine is slow)
@@ -32,8 +36,8 @@ def root(tmp_path: Path) -> Path:
     return root
 
 
-def start(root: Path, tmp_path: Path, name: str) -> LabServer:
-    env = offline_env(AGI_CONFIG_DIR=str(tmp_path / "agi-config"))
+def start(root: Path, tmp_path: Path, name: str, **env_extra: str) -> LabServer:
+    env = offline_env(AGI_CONFIG_DIR=str(tmp_path / "agi-config"), **env_extra)
     return start_jupyter_server(root, env, tmp_path / f"{name}.log", timeout=STARTS_WITHIN)
 
 
@@ -42,6 +46,16 @@ def server(root: Path, tmp_path: Path) -> Iterator[LabServer]:
     started = start(root, tmp_path, "first")
     yield started
     started.stop()
+
+
+def until(check: Callable[[], bool], what: str, within: float = STARTS_WITHIN) -> None:
+    """Wait (bounded by ``within`` seconds, not a timing) until ``check()`` is true."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"never: {what}")
 
 
 def children(pid: int) -> set[int]:
@@ -61,56 +75,95 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def ends(pid: int) -> bool:
-    """Whether ``pid`` ends within ``GONE_WITHIN`` seconds (a bounded wait, not a timing)."""
-    deadline = time.monotonic() + GONE_WITHIN
-    while time.monotonic() < deadline:
-        if not alive(pid):
-            return True
-        time.sleep(0.2)
-    return False
+def ends(pid: int) -> None:
+    """Wait (bounded by ``GONE_WITHIN``) until ``pid`` ended."""
+    until(lambda: not alive(pid), f"process {pid} ends", GONE_WITHIN)
 
 
-def start_kernel(server: LabServer) -> tuple[str, int]:
-    """A kernel the server started: its id and its process."""
+def start_kernel(server: LabServer) -> int:
+    """The process of a kernel the server started."""
     before = children(server.process.pid)
-    kernel_id = str(server.api("POST", "api/kernels", {"name": "python3"}, timeout=60)["id"])
-    deadline = time.monotonic() + GONE_WITHIN
-    while time.monotonic() < deadline:
-        new = children(server.process.pid) - before
-        if new:
-            (pid,) = new
-            return kernel_id, pid
-        time.sleep(0.1)
-    raise AssertionError("the server started no kernel process")
+    server.api("POST", "api/kernels", {"name": "python3"}, timeout=60)
+    until(lambda: bool(children(server.process.pid) - before), "a kernel process", GONE_WITHIN)
+    (pid,) = children(server.process.pid) - before
+    return pid
 
 
-@pytest.mark.timeout(600)
-def test_a_graceful_stop_shuts_the_kernels_down(
-    server: LabServer, root: Path, tmp_path: Path
-) -> None:
-    kernel_id, pid = start_kernel(server)
-    assert alive(pid)
+def stop_gracefully(server: LabServer) -> None:
     server.stop()  # POST /api/shutdown, as agi serve's and jupyter's Ctrl-C do
-    assert ends(pid)
-    again = start(root, tmp_path, "second")
-    try:
-        assert again.api("GET", "api/kernels") == []
-        assert kernel_id not in {k["id"] for k in again.api("GET", "api/kernels")}
-    finally:
-        again.stop()
 
 
-@pytest.mark.timeout(600)
-def test_a_killed_servers_kernels_end_by_their_parent_poller(
-    server: LabServer, root: Path, tmp_path: Path
-) -> None:
-    _, pid = start_kernel(server)
+def kill(server: LabServer) -> None:
     os.kill(server.process.pid, signal.SIGKILL)  # no shutdown: nothing asks the kernel to stop
     server.process.wait(timeout=30)
-    assert ends(pid)  # ipykernel's ParentPollerUnix saw its parent go
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("stop", [stop_gracefully, kill], ids=["graceful", "killed"])
+def test_a_kernel_ends_with_its_server_and_the_next_server_knows_none(
+    server: LabServer, root: Path, tmp_path: Path, stop: Callable[[LabServer], None]
+) -> None:
+    """Stopped gracefully, the server shuts its kernels down; killed, its kernels end by
+    themselves (ipykernel's ParentPollerUnix sees its parent go)."""
+    pid = start_kernel(server)
+    assert alive(pid)
+    stop(server)
+    ends(pid)
     again = start(root, tmp_path, "second")
     try:
         assert again.api("GET", "api/kernels") == []
     finally:
         again.stop()
+
+
+@pytest.mark.timeout(900)
+def test_a_run_waiting_on_its_cell_when_the_server_stops_resumes_told_it_was_interrupted(
+    root: Path, tmp_path: Path, fake_llm: FakeLLMServer
+) -> None:
+    """Today's restart: the cell is lost with its kernel; the run waiting in ``notebook.run``
+    is released by the stopping server and resumed by the next one, whose model request
+    carries the call answered as interrupted (no parking on the handle yet)."""
+    (root / ".agi").mkdir()
+    config = {"default_model": "fake:echo", "default_agent": "build", "tool_timeout": 900}
+    (root / ".agi" / "config.json").write_text(json.dumps(config))
+    cell = {
+        "id": "train",
+        "cell_type": "code",
+        "metadata": {},
+        "execution_count": None,
+        "outputs": [],
+        "source": "import time\nprint('training', flush=True)\ntime.sleep(600)",
+    }
+    notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (root / "long.ipynb").write_text(json.dumps(notebook))
+    run_cell = {"path": "long.ipynb", "cell_ids": ["train"], "timeout": 900}
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("notebook.run", run_cell)]),
+        Turn(text="The kernel went away with the server; run the cell again."),
+    )
+    first = start(root, tmp_path, "first", AGI_FAKE_LLM_URL=fake_llm.url)
+    try:
+        session = first.api("POST", "agi/v1/sessions", {})["session"]["id"]
+        run_id = first.api("POST", f"agi/v1/sessions/{session}/runs", {"input": "train"})["run"][
+            "id"
+        ]
+
+        def cell_runs() -> bool:
+            rows = first.api("GET", "agi/v1/executions?path=long.ipynb")["executions"]
+            return any(r["status"] == "running" for r in rows)
+
+        until(cell_runs, "the agent's cell runs")
+    finally:
+        first.stop()
+    with first.open_store() as store:
+        assert store.get_run(run_id).status == "queued"  # released, due now, no owner
+    again = start(root, tmp_path, "second", AGI_FAKE_LLM_URL=fake_llm.url)
+    try:
+        until(
+            lambda: again.api("GET", f"agi/v1/runs/{run_id}")["run"]["status"] == "succeeded",
+            "the next server resumes the run to its end",
+        )
+    finally:
+        again.stop()
+    resumed = fake_llm.requests[-1]
+    assert INTERRUPTED in json.dumps(resumed.body)
