@@ -17,6 +17,7 @@ import type {
   AgiEvent,
   ApprovalDecision,
   Artifact,
+  CancelResult,
   Change,
   History,
   HistoryView,
@@ -194,9 +195,10 @@ export class AgiClient {
     return (await this.request('get', '/agi/v1/runs/{run_id}', { path: { run_id: runId }, query: { project } })).run;
   }
 
-  async cancelRun(project: string, runId: string, interrupt = false): Promise<Run> {
+  /** Cancel a run: the run, and the cells its `notebook.run` left running (`interrupted` with `interrupt`). */
+  async cancelRun(project: string, runId: string, interrupt = false): Promise<CancelResult> {
     const parts = { path: { run_id: runId }, query: { project }, body: { interrupt } };
-    return (await this.request('post', '/agi/v1/runs/{run_id}/cancel', parts)).run;
+    return await this.request('post', '/agi/v1/runs/{run_id}/cancel', parts);
   }
 
   /** Decide a run's tool calls waiting for approval (one, or all without `toolCallId`). */

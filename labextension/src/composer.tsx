@@ -9,6 +9,7 @@ import React, { useEffect, useRef, useState } from 'react';
 import { useTrans } from './i18n';
 import { type Candidate, inProject, type Mention, mentionAt, mentionsToSend, pick, type Typed } from './mentions';
 import type { PanelModel } from './model';
+import { cellsNote, mayHaveCellsRunning } from './runningcells';
 import type { Snapshot } from './snapshot';
 import { activeRuns } from './state';
 
@@ -78,6 +79,21 @@ export function Composer(props: { snap: Snapshot; model: PanelModel }): JSX.Elem
   const box = useRef<HTMLDivElement>(null);
   const asked = useRef(0);
   const running = activeRuns(snap.chat).length > 0;
+  // Stop with cells the agent started still running: leave them running, or interrupt them.
+  const [choosing, setChoosing] = useState(false);
+  const [stopped, setStopped] = useState('');
+
+  const stop = (interrupt: boolean): void => {
+    setChoosing(false);
+    void model.stop(interrupt).then(cells => setStopped(cellsNote(cells, trans)));
+  };
+  const onStop = (): void => {
+    if (mayHaveCellsRunning(snap.chat)) {
+      setChoosing(true);
+    } else {
+      stop(false);
+    }
+  };
 
   const lookUp = (value: string, caret: number): void => {
     const typed = mentionAt(value, caret);
@@ -154,6 +170,7 @@ export function Composer(props: { snap: Snapshot; model: PanelModel }): JSX.Elem
     }
     const mentions = mentionsToSend(prompt, picked);
     const kept = picked;
+    setStopped('');
     setText('');
     setPicked([]);
     setMenu(null);
@@ -239,6 +256,28 @@ export function Composer(props: { snap: Snapshot; model: PanelModel }): JSX.Elem
           }
         }}
       />
+      {choosing && running ? (
+        <div className="jp-AgiStopChoice" role="group" aria-label={trans.__('Stop with cells running')}>
+          <span className="jp-AgiStopChoice-text">{trans.__('A cell the agent ran is still running.')}</span>
+          <Button small className="jp-mod-styled jp-mod-reject jp-AgiStopChoice-leave" onClick={() => stop(false)}
+            title={trans.__('Stop the answer; the cell goes on in its kernel')}>
+            {trans.__('Stop')}
+          </Button>
+          <Button small className="jp-mod-styled jp-mod-warn jp-AgiStopChoice-interrupt" onClick={() => stop(true)}
+            title={trans.__('Stop the answer and interrupt the cell')}>
+            {trans.__('Stop and interrupt')}
+          </Button>
+          <Button small minimal className="jp-AgiStopChoice-back" onClick={() => setChoosing(false)}
+            aria-label={trans.__('Keep going')} title={trans.__('Keep going')}>
+            ×
+          </Button>
+        </div>
+      ) : null}
+      {stopped ? (
+        <div className="jp-AgiStopCells jp-AgiDim" role="status">
+          {stopped}
+        </div>
+      ) : null}
       <div className="jp-AgiComposer-buttons">
         <Button
           className="jp-mod-styled jp-mod-accept jp-AgiSend"
@@ -252,7 +291,7 @@ export function Composer(props: { snap: Snapshot; model: PanelModel }): JSX.Elem
         </Button>
         <Button
           className={`jp-mod-styled ${running ? 'jp-mod-warn' : 'jp-mod-reject'} jp-AgiStop`}
-          onClick={() => void model.stop()}
+          onClick={onStop}
           disabled={!running}
           title={trans.__('Stop the running answer')}
           aria-label={trans.__('Stop')}

@@ -19,7 +19,7 @@ import { DecisionDoor, ErrorCode } from './openapi';
 import { folderOf, PanelStore, type Tab } from './snapshot';
 import { activeRuns, initialState } from './state';
 import { SessionStreams } from './streams';
-import type { Artifact, HistoryView, NewSession, Session } from './types';
+import type { Artifact, HistoryView, NewSession, RunningCells, Session } from './types';
 import { isTerminal } from './types';
 
 const SESSION_POLL_MS = 5000;
@@ -376,23 +376,26 @@ export class PanelModel extends PanelStore {
     return runId !== null;
   }
 
-  /** Cancel the session's runs that are still going (the stop button). */
-  async stop(): Promise<void> {
+  /** Cancel the session's runs that are still going (the stop button), and, with `interrupt`,
+   * the cells their `notebook.run` left running; the cells that were running (left running, or
+   * `interrupted`). */
+  async stop(interrupt = false): Promise<RunningCells[]> {
     const runs = activeRuns(this.state.chat);
-    await Promise.all(runs.map(run => this.cancelRun(run.id)));
+    return (await Promise.all(runs.map(run => this.cancelRun(run.id, interrupt)))).flat();
   }
 
-  async cancelRun(runId: string): Promise<void> {
+  async cancelRun(runId: string, interrupt = false): Promise<RunningCells[]> {
     try {
-      const run = await this.client.cancelRun(this.state.project, runId);
+      const { run, cells } = await this.client.cancelRun(this.state.project, runId, interrupt);
       if (run && typeof run.id === 'string') {
         this.dispatch({ type: 'run', run });
       }
+      return cells ?? [];
     } catch (error) {
-      if (error instanceof ApiError && error.code === ErrorCode.RUN_TERMINAL) {
-        return;
+      if (!(error instanceof ApiError && error.code === ErrorCode.RUN_TERMINAL)) {
+        this.reportError(error);
       }
-      this.reportError(error);
+      return [];
     }
   }
 

@@ -29,6 +29,9 @@ export type NewSession = Schemas['SessionCreate'];
 export type ApprovalDecision = Schemas['ApprovalDecision'];
 /** A change a run made to a notebook (or a file), with the sha256 of its snapshots. */
 export type Change = Schemas['Change'];
+/** A cell a run's `notebook.run` left running (or interrupted), named by a cancel's answer. */
+export type RunningCells = Schemas['RunningCells'];
+export type CancelResult = Schemas['CancelResponse'];
 /** A tab's answer to a notebook request (the notebook bridge protocol). */
 export type TabReply = Schemas['TabReply'];
 /** What `POST /runs/{id}/undo` did, per notebook. */

@@ -1,17 +1,20 @@
-"""Cell markers in a real JupyterLab: stale cells from the ledger, and the protect toggle (its
-context-menu item, its cell-toolbar lock, the lock on a protected cell)."""
+"""Cells in a real JupyterLab: stale cells from the ledger, the protect toggle (its context-menu
+item, its cell-toolbar lock, the lock on a protected cell), and the panel's Stop while a cell
+the agent ran is still running (Stop / Stop and interrupt)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
+import pytest
 from browser_lab import LabServer, write_notebook
-from panel_page import open_lab, shoot
+from panel_page import new_session, open_lab, open_panel, send, shoot
 from playwright.sync_api import expect
 from test_browser_notebook import CELLS, model_cells, open_notebook
 
 from agi_jupyter.notebook import source_hash
+from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
 
 SOURCES = {cell_id: source for cell_id, _, source in CELLS}
 
@@ -61,3 +64,48 @@ def test_stale_cells_are_marked_and_protect_toggles_from_the_menu_and_toolbar(
     lock.click()
     expect(load).not_to_have_class(has_class("jp-AgiProtected"))
     assert "agi" not in model_cells(page)[1]["metadata"]
+
+
+@pytest.mark.usefixtures("no_kernels_left")
+def test_stop_while_the_agents_cell_runs_offers_to_interrupt_it(
+    page: Any, lab: LabServer, fake: FakeLLMServer
+) -> None:
+    slow = "import time\nprint('training', flush=True)\ntime.sleep(600)"
+    write_notebook(lab.root, "long.ipynb", [("train", "code", slow)])
+    open_lab(page, lab)
+    open_notebook(page, "long.ipynb")
+    panel = open_panel(page)
+    new_session(page, agent="build", title="long cell")
+    fake.enqueue(
+        Turn(tool_calls=[FakeToolCall("notebook.run", {"cell_ids": ["train"], "timeout": 600})])
+    )
+    send(page, "train the model")
+    tool = page.locator(".jp-AgiTool[data-tool='notebook.run']")
+    expect(tool).to_have_attribute("data-status", "running", timeout=60_000)
+    expect(tool).to_contain_text("training", timeout=60_000)  # the kernel runs it (live output)
+
+    panel.locator(".jp-AgiStop").click()
+    choice = panel.locator(".jp-AgiStopChoice")
+    expect(choice).to_contain_text("A cell the agent ran is still running.")
+    leave, interrupt = (
+        choice.locator(".jp-AgiStopChoice-leave"),
+        choice.locator(".jp-AgiStopChoice-interrupt"),
+    )
+    for button in (leave, interrupt):  # both shown whole in the panel's default width
+        expect(button).to_be_visible()
+        box, frame = button.bounding_box(), panel.bounding_box()
+        assert box is not None
+        assert frame is not None
+        assert frame["x"] <= box["x"]
+        assert box["x"] + box["width"] <= frame["x"] + frame["width"]
+    shoot(page, "cells-02-stop-choice")
+
+    interrupt.click()
+    expect(choice).to_have_count(0)
+    note = panel.locator(".jp-AgiStopCells")
+    expect(note).to_have_text("interrupted: cell train (long.ipynb)", timeout=30_000)
+    expect(panel.locator(".jp-AgiStop")).to_be_disabled()  # the run ended (cancelled)
+    output = page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-OutputArea-output")
+    expect(output.last).to_contain_text("KeyboardInterrupt", timeout=30_000)
+    expect(page.locator("#jp-main-statusbar")).to_contain_text("Idle", timeout=30_000)
+    shoot(page, "cells-03-stopped-and-interrupted")

@@ -1,0 +1,169 @@
+"""Does a notebook's kernel outlive the jupyter server that started it? (issue 30)
+
+A run parked on a cell's execution can resume after a server restart with the cell's result
+only if the kernel running the cell survives the restart. With jupyter-server's own kernel
+manager it does not, whichever way the server stops: a graceful stop shuts every kernel down,
+and a server killed outright leaves kernels whose parent poller (ipykernel's
+``ParentPollerUnix``, armed by jupyter-client's ``JPY_PARENT_PID``) ends them once their
+parent is gone. The restarted server knows no kernel. So a parked run resumed after a restart
+must be told that the kernel is gone (README, "Long cells"); these tests keep that true, and
+check what a run waiting on its cell meets today when its server stops and starts again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from agi_jupyter.runtime.endings import INTERRUPTED
+from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
+from tests.jupyterlab_server import LabServer, offline_env, start_jupyter_server
+
+STARTS_WITHIN = 180.0  # bound of the wait for a server to answer (a loaded machine is slow)
+GONE_WITHIN = 60.0  # bound of the wait for a kernel process to end (the poller looks each second)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    root.mkdir()
+    return root
+
+
+def start(root: Path, tmp_path: Path, name: str, **env_extra: str) -> LabServer:
+    env = offline_env(AGI_CONFIG_DIR=str(tmp_path / "agi-config"), **env_extra)
+    return start_jupyter_server(root, env, tmp_path / f"{name}.log", timeout=STARTS_WITHIN)
+
+
+@pytest.fixture
+def server(root: Path, tmp_path: Path) -> Iterator[LabServer]:
+    started = start(root, tmp_path, "first")
+    yield started
+    started.stop()
+
+
+def until(check: Callable[[], bool], what: str, within: float = STARTS_WITHIN) -> None:
+    """Wait (bounded by ``within`` seconds, not a timing) until ``check()`` is true."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"never: {what}")
+
+
+def children(pid: int) -> set[int]:
+    """The processes ``pid`` started (Linux's ``/proc``)."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(p) for p in (task / "children").read_text().split()}
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie, ended but not reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def ends(pid: int) -> None:
+    """Wait (bounded by ``GONE_WITHIN``) until ``pid`` ended."""
+    until(lambda: not alive(pid), f"process {pid} ends", GONE_WITHIN)
+
+
+def start_kernel(server: LabServer) -> int:
+    """The process of a kernel the server started."""
+    before = children(server.process.pid)
+    server.api("POST", "api/kernels", {"name": "python3"}, timeout=60)
+    until(lambda: bool(children(server.process.pid) - before), "a kernel process", GONE_WITHIN)
+    (pid,) = children(server.process.pid) - before
+    return pid
+
+
+def stop_gracefully(server: LabServer) -> None:
+    server.stop()  # POST /api/shutdown, as agi serve's and jupyter's Ctrl-C do
+
+
+def kill(server: LabServer) -> None:
+    os.kill(server.process.pid, signal.SIGKILL)  # no shutdown: nothing asks the kernel to stop
+    server.process.wait(timeout=30)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("stop", [stop_gracefully, kill], ids=["graceful", "killed"])
+def test_a_kernel_ends_with_its_server_and_the_next_server_knows_none(
+    server: LabServer, root: Path, tmp_path: Path, stop: Callable[[LabServer], None]
+) -> None:
+    """Stopped gracefully, the server shuts its kernels down; killed, its kernels end by
+    themselves (ipykernel's ParentPollerUnix sees its parent go)."""
+    pid = start_kernel(server)
+    assert alive(pid)
+    stop(server)
+    ends(pid)
+    again = start(root, tmp_path, "second")
+    try:
+        assert again.api("GET", "api/kernels") == []
+    finally:
+        again.stop()
+
+
+@pytest.mark.timeout(900)
+def test_a_run_waiting_on_its_cell_when_the_server_stops_resumes_told_it_was_interrupted(
+    root: Path, tmp_path: Path, fake_llm: FakeLLMServer
+) -> None:
+    """Today's restart: the cell is lost with its kernel; the run waiting in ``notebook.run``
+    is released by the stopping server and resumed by the next one, whose model request
+    carries the call answered as interrupted (no parking on the handle yet)."""
+    (root / ".agi").mkdir()
+    config = {"default_model": "fake:echo", "default_agent": "build", "tool_timeout": 900}
+    (root / ".agi" / "config.json").write_text(json.dumps(config))
+    cell = {
+        "id": "train",
+        "cell_type": "code",
+        "metadata": {},
+        "execution_count": None,
+        "outputs": [],
+        "source": "import time\nprint('training', flush=True)\ntime.sleep(600)",
+    }
+    notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (root / "long.ipynb").write_text(json.dumps(notebook))
+    run_cell = {"path": "long.ipynb", "cell_ids": ["train"], "timeout": 900}
+    fake_llm.enqueue(
+        Turn(tool_calls=[FakeToolCall("notebook.run", run_cell)]),
+        Turn(text="The kernel went away with the server; run the cell again."),
+    )
+    first = start(root, tmp_path, "first", AGI_FAKE_LLM_URL=fake_llm.url)
+    try:
+        session = first.api("POST", "agi/v1/sessions", {})["session"]["id"]
+        run_id = first.api("POST", f"agi/v1/sessions/{session}/runs", {"input": "train"})["run"][
+            "id"
+        ]
+
+        def cell_runs() -> bool:
+            rows = first.api("GET", "agi/v1/executions?path=long.ipynb")["executions"]
+            return any(r["status"] == "running" for r in rows)
+
+        until(cell_runs, "the agent's cell runs")
+    finally:
+        first.stop()
+    with first.open_store() as store:
+        assert store.get_run(run_id).status == "queued"  # released, due now, no owner
+    again = start(root, tmp_path, "second", AGI_FAKE_LLM_URL=fake_llm.url)
+    try:
+        until(
+            lambda: again.api("GET", f"agi/v1/runs/{run_id}")["run"]["status"] == "succeeded",
+            "the next server resumes the run to its end",
+        )
+    finally:
+        again.stop()
+    resumed = fake_llm.requests[-1]
+    assert INTERRUPTED in json.dumps(resumed.body)
