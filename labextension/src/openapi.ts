@@ -488,6 +488,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agi/v1/mcp/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the configured MCP servers offer besides tools: resources, resource templates and prompts (servers started to list them; one that cannot start says why) */
+        get: operations["listMcpResources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agi/v1/providers": {
         parameters: {
             query?: never;
@@ -1658,7 +1675,7 @@ export interface components {
          * @description Every error code, by what raises it. A member is its string on the wire.
          * @enum {string}
          */
-        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "CELL_PROTECTED" | "EXECUTION_NOT_FOUND" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT" | "COMPLETION_DISABLED" | "MENTION_NOT_FOUND" | "MENTIONS_TOO_LARGE";
+        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "CELL_PROTECTED" | "EXECUTION_NOT_FOUND" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT" | "COMPLETION_DISABLED" | "MENTION_NOT_FOUND" | "MENTIONS_TOO_LARGE" | "MCP_SERVER_NOT_FOUND";
         /** ErrorDetail */
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
@@ -1927,6 +1944,98 @@ export interface components {
              */
             summary: string | null;
         };
+        /** McpPromptArgument */
+        McpPromptArgument: {
+            /** Name */
+            name: string;
+            /**
+             * Description
+             * @default null
+             */
+            description: string | null;
+            /**
+             * Required
+             * @default false
+             */
+            required: boolean;
+        };
+        /** McpPromptInfo */
+        McpPromptInfo: {
+            /** Name */
+            name: string;
+            /**
+             * Title
+             * @default null
+             */
+            title: string | null;
+            /**
+             * Description
+             * @default null
+             */
+            description: string | null;
+            /** Arguments */
+            arguments: components["schemas"]["McpPromptArgument"][];
+            /**
+             * Mentionable
+             * @description It takes no required argument: an @prompt mention may name it.
+             */
+            mentionable: boolean;
+        };
+        /**
+         * McpResourceInfo
+         * @description A resource an MCP server lists (an ``@resource`` mention names its server and URI).
+         */
+        McpResourceInfo: {
+            /** Uri */
+            uri: string;
+            /** Name */
+            name: string;
+            /**
+             * Title
+             * @default null
+             */
+            title: string | null;
+            /**
+             * Description
+             * @default null
+             */
+            description: string | null;
+            /**
+             * Mime Type
+             * @default null
+             */
+            mime_type: string | null;
+        };
+        /** McpResourceList */
+        McpResourceList: {
+            /** Servers */
+            servers: components["schemas"]["McpServerOffer"][];
+        };
+        /**
+         * McpResourceTemplateInfo
+         * @description A resource template (a URI with ``{placeholders}``): listed, not mentionable.
+         */
+        McpResourceTemplateInfo: {
+            /** Uri Template */
+            uri_template: string;
+            /** Name */
+            name: string;
+            /**
+             * Title
+             * @default null
+             */
+            title: string | null;
+            /**
+             * Description
+             * @default null
+             */
+            description: string | null;
+            /**
+             * Mime Type
+             * @default null
+             */
+            mime_type: string | null;
+        };
         /** McpServerInfo */
         McpServerInfo: {
             /** Name */
@@ -1958,6 +2067,31 @@ export interface components {
              * @description The mcp.json file that declares it.
              */
             source: string;
+        };
+        /**
+         * McpServerOffer
+         * @description What one MCP server offers besides tools; a server that cannot start offers nothing,
+         *     and says why in ``error``.
+         */
+        McpServerOffer: {
+            /** Name */
+            name: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "not started" | "running" | "exited" | "failed" | "stopped";
+            /**
+             * Error
+             * @description Why it failed to start or stopped answering.
+             */
+            error: string | null;
+            /** Resources */
+            resources: components["schemas"]["McpResourceInfo"][];
+            /** Templates */
+            templates: components["schemas"]["McpResourceTemplateInfo"][];
+            /** Prompts */
+            prompts: components["schemas"]["McpPromptInfo"][];
         };
         /**
          * MentionCandidate
@@ -1997,7 +2131,7 @@ export interface components {
             kind: components["schemas"]["MentionKind"];
             /**
              * Ref
-             * @description A path relative to the project (file, notebook), a cell id (cell) or a variable name (var).
+             * @description A path relative to the project (file, notebook), a cell id (cell), a variable name (var), a resource's URI (resource) or a prompt's name (prompt).
              */
             ref: string;
             /**
@@ -2006,14 +2140,21 @@ export interface components {
              * @default null
              */
             notebook_path?: string | null;
-        };
+            /**
+             * Server
+             * @description The MCP server of a resource or a prompt (GET /agi/v1/mcp/resources).
+             * @default null
+             */
+            server?: string | null;
+        } & (unknown & unknown);
         /**
          * MentionKind
          * @description What an ``@`` mention of a user message points at: a project ``file``, a ``notebook``,
-         *     a notebook's ``cell`` (by id), or a kernel ``var`` (variable) of a notebook.
+         *     a notebook's ``cell`` (by id), a kernel ``var`` (variable) of a notebook, or an MCP
+         *     server's ``resource`` (by URI) or ``prompt`` (by name, one without required arguments).
          * @enum {string}
          */
-        MentionKind: "file" | "notebook" | "cell" | "var";
+        MentionKind: "file" | "notebook" | "cell" | "var" | "resource" | "prompt";
         /**
          * MentionPart
          * @description What an ``@`` mention of a user message pointed at, resolved when the message was
@@ -2151,7 +2292,7 @@ export interface components {
             cell_id?: string | null;
             /**
              * Mentions
-             * @description @ mentions: files, notebooks, cells and kernel variables the message points at, resolved into context stored with it.
+             * @description @ mentions: files, notebooks, cells, kernel variables and MCP resources and prompts the message points at, resolved into context stored with it.
              */
             mentions?: components["schemas"]["MentionInput"][];
             /**
@@ -2724,7 +2865,7 @@ export interface components {
             system_prompt?: string | null;
             /**
              * Mentions
-             * @description @ mentions: files, notebooks, cells and kernel variables the message points at, resolved into context stored with it.
+             * @description @ mentions: files, notebooks, cells, kernel variables and MCP resources and prompts the message points at, resolved into context stored with it.
              */
             mentions?: components["schemas"]["MentionInput"][];
             /**
@@ -2911,7 +3052,7 @@ export interface components {
             system_prompt?: string | null;
             /**
              * Mentions
-             * @description @ mentions: files, notebooks, cells and kernel variables the message points at, resolved into context stored with it.
+             * @description @ mentions: files, notebooks, cells, kernel variables and MCP resources and prompts the message points at, resolved into context stored with it.
              */
             mentions?: components["schemas"]["MentionInput"][];
             /**
@@ -6952,6 +7093,80 @@ export interface operations {
             };
         };
     };
+    listMcpResources: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+                /** @description Only this MCP server's. */
+                server?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpResourceList"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, MCP_SERVER_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listProviders: {
         parameters: {
             query?: {
@@ -7822,6 +8037,7 @@ export const ErrorCode = {
     COMPLETION_DISABLED: "COMPLETION_DISABLED",
     MENTION_NOT_FOUND: "MENTION_NOT_FOUND",
     MENTIONS_TOO_LARGE: "MENTIONS_TOO_LARGE",
+    MCP_SERVER_NOT_FOUND: "MCP_SERVER_NOT_FOUND",
 } as const;
 export type ErrorCode = components["schemas"]["ErrorCode"];
 
@@ -7831,6 +8047,8 @@ export const MentionKind = {
     NOTEBOOK: "notebook",
     CELL: "cell",
     VAR: "var",
+    RESOURCE: "resource",
+    PROMPT: "prompt",
 } as const;
 export type MentionKind = components["schemas"]["MentionKind"];
 
