@@ -199,24 +199,25 @@ class McpServerInfo(Out):
 McpState = Literal["not started", "running", "exited", "failed", "stopped"]
 
 
-class McpResourceInfo(Out):
+class _McpListed(Out):
+    """What a server says of a listed resource or template."""
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+
+
+class McpResourceInfo(_McpListed):
     """A resource an MCP server lists (an ``@resource`` mention names its server and URI)."""
 
     uri: str
-    name: str
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
 
 
-class McpResourceTemplateInfo(Out):
+class McpResourceTemplateInfo(_McpListed):
     """A resource template (a URI with ``{placeholders}``): listed, not mentionable."""
 
     uri_template: str
-    name: str
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
 
 
 class McpPromptArgument(Out):

@@ -1986,8 +1986,6 @@ export interface components {
          * @description A resource an MCP server lists (an ``@resource`` mention names its server and URI).
          */
         McpResourceInfo: {
-            /** Uri */
-            uri: string;
             /** Name */
             name: string;
             /**
@@ -2005,6 +2003,8 @@ export interface components {
              * @default null
              */
             mime_type: string | null;
+            /** Uri */
+            uri: string;
         };
         /** McpResourceList */
         McpResourceList: {
@@ -2016,8 +2016,6 @@ export interface components {
          * @description A resource template (a URI with ``{placeholders}``): listed, not mentionable.
          */
         McpResourceTemplateInfo: {
-            /** Uri Template */
-            uri_template: string;
             /** Name */
             name: string;
             /**
@@ -2035,6 +2033,8 @@ export interface components {
              * @default null
              */
             mime_type: string | null;
+            /** Uri Template */
+            uri_template: string;
         };
         /** McpServerInfo */
         McpServerInfo: {

@@ -121,15 +121,7 @@ class UpdateMapper:
         to its own updates."""
         if request.tool_call_id in self._calls:
             return []
-        events = self._flush_thought()
-        start = ToolCallStart(
-            tool_call_id=request.tool_call_id,
-            title=request.title or request.kind or "tool",
-            kind=request.kind,
-            raw_input=request.raw_input,
-            session_update="tool_call",
-        )
-        events.extend(self._start(start))
+        events = [*self._flush_thought(), *self._announce(request)]
         call = self._calls[request.tool_call_id]
         call.done = True
         output = f"Refused; it was not run: {reason}"
@@ -208,14 +200,7 @@ class UpdateMapper:
         call = self._calls.get(update.tool_call_id)
         events: list[HistoryEvent] = []
         if call is None:  # an update for a call never announced: announce it first
-            start = ToolCallStart(
-                tool_call_id=update.tool_call_id,
-                title=update.title or update.kind or "tool",
-                kind=update.kind,
-                raw_input=update.raw_input,
-                session_update="tool_call",
-            )
-            events.extend(self._start(start))
+            events.extend(self._announce(update))
             call = self._calls[update.tool_call_id]
         call.kind = update.kind or call.kind
         call.title = update.title or call.title
@@ -226,6 +211,17 @@ class UpdateMapper:
         if update.status in ("completed", "failed") and not call.done:
             events.extend(self._result(update.tool_call_id, call, failed=update.status == "failed"))
         return events
+
+    def _announce(self, update: ToolCallProgress | ToolCallUpdate) -> list[HistoryEvent]:
+        """The start of a call known only from an update or a permission request."""
+        start = ToolCallStart(
+            tool_call_id=update.tool_call_id,
+            title=update.title or update.kind or "tool",
+            kind=update.kind,
+            raw_input=update.raw_input,
+            session_update="tool_call",
+        )
+        return self._start(start)
 
     def _result(self, call_id: str, call: _Call, *, failed: bool) -> list[HistoryEvent]:
         call.done = True
