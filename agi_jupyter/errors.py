@@ -125,6 +125,8 @@ class ErrorCode(StrEnum):
     # @ mentions of a user message
     MENTION_NOT_FOUND = "MENTION_NOT_FOUND"
     MENTIONS_TOO_LARGE = "MENTIONS_TOO_LARGE"
+    # MCP servers
+    MCP_SERVER_NOT_FOUND = "MCP_SERVER_NOT_FOUND"
 
 
 class AgiError(Exception):

@@ -95,12 +95,15 @@ class StaleReason(StrEnum):
 
 class MentionKind(StrEnum):
     """What an ``@`` mention of a user message points at: a project ``file``, a ``notebook``,
-    a notebook's ``cell`` (by id), or a kernel ``var`` (variable) of a notebook."""
+    a notebook's ``cell`` (by id), a kernel ``var`` (variable) of a notebook, or an MCP
+    server's ``resource`` (by URI) or ``prompt`` (by name, one without required arguments)."""
 
     FILE = "file"
     NOTEBOOK = "notebook"
     CELL = "cell"
     VAR = "var"
+    RESOURCE = "resource"
+    PROMPT = "prompt"
 
 
 class HostedTool(StrEnum):

@@ -8,6 +8,11 @@ same context. Bounds, in estimated tokens (four characters a token): one mention
 at ``MENTION_TOKENS`` (saying so); a message's mentions together may not pass
 ``MENTIONS_TOKENS`` (``MentionsTooLarge``, 413); at most ``MAX_MENTIONS`` a message.
 
+An MCP server's ``@resource`` (by URI) is read with ``resources/read`` (text contents as they
+are, binary ones named with their type and size), an ``@prompt`` (by name) got with
+``prompts/get`` without arguments (its messages' text); the part's ``ref`` is
+``server:uri`` / ``server:name``.
+
 A variable is described by whoever holds its kernel (the server through the notebook's kernel,
 the kernel itself for ``%%agi`` and the widget): ``summaries`` maps each ``@var`` mention to
 that text. ``parse_mentions`` finds ``@var name`` / ``@file path`` written in a prompt (the
@@ -20,6 +25,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from agi_jupyter.errors import (
     MentionNotFound,
@@ -51,12 +57,26 @@ _WRITTEN = re.compile(r"(?<![\w@])@(?P<kind>var|file)\s+(?P<ref>[^\s`'\"]+)")
 @dataclass(frozen=True)
 class Mention:
     """What a mention points at: ``ref`` is a path (``file``, ``notebook``), a cell id
-    (``cell``) or a variable name (``var``); ``notebook_path`` is the notebook of a cell or a
-    variable (relative to the project, or to the server root)."""
+    (``cell``), a variable name (``var``), a resource URI (``resource``) or a prompt name
+    (``prompt``); ``notebook_path`` is the notebook of a cell or a variable (relative to the
+    project, or to the server root); ``server`` the MCP server of a resource or a prompt."""
 
     kind: MentionKind
     ref: str
     notebook_path: str | None = None
+    server: str | None = None
+
+
+class McpReader(Protocol):
+    """What mentions read of the MCP servers (``agi_jupyter.mcp.servers.McpServers``): text,
+    or ``ToolError``."""
+
+    async def read_resource(self, name: str, uri: str) -> str: ...
+
+    async def prompt(self, name: str, prompt: str) -> str: ...
+
+
+MCP_KINDS = frozenset({MentionKind.RESOURCE, MentionKind.PROMPT})
 
 
 def parse_mentions(prompt: str) -> list[Mention]:
@@ -85,9 +105,10 @@ def clip(text: str, tokens: int = MENTION_TOKENS) -> str:
 class MentionResolver:
     """The mentions of one project: their parts, and the files a mention may name."""
 
-    def __init__(self, project: Path, notebooks: NotebookAccess) -> None:
+    def __init__(self, project: Path, notebooks: NotebookAccess, mcp: McpReader) -> None:
         self.project = project
         self.notebooks = notebooks
+        self.mcp = mcp
 
     async def parts(
         self, mentions: Sequence[Mention], summaries: Mapping[Mention, str]
@@ -116,6 +137,8 @@ class MentionResolver:
             return MentionPart(kind=kind, ref=mention.ref, text=clip(self._file(mention.ref)))
         if kind is MentionKind.CELL:
             return await self._cell(mention)
+        if kind in MCP_KINDS:
+            return await self._mcp(mention)
         path = mention.ref
         cells = await self._cells(path)
         text = "\n\n".join(_cell_text(c) for c in cells) or "(no cells)"
@@ -129,6 +152,20 @@ class MentionResolver:
                 ref = f"{mention.notebook_path}#{cell.id}"
                 return MentionPart(kind=MentionKind.CELL, ref=ref, text=clip(_cell_text(cell)))
         raise MentionNotFound(f"@cell {mention.ref}: no such cell in {mention.notebook_path}")
+
+    async def _mcp(self, mention: Mention) -> MentionPart:
+        kind, server = mention.kind, mention.server
+        if not server:
+            raise UsageError(f"@{kind} {mention.ref}: which MCP server? (server)")
+        ref = f"{server}:{mention.ref}"
+        try:
+            if kind is MentionKind.RESOURCE:
+                text = await self.mcp.read_resource(server, mention.ref)
+            else:
+                text = await self.mcp.prompt(server, mention.ref)
+        except ToolError as e:
+            raise MentionNotFound(f"@{kind} {ref}: {e.message}") from None
+        return MentionPart(kind=kind, ref=ref, text=clip(text))
 
     async def _cells(self, path: str) -> list[CellView]:
         try:

@@ -196,7 +196,7 @@ class Agi:
         )
         self._records = RunRecords(self.store, self.bus)
         self.completions = Completions(self.deps)
-        self.mentions = MentionResolver(self.project, self.notebooks)
+        self.mentions = MentionResolver(self.project, self.notebooks, self.mcp)
 
     def _open_store(self) -> Store:
         """A connection to the project's store, redacting what it writes (the lease keeper's
@@ -1163,7 +1163,8 @@ class Agi:
         """Each configured MCP server (``server``: that one), started if needed: name, state,
         error, and what it offers besides tools: ``resources``, resource ``templates`` and
         ``prompts`` (as the server lists them: ``uri``, ``name``, ``description``,
-        ``mimeType``, ``arguments``...)."""
+        ``mimeType``, ``arguments``...). ``server`` not configured: ``NotFound``
+        (``MCP_SERVER_NOT_FOUND``)."""
         return self._catalogue.mcp_resources(server)
 
     def sdks(self) -> list[dict[str, Any]]:

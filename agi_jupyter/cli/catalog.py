@@ -13,6 +13,7 @@ from rich.text import Text
 from agi_jupyter.amounts import context_gauge
 from agi_jupyter.cli import render
 from agi_jupyter.cli.common import json_option, open_agi, project_option, project_root
+from agi_jupyter.errors import NotFound
 
 TEXT_MIMES = ("application/json", "application/x-ndjson", "application/xml")
 
@@ -203,9 +204,10 @@ def mcp_resources(only: str | None, project: Path | None, as_json: bool) -> None
     server sent them (uri, name, description, mimeType; a prompt's arguments).
     """
     with open_agi(project) as agi:
-        servers = agi.mcp_resources(only)
-    if only is not None and not servers:
-        raise click.UsageError(f"no MCP server {only!r} is configured")
+        try:
+            servers = agi.mcp_resources(only)
+        except NotFound as e:
+            raise click.UsageError(e.message) from None
     for server in servers:
         if server["error"]:
             click.echo(f"agi: MCP server {server['name']} failed: {server['error']}", err=True)

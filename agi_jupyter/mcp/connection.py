@@ -14,7 +14,8 @@ Beyond tools: a call's progress notifications go to the caller's ``progress`` ca
 arrive; when the server says its tool list changed (``notifications/tools/list_changed``, or a
 ``subscriptions/listen`` event on 2026-07-28 sessions, which the owner opts in to) the tools are
 listed again and handed to ``on_tools_changed``; ``listings`` lists its resources, resource
-templates and prompts (a server without one of them has none).
+templates and prompts (a server without one of them has none); ``read_resource`` and
+``get_prompt`` read one (an ``@`` mention's context).
 
 Imported only when a server starts (it imports the ``mcp`` SDK).
 """
@@ -26,7 +27,7 @@ import contextlib
 import logging
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -158,6 +159,31 @@ class McpConnection:
         with contextlib.suppress(MCPError):
             found.prompts = await _pages(client.list_prompts, "prompts")
         return found
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """``resources/read`` (raises ``ConnectionLost``, or ``CallFailed`` when refused)."""
+        result: types.ReadResourceResult = await self._request(
+            lambda client: client.read_resource(uri), "read"
+        )
+        return result
+
+    async def get_prompt(self, name: str) -> types.GetPromptResult:
+        """``prompts/get`` without arguments (raises like ``read_resource``)."""
+        result: types.GetPromptResult = await self._request(
+            lambda client: client.get_prompt(name), "prompt"
+        )
+        return result
+
+    async def _request(self, send: Callable[[Client], Awaitable[Any]], what: str) -> Any:
+        client = self._client
+        if client is None or self._ended.is_set():
+            raise ConnectionLost("the server is not running")
+        try:
+            return await send(client)
+        except MCPError as e:
+            if e.error.code == types.CONNECTION_CLOSED or self._ended.is_set():
+                raise ConnectionLost(f"the server went away during the {what}") from None
+            raise CallFailed(f"the server refused the {what}: {e.error.message}") from None
 
     async def close(self) -> None:
         """Stop the server (stdio: close stdin, then terminate, then kill) and wait for it."""

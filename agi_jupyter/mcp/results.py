@@ -11,6 +11,11 @@
 | ``structuredContent``               | ``data.structured``; the output too when there is no text|
 | ``isError``                         | ``ok=False``                                             |
 
+An ``@`` mention of a resource or a prompt (``agi_jupyter/mentions.py``) reads it as text:
+``resource_text`` gives a ``resources/read`` result's text contents, and names each binary one
+with its MIME type and size; ``prompt_text`` gives a ``prompts/get`` result's messages, each
+headed by its role (non-text content named like a tool result's).
+
 Models read text only here, so binary content is stored (and shown by the panel and the
 artifact endpoints) rather than sent on; large text is spilled to an artifact by the executor
 like any tool's output.
@@ -114,3 +119,34 @@ def to_tool_result(mapped: Mapped, stored: dict[int, str]) -> ToolResult:
         ok=not mapped.is_error,
         data=data or None,
     )
+
+
+def resource_text(result: types.ReadResourceResult) -> str:
+    """A read resource as text: each text content as it is, each binary one named."""
+    texts: list[str] = []
+    for content in result.contents:
+        if isinstance(content, types.TextResourceContents):
+            texts.append(content.text)
+        else:
+            texts.append(_binary_note(content))
+    return "\n\n".join(texts) or "(the resource has no content)"
+
+
+def _binary_note(content: types.BlobResourceContents) -> str:
+    mime = content.mime_type or "application/octet-stream"
+    try:
+        size = f"{len(base64.b64decode(content.blob, validate=True))} bytes"
+    except (binascii.Error, ValueError):
+        size = "not valid base64"
+    return f"[binary content {content.uri} ({mime}, {size}): not shown]"
+
+
+def prompt_text(result: types.GetPromptResult) -> str:
+    """A prompt's messages as text, each headed by its role."""
+    texts: list[str] = []
+    for message in result.messages:
+        piece = _piece(message.content, "the prompt")
+        if isinstance(piece, Blob):
+            piece = f"[{piece.kind} ({piece.mime}, {len(piece.content)} bytes): not shown]"
+        texts.append(f"{message.role}: {piece}")
+    return "\n\n".join(texts) or "(the prompt has no messages)"

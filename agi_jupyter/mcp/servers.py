@@ -15,7 +15,8 @@ A call's progress notifications go out as live tool output (``tool.call.delta`` 
 ``progress`` channel: ``[3/10] message``), like a command's output, to every door. When a server
 says its tool list changed, its tools are registered again: the next model turn of every session
 is offered the new list. ``listings`` gives each server's resources, resource templates and
-prompts (``agi mcp-resources``).
+prompts (``agi mcp-resources``); ``read_resource`` and ``prompt`` read one as text (an ``@``
+mention's context).
 
 Everything here runs on the runtime loop; ``status`` may be read from any thread.
 """
@@ -24,11 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from agi_jupyter.errors import ToolError
+from agi_jupyter.errors import ErrorCode, NotFound, ToolError
 from agi_jupyter.mcp import reaper
 from agi_jupyter.mcp.sdk import mcp_sdk_problem
 from agi_jupyter.mcp.tools import McpTool, judge_trust
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 State = Literal["not started", "running", "exited", "failed", "stopped"]
 PROGRESS_CHANNEL = "progress"  # the live-output channel of a call's progress notifications
 _GLOB = "*?["
@@ -106,12 +108,7 @@ class McpServers:
         from agi_jupyter.mcp.connection import CallFailed, ConnectionLost
         from agi_jupyter.mcp.results import map_result, to_tool_result
 
-        server = self._servers.get(tool.server)
-        if server is None:
-            raise ToolError(f"MCP server {tool.server!r} is not configured")
-        connection = await self._ensure(server)
-        if connection is None:
-            raise ToolError(f"MCP server {tool.server!r} is not available: {server.error}")
+        server, connection = await self._connected(tool.server)
 
         async def report(progress: float, total: float | None, message: str | None) -> None:
             ctx.emit(PROGRESS_CHANNEL, progress_line(progress, total, message))
@@ -146,9 +143,13 @@ class McpServers:
     async def listings(self, only: str | None = None) -> list[JSON]:
         """Each configured server (``only``: that one), started if needed, with its resources,
         resource templates and prompts; a server that cannot start has none, and its
-        ``error``."""
+        ``error``. ``only`` not configured: ``NotFound`` (``MCP_SERVER_NOT_FOUND``)."""
         from agi_jupyter.mcp.connection import ConnectionLost
 
+        if only is not None and only not in self._servers:
+            raise NotFound(
+                f"no MCP server {only!r} is configured", code=ErrorCode.MCP_SERVER_NOT_FOUND
+            )
         servers = [s for s in self._servers.values() if only is None or s.spec.name == only]
         connections = await asyncio.gather(*(self._ensure(s) for s in servers))
         found: list[JSON] = []
@@ -169,6 +170,44 @@ class McpServers:
                     )
             found.append(entry)
         return found
+
+    async def read_resource(self, name: str, uri: str) -> str:
+        """The text of resource ``uri`` of server ``name`` (``resource_text``); raises
+        ``ToolError`` (an unknown or unavailable server, a resource it refuses to read)."""
+        from agi_jupyter.mcp.results import resource_text
+
+        result = await self._ask(name, lambda c: c.read_resource(uri))
+        return self.redactor.redact_text(resource_text(result))
+
+    async def prompt(self, name: str, prompt: str) -> str:
+        """The messages of prompt ``prompt`` of server ``name``, got without arguments, as
+        text (``prompt_text``); raises like ``read_resource``."""
+        from agi_jupyter.mcp.results import prompt_text
+
+        result = await self._ask(name, lambda c: c.get_prompt(prompt))
+        return self.redactor.redact_text(prompt_text(result))
+
+    async def _ask(self, name: str, send: Callable[[McpConnection], Awaitable[T]]) -> T:
+        from agi_jupyter.mcp.connection import CallFailed, ConnectionLost
+
+        server, connection = await self._connected(name)
+        try:
+            return await send(connection)
+        except ConnectionLost as e:
+            server.state = "exited"
+            raise ToolError(f"MCP server {name!r}: {e}; started again when next needed") from None
+        except CallFailed as e:
+            raise ToolError(f"MCP server {name!r}: {e}") from None
+
+    async def _connected(self, name: str) -> tuple[_Server, McpConnection]:
+        """Server ``name`` and its connection, started (again) if needed."""
+        server = self._servers.get(name)
+        if server is None:
+            raise ToolError(f"MCP server {name!r} is not configured")
+        connection = await self._ensure(server)
+        if connection is None:
+            raise ToolError(f"MCP server {name!r} is not available: {server.error}")
+        return server, connection
 
     async def aclose(self) -> None:
         self._closed = True

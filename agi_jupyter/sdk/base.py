@@ -94,12 +94,14 @@ class ToolCallEvent:
 
 @dataclass(kw_only=True)
 class ToolResultEvent:
-    """A tool's result (``artifact`` is stored and referenced, e.g. a ``file_diff``)."""
+    """A tool's result (``artifact`` is stored and referenced, e.g. a ``file_diff``);
+    ``denied``: the call was refused before it ran (stored with status ``denied``)."""
 
     id: str
     name: str
     output: str
     is_error: bool = False
+    denied: bool = False
     artifact: ArtifactDraft | None = None
     result: JSON | None = None  # structured result for ``tool_calls.result`` (default: output)
 

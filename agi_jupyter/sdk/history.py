@@ -46,6 +46,7 @@ from agi_jupyter.records import (
     Run,
     TextPart,
     ToolCallPart,
+    ToolCallStatus,
     ToolResultPart,
     utc_now,
 )
@@ -257,7 +258,7 @@ class CanonicalHistory:
         if artifact is None and event.artifact is not None:
             draft = self._redacted(event.artifact)
         ok = not event.is_error
-        status = outcome.status if outcome is not None else ("completed" if ok else "failed")
+        status = outcome.status if outcome is not None else _status(event)
         result: Any = outcome.result if outcome is not None else (event.result or output)
         if isinstance(result, dict):
             result = self.redactor.redact_json(result)
@@ -440,3 +441,10 @@ def _write_assistant(
         )
         rows[call.id] = row.id
     return message, rows
+
+
+def _status(event: ToolResultEvent) -> ToolCallStatus:
+    """The status of a call whose result the SDK reported (not one of our own tools)."""
+    if event.denied:
+        return "denied"
+    return "failed" if event.is_error else "completed"

@@ -100,7 +100,7 @@ def _value(reply: Any, what: str) -> object:
 
 
 def mentions_of(inputs: Sequence[MentionInput]) -> list[Mention]:
-    return [Mention(m.kind, m.ref, m.notebook_path) for m in inputs]
+    return [Mention(m.kind, m.ref, m.notebook_path, m.server) for m in inputs]
 
 
 async def mention_parts(

@@ -37,7 +37,7 @@ from agi_jupyter.kinds import (
     SdkName,
     Verdict,
 )
-from agi_jupyter.mentions import MAX_MENTIONS
+from agi_jupyter.mentions import MAX_MENTIONS, MCP_KINDS
 from agi_jupyter.model_specs import model_spec_pattern
 from agi_jupyter.notebook.wire import TabReply
 from agi_jupyter.records import (
@@ -248,6 +248,12 @@ class MentionsQuery(Query):
     limit: int = Field(50, ge=1, le=200)
 
 
+class McpResourcesQuery(Query):
+    server: str | None = Field(
+        None, min_length=1, max_length=200, description="Only this MCP server's."
+    )
+
+
 class TasksQuery(PageQuery):
     status: TaskStatus | None = None
 
@@ -323,6 +329,10 @@ _IN_A_NOTEBOOK: JsonDict = {  # JSON Schema: a cell or a variable names its note
     "if": {"properties": {"kind": {"enum": ["cell", "var"]}}},
     "then": {"properties": {"notebook_path": {"type": "string"}}, "required": ["notebook_path"]},
 }
+_ON_A_SERVER: JsonDict = {  # JSON Schema: a resource or a prompt names its MCP server
+    "if": {"properties": {"kind": {"enum": ["resource", "prompt"]}}},
+    "then": {"properties": {"server": {"type": "string"}}, "required": ["server"]},
+}
 _MENTIONS_NEED_INPUT: JsonDict = {  # JSON Schema: a run's mentions go with its input
     "if": {"properties": {"mentions": {"minItems": 1}}, "required": ["mentions"]},
     "then": {"properties": {"input": {"type": "string"}}, "required": ["input"]},
@@ -333,14 +343,14 @@ class MentionInput(Body):
     """An ``@`` mention of the message: the server resolves it into a context part of at
     most 2,000 tokens, stored with the message (a message's mentions together: 8,000)."""
 
-    model_config = ConfigDict(json_schema_extra=_IN_A_NOTEBOOK)
+    model_config = ConfigDict(json_schema_extra={"allOf": [_IN_A_NOTEBOOK, _ON_A_SERVER]})
 
     kind: MentionKindChoice
     ref: str = Field(
         min_length=1,
         max_length=1_000,
-        description="A path relative to the project (file, notebook), a cell id (cell) or a "
-        "variable name (var).",
+        description="A path relative to the project (file, notebook), a cell id (cell), a "
+        "variable name (var), a resource's URI (resource) or a prompt's name (prompt).",
     )
     notebook_path: str | None = Field(
         None,
@@ -348,11 +358,19 @@ class MentionInput(Body):
         max_length=1_000,
         description="The notebook of a cell, or whose kernel holds a var.",
     )
+    server: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="The MCP server of a resource or a prompt (GET /agi/v1/mcp/resources).",
+    )
 
     @model_validator(mode="after")
-    def _cells_and_vars_name_their_notebook(self) -> MentionInput:
+    def _say_where(self) -> MentionInput:
         if self.kind in (MentionKind.CELL, MentionKind.VAR) and self.notebook_path is None:
             raise ValueError(f"a {self.kind} mention names its notebook (notebook_path)")
+        if self.kind in MCP_KINDS and self.server is None:
+            raise ValueError(f"a {self.kind} mention names its MCP server (server)")
         return self
 
 
@@ -360,8 +378,8 @@ Mentions = Annotated[
     list[MentionInput],
     Field(
         max_length=MAX_MENTIONS,
-        description="@ mentions: files, notebooks, cells and kernel variables the message "
-        "points at, resolved into context stored with it.",
+        description="@ mentions: files, notebooks, cells, kernel variables and MCP resources "
+        "and prompts the message points at, resolved into context stored with it.",
     ),
 ]
 

@@ -52,6 +52,7 @@ STATUS_OF_CODE: dict[ErrorCode, tuple[int, ...]] = {
     ErrorCode.CURSOR_NOT_FOUND: (404,),
     ErrorCode.WEBHOOK_NOT_CONFIGURED: (404,),
     ErrorCode.REQUEST_NOT_FOUND: (404,),
+    ErrorCode.MCP_SERVER_NOT_FOUND: (404,),
     ErrorCode.RUN_TERMINAL: (409,),
     ErrorCode.UNDO_CONFLICT: (409,),
     ErrorCode.RUN_ACTIVE: (409,),

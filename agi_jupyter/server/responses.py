@@ -190,10 +190,66 @@ class McpServerInfo(Out):
     name: str
     transport: Literal["stdio", "http", "sse"]
     target: str = Field(description="The command, or the URL without credentials.")
-    state: Literal["not started", "running", "exited", "failed", "stopped"]
+    state: McpState
     error: str | None = Field(description="Why it failed to start, with its stderr's tail.")
     tools: list[str]
     source: str = Field(description="The mcp.json file that declares it.")
+
+
+McpState = Literal["not started", "running", "exited", "failed", "stopped"]
+
+
+class _McpListed(Out):
+    """What a server says of a listed resource or template."""
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+
+
+class McpResourceInfo(_McpListed):
+    """A resource an MCP server lists (an ``@resource`` mention names its server and URI)."""
+
+    uri: str
+
+
+class McpResourceTemplateInfo(_McpListed):
+    """A resource template (a URI with ``{placeholders}``): listed, not mentionable."""
+
+    uri_template: str
+
+
+class McpPromptArgument(Out):
+    name: str
+    description: str | None = None
+    required: bool = False
+
+
+class McpPromptInfo(Out):
+    name: str
+    title: str | None = None
+    description: str | None = None
+    arguments: list[McpPromptArgument]
+    mentionable: bool = Field(
+        description="It takes no required argument: an @prompt mention may name it."
+    )
+
+
+class McpServerOffer(Out):
+    """What one MCP server offers besides tools; a server that cannot start offers nothing,
+    and says why in ``error``."""
+
+    name: str
+    state: McpState
+    error: str | None = Field(description="Why it failed to start or stopped answering.")
+    resources: list[McpResourceInfo]
+    templates: list[McpResourceTemplateInfo]
+    prompts: list[McpPromptInfo]
+
+
+class McpResourceList(Out):
+    servers: list[McpServerOffer]
 
 
 class ToolList(Out):

@@ -19,6 +19,7 @@ from agi_jupyter.server.handlers.artifacts import ArtifactContentHandler, Artifa
 from agi_jupyter.server.handlers.base import AgiHandler
 from agi_jupyter.server.handlers.catalog import (
     AgentsHandler,
+    McpResourcesHandler,
     NotebookBudgetsHandler,
     ProvidersHandler,
     SdksHandler,
@@ -71,6 +72,7 @@ from agi_jupyter.server.models import (
     ExecutionsQuery,
     HistoryQuery,
     KeepRequest,
+    McpResourcesQuery,
     MentionsQuery,
     MessageCreate,
     NotebookBudgetUpdate,
@@ -106,6 +108,7 @@ from agi_jupyter.server.responses import (
     Deleted,
     ExecutionList,
     History,
+    McpResourceList,
     MentionCandidateList,
     Message,
     MessagePage,
@@ -318,6 +321,11 @@ ROUTES: tuple[Route, ...] = (
           response=AgentList),
     Route("GET", f"{V1}/tools", ToolsHandler, "listTools", "Tools (of one agent, or all)",
           "catalog", query=ToolsQuery, response=ToolList, errors=(ErrorCode.AGENT_NOT_FOUND,)),
+    Route("GET", f"{V1}/mcp/resources", McpResourcesHandler, "listMcpResources",
+          "What the configured MCP servers offer besides tools: resources, resource templates "
+          "and prompts (servers started to list them; one that cannot start says why)",
+          "catalog", query=McpResourcesQuery, response=McpResourceList,
+          errors=(ErrorCode.MCP_SERVER_NOT_FOUND,)),
     Route("GET", f"{V1}/providers", ProvidersHandler, "listProviders",
           "Model providers and whether they are configured (never their keys)", "catalog",
           response=ProviderList),

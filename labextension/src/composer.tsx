@@ -1,5 +1,6 @@
 /** The message box with Send and Stop, and its `@` mentions (`mentions.ts`): typing `@`
- * opens a list of what may be named (arrows move, Enter or Tab picks, Escape closes); a file
+ * opens a list of what may be named, the MCP servers' under a heading each (arrows move,
+ * Enter or Tab picks, Escape closes); a file
  * dragged from the file browser becomes an `@file` mention. Picked mentions show as chips
  * and go with the message as structured data. */
 
@@ -7,7 +8,7 @@ import { Button, runIcon, stopIcon } from '@jupyterlab/ui-components';
 import React, { useEffect, useRef, useState } from 'react';
 
 import { useTrans } from './i18n';
-import { type Candidate, inProject, type Mention, mentionAt, mentionsToSend, pick, type Typed } from './mentions';
+import { type Candidate, inProject, type Mention, mentionAt, mentionsToSend, pick, type Typed, withHeadings } from './mentions';
 import type { PanelModel } from './model';
 import { cellsNote, mayHaveCellsRunning } from './runningcells';
 import type { Snapshot } from './snapshot';
@@ -47,24 +48,34 @@ function MentionMenu(props: { menu: Menu; choose: (c: Candidate) => void }): JSX
   const trans = useTrans();
   return (
     <ul className="jp-AgiMentionMenu" role="listbox" aria-label={trans.__('Mentions')}>
-      {props.menu.items.map((item, i) => (
-        <li
-          key={`${item.kind}|${item.ref}`}
-          role="option"
-          aria-selected={i === props.menu.index}
-          className={i === props.menu.index ? 'jp-AgiMentionMenu-item jp-mod-active' : 'jp-AgiMentionMenu-item'}
-          data-kind={item.kind}
-          title={item.detail ? `${item.ref}: ${item.detail}` : item.ref}
-          onMouseDown={e => {
-            e.preventDefault(); // keep the focus in the message box
-            props.choose(item);
-          }}
-        >
-          <span className="jp-AgiMentionChip-kind">{item.kind}</span>
-          <span className="jp-AgiMentionMenu-label">{item.label}</span>
-          <span className="jp-AgiMentionMenu-detail jp-AgiDim">{item.detail}</span>
-        </li>
-      ))}
+      {withHeadings(props.menu.items).map(line => {
+        if ('heading' in line) {
+          return (
+            <li key={`heading|${line.heading}`} role="presentation" className="jp-AgiMentionMenu-heading">
+              {line.heading}
+            </li>
+          );
+        }
+        const { candidate: item, index: i } = line;
+        return (
+          <li
+            key={`${item.kind}|${item.server ?? ''}|${item.ref}`}
+            role="option"
+            aria-selected={i === props.menu.index}
+            className={i === props.menu.index ? 'jp-AgiMentionMenu-item jp-mod-active' : 'jp-AgiMentionMenu-item'}
+            data-kind={item.kind}
+            title={item.detail ? `${item.ref}: ${item.detail}` : item.ref}
+            onMouseDown={e => {
+              e.preventDefault(); // keep the focus in the message box
+              props.choose(item);
+            }}
+          >
+            <span className="jp-AgiMentionChip-kind">{item.kind}</span>
+            <span className="jp-AgiMentionMenu-label">{item.label}</span>
+            <span className="jp-AgiMentionMenu-detail jp-AgiDim">{item.detail}</span>
+          </li>
+        );
+      })}
     </ul>
   );
 }

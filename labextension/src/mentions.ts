@@ -2,7 +2,9 @@
  * `@` mentions in the composer, apart from React and JupyterLab (unit-tested): the mention
  * being typed at the caret (`mentionAt`), what it may name (`MentionSource.candidates`: the
  * active notebook's kernel variables and project files from `GET /agi/v1/mentions`, the open
- * notebooks and their cells from the tabs), the text once one is picked (`pick`), and the
+ * notebooks and their cells from the tabs, the MCP servers' resources and prompts without
+ * required arguments from `GET /agi/v1/mcp/resources`, grouped by server: `withHeadings`),
+ * the text once one is picked (`pick`), and the
  * structured mentions sent with the message (`mentionsToSend`: the server resolves them into
  * bounded context stored with the message).
  */
@@ -12,18 +14,22 @@ import type { components } from './openapi';
 
 export type MentionInput = components['schemas']['MentionInput'];
 export type MentionKindName = components['schemas']['MentionKind'];
+export type McpResourceList = components['schemas']['McpResourceList'];
 
-/** A mention the user picked: what goes to the server, and its chip's label. */
+/** A mention the user picked: what goes to the server, and its chip's label. `server`: the
+ * MCP server of a resource or a prompt. */
 export interface Mention {
   kind: MentionKindName;
   ref: string;
   notebook_path?: string;
+  server?: string;
   label: string;
 }
 
-/** A line of the completion list. */
+/** A line of the completion list; `group` heads the lines that share it (`MCP · server`). */
 export interface Candidate extends Mention {
   detail: string;
+  group?: string;
 }
 
 /** A notebook open in a tab: its path (from the server root) and its cells. */
@@ -57,14 +63,60 @@ export function mentionsToSend(text: string, picked: Mention[]): MentionInput[] 
   const seen = new Set<string>();
   const sent: MentionInput[] = [];
   for (const m of picked) {
-    const key = `${m.kind}|${m.ref}|${m.notebook_path ?? ''}`;
+    const key = `${m.kind}|${m.ref}|${m.notebook_path ?? ''}|${m.server ?? ''}`;
     if (seen.has(key) || !text.includes(`@${m.label}`)) {
       continue;
     }
     seen.add(key);
-    sent.push(m.notebook_path ? { kind: m.kind, ref: m.ref, notebook_path: m.notebook_path } : { kind: m.kind, ref: m.ref });
+    sent.push({ kind: m.kind, ref: m.ref, ...(m.notebook_path ? { notebook_path: m.notebook_path } : {}), ...(m.server ? { server: m.server } : {}) });
   }
   return sent;
+}
+
+/** A name as a mention's label: no white space (the label ends at one). */
+function labelOf(server: string, name: string): string {
+  return `${server}:${name.trim().replace(/\s+/g, '_')}`;
+}
+
+/** The MCP servers' resources and the prompts that take no required argument, as candidates
+ * grouped by server (`MCP · server`), filtered by `query` (name, URI, description). Resource
+ * templates and prompts with required arguments are not offered. */
+export function mcpCandidates(listing: McpResourceList, query: string): Candidate[] {
+  const q = query.toLowerCase();
+  const hit = (...texts: (string | null | undefined)[]): boolean => texts.some(t => (t ?? '').toLowerCase().includes(q));
+  const found: Candidate[] = [];
+  for (const server of listing.servers) {
+    const group = `MCP · ${server.name}`;
+    for (const r of server.resources) {
+      if (hit(r.name, r.uri, r.title, r.description, server.name)) {
+        found.push({ kind: 'resource', ref: r.uri, server: server.name, label: labelOf(server.name, r.name), detail: r.description ?? r.uri, group });
+      }
+    }
+    for (const p of server.prompts) {
+      if (p.mentionable && hit(p.name, p.title, p.description, server.name, 'prompt')) {
+        found.push({ kind: 'prompt', ref: p.name, server: server.name, label: labelOf(server.name, p.name), detail: p.description ?? '', group });
+      }
+    }
+  }
+  return found;
+}
+
+/** A line of the menu: a group's heading, or a candidate with its place in the list (what
+ * the arrow keys move over). */
+export type MenuLine = { heading: string } | { candidate: Candidate; index: number };
+
+/** The candidates with a heading before each run of a group (ungrouped ones have none). */
+export function withHeadings(items: Candidate[]): MenuLine[] {
+  const lines: MenuLine[] = [];
+  let group: string | undefined;
+  items.forEach((candidate, index) => {
+    if (candidate.group && candidate.group !== group) {
+      lines.push({ heading: candidate.group });
+    }
+    group = candidate.group;
+    lines.push({ candidate, index });
+  });
+  return lines;
 }
 
 /** `path` (from the server root) relative to `project`, when it is inside it. */
@@ -126,12 +178,32 @@ export class MentionSource {
         )
         .catch(() => []);
     };
-    const [vars, files] = await Promise.all([active ? ask('var') : Promise.resolve([]), ask('file')]);
+    const [vars, files, listing] = await Promise.all([active ? ask('var') : Promise.resolve([]), ask('file'), this.mcp(project)]);
     const notebooks = notebookCandidates(this.notebooks(), project, active, query);
     const fileRefs = new Set(notebooks.filter(c => c.kind === 'notebook').map(c => c.ref));
-    return [...vars, ...notebooks, ...files.filter(f => !fileRefs.has(f.ref))].slice(0, limit);
+    const local = [...vars, ...notebooks, ...files.filter(f => !fileRefs.has(f.ref))];
+    const servers = listing ? mcpCandidates(listing, query) : [];
+    // The MCP servers' lines keep a share of the list when the project has many files.
+    const room = Math.max(limit - servers.length, Math.ceil(limit / 2));
+    return [...local.slice(0, room), ...servers].slice(0, limit);
+  }
+
+  private listings = new Map<string, { at: number; listing: Promise<McpResourceList | null> }>();
+
+  /** The MCP servers' listing of `project`, asked again after `MCP_FRESH_MS` (null: none). */
+  private mcp(project: string): Promise<McpResourceList | null> {
+    const held = this.listings.get(project);
+    if (held && Date.now() - held.at < MCP_FRESH_MS) {
+      return held.listing;
+    }
+    const listing = this.client.request('get', '/agi/v1/mcp/resources', { query: { project } }).catch(() => null);
+    this.listings.set(project, { at: Date.now(), listing });
+    return listing;
   }
 }
+
+/** How long the MCP servers' listing is reused while the user types mentions. */
+export const MCP_FRESH_MS = 30_000;
 
 /** What `openNotebooks` reads of JupyterLab's notebook tracker (structural). */
 export interface NotebookTrackerLike {

@@ -488,6 +488,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agi/v1/mcp/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the configured MCP servers offer besides tools: resources, resource templates and prompts (servers started to list them; one that cannot start says why) */
+        get: operations["listMcpResources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agi/v1/providers": {
         parameters: {
             query?: never;
@@ -1658,7 +1675,7 @@ export interface components {
          * @description Every error code, by what raises it. A member is its string on the wire.
          * @enum {string}
          */
-        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "HOSTED_TOOL_UNSUPPORTED" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "CELL_PROTECTED" | "EXECUTION_NOT_FOUND" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT" | "COMPLETION_DISABLED" | "MENTION_NOT_FOUND" | "MENTIONS_TOO_LARGE";
+        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "CELL_PROTECTED" | "EXECUTION_NOT_FOUND" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT" | "COMPLETION_DISABLED" | "MENTION_NOT_FOUND" | "MENTIONS_TOO_LARGE" | "MCP_SERVER_NOT_FOUND";
         /** ErrorDetail */
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
@@ -1738,56 +1755,6 @@ export interface components {
              * @description The session's compactions, oldest first: the messages each folded into a summary the model reads instead (through_message_id); the history itself is whole.
              */
             compactions: components["schemas"]["Compaction"][];
-        };
-        /**
-         * HostedTool
-         * @description A tool the model provider runs itself, inside the response (``providers.hosted``), that a
-         *     session turns on (``tool_config.hosted_tools``; default none): ``web_search`` (OpenAI
-         *     Responses, Anthropic), ``file_search`` (OpenAI Responses, over the session's
-         *     ``vector_store_ids``), ``code_interpreter`` (OpenAI Responses), ``code_execution``
-         *     (Anthropic). Chat Completions and Google offer none.
-         * @enum {string}
-         */
-        HostedTool: "web_search" | "file_search" | "code_interpreter" | "code_execution";
-        /**
-         * HostedToolPart
-         * @description A call of a provider-hosted tool (``kinds.HostedTool``) that the provider ran inside its
-         *     response, with its result: ``name`` as the provider named it (``web_search``,
-         *     ``code_interpreter``, ``bash_code_execution``...), its ``input`` and a text ``output``; the
-         *     wire API it came from (``api``: ``responses`` or ``anthropic``) and ``echo``, its items or
-         *     blocks exactly as received, sent back verbatim in later requests to that API (another API
-         *     is sent nothing of it). Not a ``ToolCallPart``: nothing of ours answers it.
-         */
-        HostedToolPart: {
-            /** Tool Call Id */
-            tool_call_id: string;
-            /** Name */
-            name: string;
-            /** Api */
-            api: string;
-            /** Input */
-            input: {
-                [key: string]: unknown;
-            };
-            /**
-             * Output
-             * @default
-             */
-            output: string;
-            /**
-             * Is Error
-             * @default false
-             */
-            is_error: boolean;
-            /** Echo */
-            echo: {
-                [key: string]: unknown;
-            }[];
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "hosted_tool";
         };
         /** ImageInput */
         ImageInput: {
@@ -1977,6 +1944,98 @@ export interface components {
              */
             summary: string | null;
         };
+        /** McpPromptArgument */
+        McpPromptArgument: {
+            /** Name */
+            name: string;
+            /**
+             * Description
+             * @default null
+             */
+            description: string | null;
+            /**
+             * Required
+             * @default false
+             */
+            required: boolean;
+        };
+        /** McpPromptInfo */
+        McpPromptInfo: {
+            /** Name */
+            name: string;
+            /**
+             * Title
+             * @default null
+             */
+            title: string | null;
+            /**
+             * Description
+             * @default null
+             */
+            description: string | null;
+            /** Arguments */
+            arguments: components["schemas"]["McpPromptArgument"][];
+            /**
+             * Mentionable
+             * @description It takes no required argument: an @prompt mention may name it.
+             */
+            mentionable: boolean;
+        };
+        /**
+         * McpResourceInfo
+         * @description A resource an MCP server lists (an ``@resource`` mention names its server and URI).
+         */
+        McpResourceInfo: {
+            /** Name */
+            name: string;
+            /**
+             * Title
+             * @default null
+             */
+            title: string | null;
+            /**
+             * Description
+             * @default null
+             */
+            description: string | null;
+            /**
+             * Mime Type
+             * @default null
+             */
+            mime_type: string | null;
+            /** Uri */
+            uri: string;
+        };
+        /** McpResourceList */
+        McpResourceList: {
+            /** Servers */
+            servers: components["schemas"]["McpServerOffer"][];
+        };
+        /**
+         * McpResourceTemplateInfo
+         * @description A resource template (a URI with ``{placeholders}``): listed, not mentionable.
+         */
+        McpResourceTemplateInfo: {
+            /** Name */
+            name: string;
+            /**
+             * Title
+             * @default null
+             */
+            title: string | null;
+            /**
+             * Description
+             * @default null
+             */
+            description: string | null;
+            /**
+             * Mime Type
+             * @default null
+             */
+            mime_type: string | null;
+            /** Uri Template */
+            uri_template: string;
+        };
         /** McpServerInfo */
         McpServerInfo: {
             /** Name */
@@ -2008,6 +2067,31 @@ export interface components {
              * @description The mcp.json file that declares it.
              */
             source: string;
+        };
+        /**
+         * McpServerOffer
+         * @description What one MCP server offers besides tools; a server that cannot start offers nothing,
+         *     and says why in ``error``.
+         */
+        McpServerOffer: {
+            /** Name */
+            name: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "not started" | "running" | "exited" | "failed" | "stopped";
+            /**
+             * Error
+             * @description Why it failed to start or stopped answering.
+             */
+            error: string | null;
+            /** Resources */
+            resources: components["schemas"]["McpResourceInfo"][];
+            /** Templates */
+            templates: components["schemas"]["McpResourceTemplateInfo"][];
+            /** Prompts */
+            prompts: components["schemas"]["McpPromptInfo"][];
         };
         /**
          * MentionCandidate
@@ -2047,7 +2131,7 @@ export interface components {
             kind: components["schemas"]["MentionKind"];
             /**
              * Ref
-             * @description A path relative to the project (file, notebook), a cell id (cell) or a variable name (var).
+             * @description A path relative to the project (file, notebook), a cell id (cell), a variable name (var), a resource's URI (resource) or a prompt's name (prompt).
              */
             ref: string;
             /**
@@ -2056,14 +2140,21 @@ export interface components {
              * @default null
              */
             notebook_path?: string | null;
-        };
+            /**
+             * Server
+             * @description The MCP server of a resource or a prompt (GET /agi/v1/mcp/resources).
+             * @default null
+             */
+            server?: string | null;
+        } & (unknown & unknown);
         /**
          * MentionKind
          * @description What an ``@`` mention of a user message points at: a project ``file``, a ``notebook``,
-         *     a notebook's ``cell`` (by id), or a kernel ``var`` (variable) of a notebook.
+         *     a notebook's ``cell`` (by id), a kernel ``var`` (variable) of a notebook, or an MCP
+         *     server's ``resource`` (by URI) or ``prompt`` (by name, one without required arguments).
          * @enum {string}
          */
-        MentionKind: "file" | "notebook" | "cell" | "var";
+        MentionKind: "file" | "notebook" | "cell" | "var" | "resource" | "prompt";
         /**
          * MentionPart
          * @description What an ``@`` mention of a user message pointed at, resolved when the message was
@@ -2116,7 +2207,7 @@ export interface components {
                 [key: string]: unknown;
             };
             /** Parts */
-            parts: (components["schemas"]["TextPart"] | components["schemas"]["ReasoningPart"] | components["schemas"]["ToolCallPart"] | components["schemas"]["ToolResultPart"] | components["schemas"]["HostedToolPart"] | components["schemas"]["ImagePart"] | components["schemas"]["ErrorPart"] | components["schemas"]["ArtifactRefPart"] | components["schemas"]["MentionPart"])[];
+            parts: (components["schemas"]["TextPart"] | components["schemas"]["ReasoningPart"] | components["schemas"]["ToolCallPart"] | components["schemas"]["ToolResultPart"] | components["schemas"]["ImagePart"] | components["schemas"]["ErrorPart"] | components["schemas"]["ArtifactRefPart"] | components["schemas"]["MentionPart"])[];
             /**
              * Created At
              * @default
@@ -2201,7 +2292,7 @@ export interface components {
             cell_id?: string | null;
             /**
              * Mentions
-             * @description @ mentions: files, notebooks, cells and kernel variables the message points at, resolved into context stored with it.
+             * @description @ mentions: files, notebooks, cells, kernel variables and MCP resources and prompts the message points at, resolved into context stored with it.
              */
             mentions?: components["schemas"]["MentionInput"][];
             /**
@@ -2250,7 +2341,7 @@ export interface components {
          * MessagePart
          * @description One part of a message, discriminated by ``type``.
          */
-        MessagePart: components["schemas"]["TextPart"] | components["schemas"]["ReasoningPart"] | components["schemas"]["ToolCallPart"] | components["schemas"]["ToolResultPart"] | components["schemas"]["HostedToolPart"] | components["schemas"]["ImagePart"] | components["schemas"]["ErrorPart"] | components["schemas"]["ArtifactRefPart"] | components["schemas"]["MentionPart"];
+        MessagePart: components["schemas"]["TextPart"] | components["schemas"]["ReasoningPart"] | components["schemas"]["ToolCallPart"] | components["schemas"]["ToolResultPart"] | components["schemas"]["ImagePart"] | components["schemas"]["ErrorPart"] | components["schemas"]["ArtifactRefPart"] | components["schemas"]["MentionPart"];
         /**
          * NotebookBudgetUpdate
          * @description Set (or with ``budget`` null remove) the stored budget of one notebook.
@@ -2774,7 +2865,7 @@ export interface components {
             system_prompt?: string | null;
             /**
              * Mentions
-             * @description @ mentions: files, notebooks, cells and kernel variables the message points at, resolved into context stored with it.
+             * @description @ mentions: files, notebooks, cells, kernel variables and MCP resources and prompts the message points at, resolved into context stored with it.
              */
             mentions?: components["schemas"]["MentionInput"][];
             /**
@@ -2961,7 +3052,7 @@ export interface components {
             system_prompt?: string | null;
             /**
              * Mentions
-             * @description @ mentions: files, notebooks, cells and kernel variables the message points at, resolved into context stored with it.
+             * @description @ mentions: files, notebooks, cells, kernel variables and MCP resources and prompts the message points at, resolved into context stored with it.
              */
             mentions?: components["schemas"]["MentionInput"][];
             /**
@@ -3209,16 +3300,6 @@ export interface components {
                 [key: string]: components["schemas"]["Verdict"];
             } | null;
             /**
-             * Hosted Tools
-             * @description The provider's own tools the session's runs may use, run by the provider inside its response: web_search, file_search, code_interpreter (OpenAI Responses), web_search, code_execution (Anthropic); Chat Completions offers none (HOSTED_TOOL_UNSUPPORTED). Default: none.
-             */
-            hosted_tools?: components["schemas"]["HostedTool"][];
-            /**
-             * Vector Store Ids
-             * @description The OpenAI vector store ids file_search searches (required with it).
-             */
-            vector_store_ids?: string[];
-            /**
              * @description Stop its runs with BUDGET_EXCEEDED before a model call would go over it (default: the config's budgets.session).
              * @default null
              */
@@ -3334,18 +3415,6 @@ export interface components {
             permissions?: {
                 [key: string]: components["schemas"]["Verdict"];
             } | null;
-            /**
-             * Hosted Tools
-             * @description The provider's own tools the session's runs may use, run by the provider inside its response: web_search, file_search, code_interpreter (OpenAI Responses), web_search, code_execution (Anthropic); Chat Completions offers none (HOSTED_TOOL_UNSUPPORTED). Default: none.
-             * @default null
-             */
-            hosted_tools?: components["schemas"]["HostedTool"][] | null;
-            /**
-             * Vector Store Ids
-             * @description The OpenAI vector store ids file_search searches (required with it).
-             * @default null
-             */
-            vector_store_ids?: string[] | null;
             /**
              * @description The session's budget; null removes it.
              * @default null
@@ -7024,6 +7093,80 @@ export interface operations {
             };
         };
     };
+    listMcpResources: {
+        parameters: {
+            query?: {
+                /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
+                project?: string;
+                /** @description Only this MCP server's. */
+                server?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpResourceList"];
+                };
+            };
+            /** @description Error codes: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description How to authenticate: the Jupyter token (a webhook: its signature). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROJECT_NOT_FOUND, MCP_SERVER_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listProviders: {
         parameters: {
             query?: {
@@ -7825,7 +7968,6 @@ export const ErrorCode = {
     AGI_ERROR: "AGI_ERROR",
     VALIDATION_ERROR: "VALIDATION_ERROR",
     SDK_MODEL_MISMATCH: "SDK_MODEL_MISMATCH",
-    HOSTED_TOOL_UNSUPPORTED: "HOSTED_TOOL_UNSUPPORTED",
     BUDGET_NOT_RAISED: "BUDGET_NOT_RAISED",
     CONFIG_ERROR: "CONFIG_ERROR",
     PROVIDER_NOT_CONFIGURED: "PROVIDER_NOT_CONFIGURED",
@@ -7895,6 +8037,7 @@ export const ErrorCode = {
     COMPLETION_DISABLED: "COMPLETION_DISABLED",
     MENTION_NOT_FOUND: "MENTION_NOT_FOUND",
     MENTIONS_TOO_LARGE: "MENTIONS_TOO_LARGE",
+    MCP_SERVER_NOT_FOUND: "MCP_SERVER_NOT_FOUND",
 } as const;
 export type ErrorCode = components["schemas"]["ErrorCode"];
 
@@ -7904,6 +8047,8 @@ export const MentionKind = {
     NOTEBOOK: "notebook",
     CELL: "cell",
     VAR: "var",
+    RESOURCE: "resource",
+    PROMPT: "prompt",
 } as const;
 export type MentionKind = components["schemas"]["MentionKind"];
 

@@ -1,7 +1,19 @@
 import { describe, expect, it } from 'vitest';
 
 import { AgiClient, type Transport } from '../src/api';
-import { inProject, type Mention, mentionAt, MentionSource, mentionsToSend, notebookCandidates, openNotebooks, pick } from '../src/mentions';
+import {
+  inProject,
+  type McpResourceList,
+  mcpCandidates,
+  type Mention,
+  mentionAt,
+  MentionSource,
+  mentionsToSend,
+  notebookCandidates,
+  openNotebooks,
+  pick,
+  withHeadings
+} from '../src/mentions';
 
 const NOTEBOOK = {
   path: 'work/analysis.ipynb',
@@ -74,6 +86,9 @@ describe('MentionSource', () => {
     const asked: string[] = [];
     const transport: Transport = async path => {
       asked.push(path);
+      if (path.includes('/mcp/resources')) {
+        return new Response(JSON.stringify({ servers: [] }), { status: 200, headers: { 'Content-Type': 'application/json' } });
+      }
       const kind = new URL(path, 'http://x/').searchParams.get('kind');
       if (kind === 'var') {
         const items = [{ kind: 'var', ref: 'df', type: 'pandas.DataFrame', detail: 'shape (3, 2)' }];
@@ -99,5 +114,75 @@ describe('MentionSource', () => {
 
     const failing: Transport = async () => new Response('{"error":{"code":"NO_KERNEL","message":"no kernel"}}', { status: 400 });
     expect(await new MentionSource(new AgiClient(failing)).candidates('', 'a.ipynb', 'x')).toEqual([]);
+  });
+});
+
+const LISTING: McpResourceList = {
+  servers: [
+    {
+      name: 'feat',
+      state: 'running',
+      error: null,
+      resources: [
+        { uri: 'memo://readme', name: 'readme', title: null, description: 'What this server is', mime_type: 'text/plain' },
+        { uri: 'memo://logo', name: 'the logo', title: null, description: null, mime_type: 'image/png' }
+      ],
+      templates: [{ uri_template: 'memo://notes/{day}', name: 'notes', title: null, description: null, mime_type: null }],
+      prompts: [
+        { name: 'review', title: null, description: 'Review a file', arguments: [{ name: 'path', description: null, required: true }], mentionable: false },
+        { name: 'greeting', title: null, description: 'Greet the team', arguments: [], mentionable: true }
+      ]
+    },
+    { name: 'git', state: 'running', error: null, resources: [{ uri: 'git://log', name: 'log', title: null, description: null, mime_type: null }], templates: [], prompts: [] },
+    { name: 'broken', state: 'failed', error: 'it exited', resources: [], templates: [], prompts: [] }
+  ]
+};
+
+describe('MCP resources and prompts', () => {
+  it('offers resources and prompts without required arguments, grouped by server', () => {
+    const found = mcpCandidates(LISTING, '');
+    expect(found.map(c => [c.group, c.kind, c.server, c.ref, c.label])).toEqual([
+      ['MCP · feat', 'resource', 'feat', 'memo://readme', 'feat:readme'],
+      ['MCP · feat', 'resource', 'feat', 'memo://logo', 'feat:the_logo'],
+      ['MCP · feat', 'prompt', 'feat', 'greeting', 'feat:greeting'],
+      ['MCP · git', 'resource', 'git', 'git://log', 'git:log']
+    ]);
+    expect(mcpCandidates(LISTING, 'READ').map(c => c.ref)).toEqual(['memo://readme']);
+    expect(mcpCandidates(LISTING, 'git').map(c => c.ref)).toEqual(['git://log']);
+    expect(mcpCandidates(LISTING, 'review')).toEqual([]); // it takes a required argument
+  });
+
+  it('heads each server’s run of lines, and keeps the list’s order for the arrow keys', () => {
+    const file = { kind: 'file' as const, ref: 'notes.md', label: 'notes.md', detail: '' };
+    const lines = withHeadings([file, ...mcpCandidates(LISTING, '')]);
+    expect(lines.map(l => ('heading' in l ? `# ${l.heading}` : `${l.index} ${l.candidate.label}`))).toEqual([
+      '0 notes.md',
+      '# MCP · feat',
+      '1 feat:readme',
+      '2 feat:the_logo',
+      '3 feat:greeting',
+      '# MCP · git',
+      '4 git:log'
+    ]);
+  });
+
+  it('sends a picked resource with its server', () => {
+    const [readme] = mcpCandidates(LISTING, 'readme');
+    expect(mentionsToSend('summarize @feat:readme', [readme!])).toEqual([{ kind: 'resource', ref: 'memo://readme', server: 'feat' }]);
+  });
+
+  it('lists them after the project’s own, asking the servers once while the user types', async () => {
+    const asked: string[] = [];
+    const transport: Transport = async path => {
+      asked.push(path);
+      const body = path.includes('/mcp/resources') ? LISTING : { items: [{ kind: 'file', ref: 'readme.md', type: null, detail: '' }] };
+      return new Response(JSON.stringify(body), { status: 200, headers: { 'Content-Type': 'application/json' } });
+    };
+    const source = new MentionSource(new AgiClient(transport));
+    const found = await source.candidates('work', null, 'read');
+    expect(found.map(c => `${c.group ?? '-'} ${c.kind}:${c.ref}`)).toEqual(['- file:readme.md', 'MCP · feat resource:memo://readme']);
+    await source.candidates('work', null, 'readm');
+    expect(asked.filter(p => p.includes('/mcp/resources'))).toHaveLength(1);
+    expect(asked.find(p => p.includes('/mcp/resources'))).toContain('project=work');
   });
 });

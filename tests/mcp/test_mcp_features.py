@@ -106,10 +106,12 @@ def test_agi_mcp_resources_lists_resources_templates_and_prompts(
     servers = {s["name"]: s for s in json.loads(listed.stdout)}
     feat = servers["feat"]
     assert [(r["name"], r["uri"], r["mimeType"]) for r in feat["resources"]] == [
-        ("readme", "memo://readme", "text/plain")
+        ("readme", "memo://readme", "text/plain"),
+        ("logo", "memo://logo", "image/png"),
     ]
     assert [t["uriTemplate"] for t in feat["templates"]] == ["memo://notes/{day}"]
-    (review,) = feat["prompts"]
+    review, greeting = feat["prompts"]
+    assert (greeting["name"], greeting.get("arguments") or []) == ("greeting", [])
     assert (review["name"], review["description"]) == ("review", "Review a file")
     assert review["arguments"][0]["name"] == "path"
     assert (servers["tools"]["resources"], servers["tools"]["prompts"]) == ([], [])

@@ -6,7 +6,8 @@ model API pointed at a local server:
   without a ``kind``: the write is judged as the edit it was announced as, stored as one call.
 - ``@zed-industries/codex-acp``: the fake's Responses API, as a model provider of codex's own
   ``config.toml`` (``CODEX_HOME``); ``authenticate`` with our OpenAI key; its commands ask
-  permission (``approval_policy = "untrusted"``), decided by our policy.
+  permission (``approval_policy = "untrusted"``), decided by our policy; one it is refused is
+  never announced, and is recorded as a denied call all the same.
 - ``@google/gemini-cli --experimental-acp``: ``GOOGLE_GEMINI_BASE_URL`` at a small Gemini API
   written here (the fake LLM speaks no Gemini); ``authenticate`` with our Gemini key.
 """
@@ -136,9 +137,16 @@ def test_codex_acp_runs_its_command_through_our_gating(
         assert (project / "out.txt").read_text() == "from codex\n"
         assert [(c.name, c.status) for c in calls] == [("execute", "completed")]
         assert result.text == "Done."
-    else:  # refused when it asked: codex ends its turn before announcing the call
-        assert calls == []
-        assert fake_llm.pending_turns == 1
+    else:  # refused when it asked, before announcing it: recorded as a denied call
+        (call,) = calls
+        assert (call.name, call.status, call.is_error) == ("execute", "denied", True)
+        assert "echo from codex" in json.dumps(call.args)
+        assert "Refused" in json.dumps(call.result)
+        events = agi.run_events(result.run.id)
+        kinds = [e.type for e in events if e.payload.get("tool_call_id") == call.tool_call_id]
+        assert kinds[0] == "tool.call.started"
+        assert kinds[-1] == "tool.call.output"
+        assert fake_llm.pending_turns == 1  # codex ends its turn there
 
 
 class _GeminiApi(BaseHTTPRequestHandler):

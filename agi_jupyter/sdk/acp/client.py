@@ -180,6 +180,9 @@ class AgiClient:
             "allowed" if decision.allow else "rejected",
             decision.reason,
         )
+        if not decision.allow:
+            for event in turn.mapper.refused(tool_call, decision.reason):
+                await turn.params.on_history(event)
         return _answer(options, decision.allow)
 
     # --- files -------------------------------------------------------------------------------

@@ -12,6 +12,8 @@
 |                                            | (unless our ``fs.write`` wrote it: its diff)   |
 | ``usage_update``                           | the session's cost so far (for the run's cost) |
 | ``config_option_update`` (category model)  | the model recorded for the turn                |
+| a permission refused for a call never      | ``ToolCallEvent`` (kind and title from the     |
+| announced (codex-acp asks first)           | request), then a ``denied`` ``ToolResultEvent``|
 | prompt response (stop reason, usage)       | ``TurnMeta`` then ``TurnDone`` (no usage:      |
 |                                            | tokens unknown, never 0; gemini-cli's          |
 |                                            | ``_meta.quota``: its tokens and model)         |
@@ -39,6 +41,7 @@ from acp.schema import (
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
+    ToolCallUpdate,
     UsageUpdate,
 )
 
@@ -110,6 +113,25 @@ class UpdateMapper:
         call = self._calls.get(tool_call_id)
         return (call.kind, call.title) if call is not None else (None, None)
 
+    def refused(self, request: ToolCallUpdate, reason: str) -> list[HistoryEvent]:
+        """A call the agent asked permission for, refused: when it was never announced
+        (codex-acp asks before it announces, and a refused call is never announced), it is
+        recorded as a call of the turn, its kind, title and input from the request, ``denied``
+        with ``reason``; later updates for its id change nothing. An announced call is left
+        to its own updates."""
+        if request.tool_call_id in self._calls:
+            return []
+        events = [*self._flush_thought(), *self._announce(request)]
+        call = self._calls[request.tool_call_id]
+        call.done = True
+        output = f"Refused; it was not run: {reason}"
+        events.append(
+            ToolResultEvent(
+                id=request.tool_call_id, name=call.name, output=output, is_error=True, denied=True
+            )
+        )
+        return events
+
     def finish(self, response: PromptResponse, cost_usd: float | None) -> list[HistoryEvent]:
         """The end of the turn: unanswered calls get a result, then meta and ``TurnDone``."""
         events = self._flush_thought()
@@ -178,14 +200,7 @@ class UpdateMapper:
         call = self._calls.get(update.tool_call_id)
         events: list[HistoryEvent] = []
         if call is None:  # an update for a call never announced: announce it first
-            start = ToolCallStart(
-                tool_call_id=update.tool_call_id,
-                title=update.title or update.kind or "tool",
-                kind=update.kind,
-                raw_input=update.raw_input,
-                session_update="tool_call",
-            )
-            events.extend(self._start(start))
+            events.extend(self._announce(update))
             call = self._calls[update.tool_call_id]
         call.kind = update.kind or call.kind
         call.title = update.title or call.title
@@ -196,6 +211,17 @@ class UpdateMapper:
         if update.status in ("completed", "failed") and not call.done:
             events.extend(self._result(update.tool_call_id, call, failed=update.status == "failed"))
         return events
+
+    def _announce(self, update: ToolCallProgress | ToolCallUpdate) -> list[HistoryEvent]:
+        """The start of a call known only from an update or a permission request."""
+        start = ToolCallStart(
+            tool_call_id=update.tool_call_id,
+            title=update.title or update.kind or "tool",
+            kind=update.kind,
+            raw_input=update.raw_input,
+            session_update="tool_call",
+        )
+        return self._start(start)
 
     def _result(self, call_id: str, call: _Call, *, failed: bool) -> list[HistoryEvent]:
         call.done = True

@@ -1,18 +1,31 @@
-"""What a project offers and holds: agents, tools, providers, agent SDKs, statistics, tasks."""
+"""What a project offers and holds: agents, tools, MCP servers' resources and prompts,
+providers, agent SDKs, statistics, tasks."""
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from agi_jupyter.mcp.tools import server_of
 from agi_jupyter.model_specs import KNOWN_PROVIDERS
 from agi_jupyter.providers.local_models import list_local_models
 from agi_jupyter.server.handlers.base import AgiHandler, cursor_not_found, protected
-from agi_jupyter.server.models import NotebookBudgetUpdate, TasksQuery, ToolsQuery
+from agi_jupyter.server.models import (
+    McpResourcesQuery,
+    NotebookBudgetUpdate,
+    TasksQuery,
+    ToolsQuery,
+)
 from agi_jupyter.server.responses import (
     AgentInfo,
     AgentList,
+    McpPromptArgument,
+    McpPromptInfo,
+    McpResourceInfo,
+    McpResourceList,
+    McpResourceTemplateInfo,
     McpServerInfo,
+    McpServerOffer,
     NotebookBudgets,
     ProviderInfo,
     ProviderList,
@@ -74,6 +87,54 @@ class ToolsHandler(AgiHandler):
         ]
         servers = [McpServerInfo.model_validate(s) for s in agi.mcp_servers()]
         self.reply(ToolList(tools=infos, mcp_servers=servers))
+
+
+class McpResourcesHandler(AgiHandler):
+    @protected
+    async def get(self) -> None:
+        query = self.query(McpResourcesQuery)
+        agi = await self.agi()
+        servers = await self.call(agi.mcp_resources, query.server)
+        self.reply(McpResourceList(servers=[_offer(s) for s in servers]))
+
+
+def _offer(server: dict[str, Any]) -> McpServerOffer:
+    """A server's listing (``Agi.mcp_resources``: the fields by their MCP wire names)."""
+    return McpServerOffer(
+        name=server["name"],
+        state=server["state"],
+        error=server["error"],
+        resources=[
+            McpResourceInfo(uri=r["uri"], mime_type=r.get("mimeType"), **_named(r))
+            for r in server["resources"]
+        ],
+        templates=[
+            McpResourceTemplateInfo(
+                uri_template=t["uriTemplate"], mime_type=t.get("mimeType"), **_named(t)
+            )
+            for t in server["templates"]
+        ],
+        prompts=[_prompt(p) for p in server["prompts"]],
+    )
+
+
+def _named(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": item["name"],
+        "title": item.get("title"),
+        "description": item.get("description"),
+    }
+
+
+def _prompt(prompt: dict[str, Any]) -> McpPromptInfo:
+    arguments = [
+        McpPromptArgument(
+            name=a["name"], description=a.get("description"), required=bool(a.get("required"))
+        )
+        for a in prompt.get("arguments") or []
+    ]
+    mentionable = not any(a.required for a in arguments)
+    return McpPromptInfo(arguments=arguments, mentionable=mentionable, **_named(prompt))
 
 
 class ProvidersHandler(AgiHandler):

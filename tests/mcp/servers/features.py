@@ -1,7 +1,8 @@
 """A real stdio MCP server (the ``mcp`` SDK's MCPServer) with the features beyond tools that the
 client follows: ``count`` reports progress before it answers, ``grow`` adds a tool (``grown``)
 and says the tool list changed (both ways: ``subscriptions/listen`` and the older
-notification), and it has resources, a resource template and prompts.
+notification), and it has resources (one text, one binary), a resource template and prompts
+(``review`` takes a required argument, ``greeting`` none).
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ def readme() -> str:
     return "a test server"
 
 
+@server.resource("memo://logo", name="logo", description="A tiny image", mime_type="image/png")
+def logo() -> bytes:
+    return b"\x89PNG\r\n\x1a\n" + bytes(24)
+
+
 @server.resource("memo://notes/{day}", name="notes of a day", mime_type="text/plain")
 def notes(day: str) -> str:
     return f"notes of {day}"
@@ -53,6 +59,11 @@ def notes(day: str) -> str:
 @server.prompt(name="review", description="Review a file")
 def review(path: str) -> str:
     return f"Please review {path}."
+
+
+@server.prompt(name="greeting", description="Greet the team")
+def greeting() -> str:
+    return "Say hello to the data team in one line."
 
 
 if __name__ == "__main__":
