@@ -1675,7 +1675,7 @@ export interface components {
          * @description Every error code, by what raises it. A member is its string on the wire.
          * @enum {string}
          */
-        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "CELL_PROTECTED" | "EXECUTION_NOT_FOUND" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT" | "COMPLETION_DISABLED" | "MENTION_NOT_FOUND" | "MENTIONS_TOO_LARGE" | "MCP_SERVER_NOT_FOUND";
+        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "HOSTED_TOOL_UNSUPPORTED" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "CELL_PROTECTED" | "EXECUTION_NOT_FOUND" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT" | "COMPLETION_DISABLED" | "MENTION_NOT_FOUND" | "MENTIONS_TOO_LARGE" | "MCP_SERVER_NOT_FOUND";
         /** ErrorDetail */
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
@@ -1755,6 +1755,56 @@ export interface components {
              * @description The session's compactions, oldest first: the messages each folded into a summary the model reads instead (through_message_id); the history itself is whole.
              */
             compactions: components["schemas"]["Compaction"][];
+        };
+        /**
+         * HostedTool
+         * @description A tool the model provider runs itself, inside the response (``providers.hosted``), that a
+         *     session turns on (``tool_config.hosted_tools``; default none): ``web_search`` (OpenAI
+         *     Responses, Anthropic), ``file_search`` (OpenAI Responses, over the session's
+         *     ``vector_store_ids``), ``code_interpreter`` (OpenAI Responses), ``code_execution``
+         *     (Anthropic). Chat Completions and Google offer none.
+         * @enum {string}
+         */
+        HostedTool: "web_search" | "file_search" | "code_interpreter" | "code_execution";
+        /**
+         * HostedToolPart
+         * @description A call of a provider-hosted tool (``kinds.HostedTool``) that the provider ran inside its
+         *     response, with its result: ``name`` as the provider named it (``web_search``,
+         *     ``code_interpreter``, ``bash_code_execution``...), its ``input`` and a text ``output``; the
+         *     wire API it came from (``api``: ``responses`` or ``anthropic``) and ``echo``, its items or
+         *     blocks exactly as received, sent back verbatim in later requests to that API (another API
+         *     is sent nothing of it). Not a ``ToolCallPart``: nothing of ours answers it.
+         */
+        HostedToolPart: {
+            /** Tool Call Id */
+            tool_call_id: string;
+            /** Name */
+            name: string;
+            /** Api */
+            api: string;
+            /** Input */
+            input: {
+                [key: string]: unknown;
+            };
+            /**
+             * Output
+             * @default
+             */
+            output: string;
+            /**
+             * Is Error
+             * @default false
+             */
+            is_error: boolean;
+            /** Echo */
+            echo: {
+                [key: string]: unknown;
+            }[];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "hosted_tool";
         };
         /** ImageInput */
         ImageInput: {
@@ -2207,7 +2257,7 @@ export interface components {
                 [key: string]: unknown;
             };
             /** Parts */
-            parts: (components["schemas"]["TextPart"] | components["schemas"]["ReasoningPart"] | components["schemas"]["ToolCallPart"] | components["schemas"]["ToolResultPart"] | components["schemas"]["ImagePart"] | components["schemas"]["ErrorPart"] | components["schemas"]["ArtifactRefPart"] | components["schemas"]["MentionPart"])[];
+            parts: (components["schemas"]["TextPart"] | components["schemas"]["ReasoningPart"] | components["schemas"]["ToolCallPart"] | components["schemas"]["ToolResultPart"] | components["schemas"]["HostedToolPart"] | components["schemas"]["ImagePart"] | components["schemas"]["ErrorPart"] | components["schemas"]["ArtifactRefPart"] | components["schemas"]["MentionPart"])[];
             /**
              * Created At
              * @default
@@ -2341,7 +2391,7 @@ export interface components {
          * MessagePart
          * @description One part of a message, discriminated by ``type``.
          */
-        MessagePart: components["schemas"]["TextPart"] | components["schemas"]["ReasoningPart"] | components["schemas"]["ToolCallPart"] | components["schemas"]["ToolResultPart"] | components["schemas"]["ImagePart"] | components["schemas"]["ErrorPart"] | components["schemas"]["ArtifactRefPart"] | components["schemas"]["MentionPart"];
+        MessagePart: components["schemas"]["TextPart"] | components["schemas"]["ReasoningPart"] | components["schemas"]["ToolCallPart"] | components["schemas"]["ToolResultPart"] | components["schemas"]["HostedToolPart"] | components["schemas"]["ImagePart"] | components["schemas"]["ErrorPart"] | components["schemas"]["ArtifactRefPart"] | components["schemas"]["MentionPart"];
         /**
          * NotebookBudgetUpdate
          * @description Set (or with ``budget`` null remove) the stored budget of one notebook.
@@ -3300,6 +3350,16 @@ export interface components {
                 [key: string]: components["schemas"]["Verdict"];
             } | null;
             /**
+             * Hosted Tools
+             * @description The provider's own tools the session's runs may use, run by the provider inside its response: web_search, file_search, code_interpreter (OpenAI Responses), web_search, code_execution (Anthropic); Chat Completions offers none (HOSTED_TOOL_UNSUPPORTED). Default: none.
+             */
+            hosted_tools?: components["schemas"]["HostedTool"][];
+            /**
+             * Vector Store Ids
+             * @description The OpenAI vector store ids file_search searches (required with it).
+             */
+            vector_store_ids?: string[];
+            /**
              * @description Stop its runs with BUDGET_EXCEEDED before a model call would go over it (default: the config's budgets.session).
              * @default null
              */
@@ -3415,6 +3475,18 @@ export interface components {
             permissions?: {
                 [key: string]: components["schemas"]["Verdict"];
             } | null;
+            /**
+             * Hosted Tools
+             * @description The provider's own tools the session's runs may use, run by the provider inside its response: web_search, file_search, code_interpreter (OpenAI Responses), web_search, code_execution (Anthropic); Chat Completions offers none (HOSTED_TOOL_UNSUPPORTED). Default: none.
+             * @default null
+             */
+            hosted_tools?: components["schemas"]["HostedTool"][] | null;
+            /**
+             * Vector Store Ids
+             * @description The OpenAI vector store ids file_search searches (required with it).
+             * @default null
+             */
+            vector_store_ids?: string[] | null;
             /**
              * @description The session's budget; null removes it.
              * @default null
@@ -7968,6 +8040,7 @@ export const ErrorCode = {
     AGI_ERROR: "AGI_ERROR",
     VALIDATION_ERROR: "VALIDATION_ERROR",
     SDK_MODEL_MISMATCH: "SDK_MODEL_MISMATCH",
+    HOSTED_TOOL_UNSUPPORTED: "HOSTED_TOOL_UNSUPPORTED",
     BUDGET_NOT_RAISED: "BUDGET_NOT_RAISED",
     CONFIG_ERROR: "CONFIG_ERROR",
     PROVIDER_NOT_CONFIGURED: "PROVIDER_NOT_CONFIGURED",
