@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from agi_jupyter.app.attachments import MAX_ATTACHED_BYTES, MAX_ATTACHED_IMAGES
 from agi_jupyter.errors import NotFound
 from agi_jupyter.records import ImagePart, Part, TextPart
 from agi_jupyter.runtime.follow import is_new
@@ -14,8 +16,11 @@ from agi_jupyter.server.mentions import mention_parts
 from agi_jupyter.server.models import ImageInput, MessageCreate, PageQuery, TextInput
 from agi_jupyter.server.responses import Message, MessagePage
 
+# A body with attached images: each image's base64, and 1 MB for the rest.
+IMAGES_BODY_LIMIT = MAX_ATTACHED_IMAGES * (MAX_ATTACHED_BYTES + 2) // 3 * 4 + 1024 * 1024
 
-def input_parts(content: str | list[TextInput | ImageInput]) -> list[Part]:
+
+def input_parts(content: str | Sequence[TextInput | ImageInput]) -> list[Part]:
     """The message parts of a request's ``content``."""
     if isinstance(content, str):
         return [TextPart(text=content)]
@@ -28,6 +33,8 @@ def input_parts(content: str | list[TextInput | ImageInput]) -> list[Part]:
 
 
 class MessagesHandler(AgiHandler):
+    body_limit = IMAGES_BODY_LIMIT
+
     @protected
     async def get(self, session_id: str) -> None:
         query = self.query(PageQuery)
