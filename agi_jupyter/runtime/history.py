@@ -95,7 +95,7 @@ def unanswered_tool_calls(messages: list[Message]) -> list[tuple[Message, ToolCa
 
 def history_view(messages: list[Message], view: HistoryView) -> list[Message]:
     """``full``: every message with all its parts. ``simple``: user and assistant text only
-    (and the user's ``@`` mentions and attached images);
+    (and the user's ``@`` mentions and attached images, whose bytes are artifacts);
     a message that keeps all its parts is returned as it is, the others as copies."""
     if view == "full":
         return messages
@@ -132,7 +132,9 @@ def _simple(messages: list[Message]) -> list[Message]:
         texts: list[Part] = [
             p
             for p in m.parts
-            if (isinstance(p, TextPart) and p.text) or isinstance(p, (MentionPart, ImagePart))
+            if (isinstance(p, TextPart) and p.text)
+            or isinstance(p, MentionPart)
+            or (isinstance(p, ImagePart) and p.artifact_id)
         ]
         if texts:
             # Messages read with ``list_messages(text_only=True)`` (what ``Agi.history``
