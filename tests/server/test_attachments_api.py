@@ -6,30 +6,17 @@ test)."""
 from __future__ import annotations
 
 import base64
-import io
 import json
 from typing import Any
 
-from PIL import Image
-
 from agi_jupyter.app.attachments import MAX_ATTACHED_BYTES, MAX_ATTACHED_IMAGES
 from agi_jupyter.testing import FakeLLMServer, Turn
-from tests.runtime.test_attached_images import chat_images, responses_images
+from tests.runtime.test_attached_images import chat_images, data_url, png, responses_images
 from tests.server.conftest import Fetch
-
-
-def png(colour: tuple[int, int, int] = (200, 30, 30)) -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (8, 8), colour).save(out, format="PNG")
-    return out.getvalue()
 
 
 def image_part(content: bytes, mime: str = "image/png") -> dict[str, Any]:
     return {"type": "image", "mime": mime, "data_base64": base64.b64encode(content).decode()}
-
-
-def data_url(content: bytes) -> str:
-    return "data:image/png;base64," + base64.b64encode(content).decode()
 
 
 async def _session(fetch: Fetch) -> str:
@@ -79,7 +66,7 @@ async def test_a_run_body_takes_images_with_its_input(
     fake_llm.enqueue(Turn(text="two dots"))
     body = {
         "input": "compare them",
-        "images": [image_part(png()), image_part(png((0, 90, 200)))],
+        "images": [image_part(png()), image_part(png(colour=(0, 90, 200)))],
         "model": "openai-chat:gpt-4o-mini",
     }
     streamed = await fetch("sessions", sid, "runs:stream", method="POST", json=body)
@@ -88,7 +75,7 @@ async def test_a_run_body_takes_images_with_its_input(
     assert final["type"] == "run.final"
     assert final["run"]["status"] == "succeeded", final
     sent = chat_images(fake_llm.requests[-1].body)
-    assert sent == [data_url(png()), data_url(png((0, 90, 200)))]
+    assert sent == [data_url(png()), data_url(png(colour=(0, 90, 200)))]
 
     alone = await fetch(
         "sessions", sid, "runs", method="POST", json={"images": [image_part(png())]}
