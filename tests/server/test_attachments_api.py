@@ -6,8 +6,13 @@ test)."""
 from __future__ import annotations
 
 import base64
+import io
 import json
+import random
 from typing import Any
+
+import pytest
+from PIL import Image
 
 from agi_jupyter.app.attachments import MAX_ATTACHED_BYTES, MAX_ATTACHED_IMAGES
 from agi_jupyter.testing import FakeLLMServer, Turn
@@ -114,3 +119,33 @@ async def test_attached_images_are_bounded_and_nothing_is_kept_of_a_refused_mess
     messages = await fetch("sessions", sid, "messages")
     assert messages.data["messages"] == []
     assert fake_llm.requests == []
+
+
+class TestBodyLimit:
+    """``max_body_size`` bounds a body besides its images' base64 (bounded on their own)."""
+
+    @pytest.fixture
+    def agi_config(self) -> dict[str, Any]:
+        return {"max_body_size": 2000}
+
+    async def test_images_do_not_count_against_the_body_limit(
+        self, fetch: Fetch, fake_llm: FakeLLMServer
+    ) -> None:
+        sid = await _session(fetch)
+        pixels = random.Random(7).randbytes(64 * 64 * 3)  # noise: a PNG that stays large
+        image = Image.frombytes("RGB", (64, 64), pixels)
+        out = io.BytesIO()
+        image.save(out, format="PNG")
+        noise = out.getvalue()
+        assert len(base64.b64encode(noise)) > 2000
+        fake_llm.enqueue(Turn(text="noise"))
+        content = [{"type": "text", "text": "what is it?"}, image_part(noise)]
+        body = {"content": content, "model": "openai:gpt-4o"}
+        taken = await fetch("sessions", sid, "messages", method="POST", json=body)
+        assert taken.status == 200, taken
+        assert responses_images(fake_llm.requests[-1].body) == [data_url(noise)]
+
+        content[0]["text"] = "x" * 5000
+        refused = await fetch("sessions", sid, "messages", method="POST", json=body)
+        assert (refused.status, refused.error["code"]) == (413, "PAYLOAD_TOO_LARGE")
+        assert "besides its images" in refused.error["message"]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from agi_jupyter.records import MentionPart, Part, Run
 from agi_jupyter.runtime.follow import is_new, stored_event_to_dict
 from agi_jupyter.server.handlers.base import AgiHandler, protected
-from agi_jupyter.server.handlers.messages import IMAGES_BODY_LIMIT, input_parts
+from agi_jupyter.server.handlers.messages import ImagesBodyHandler, input_parts
 from agi_jupyter.server.handlers.replies import events_of, reply_to_run, seq_of
 from agi_jupyter.server.mentions import mention_parts
 from agi_jupyter.server.models import (
@@ -73,9 +73,7 @@ def _start_stream(
     return agi.submit(parts, session=session_id, **_options(body), **fields)
 
 
-class SessionRunsHandler(AgiHandler):
-    body_limit = IMAGES_BODY_LIMIT
-
+class SessionRunsHandler(ImagesBodyHandler):
     @protected
     async def get(self, session_id: str) -> None:
         query = self.query(PageQuery)
@@ -93,9 +91,7 @@ class SessionRunsHandler(AgiHandler):
         self.reply(RunResponse(run=run), status=202)
 
 
-class SessionRunsStreamHandler(AgiHandler):
-    body_limit = IMAGES_BODY_LIMIT
-
+class SessionRunsStreamHandler(ImagesBodyHandler):
     @protected
     async def post(self, session_id: str) -> None:
         body = self.body(RunStreamCreate)
