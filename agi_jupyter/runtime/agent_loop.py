@@ -111,6 +111,12 @@ class TurnResult:
         return self.finish is not None and self.finish.reason == "length"
 
     @property
+    def paused(self) -> bool:
+        """Anthropic paused a long turn of its server tools (``stop_reason: pause_turn``): the
+        answer so far, sent back as it is, lets the model continue its turn."""
+        return self.finish is not None and self.finish.raw_reason == "pause_turn"
+
+    @property
     def context_tokens(self) -> int | None:
         return None if self.usage is None else self.usage.input_tokens + self.usage.output_tokens
 
@@ -272,7 +278,7 @@ class AgentLoop:
                     run, session, agent, allowed, assistant, turn.tool_calls, emitter, iteration
                 )
                 await self._save_state(run, state, emitter)
-            if not turn.tool_calls:
+            if not turn.tool_calls and not turn.paused:
                 return AttemptResult(text, usage_to_json(usage_total), cost_total, iteration)
         return AttemptResult(text, usage_to_json(usage_total), cost_total, max_iterations, True)
 

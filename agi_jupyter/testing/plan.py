@@ -137,6 +137,7 @@ class Plan:
     citations: list[tuple[str, str]]
     usage: Usage
     hit_max_tokens: bool = False
+    paused: bool = False
     send_usage: bool = True
 
     @property
@@ -169,6 +170,7 @@ def make_plan(turn: Turn, protocol: str, body: JSON, ids: IdFactory) -> Plan:
         citations=list(turn.citations),
         usage=_usage(turn, protocol, body, calls),
         hit_max_tokens=turn.hit_max_tokens,
+        paused=turn.paused,
         send_usage=turn.send_usage,
     )
 

@@ -96,6 +96,8 @@ class Turn:
     completes by itself; ``response_id`` fixes the id of the response/completion/message.
     ``hit_max_tokens``: the answer stops at the output token limit (``finish_reason: length``,
     ``stop_reason: max_tokens``, a Responses ``incomplete`` with ``max_output_tokens``).
+    ``paused``: Anthropic ends the answer with ``stop_reason: pause_turn`` (the API paused a
+    long turn of its server tools; the client sends the answer back as it is to continue).
     ``send_usage=False``: a Chat Completions stream sends no usage chunk even when asked for
     one, as llama-cpp-python's server does. ``cached_tokens``: of the input tokens, those read
     from a prompt cache, reported as each API does (Chat Completions
@@ -114,6 +116,7 @@ class Turn:
     background_delay: float = 0.0
     response_id: str | None = None
     hit_max_tokens: bool = False
+    paused: bool = False
     send_usage: bool = True
     cached_tokens: int = 0
 

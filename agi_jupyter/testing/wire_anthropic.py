@@ -13,7 +13,7 @@ Stream (each event has ``event: <type>``; the SDK ignores events without one)::
     text block:      content_block_start, content_block_delta(text_delta) ..., content_block_stop
     per tool call:   content_block_start(tool_use), content_block_delta(input_json_delta) ...,
                      content_block_stop
-    message_delta                          final: stop_reason end_turn | tool_use, usage
+    message_delta                          final: stop_reason (end_turn, tool_use, ...), usage
     message_stop                           final
 """
 
@@ -83,6 +83,8 @@ def _usage(plan: Plan) -> JSON:
 def _stop_reason(plan: Plan) -> str:
     if plan.hit_max_tokens:
         return "max_tokens"
+    if plan.paused:
+        return "pause_turn"
     return "tool_use" if plan.tool_calls else "end_turn"
 
 

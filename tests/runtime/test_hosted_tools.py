@@ -207,3 +207,38 @@ def test_changing_the_model_or_the_tools_is_checked_and_a_run_names_what_is_miss
     assert "'code_interpreter'" in result.run.error["message"]
     assert "'anthropic'" in result.run.error["message"]
     assert fake_llm.requests == []
+
+
+@pytest.mark.parametrize("wire", ["http", "sdk"])
+def test_a_turn_anthropic_paused_is_sent_back_and_continued(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer, wire: str
+) -> None:
+    """``stop_reason: pause_turn`` (a long server-tool turn the API paused) is not the end of
+    the answer: the paused answer goes back as it is, and the model continues its turn."""
+    search = FakeHostedCall(name="web_search", input={"query": "jupyter"}, result=URLS)
+    fake_llm.enqueue(Turn(hosted_calls=[search], paused=True), Turn(text=ANSWER))
+    agi = make_agi(config={"wire": wire})
+    session = agi.new_session(model="anthropic:claude-haiku-4-5", hosted_tools=["web_search"])
+    result = agi.ask("Where does Jupyter live?", session=session.id)
+    assert (result.run.status, result.text) == ("succeeded", ANSWER)
+    first, second = fake_llm.requests
+    # The continuation sends the paused answer last, as it came: the model goes on from it.
+    paused = second.body["messages"][-1]
+    assert paused["role"] == "assistant"
+    assert [b["type"] for b in paused["content"]] == ["server_tool_use", "web_search_tool_result"]
+    assert _without_cache_marks(second.body["messages"][:-1]) == _without_cache_marks(
+        first.body["messages"]
+    )
+    (row,) = agi.tool_calls(result.run.id)
+    assert (row.name, row.executed_by) == ("web_search", "provider")
+
+
+def _without_cache_marks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages without their prompt-caching breakpoints (which move with the window)."""
+    return [
+        {
+            **m,
+            "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]],
+        }
+        for m in messages
+    ]
