@@ -7,7 +7,6 @@ from typing import Literal
 
 from agi_jupyter.records import (
     ChatMessage,
-    ImagePart,
     MentionPart,
     Message,
     Part,
@@ -95,7 +94,7 @@ def unanswered_tool_calls(messages: list[Message]) -> list[tuple[Message, ToolCa
 
 def history_view(messages: list[Message], view: HistoryView) -> list[Message]:
     """``full``: every message with all its parts. ``simple``: user and assistant text only
-    (and the user's ``@`` mentions and attached images, whose bytes are artifacts);
+    (and the user's ``@`` mentions);
     a message that keeps all its parts is returned as it is, the others as copies."""
     if view == "full":
         return messages
@@ -130,11 +129,7 @@ def _simple(messages: list[Message]) -> list[Message]:
         if m.role not in ("user", "assistant"):
             continue
         texts: list[Part] = [
-            p
-            for p in m.parts
-            if (isinstance(p, TextPart) and p.text)
-            or isinstance(p, MentionPart)
-            or (isinstance(p, ImagePart) and p.artifact_id)
+            p for p in m.parts if (isinstance(p, TextPart) and p.text) or isinstance(p, MentionPart)
         ]
         if texts:
             # Messages read with ``list_messages(text_only=True)`` (what ``Agi.history``

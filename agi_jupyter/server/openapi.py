@@ -60,7 +60,6 @@ STATUS_OF_CODE: dict[ErrorCode, tuple[int, ...]] = {
     ErrorCode.NO_PENDING_APPROVAL: (409,),
     ErrorCode.PATH_OUTSIDE_PROJECT: (403,),
     ErrorCode.PAYLOAD_TOO_LARGE: (413,),
-    ErrorCode.ATTACHMENT_TOO_LARGE: (413,),
     ErrorCode.RATE_LIMITED: (429,),
     ErrorCode.STORE_UNAVAILABLE: (503,),
 }
