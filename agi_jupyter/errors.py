@@ -160,9 +160,11 @@ class SdkModelMismatch(UsageError):
 
 class HostedToolUnsupported(UsageError):
     """A session asks for a provider-hosted tool (``kinds.HostedTool``) its provider's wire API
-    does not offer (Chat Completions offers none), or ``file_search`` without vector stores."""
+    does not offer (Chat Completions offers none), or ``file_search`` without vector stores:
+    409, the choice conflicts with the session's model (or its missing vector stores)."""
 
     code = ErrorCode.HOSTED_TOOL_UNSUPPORTED
+    http_status = 409
 
 
 class BudgetNotRaised(UsageError):

@@ -70,7 +70,7 @@ def check_hosted_tools(
             has = ", ".join(offered) if offered else "none"
             raise HostedToolUnsupported(
                 f"provider {provider!r} ({_WIRE_WORDS.get(wire, wire)}) does not offer the "
-                f"hosted tool {name!r} (it offers: {has})"
+                f"hosted tool {tool.value!r} (it offers: {has})"
             )
         if tool not in chosen:
             chosen.append(tool)

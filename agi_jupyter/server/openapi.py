@@ -58,6 +58,7 @@ STATUS_OF_CODE: dict[ErrorCode, tuple[int, ...]] = {
     ErrorCode.RUN_ACTIVE: (409,),
     ErrorCode.NO_USER_MESSAGE: (409,),
     ErrorCode.NO_PENDING_APPROVAL: (409,),
+    ErrorCode.HOSTED_TOOL_UNSUPPORTED: (409,),  # it conflicts with the session's model
     ErrorCode.PATH_OUTSIDE_PROJECT: (403,),
     ErrorCode.PAYLOAD_TOO_LARGE: (413,),
     ErrorCode.RATE_LIMITED: (429,),

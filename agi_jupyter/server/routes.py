@@ -140,6 +140,8 @@ StreamFormat = Literal["ndjson", "sse"]
 SESSION = (ErrorCode.SESSION_NOT_FOUND,)
 RUN = (ErrorCode.RUN_NOT_FOUND,)
 AGENT = (ErrorCode.AGENT_NOT_FOUND, ErrorCode.SDK_MODEL_MISMATCH)
+# A session's options: hosted tools its model's provider does not offer.
+OPTIONS = (*AGENT, ErrorCode.HOSTED_TOOL_UNSUPPORTED)
 # A run's start: a provider without a key; in a JSON reply, what made the run fail at once.
 START = (ErrorCode.PROVIDER_NOT_CONFIGURED, ErrorCode.SDK_NOT_AVAILABLE, *AGENT)
 INPUT = (ErrorCode.NO_USER_MESSAGE, ErrorCode.MESSAGE_NOT_FOUND)
@@ -189,12 +191,12 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", f"{V1}/sessions", SessionsHandler, "listSessions", "List sessions, newest first",
           "sessions", query=PageQuery, response=SessionPage),
     Route("POST", f"{V1}/sessions", SessionsHandler, "createSession", "Create a session",
-          "sessions", body=SessionCreate, response=SessionResponse, status=201, errors=AGENT),
+          "sessions", body=SessionCreate, response=SessionResponse, status=201, errors=OPTIONS),
     Route("GET", f"{V1}/sessions/{{session_id}}", SessionHandler, "getSession", "Get a session",
           "sessions", response=SessionResponse, errors=SESSION),
     Route("PATCH", f"{V1}/sessions/{{session_id}}", SessionHandler, "updateSession",
           "Change a session", "sessions", body=SessionUpdate, response=SessionResponse,
-          errors=SESSION + AGENT),
+          errors=SESSION + OPTIONS),
     Route("DELETE", f"{V1}/sessions/{{session_id}}", SessionHandler, "deleteSession",
           "Delete a session (its active runs are cancelled first)", "sessions",
           response=Deleted, errors=SESSION),

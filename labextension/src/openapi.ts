@@ -4563,7 +4563,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SDK_MODEL_MISMATCH */
+            /** @description Error codes: SDK_MODEL_MISMATCH, HOSTED_TOOL_UNSUPPORTED */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4789,7 +4789,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SDK_MODEL_MISMATCH */
+            /** @description Error codes: SDK_MODEL_MISMATCH, HOSTED_TOOL_UNSUPPORTED */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -1,5 +1,5 @@
 """Provider-hosted tools through the API: set on create and patch, checked against the
-session's provider (``HOSTED_TOOL_UNSUPPORTED``, 400), kept when a patch sends null."""
+session's provider (``HOSTED_TOOL_UNSUPPORTED``, 409), kept when a patch sends null."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ async def test_hosted_tools_are_set_checked_and_changed(fetch: Fetch) -> None:
         method="POST",
         json={"model": "openai-chat:gpt-4o-mini", "hosted_tools": ["web_search"]},
     )
-    assert (refused.status, refused.error["code"]) == (400, "HOSTED_TOOL_UNSUPPORTED")
+    assert (refused.status, refused.error["code"]) == (409, "HOSTED_TOOL_UNSUPPORTED")
     assert "'openai-chat'" in refused.error["message"]
     unknown = await fetch("sessions", method="POST", json={"hosted_tools": ["browser"]})
     assert (unknown.status, unknown.error["code"]) == (400, "VALIDATION_ERROR")
@@ -29,7 +29,7 @@ async def test_hosted_tools_are_set_checked_and_changed(fetch: Fetch) -> None:
     no_stores = await fetch(
         "sessions", session["id"], method="PATCH", json={"hosted_tools": ["file_search"]}
     )
-    assert (no_stores.status, no_stores.error["code"]) == (400, "HOSTED_TOOL_UNSUPPORTED")
+    assert (no_stores.status, no_stores.error["code"]) == (409, "HOSTED_TOOL_UNSUPPORTED")
     patched = await fetch(
         "sessions",
         session["id"],
