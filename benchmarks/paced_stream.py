@@ -7,7 +7,10 @@ token every few milliseconds, so every token pays them. This measures, in one pr
 (this process's, all threads; the server is another process) per streamed token of:
 
 - ``raw``: the raw ``openai`` SDK loop (``AsyncOpenAI().chat.completions.create(stream=True)``,
-  one client on one event loop kept across rounds), the reference;
+  one client on one event loop kept across rounds), the reference. It sends the request
+  ``Agi.stream`` sends (recorded once by the fake server: the agent's system prompt, the
+  messages, ``temperature: 0``, ``max_tokens``), so both sides read the same answer: the report
+  prints both sides' token counts and in how many rounds their texts were the same;
 - ``agi``: ``Agi.stream`` on the ``compat`` provider (runner, emitter, store thread with
   ``persist_deltas``, bus, the follower's thread), a new session per answer made before the clock;
 - ``floor``: the same stream's lines read by httpx2 alone (``aiter_lines``, no JSON): what any
@@ -19,7 +22,9 @@ medians over rounds of CPU microseconds per text chunk received and of each roun
 the raw side. Sources (``--source``, repeatable):
 
 - ``llama``: a real llama.cpp ``llama-server`` (``scripts/llama_server.sh`` builds it) serving
-  SmolLM2-135M-Instruct greedily, asked to count (``--tokens`` is ``max_tokens``);
+  SmolLM2-135M-Instruct greedily on ``--threads`` threads (``--tokens`` is ``max_tokens``);
+- ``llama-cpp-python``: llama-cpp-python's server, the same way (it streams no usage: its
+  tokens are the raw side's text chunks, for ``Agi.stream`` too when the text is the same);
 - ``paced``: the fake LLM server (its own process) sending ``--tokens`` chunks ``--pace``
   seconds apart (default 8.7 ms: SmolLM2's ~115 tokens/s here), one event per read;
 - ``burst``: the fake sending them all at once (the old figure's setting).
@@ -28,9 +33,10 @@ Compile the bytecode of both sides first (the environment sets ``PYTHONDONTWRITE
 
     .venv/bin/python -m compileall -q agi_jupyter benchmarks tests \
         .venv/lib/python3.11/site-packages
-    .venv/bin/python benchmarks/paced_stream.py --source llama --source paced --source burst
-    .venv/bin/python benchmarks/paced_stream.py --source paced --noise
-    .venv/bin/python benchmarks/paced_stream.py --source llama --profile 5   # where it goes
+    .venv/bin/python benchmarks/paced_stream.py --source paced --source burst --noise
+    .venv/bin/python benchmarks/paced_stream.py --source llama --source llama-cpp-python \
+        --tokens 100 --repeat 3 --noise
+    .venv/bin/python benchmarks/paced_stream.py --source llama --tokens 100 --profile 2
 """
 
 from __future__ import annotations
@@ -71,7 +77,7 @@ REAL: dict[str, type[ModelServer]] = {
     "llama": LlamaServer,
     "llama-cpp-python": LlamaCppPythonServer,
 }
-PROMPT = "Count from 1 to 1000, one number per line."
+PROMPT = "Write the numbers from 1 to 500, separated by commas."  # SmolLM2: 190+ tokens
 _TEXT = '"content":"'  # a chunk with text (not null, not absent)
 SMOLLM2_PACE = 0.0087  # seconds per token of SmolLM2-135M Q4_1 on 2 threads here (~115 tokens/s)
 
@@ -87,8 +93,9 @@ class Source:
 
 @dataclass(frozen=True)
 class Answer:
-    """One side's answer: this process's CPU seconds, the text chunks (tokens) received (None:
-    the server did not say), the text (None: the side does not parse it)."""
+    """One side's answer: this process's CPU seconds, its tokens (the server's usage; the
+    text chunks when it sends none; None: not known to this side), the text (None: the side
+    does not parse it)."""
 
     cpu: float
     tokens: int | None
@@ -132,7 +139,10 @@ class Raw:
         self.extra = {k: v for k, v in body.items() if k not in fixed}
 
     async def _sdk(self) -> tuple[int, str]:
+        """(the tokens as the server counts them — its usage, else the text chunks — and
+        the text)."""
         text: list[str] = []
+        counted = None
         stream = await self.sdk.chat.completions.create(
             model=self.body["model"],
             messages=self.body["messages"],
@@ -142,7 +152,9 @@ class Raw:
         async for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content:
                 text.append(chunk.choices[0].delta.content)
-        return len(text), "".join(text)
+            if chunk.usage is not None:
+                counted = chunk.usage.completion_tokens
+        return (len(text) if counted is None else counted), "".join(text)
 
     async def _lines(self) -> int:
         texts = 0
@@ -187,7 +199,9 @@ def agi_answer(agi: Agi, session_id: str) -> Answer:
 
 
 @contextmanager
-def sources(names: list[str], tokens: int, pace: float) -> Iterator[tuple[list[Source], str]]:
+def sources(
+    names: list[str], tokens: int, pace: float, threads: int
+) -> Iterator[tuple[list[Source], str]]:
     """The sources asked for, and the fake server's URL (always started: it records the
     request ``Agi.stream`` sends)."""
     made: list[Source] = []
@@ -195,7 +209,7 @@ def sources(names: list[str], tokens: int, pace: float) -> Iterator[tuple[list[S
     try:
         for name, kind in REAL.items():
             if name in names:
-                server = kind(threads=2)
+                server = kind(threads=threads)
                 server.start()
                 stops.append(server.stop)
                 made.append(Source(name, server.base_url, lambda: None))
@@ -257,6 +271,7 @@ def report(name: str, results: dict[str, list[Answer]]) -> None:
     raw = results["raw"]
     agi = results["agi"]
     same = sum(a.text == r.text for a, r in zip(agi, raw, strict=True))
+    counted = "the server's count" if all(a.tokens is not None for a in agi) else "the raw side's"
     for i, (a, r) in enumerate(zip(agi, raw, strict=True)):
         if a.tokens is None and a.text == r.text:
             agi[i] = Answer(a.cpu, r.tokens, a.text)
@@ -264,7 +279,7 @@ def report(name: str, results: dict[str, list[Answer]]) -> None:
         f"\n{name}: {len(raw)} rounds; tokens per answer (median) raw SDK "
         f"{statistics.median(r.tokens or 0 for r in raw):.0f}, Agi.stream "
         f"{statistics.median(a.tokens or 0 for a in agi):.0f} "
-        f"({'unknown' if any(a.tokens is None for a in agi) else 'as counted'}); "
+        f"({counted}); "
         f"the same text in {same} of {len(raw)} rounds"
     )
     print(f"{'side':<8} {'CPU/answer':>11} {'us/token':>9} {'ratio (median of rounds)':>26}")
@@ -336,12 +351,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=400, help="max_tokens / the fake's chunks")
     parser.add_argument("--pace", type=float, default=SMOLLM2_PACE, help="paced fake: s/chunk")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--threads", type=int, default=1, help="a real server's threads (1: no spinning at load)"
+    )
     parser.add_argument("--noise", action="store_true", help="the raw loop twice (A/A)")
     parser.add_argument("--persist-deltas", choices=["on", "off"], default=None)
     parser.add_argument("--profile", type=int, default=0, help="profile N answers of Agi.stream")
     parser.add_argument("--top", type=int, default=30, help="lines of the profile")
     args = parser.parse_args(argv)
-    with sources(args.source or ["paced"], args.tokens, args.pace) as (made, fake_url):
+    names = args.source or ["paced"]
+    with sources(names, args.tokens, args.pace, args.threads) as (made, fake_url):
         for source in made:
             if args.profile:
                 profile(source, args)
