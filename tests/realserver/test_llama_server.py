@@ -25,36 +25,11 @@ from agi_jupyter.app import Agi
 from agi_jupyter.kernel.render import RunView
 from agi_jupyter.runtime.agent_loop import TOOLS_UNSUPPORTED
 from tests.realserver.conftest import LOCAL, MakeLlamaAgi
-from tests.realserver.llama_server import CONTEXT, MODEL, LlamaServer
+from tests.realserver.llama_server import CONTEXT, LlamaServer, chat, raw_chat
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama-server")]
 
 PROMPT = "Name three colors."
-
-
-def raw_answer(server: LlamaServer, system: str, prompt: str, max_tokens: int) -> dict[str, Any]:
-    """The same request sent raw (httpx2, no SDK, no runtime): its text and its usage."""
-    body = {
-        "model": MODEL,
-        "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "max_tokens": max_tokens,
-    }
-    import orjson
-
-    text: list[str] = []
-    usage: dict[str, Any] = {}
-    with httpx2.stream("POST", f"{server.base_url}/chat/completions", json=body, timeout=120) as r:
-        assert r.status_code == 200
-        for line in r.iter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            chunk = orjson.loads(line[6:])
-            for choice in chunk.get("choices") or []:
-                text.append(choice["delta"].get("content") or "")
-            usage = chunk.get("usage") or usage
-    return {"text": "".join(text), "usage": usage}
 
 
 def view_of(events: list[dict[str, Any]]) -> RunView:
@@ -67,9 +42,8 @@ def view_of(events: list[dict[str, Any]]) -> RunView:
 def prompt_tokens(server: LlamaServer, system: str, prompt: str) -> int:
     """The tokens of a request's prompt as the server counts them: its chat template applied
     (``POST /apply-template``), then tokenized (``POST /tokenize``)."""
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
     templated = httpx2.post(
-        f"{server.root}/apply-template", json={"messages": messages}, timeout=30
+        f"{server.root}/apply-template", json={"messages": chat(system, prompt)}, timeout=30
     ).json()["prompt"]
     counted = httpx2.post(
         f"{server.root}/tokenize", json={"content": templated, "parse_special": True}, timeout=30
@@ -118,12 +92,12 @@ def test_the_streamed_text_is_the_servers_own(
     assert result.run.status == "succeeded"
     assert streamed == result.text != ""
     assert result.run.system_prompt is not None
-    raw = raw_answer(llama, result.run.system_prompt, PROMPT, 48)
-    assert streamed == raw["text"]  # greedy: the same request gets the same answer
+    raw = raw_chat(llama, chat(result.run.system_prompt, PROMPT), 48)
+    assert streamed == raw.text  # greedy: the same request gets the same answer
     usage = result.run.usage
     assert (usage["input_tokens"], usage["output_tokens"]) == (
-        raw["usage"]["prompt_tokens"],
-        raw["usage"]["completion_tokens"],
+        raw.usage["prompt_tokens"],
+        raw.usage["completion_tokens"],
     )
     assert result.run.cost_usd is None  # a local model has no price: unknown, never $0
     assert "cost ?" in view_of(events).footer()
