@@ -183,7 +183,7 @@ def test_a_hosted_tool_the_provider_lacks_is_refused(
     with pytest.raises(HostedToolUnsupported) as caught:
         agi.new_session(model=model, hosted_tools=tools, vector_store_ids=stores)
     assert caught.value.code == ErrorCode.HOSTED_TOOL_UNSUPPORTED
-    assert caught.value.http_status == 400
+    assert caught.value.http_status == 409
     assert words in caught.value.message
 
 
