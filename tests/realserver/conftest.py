@@ -10,21 +10,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
 from agi_jupyter.app import Agi
+from agi_jupyter.kernel.render import RunView
+from agi_jupyter.runtime.result import RunResult
 from tests.realserver.llama_server import (
     MODEL,
     LlamaCppPythonServer,
     LlamaServer,
     ModelServer,
     NotBuilt,
+    RawAnswer,
+    chat,
+    raw_chat,
 )
 
 LOCAL = f"compat:{MODEL}"
+PROMPT = "Name three colors."
 S = TypeVar("S", bound=ModelServer)
 MakeLlamaAgi = Callable[..., Agi]
 
@@ -98,3 +105,33 @@ def make_llama_agi(tmp_path: Path) -> Iterator[MakeLlamaAgi]:
     yield make
     for agi in made:
         agi.close()
+
+
+def view_of(events: list[dict[str, Any]]) -> RunView:
+    """What the ``%%agi`` output shows of these run events."""
+    view = RunView()
+    for event in events:
+        view.apply(event)
+    return view
+
+
+@dataclass
+class Streamed:
+    """A ``general`` run of ``PROMPT`` streamed through ``Agi``, and the same request sent raw."""
+
+    events: list[dict[str, Any]]
+    text: str  # the streamed deltas joined
+    result: RunResult
+    raw: RawAnswer
+
+
+def stream_beside_raw(agi: Agi, server: ModelServer) -> Streamed:
+    session = agi.new_session(agent="general", model=LOCAL)
+    events = list(agi.stream(PROMPT, session=session.id))
+    streamed = "".join(e["delta"] for e in events if e["type"] == "output.text.delta")
+    result = agi.result(events[-1]["run_id"])
+    assert result.run.status == "succeeded"
+    assert streamed == result.text != ""
+    assert result.run.system_prompt is not None
+    raw = raw_chat(server, chat(result.run.system_prompt, PROMPT), 48)
+    return Streamed(events, streamed, result, raw)

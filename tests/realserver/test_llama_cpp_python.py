@@ -12,50 +12,32 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import pytest
 
-from agi_jupyter.kernel.render import RunView
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
-from tests.realserver.conftest import LOCAL, MakeLlamaAgi
+from tests.realserver.conftest import LOCAL, PROMPT, MakeLlamaAgi, stream_beside_raw, view_of
 from tests.realserver.llama_server import (
     MODEL,
     SCRIPT,
     LlamaCppPythonServer,
     NotBuilt,
-    chat,
     installed,
     raw_chat,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama-cpp-python")]
 
-PROMPT = "Name three colors."
 CHAT = "openai-chat:gpt-4o-mini"
 COMPLETIONS = "/v1/chat/completions"
-
-
-def view_of(events: list[dict[str, Any]]) -> RunView:
-    view = RunView()
-    for event in events:
-        view.apply(event)
-    return view
 
 
 def test_the_streamed_text_is_the_servers_own_and_its_usage_unknown(
     llama_cpp_python: LlamaCppPythonServer, make_llama_agi: MakeLlamaAgi
 ) -> None:
-    agi = make_llama_agi(llama_cpp_python)
-    session = agi.new_session(agent="general", model=LOCAL)
-    events = list(agi.stream(PROMPT, session=session.id))
-    streamed = "".join(e["delta"] for e in events if e["type"] == "output.text.delta")
-    result = agi.result(events[-1]["run_id"])
-    assert result.run.status == "succeeded"
-    assert streamed == result.text != ""
-    assert result.run.system_prompt is not None
-    raw = raw_chat(llama_cpp_python, chat(result.run.system_prompt, PROMPT), 48)
+    run = stream_beside_raw(make_llama_agi(llama_cpp_python), llama_cpp_python)
+    events, streamed, result, raw = run.events, run.text, run.result, run.raw
     assert streamed == raw.text  # greedy: the same request gets the same answer
     assert raw.usage == {}  # the server streams no usage, even when asked to
     usage = result.run.usage

@@ -22,21 +22,11 @@ import httpx2
 import pytest
 
 from agi_jupyter.app import Agi
-from agi_jupyter.kernel.render import RunView
 from agi_jupyter.runtime.agent_loop import TOOLS_UNSUPPORTED
-from tests.realserver.conftest import LOCAL, MakeLlamaAgi
-from tests.realserver.llama_server import CONTEXT, LlamaServer, chat, raw_chat
+from tests.realserver.conftest import LOCAL, MakeLlamaAgi, stream_beside_raw, view_of
+from tests.realserver.llama_server import CONTEXT, LlamaServer, chat
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama-server")]
-
-PROMPT = "Name three colors."
-
-
-def view_of(events: list[dict[str, Any]]) -> RunView:
-    view = RunView()
-    for event in events:
-        view.apply(event)
-    return view
 
 
 def prompt_tokens(server: LlamaServer, system: str, prompt: str) -> int:
@@ -84,15 +74,8 @@ def system_prompt(agi: Agi) -> str:
 def test_the_streamed_text_is_the_servers_own(
     llama: LlamaServer, make_llama_agi: MakeLlamaAgi
 ) -> None:
-    agi = make_llama_agi(llama)
-    session = agi.new_session(agent="general", model=LOCAL)
-    events = list(agi.stream(PROMPT, session=session.id))
-    streamed = "".join(e["delta"] for e in events if e["type"] == "output.text.delta")
-    result = agi.result(events[-1]["run_id"])
-    assert result.run.status == "succeeded"
-    assert streamed == result.text != ""
-    assert result.run.system_prompt is not None
-    raw = raw_chat(llama, chat(result.run.system_prompt, PROMPT), 48)
+    run = stream_beside_raw(make_llama_agi(llama), llama)
+    events, streamed, result, raw = run.events, run.text, run.result, run.raw
     assert streamed == raw.text  # greedy: the same request gets the same answer
     usage = result.run.usage
     assert (usage["input_tokens"], usage["output_tokens"]) == (
