@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 from browser_lab import LabServer, write_notebook
-from panel_page import new_session, open_lab, open_panel, send, shoot
+from panel_page import new_session, open_lab, open_panel, run_lab_command, send, shoot
 from playwright.sync_api import expect
 from test_browser_notebook import CELLS, model_cells, open_notebook
+from test_browser_panel_ui import DARK_BACKGROUND, LIGHT_BACKGROUND
 
 from agi_jupyter.notebook import source_hash
 from agi_jupyter.testing import FakeLLMServer, FakeToolCall, Turn
@@ -91,14 +92,30 @@ def test_stop_while_the_agents_cell_runs_offers_to_interrupt_it(
         choice.locator(".jp-AgiStopChoice-leave"),
         choice.locator(".jp-AgiStopChoice-interrupt"),
     )
-    for button in (leave, interrupt):  # both shown whole in the panel's default width
-        expect(button).to_be_visible()
-        box, frame = button.bounding_box(), panel.bounding_box()
-        assert box is not None
-        assert frame is not None
-        assert frame["x"] <= box["x"]
-        assert box["x"] + box["width"] <= frame["x"] + frame["width"]
+
+    def shown_whole() -> None:  # both buttons whole in the panel's default width, readable
+        for button in (leave, interrupt):
+            expect(button).to_be_visible()
+            box, frame = button.bounding_box(), panel.bounding_box()
+            assert box is not None
+            assert frame is not None
+            assert frame["x"] <= box["x"]
+            assert box["x"] + box["width"] <= frame["x"] + frame["width"]
+            colors = button.evaluate(
+                "b => [getComputedStyle(b).color, getComputedStyle(b).backgroundColor]"
+            )
+            assert colors[0] != colors[1]
+
+    shown_whole()
     shoot(page, "cells-02-stop-choice")
+    try:  # and in the dark theme
+        run_lab_command(page, "apputils:change-theme", {"theme": "JupyterLab Dark"})
+        expect(panel).to_have_css("background-color", DARK_BACKGROUND)
+        shown_whole()
+        shoot(page, "cells-02-stop-choice-dark")
+    finally:  # the theme is a user setting of the shared JupyterLab: put it back
+        run_lab_command(page, "apputils:change-theme", {"theme": "JupyterLab Light"})
+        expect(panel).to_have_css("background-color", LIGHT_BACKGROUND)
 
     interrupt.click()
     expect(choice).to_have_count(0)
