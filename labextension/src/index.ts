@@ -118,7 +118,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       caption: trans.__('Show the AGI side panel and focus its message box'),
       execute: () => {
         app.shell.activateById(PANEL_ID);
-        requestAnimationFrame(() => panel.focusPrompt());
+        panel.focusPrompt();
       }
     });
     palette?.addItem({ command: OPEN_COMMAND, category: 'AGI' });
