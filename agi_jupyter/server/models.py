@@ -215,7 +215,9 @@ class PageQuery(Query):
 
 class HistoryQuery(Query):
     view: Literal["simple", "full"] = Field(
-        "simple", description="simple: user/assistant text; full: every part of every message."
+        "simple",
+        description="simple: user/assistant text (and the user's mentions and images); full: "
+        "every part of every message.",
     )
 
 
@@ -280,8 +282,13 @@ class TextInput(Body):
 
 
 class ImageInput(Body):
+    """An image attached to the message: its bytes in base64 (a PNG, JPEG, GIF or WebP image
+    of at most 5 MB, read from its bytes; scaled down and stored as an ``image`` artifact the
+    message names), or a URL the model fetches. A message holds at most 4 images, for a model
+    that reads images (else ``MODEL_READS_NO_IMAGES``)."""
+
     type: Literal["image"]
-    mime: str
+    mime: str = Field(description="As sent; the stored type is the one read from the bytes.")
     data_base64: str | None = None
     url: str | None = None
 
@@ -333,9 +340,14 @@ _ON_A_SERVER: JsonDict = {  # JSON Schema: a resource or a prompt names its MCP 
     "if": {"properties": {"kind": {"enum": ["resource", "prompt"]}}},
     "then": {"properties": {"server": {"type": "string"}}, "required": ["server"]},
 }
-_MENTIONS_NEED_INPUT: JsonDict = {  # JSON Schema: a run's mentions go with its input
-    "if": {"properties": {"mentions": {"minItems": 1}}, "required": ["mentions"]},
-    "then": {"properties": {"input": {"type": "string"}}, "required": ["input"]},
+_NEED_AN_INPUT: JsonDict = {  # JSON Schema: a run's mentions and images go with its input
+    "allOf": [
+        {
+            "if": {"properties": {key: {"minItems": 1}}, "required": [key]},
+            "then": {"properties": {"input": {"type": "string"}}, "required": ["input"]},
+        }
+        for key in ("mentions", "images")
+    ]
 }
 
 
@@ -540,11 +552,14 @@ class RunInput(RunOptions):
     input_message_id: str | None = None
     system_prompt: str | None = None
     mentions: Mentions = Field(default_factory=list)
+    images: list[ImageInput] = Field(
+        default_factory=list, description="Images attached to the prompt (see ImageInput)."
+    )
 
     @model_validator(mode="after")
     def _mentions_go_with_an_input(self) -> Self:
-        if self.mentions and self.input is None:
-            raise ValueError("mentions go with an input (the prompt they belong to)")
+        if (self.mentions or self.images) and self.input is None:
+            raise ValueError("mentions and images go with an input (the prompt they belong to)")
         return self
 
 
@@ -552,7 +567,7 @@ class RunCreate(RunInput):
     """A background run: an agent run, or a deep research run."""
 
     model_config = ConfigDict(
-        json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _RESEARCH_MODELS, _MENTIONS_NEED_INPUT]}
+        json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _RESEARCH_MODELS, _NEED_AN_INPUT]}
     )
 
     type: Literal["agent", "deep_research"] = "agent"
@@ -562,9 +577,7 @@ class RunCreate(RunInput):
 class RunStreamCreate(RunInput):
     """A foreground run whose events are streamed."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _MENTIONS_NEED_INPUT]}
-    )
+    model_config = ConfigDict(json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _NEED_AN_INPUT]})
 
     type: Literal["agent"] = "agent"
 

@@ -61,6 +61,7 @@ STATUS_OF_CODE: dict[ErrorCode, tuple[int, ...]] = {
     ErrorCode.HOSTED_TOOL_UNSUPPORTED: (409,),  # it conflicts with the session's model
     ErrorCode.PATH_OUTSIDE_PROJECT: (403,),
     ErrorCode.PAYLOAD_TOO_LARGE: (413,),
+    ErrorCode.ATTACHMENT_TOO_LARGE: (413,),
     ErrorCode.RATE_LIMITED: (429,),
     ErrorCode.STORE_UNAVAILABLE: (503,),
 }
