@@ -26,11 +26,15 @@ from pathlib import Path
 from agi_jupyter.errors import AttachmentRefused, AttachmentTooLarge, ModelReadsNoImages
 from agi_jupyter.notebook.images import bound
 from agi_jupyter.providers.catalog import reads_images
-from agi_jupyter.records import ImagePart, Part
+from agi_jupyter.records import (
+    MAX_ATTACHED_BASE64,
+    MAX_ATTACHED_BYTES,
+    MAX_ATTACHED_IMAGES,
+    ImagePart,
+    Part,
+)
 from agi_jupyter.store import Store
 
-MAX_ATTACHED_IMAGES = 4
-MAX_ATTACHED_BYTES = 5_000_000  # one image as attached, before it is scaled down
 # Pillow's name of a format -> the MIME type every wire API takes.
 MIMES = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
 TITLE = "image attached to a message"
@@ -104,7 +108,7 @@ def stored_images(store: Store, session_id: str, parts: Sequence[Part]) -> list[
 
 
 def _bounded(data_base64: str) -> tuple[bytes, str]:
-    if len(data_base64) > (MAX_ATTACHED_BYTES + 2) // 3 * 4:
+    if len(data_base64) > MAX_ATTACHED_BASE64:
         raise _too_large()
     try:
         content = base64.b64decode(data_base64, validate=True)

@@ -152,12 +152,9 @@ MENTIONS = (
     ErrorCode.NO_KERNEL,
     ErrorCode.PATH_OUTSIDE_PROJECT,
 )
-# A message's attached images: not an image taken, too many, too large, a text-only model.
-IMAGES = (
-    ErrorCode.ATTACHMENT_REFUSED,
-    ErrorCode.ATTACHMENT_TOO_LARGE,
-    ErrorCode.MODEL_READS_NO_IMAGES,
-)
+# A message's attached images: not an image taken, too many, a text-only model (one too large
+# is a validation error: the schema bounds its base64).
+IMAGES = (ErrorCode.ATTACHMENT_REFUSED, ErrorCode.MODEL_READS_NO_IMAGES)
 WEBHOOK_HEADERS = (
     ("webhook-id", "The delivery's id (the same for every retry of it)."),
     ("webhook-timestamp", "Unix time of the delivery (at most five minutes away from now)."),

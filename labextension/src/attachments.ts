@@ -3,7 +3,7 @@
  * which files of a paste or a drop are images (`imageFiles`), an image read as an attachment
  * (`readImage`, `fromBase64`), the composer's list within the server's bounds (`attach`: at
  * most `MAX_IMAGES`, each at most `MAX_IMAGE_BYTES`; the server checks the same and answers
- * `ATTACHMENT_REFUSED` / `ATTACHMENT_TOO_LARGE`), and the message's `content` with them
+ * `ATTACHMENT_REFUSED`, or `VALIDATION_ERROR` for one too large), and the message's `content` with them
  * (`messageContent`: text and image parts; the server stores each image as an artifact).
  */
 

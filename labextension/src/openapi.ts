@@ -1826,15 +1826,21 @@ export interface components {
             mime: string;
             /**
              * Data Base64
+             * @description The image's bytes in base64 (a PNG, JPEG, GIF or WebP image; other bytes are refused: ATTACHMENT_REFUSED, 422).
              * @default null
              */
             data_base64?: string | null;
             /**
              * Url
+             * @description An http(s) URL.
              * @default null
              */
             url?: string | null;
-        };
+        } & ({
+            data_base64: string;
+        } | {
+            url: string;
+        });
         /**
          * ImagePart
          * @description An image: inline (``data_base64``), at a ``url``, or stored as an artifact
@@ -4960,7 +4966,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, MENTION_NOT_FOUND, MENTIONS_TOO_LARGE, NO_KERNEL, ATTACHMENT_REFUSED, MODEL_READS_NO_IMAGES */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, NO_KERNEL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4989,7 +4995,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND, MENTION_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4998,7 +5004,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, RUN_ACTIVE */
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, RUN_ACTIVE, MODEL_READS_NO_IMAGES */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5007,8 +5013,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: PAYLOAD_TOO_LARGE, ATTACHMENT_TOO_LARGE */
+            /** @description Error codes: PAYLOAD_TOO_LARGE, MENTIONS_TOO_LARGE */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: ATTACHMENT_REFUSED */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5128,7 +5143,7 @@ export interface operations {
                     "application/json": components["schemas"]["CompactionResponse"];
                 };
             };
-            /** @description Error codes: PROVIDER_NOT_CONFIGURED, PROVIDER_ERROR, PROVIDER_HTTP_ERROR, PROVIDER_DISCONNECTED */
+            /** @description Error codes: PROVIDER_NOT_CONFIGURED */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5159,6 +5174,15 @@ export interface operations {
             };
             /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROVIDER_ERROR, PROVIDER_HTTP_ERROR, PROVIDER_DISCONNECTED */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5365,7 +5389,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunResponse"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, MENTION_NOT_FOUND, MENTIONS_TOO_LARGE, NO_KERNEL, ATTACHMENT_REFUSED, MODEL_READS_NO_IMAGES */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, NO_KERNEL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5394,7 +5418,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND, MESSAGE_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND, MESSAGE_NOT_FOUND, MENTION_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5403,7 +5427,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, NO_USER_MESSAGE */
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, NO_USER_MESSAGE, MODEL_READS_NO_IMAGES */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5412,8 +5436,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: PAYLOAD_TOO_LARGE, ATTACHMENT_TOO_LARGE */
+            /** @description Error codes: PAYLOAD_TOO_LARGE, MENTIONS_TOO_LARGE */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: ATTACHMENT_REFUSED */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5468,7 +5501,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, MENTION_NOT_FOUND, MENTIONS_TOO_LARGE, NO_KERNEL, ATTACHMENT_REFUSED, MODEL_READS_NO_IMAGES */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, NO_KERNEL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5497,7 +5530,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND, MESSAGE_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND, MESSAGE_NOT_FOUND, MENTION_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5506,7 +5539,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, NO_USER_MESSAGE */
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, NO_USER_MESSAGE, MODEL_READS_NO_IMAGES */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5515,8 +5548,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: PAYLOAD_TOO_LARGE, ATTACHMENT_TOO_LARGE */
+            /** @description Error codes: PAYLOAD_TOO_LARGE, MENTIONS_TOO_LARGE */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: ATTACHMENT_REFUSED */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6987,7 +7029,7 @@ export interface operations {
                     "application/x-ndjson": components["schemas"]["CompletionChunk"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, COMPLETION_DISABLED, BUDGET_EXCEEDED, PROVIDER_NOT_CONFIGURED, PROVIDER_ERROR, PROVIDER_HTTP_ERROR, PROVIDER_DISCONNECTED */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7025,8 +7067,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: COMPLETION_DISABLED, BUDGET_EXCEEDED */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: PAYLOAD_TOO_LARGE */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROVIDER_ERROR, PROVIDER_HTTP_ERROR, PROVIDER_DISCONNECTED */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from agi_jupyter.app.attachments import MAX_ATTACHED_IMAGES
 from agi_jupyter.errors import AttachmentRefused, ErrorCode, ModelReadsNoImages
 from agi_jupyter.notebook.images import MAX_SIDE
-from agi_jupyter.records import ImagePart, TextPart
+from agi_jupyter.records import MAX_ATTACHED_IMAGES, ImagePart, TextPart
 from agi_jupyter.testing import FakeLLMServer, Turn
 from tests.runtime.conftest import MakeAgi
 
@@ -119,7 +118,7 @@ def test_a_model_that_reads_no_images_is_refused_naming_it(
     session = agi.new_session()
     with pytest.raises(ModelReadsNoImages, match="fake:echo reads no images") as refused:
         agi.submit("look", session=session, images=[png()])
-    assert refused.value.http_status == 400
+    assert refused.value.http_status == 409
     assert agi.runs(session.id).items == []
     assert fake_llm.requests == []
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from agi_jupyter.app.attachments import MAX_ATTACHED_BYTES, MAX_ATTACHED_IMAGES
+from agi_jupyter.records import MAX_ATTACHED_BYTES, MAX_ATTACHED_IMAGES
 from agi_jupyter.testing import FakeLLMServer, Turn
 from tests.runtime.test_attached_images import chat_images, data_url, png, responses_images
 from tests.server.conftest import Fetch
@@ -100,18 +100,25 @@ async def test_attached_images_are_bounded_and_nothing_is_kept_of_a_refused_mess
             "sessions", sid, "messages", method="POST", json={"content": content, "model": model}
         )
 
+    # Well formed, not taken (422): too many images, bytes that are not an image, base64's
+    # alphabet of a wrong length.
     many = await post([image_part(png())] * (MAX_ATTACHED_IMAGES + 1))
-    assert (many.status, many.error["code"]) == (400, "ATTACHMENT_REFUSED")
-    huge = await post([image_part(b"\x89PNG" + b"\0" * MAX_ATTACHED_BYTES)])
-    assert (huge.status, huge.error["code"]) == (413, "ATTACHMENT_TOO_LARGE")
+    assert (many.status, many.error["code"]) == (422, "ATTACHMENT_REFUSED")
     text = await post([image_part(b"plain text, said to be a PNG")])
-    assert (text.status, text.error["code"]) == (400, "ATTACHMENT_REFUSED")
+    assert (text.status, text.error["code"]) == (422, "ATTACHMENT_REFUSED")
     assert "not a PNG, JPEG, GIF or WebP" in text.error["message"]
+    cut = await post([{"type": "image", "mime": "image/png", "data_base64": "iVBORw0"}])
+    assert (cut.status, cut.error["code"]) == (422, "ATTACHMENT_REFUSED")
+    assert "not valid base64" in cut.error["message"]
+    # Not well formed (its schema says so): over the bound, not base64's alphabet.
+    huge = await post([image_part(b"\x89PNG" + b"\0" * MAX_ATTACHED_BYTES)])
+    assert (huge.status, huge.error["code"]) == (400, "VALIDATION_ERROR")
+    assert "data_base64" in huge.error["message"]
     broken = await post([{"type": "image", "mime": "image/png", "data_base64": "not base64!"}])
-    assert (broken.status, broken.error["code"]) == (400, "ATTACHMENT_REFUSED")
+    assert (broken.status, broken.error["code"]) == (400, "VALIDATION_ERROR")
 
     blind = await post([image_part(png())], model="fake:echo")
-    assert (blind.status, blind.error["code"]) == (400, "MODEL_READS_NO_IMAGES")
+    assert (blind.status, blind.error["code"]) == (409, "MODEL_READS_NO_IMAGES")
     assert "fake:echo reads no images" in blind.error["message"]
 
     runs = await fetch("sessions", sid, "runs")

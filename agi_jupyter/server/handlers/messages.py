@@ -8,9 +8,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agi_jupyter.app.attachments import MAX_ATTACHED_BYTES, MAX_ATTACHED_IMAGES
 from agi_jupyter.errors import ErrorCode, NotFound
-from agi_jupyter.records import ImagePart, Part, TextPart
+from agi_jupyter.records import (
+    MAX_ATTACHED_BASE64,
+    MAX_ATTACHED_IMAGES,
+    ImagePart,
+    Part,
+    TextPart,
+)
 from agi_jupyter.runtime.follow import is_new
 from agi_jupyter.server.handlers.base import AgiHandler, ApiError, B, cursor_not_found, protected
 from agi_jupyter.server.handlers.replies import reply_to_run
@@ -19,7 +24,7 @@ from agi_jupyter.server.models import ImageInput, MessageCreate, PageQuery, Text
 from agi_jupyter.server.responses import Message, MessagePage
 
 # What a body's attached images may add to it: each image's base64 at its bound.
-IMAGES_ALLOWANCE = MAX_ATTACHED_IMAGES * ((MAX_ATTACHED_BYTES + 2) // 3 * 4)
+IMAGES_ALLOWANCE = MAX_ATTACHED_IMAGES * MAX_ATTACHED_BASE64
 
 
 class ImagesBodyHandler(AgiHandler):
