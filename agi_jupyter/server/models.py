@@ -309,7 +309,7 @@ class ImageInput(Body):
         "bytes are refused: ATTACHMENT_REFUSED, 422).",
     )
     url: str | None = Field(
-        None, pattern=r"^https?://\S+$", max_length=8_000, description="An http(s) URL."
+        None, pattern=r"^https?://", max_length=8_000, description="An http(s) URL."
     )
 
     @model_validator(mode="after")
