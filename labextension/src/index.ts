@@ -102,6 +102,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     model.activeCell = () => notebook.activeCellId();
     model.mentionSource = new MentionSource(client, () => openNotebooks(tracker));
+    model.readFile = async path => {
+      const file = await app.serviceManager.contents.get(path, { type: 'file', format: 'base64', content: true });
+      return String(file.content);
+    };
     if (labShell) {
       const follow = (): void => {
         const path = notebook.track(labShell.currentWidget);
