@@ -28,6 +28,9 @@ def open_lab(page: Any, lab: LabServer) -> None:
     page.goto(lab.lab_url() + "&reset")
     page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
     page.wait_for_selector(PANEL_TAB)
+    # Restored: an empty workspace ends with JupyterLab opening its Launcher, which takes the
+    # focus; a test that moves the focus before then can lose it to the Launcher.
+    page.wait_for_selector(".jp-Launcher", timeout=60_000)
 
 
 def open_panel(page: Any) -> Any:
