@@ -32,13 +32,21 @@ RunStatus = Literal[
     "waiting_webhook",
     "processing_webhook",
     "waiting_approval",
+    "waiting_execution",
     "succeeded",
     "failed",
     "cancelled",
 ]
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 ACTIVE_RUN_STATUSES: frozenset[str] = frozenset(
-    {"queued", "running", "waiting_webhook", "processing_webhook", "waiting_approval"}
+    {
+        "queued",
+        "running",
+        "waiting_webhook",
+        "processing_webhook",
+        "waiting_approval",
+        "waiting_execution",
+    }
 )
 ToolCallStatus = Literal[
     "pending",
