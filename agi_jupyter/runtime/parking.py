@@ -34,7 +34,7 @@ import contextlib
 import functools
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from agi_jupyter import events as ev
 from agi_jupyter.records import Run, utc_now
@@ -89,31 +89,61 @@ class ParkedRuns:
         if run.status != PARKED or state is None or state.parked_on is None:
             return
         parked = state.parked_on
-        task = asyncio.get_running_loop().create_task(self._follow(run.id, parked))
+        task = asyncio.get_running_loop().create_task(self._follow(run, parked))
         self._following[run.id] = task
         task.add_done_callback(lambda _t: self._following.pop(run.id, None))
 
-    async def _follow(self, run_id: str, parked: ParkedExecution) -> None:
+    async def _follow(self, run: Run, parked: ParkedExecution) -> None:
         job = self.executions.find(parked.handle)
         if job is None or job.task is None:  # (ended and collected meanwhile: told as gone)
-            await self._resume(run_id, parked, self._gone)
+            await self._resume(run.id, parked, self._gone)
             return
+        # The cells' output goes on streaming as the parked call's live output.
+        emitter = await self.deps.stored(self.manager.local.emitter, run, None, on_loop=True)
+
+        def live(channel: str, chunk: str) -> None:
+            event = ev.ToolCallDelta(tool_call_id=parked.tool_call_id, channel=channel, chunk=chunk)
+            with contextlib.suppress(Exception):  # best effort: never into the cell's run
+                emitter.emit(event)
+
+        job.listen(live)
+        try:
+            waiting = await self._until_ended(run.id, parked, job)
+        finally:
+            job.listen(None)
+            with contextlib.suppress(Exception):  # (its events stored before the resume's)
+                await emitter.drain()
+        if waiting == "ended":
+            await self._resume(run.id, parked, self._result_of(job))
+        elif waiting == "limit":
+            waited = f"{self.deps.config.notebook_park_limit:g}"
+            await self._resume(run.id, parked, functools.partial(_still_running, job, waited))
+
+    async def _until_ended(
+        self, run_id: str, parked: ParkedExecution, job: CellsJob
+    ) -> Literal["ended", "limit", "dropped"]:
+        """Wait for the cells, beating the run's heartbeat: until they ended, the wait
+        reached ``until``, or the run no longer waits on them (``dropped``: cancelled)."""
+        assert job.task is not None
         task, beat = job.task, self.deps.heartbeat_interval
         while not task.done():
             left = seconds_until(parked.until)
             if left <= 0:
-                waited = f"{self.deps.config.notebook_park_limit:g}"
-                await self._resume(run_id, parked, functools.partial(_still_running, job, waited))
-                return
+                return "limit"
             await asyncio.wait({task}, timeout=min(beat, left))
             if not task.done() and not await self.deps.stored(self._beat, run_id, parked.handle):
-                return  # the run no longer waits on these cells (cancelled)
+                return "dropped"
+        return "ended"
+
+    def _result_of(self, job: CellsJob) -> Answer:
+        """The answer of a parked call whose cells ended: their result (the handle is
+        forgotten), as ``notebook.wait`` would have given it."""
         result = self.executions.collect(job)
         redact = self.deps.redactor
         outcome = ExecutionOutcome(
             redact.redact_text(result.output), result.ok, redact.redact_json(result.data or {})
         )
-        await self._resume(run_id, parked, lambda _r, _p: outcome)
+        return lambda _r, _p: outcome
 
     def _beat(self, run_id: str, handle: str) -> bool:
         """The follower's heartbeat on the parked run; False once it no longer waits on

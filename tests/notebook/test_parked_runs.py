@@ -58,7 +58,11 @@ def test_a_parked_run_waits_with_no_owner_and_no_model_call_and_resumes_with_the
     fake_llm.default_rule = then("notebook.wait", park=True)
     run_id = agi.submit("run the long cell", agent="build").id
     parked_seen: dict[str, Any] = {}
+    live: list[str] = []  # the parked call's live output while the run waits
     for event in agi.follow(run_id):
+        if parked_seen and event.get("type") == "tool.call.delta":
+            assert event["tool_call_id"] == "follow"
+            live.append(str(event["chunk"]))
         if event.get("type") == "run.status" and event.get("status") == "waiting_execution":
             run = agi.run(run_id)
             parked_seen.update(
@@ -78,6 +82,7 @@ def test_a_parked_run_waits_with_no_owner_and_no_model_call_and_resumes_with_the
     assert (parked.tool_call_id, parked.name, parked.path) == ("follow", "notebook.wait", NB)
     assert parked.handle.startswith("ex-")
     assert parked_seen["cell"] == ["ok", "running"]
+    assert "finished" in "".join(live)  # printed after the park, streamed as the call's output
     assert statuses(agi, run_id) == [
         "running",
         "waiting_execution",
@@ -153,7 +158,9 @@ def test_a_parked_run_nobody_follows_is_resumed_once_by_a_tick_told_the_kernel_i
     first.close()  # its private kernel with it
     ticks = [make_agi(env=backend_env) for _ in range(2)]
     left = ticks[0].run(run_id)
-    assert left.status == "waiting_execution"
+    assert left.status == "waiting_execution", [
+        (e.type, e.payload) for e in ticks[0].run_events(run_id)
+    ][-6:]
     assert left.loop_state is not None
     assert left.loop_state.parked_on is not None
     assert left.loop_state.parked_on.follower is None  # let go
