@@ -146,16 +146,7 @@ def await_approval(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> Run:
     """Park the run in ``waiting_approval`` (no owner) until its waiting calls are decided;
     queued at once if they all were decided meanwhile (a decision that came before the park
     found the run still running and could not queue it)."""
-    emitter.emit(ev.RunStatusEvent(status="waiting_approval"))
-    run = deps.store.get_run(run_id)
-    run = deps.store.update_run(
-        run_id,
-        status="waiting_approval",
-        owner=None,
-        next_attempt_at=None,
-        max_attempts=run.max_attempts + 1,
-        fence=emitter.fence,
-    )
+    run = park(deps, run_id, emitter, "waiting_approval")
     undecided = [
         c
         for c in deps.store.list_tool_calls(run_id=run_id)
@@ -171,17 +162,7 @@ def await_approval(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> Run:
 def await_budget(deps: RuntimeDeps, run_id: str, emitter: RunEmitter, state: LoopState) -> Run:
     """Park the run in ``waiting_approval`` (no owner) with its budget question in
     ``loop_state``, until a person answers it (``Agi.decide``). Not an attempt either."""
-    emitter.emit(ev.RunStatusEvent(status="waiting_approval"))
-    run = deps.store.get_run(run_id)
-    return deps.store.update_run(
-        run_id,
-        status="waiting_approval",
-        owner=None,
-        next_attempt_at=None,
-        loop_state=state,
-        max_attempts=run.max_attempts + 1,
-        fence=emitter.fence,
-    )
+    return park(deps, run_id, emitter, "waiting_approval", loop_state=state)
 
 
 def await_execution(
@@ -189,17 +170,31 @@ def await_execution(
 ) -> Run:
     """Park the run in ``waiting_execution`` (no owner) with the cells it waits for in
     ``loop_state``; its heartbeat is the follower's from now on (``runtime.parking``)."""
-    emitter.emit(ev.RunStatusEvent(status="waiting_execution"))
+    state = deps.store.get_run(run_id).loop_state or LoopState()
+    return park(
+        deps,
+        run_id,
+        emitter,
+        "waiting_execution",
+        loop_state=replace(state, parked_on=parked),
+        heartbeat_at=utc_now(),
+    )
+
+
+def park(deps: RuntimeDeps, run_id: str, emitter: RunEmitter, status: str, **changes: Any) -> Run:
+    """Give the run up in a waiting ``status`` (no owner, not due) with ``changes``: announced
+    first (the fence stops holding with the update); the wait is not an attempt
+    (``max_attempts`` grows by one)."""
+    emitter.emit(ev.RunStatusEvent(status=status))
     run = deps.store.get_run(run_id)
     return deps.store.update_run(
         run_id,
-        status="waiting_execution",
+        status=status,
         owner=None,
         next_attempt_at=None,
-        heartbeat_at=utc_now(),
-        loop_state=replace(run.loop_state or LoopState(), parked_on=parked),
         max_attempts=run.max_attempts + 1,
         fence=emitter.fence,
+        **changes,
     )
 
 

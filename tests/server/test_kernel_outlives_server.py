@@ -91,6 +91,13 @@ def start_kernel(server: LabServer) -> int:
     return pid
 
 
+def submit(server: LabServer, prompt: str) -> tuple[str, str]:
+    """A new session and a run of ``prompt`` in it: (session id, run id)."""
+    session = server.api("POST", "agi/v1/sessions", {})["session"]["id"]
+    run = server.api("POST", f"agi/v1/sessions/{session}/runs", {"input": prompt})["run"]
+    return str(session), str(run["id"])
+
+
 def stop_gracefully(server: LabServer) -> None:
     server.stop()  # POST /api/shutdown, as agi serve's and jupyter's Ctrl-C do
 
@@ -145,10 +152,7 @@ def test_a_run_waiting_on_its_cell_when_the_server_stops_resumes_told_it_was_int
     )
     first = start(root, tmp_path, "first", AGI_FAKE_LLM_URL=fake_llm.url)
     try:
-        session = first.api("POST", "agi/v1/sessions", {})["session"]["id"]
-        run_id = first.api("POST", f"agi/v1/sessions/{session}/runs", {"input": "train"})["run"][
-            "id"
-        ]
+        _, run_id = submit(first, "train")
 
         def cell_runs() -> bool:
             rows = first.api("GET", "agi/v1/executions?path=long.ipynb")["executions"]
@@ -205,10 +209,7 @@ def test_a_run_parked_on_its_cell_when_the_server_stops_is_resumed_once_told_the
     fake_llm.default_rule = then("notebook.wait", park=True)
     first = start(root, tmp_path, "first", AGI_FAKE_LLM_URL=fake_llm.url)
     try:
-        session = first.api("POST", "agi/v1/sessions", {})["session"]["id"]
-        run_id = first.api("POST", f"agi/v1/sessions/{session}/runs", {"input": "train"})["run"][
-            "id"
-        ]
+        session, run_id = submit(first, "train")
 
         def status() -> str:
             return str(first.api("GET", f"agi/v1/runs/{run_id}")["run"]["status"])
