@@ -65,6 +65,7 @@ class ParkedRuns:
         self.manager = manager
         self.executions = executions
         self._following: dict[str, asyncio.Task[None]] = {}
+        self._closing = False  # this process stops: no run is followed from now on
 
     # --- parking ----------------------------------------------------------------------------
 
@@ -86,8 +87,8 @@ class ParkedRuns:
     def follow(self, run: Run) -> None:
         """Follow the cells ``run`` (just parked here) waits for, until it resumes."""
         state = run.loop_state
-        if run.status != PARKED or state is None or state.parked_on is None:
-            return
+        if self._closing or run.status != PARKED or state is None or state.parked_on is None:
+            return  # (closing: the run is let go by its stale heartbeat)
         parked = state.parked_on
         task = asyncio.get_running_loop().create_task(self._follow(run, parked))
         self._following[run.id] = task
@@ -133,7 +134,8 @@ class ParkedRuns:
             await asyncio.wait({task}, timeout=min(beat, left))
             if not task.done() and not await self.deps.stored(self._beat, run_id, parked.handle):
                 return "dropped"
-        return "ended"
+        # (cancelled: this process stopped following the cells, which go on in their kernel)
+        return "dropped" if task.cancelled() else "ended"
 
     def _result_of(self, job: CellsJob) -> Answer:
         """The answer of a parked call whose cells ended: their result (the handle is
@@ -269,6 +271,7 @@ class ParkedRuns:
     async def aclose(self) -> None:
         """Stop following (this process stops): each run parked here is let go (``follower``
         None), so the next tick anywhere resumes it at once, told what became of its cells."""
+        self._closing = True
         tasks = list(self._following.items())
         for _run_id, task in tasks:
             task.cancel()

@@ -518,8 +518,8 @@ class RunManager:
 
     async def aclose(self) -> None:
         """Release the runs still executing here (see ``release_all``) and stop."""
-        await self.parking.aclose()
         await self.local.release_all()
+        await self.parking.aclose()  # (after: an attempt that parked meanwhile is followed)
         await self.local.close()
         for executor in self.executors.values():
             await executor.aclose()
