@@ -178,3 +178,23 @@ def test_a_parked_run_nobody_follows_is_resumed_once_by_a_tick_told_the_kernel_i
     assert "cell total: interrupted" in follow["output"]  # (so the stopping process wrote)
     assert follow["data"]["kernel"] == "gone"
     assert "the notebook's kernel is gone" in json.dumps(fake_llm.requests[-1].body)
+
+
+@pytest.mark.slow
+def test_a_parked_run_waits_at_most_the_park_limit_and_resumes_told_the_cells_still_run(
+    make_agi: MakeAgi, fake_llm: FakeLLMServer, notebook: Path
+) -> None:
+    set_source(notebook, 2, LONG)
+    agi = make_agi(config={"notebook_park_limit": 1})
+    fake_llm.enqueue(*run_the_cell_then_park())
+    fake_llm.default_rule = then("notebook.wait", park=True)
+    result = agi.ask("run the long cell", agent="build")
+    assert result.run.status == "succeeded", result.run.error
+    follow = results(agi, result.run_id)["follow"]
+    assert follow["is_error"] is False, follow
+    assert "the cells are still running (not interrupted)" in follow["output"]
+    assert follow["data"]["running"] == "total"
+    assert "waiting_execution" in statuses(agi, result.run_id)
+    assert "still running" in json.dumps(fake_llm.requests[-1].body)
+    (running,) = agi.running_cells(result.run_id)  # kept under its handle: notebook.wait finds it
+    assert (running.cell_id, running.interrupted) == ("total", False)
