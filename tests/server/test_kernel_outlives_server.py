@@ -131,7 +131,7 @@ def test_a_run_waiting_on_its_cell_when_the_server_stops_resumes_told_it_was_int
 ) -> None:
     """Today's restart: the cell is lost with its kernel; the run waiting in ``notebook.run``
     is released by the stopping server and resumed by the next one, whose model request
-    carries the call answered as interrupted (no parking on the handle yet)."""
+    carries the call answered as interrupted (a run parked on the handle: the next test)."""
     (root / ".agi").mkdir()
     config = {"default_model": "fake:echo", "default_agent": "build", "tool_timeout": 900}
     (root / ".agi" / "config.json").write_text(json.dumps(config))
