@@ -66,11 +66,14 @@ class ParkedRuns:
         self.executions = executions
         self._following: dict[str, asyncio.Task[None]] = {}
         self._closing = False  # this process stops: no run is followed from now on
+        self._parking: set[str] = set()  # runs parking here now, followed once parked
 
     # --- parking ----------------------------------------------------------------------------
 
-    def parked(self, tool_call_id: str, name: str, handle: str) -> ParkedExecution:
-        """What the run's state keeps of the cells it waits for (on the loop)."""
+    def parked(self, run_id: str, tool_call_id: str, name: str, handle: str) -> ParkedExecution:
+        """What the run's state keeps of the cells it waits for (on the loop); the run counts
+        as followed here from now on (a tick meanwhile leaves it alone), ``follow`` next."""
+        self._parking.add(run_id)
         job = self.executions.find(handle)
         now = utc_now()
         return ParkedExecution(
@@ -86,6 +89,7 @@ class ParkedRuns:
 
     def follow(self, run: Run) -> None:
         """Follow the cells ``run`` (just parked here) waits for, until it resumes."""
+        self._parking.discard(run.id)
         state = run.loop_state
         if self._closing or run.status != PARKED or state is None or state.parked_on is None:
             return  # (closing: the run is let go by its stale heartbeat)
@@ -241,7 +245,7 @@ class ParkedRuns:
     async def tick(self, limit: int) -> int:
         """Queue the parked runs nobody follows (see the module's docstring), due now for the
         tick's claims; how many."""
-        followed = set(self._following)
+        followed = set(self._following) | self._parking
         return len(await self.deps.stored(self._orphans, limit, followed))
 
     def _orphans(self, limit: int, followed: set[str]) -> list[str]:

@@ -373,11 +373,13 @@ class RunManager:
                 emitter.section(endings.await_budget, self.deps, run.id, emitter, e.state)
             )
         except endings.AwaitingExecution as e:
-            parked = self.parking.parked(e.tool_call_id, e.name, e.handle)
-            run = await regardless(
-                emitter.section(endings.await_execution, self.deps, run.id, emitter, parked)
-            )
-            self.parking.follow(run)
+            parked = self.parking.parked(run.id, e.tool_call_id, e.name, e.handle)
+            try:
+                run = await regardless(
+                    emitter.section(endings.await_execution, self.deps, run.id, emitter, parked)
+                )
+            finally:
+                self.parking.follow(run)  # (not parked: nothing to follow)
             return run
         except endings.AwaitingApproval:
             return await regardless(
