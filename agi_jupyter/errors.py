@@ -25,6 +25,9 @@
     ├── BudgetExceeded            BUDGET_EXCEEDED (409): a token/cost budget is spent
     ├── CompletionDisabled        COMPLETION_DISABLED (409): inline completion is turned off
     ├── MentionsTooLarge          MENTIONS_TOO_LARGE (413): a message's @ mentions exceed the bound
+    ├── AttachmentRefused         ATTACHMENT_REFUSED (422): not an image taken, or too many
+    │   └── AttachmentTooLarge    ATTACHMENT_TOO_LARGE (413): an attached image is over the bound
+    ├── ModelReadsNoImages        MODEL_READS_NO_IMAGES (409): images attached for a text-only model
     ├── RunStateUnreadable        RUN_STATE_UNREADABLE (500): a run's stored state is unreadable
     └── StoreUnavailable          STORE_UNAVAILABLE (503): the store's database cannot be reached
 
@@ -127,6 +130,10 @@ class ErrorCode(StrEnum):
     MENTIONS_TOO_LARGE = "MENTIONS_TOO_LARGE"
     # MCP servers
     MCP_SERVER_NOT_FOUND = "MCP_SERVER_NOT_FOUND"
+    # images attached to a user message
+    ATTACHMENT_REFUSED = "ATTACHMENT_REFUSED"
+    ATTACHMENT_TOO_LARGE = "ATTACHMENT_TOO_LARGE"
+    MODEL_READS_NO_IMAGES = "MODEL_READS_NO_IMAGES"
 
 
 class AgiError(Exception):
@@ -307,6 +314,32 @@ class MentionsTooLarge(AgiError):
 
     code = ErrorCode.MENTIONS_TOO_LARGE
     http_status = 413
+
+
+class AttachmentRefused(AgiError):
+    """An image attached to a user message is not one the server takes (not a PNG, JPEG, GIF
+    or WebP image, or not base64), or a message has more than the images one may hold. A 422:
+    the body is well formed (its schema says base64, of at most the bound), what its bytes
+    hold is not an image the server takes."""
+
+    code = ErrorCode.ATTACHMENT_REFUSED
+    http_status = 422
+
+
+class AttachmentTooLarge(AttachmentRefused):
+    """An image attached to a user message is larger than one attached image may be."""
+
+    code = ErrorCode.ATTACHMENT_TOO_LARGE
+    http_status = 413
+
+
+class ModelReadsNoImages(AgiError):
+    """Images were attached to a message for a model that reads no images (the catalog's
+    ``vision`` flag, or ``models.<key>.vision`` in config): refused before a run starts. A 409
+    like ``HOSTED_TOOL_UNSUPPORTED``: the request conflicts with the model it is for."""
+
+    code = ErrorCode.MODEL_READS_NO_IMAGES
+    http_status = 409
 
 
 class BudgetExceeded(AgiError):

@@ -133,6 +133,15 @@ class HostedToolPart:
     type: Literal["hosted_tool"] = "hosted_tool"
 
 
+# Images attached to a user message (``app.attachments``): how many one message holds, and how
+# large one may be as attached (before it is scaled down). Here, beside ``ImagePart``, so the
+# REST models and handlers bound a body without importing the application layer.
+MAX_ATTACHED_IMAGES = 4
+MAX_ATTACHED_BYTES = 5_000_000
+# The base64 length of ``MAX_ATTACHED_BYTES`` bytes.
+MAX_ATTACHED_BASE64 = (MAX_ATTACHED_BYTES + 2) // 3 * 4
+
+
 @dataclass(kw_only=True)
 class ImagePart:
     """An image: inline (``data_base64``), at a ``url``, or stored as an artifact

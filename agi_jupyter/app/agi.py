@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from agi_jupyter import budget as budgets
 from agi_jupyter import notebook
 from agi_jupyter.agents import Agent, load_agents
-from agi_jupyter.app import heartbeat
+from agi_jupyter.app import attachments, heartbeat
+from agi_jupyter.app.attachments import ImageSource
 from agi_jupyter.app.catalogue import Catalogue
 from agi_jupyter.app.run_records import RunRecords
 from agi_jupyter.app.sessions import RunInput, Sessions
@@ -42,13 +43,14 @@ from agi_jupyter.config import (
 from agi_jupyter.errors import (
     Conflict,
     ErrorCode,
+    ModelReadsNoImages,
     NoPendingApproval,
     PathOutsideProject,
     RunTerminal,
     ToolError,
     UsageError,
 )
-from agi_jupyter.kinds import DecisionDoor
+from agi_jupyter.kinds import DecisionDoor, SdkName
 from agi_jupyter.mcp.config import load_mcp_servers, secrets_of
 from agi_jupyter.mcp.servers import McpServers
 from agi_jupyter.mentions import Mention, MentionResolver
@@ -224,6 +226,7 @@ class Agi:
         max_iterations: int | None = None,
         execution_mode: str = "foreground_stream",
         start: bool = True,
+        images: Sequence[ImageSource] = (),
         **run_fields: Any,
     ) -> Run:
         """Queue a run for ``prompt`` and (unless ``start=False``) start executing it here.
@@ -232,7 +235,8 @@ class Agi:
         only (the session keeps its own). ``type="deep_research"`` runs use the configured deep
         research model unless ``model`` says otherwise (see ``research``). With
         ``input_message_id=<id of a stored user message>`` and an empty ``prompt`` (``()``),
-        the run answers that message."""
+        the run answers that message. ``images``: images attached to the prompt (paths or
+        bytes; PNG, JPEG, GIF or WebP), for a model that reads images (``app.attachments``)."""
         return self._submit(
             prompt,
             session=session,
@@ -243,6 +247,7 @@ class Agi:
             max_iterations=max_iterations,
             execution_mode=execution_mode,
             start=start,
+            images=images,
             **run_fields,
         )[0]
 
@@ -258,6 +263,7 @@ class Agi:
         max_iterations: int | None = None,
         execution_mode: str = "foreground_stream",
         start: bool = True,
+        images: Sequence[ImageSource] = (),
         **run_fields: Any,
     ) -> tuple[Run, int]:
         """``submit``, plus the seq after which the events of this message begin (not 0 when
@@ -273,10 +279,14 @@ class Agi:
         research = run_fields.get("type") == "deep_research"
         provider, model_name = self._sessions.model_for(ses, model, sdk=not research)
         parts: list[Part] = [TextPart(text=prompt)] if isinstance(prompt, str) else list(prompt)
+        parts += attachments.image_parts(images)
         if not parts and run_fields.get("input_message_id"):
             pass  # the run answers a user message that is already stored
         elif not parts or all(isinstance(p, TextPart) and is_blank(p.text) for p in parts):
             raise UsageError("the prompt is empty")
+        if attachments.has_images(parts):
+            self._check_images(ses, provider, model_name)
+            parts = attachments.stored_images(self.store, ses.id, parts)
         route = self.sdk.route(ses)
         own_run = bool(run_fields or model or agent)  # a run of its own was asked for
         if route == "queue_into" and not own_run and all(isinstance(p, TextPart) for p in parts):
@@ -304,6 +314,15 @@ class Agi:
             # (A callback, not a coroutine: no task and no future of its own to start it.)
             self.loop.loop.call_soon_threadsafe(self._start_created, run)
         return run, 0
+
+    def _check_images(self, session: Session, provider: str, model: str) -> None:
+        """Images go to a native session's model that reads them, else are refused."""
+        if session.sdk != SdkName.NATIVE:
+            raise ModelReadsNoImages(
+                f"a session on the {session.sdk} SDK is sent text only: attach images in a "
+                "native session"
+            )
+        attachments.check_vision(provider, model, self.config.model_vision)
 
     def research(
         self,
@@ -863,7 +882,8 @@ class Agi:
                 "cancel it before appending a message",
                 code=ErrorCode.RUN_ACTIVE,
             )
-        return self.store.add_message(session_id, "user", list(parts))
+        stored = attachments.stored_images(self.store, session_id, parts)
+        return self.store.add_message(session_id, "user", stored)
 
     def compact(self, session_id: str) -> Compaction | None:
         """Fold the session's messages before its last turn into a summary its model writes

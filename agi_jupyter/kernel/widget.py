@@ -22,6 +22,7 @@ import functools
 import json
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,14 @@ from agi_jupyter.budget import describe
 from agi_jupyter.kernel.decisions import decide_here, follow_across_waits
 from agi_jupyter.kernel.interpolate import written_mentions
 from agi_jupyter.kinds import DecisionDoor
-from agi_jupyter.records import Message, TextPart, ToolCallPart, ToolResultPart, decided_text
+from agi_jupyter.records import (
+    ImagePart,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    decided_text,
+)
 from agi_jupyter.tools.diffs import DIFF_KINDS
 
 if TYPE_CHECKING:
@@ -135,8 +143,9 @@ class ChatWidget(anywidget.AnyWidget):
             return
         kind = content.get("type")
         try:
-            if kind == "send":
-                self.send_message(str(content.get("text", "")))
+            if kind == "send":  # pasted images come as the message's buffers
+                images = [bytes(b) for b in buffers or []]
+                self.send_message(str(content.get("text", "")), images=images)
             elif kind == "stop":
                 self.stop()
             elif kind == "new_session":
@@ -163,8 +172,9 @@ class ChatWidget(anywidget.AnyWidget):
             return ""
         return str(data.get("patch") or "")
 
-    def send_message(self, text: str) -> str | None:
-        """Send ``text`` as the user (what the Send button does); returns the run id."""
+    def send_message(self, text: str, *, images: Sequence[bytes] = ()) -> str | None:
+        """Send ``text`` as the user (what the Send button does), with ``images`` attached
+        (pasted into the box: ``app.attachments``); returns the run id."""
         text = text.strip()
         if not text:
             return None
@@ -178,10 +188,12 @@ class ChatWidget(anywidget.AnyWidget):
             agent=self.agent or None,
             model=self.model or None,
             execution_mode="kernel",
+            images=images,
             **self._ctx.run_fields(),
         )
         with self._lock:
-            self._append({"id": f"u-{run.id}", "role": "user", "text": text})
+            entry: Entry = {"id": f"u-{run.id}", "role": "user", "text": text}
+            self._append({**entry, "images": len(images)} if images else entry)
         self.running = run.id
         self._last_run_id = run.id
         self.status = "running"
@@ -581,6 +593,8 @@ def history_entries(messages: list[Message]) -> list[Entry]:
     entries: list[Entry] = []
     tools: dict[str, Entry] = {}
     for message in messages:
+        first = len(entries)
+        images = sum(isinstance(p, ImagePart) for p in message.parts)
         for index, part in enumerate(message.parts):
             if isinstance(part, TextPart) and message.role in ("user", "assistant") and part.text:
                 entry_id = f"{message.id}-{index}"
@@ -599,6 +613,8 @@ def history_entries(messages: list[Message]) -> list[Entry]:
                     output=part.output,
                     ok=not part.is_error,
                 )
+        if message.role == "user" and images and len(entries) > first:
+            entries[first]["images"] = images  # attached to the message: shown as a count
     return entries
 
 

@@ -7,6 +7,7 @@ from typing import Literal
 
 from agi_jupyter.records import (
     ChatMessage,
+    ImagePart,
     MentionPart,
     Message,
     Part,
@@ -94,7 +95,7 @@ def unanswered_tool_calls(messages: list[Message]) -> list[tuple[Message, ToolCa
 
 def history_view(messages: list[Message], view: HistoryView) -> list[Message]:
     """``full``: every message with all its parts. ``simple``: user and assistant text only
-    (and the user's ``@`` mentions);
+    (and the user's ``@`` mentions and attached images, whose bytes are artifacts);
     a message that keeps all its parts is returned as it is, the others as copies."""
     if view == "full":
         return messages
@@ -129,7 +130,11 @@ def _simple(messages: list[Message]) -> list[Message]:
         if m.role not in ("user", "assistant"):
             continue
         texts: list[Part] = [
-            p for p in m.parts if (isinstance(p, TextPart) and p.text) or isinstance(p, MentionPart)
+            p
+            for p in m.parts
+            if (isinstance(p, TextPart) and p.text)
+            or isinstance(p, MentionPart)
+            or (isinstance(p, ImagePart) and p.artifact_id)
         ]
         if texts:
             # Messages read with ``list_messages(text_only=True)`` (what ``Agi.history``

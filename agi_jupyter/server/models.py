@@ -41,6 +41,7 @@ from agi_jupyter.mentions import MAX_MENTIONS, MCP_KINDS
 from agi_jupyter.model_specs import model_spec_pattern
 from agi_jupyter.notebook.wire import TabReply
 from agi_jupyter.records import (
+    MAX_ATTACHED_BASE64,
     NON_BLANK,
     ArtifactRefPart,
     ErrorPart,
@@ -57,6 +58,7 @@ from agi_jupyter.records import (
 
 E = TypeVar("E", bound=StrEnum)
 MAX_PAGE_SIZE = 200
+BASE64 = r"^[A-Za-z0-9+/]*={0,2}$"  # base64's alphabet (standard, unwrapped, padded at the end)
 MAX_INT = 2**63 - 1  # what a 64-bit database column holds
 JSONObject = dict[str, Any]
 
@@ -215,7 +217,9 @@ class PageQuery(Query):
 
 class HistoryQuery(Query):
     view: Literal["simple", "full"] = Field(
-        "simple", description="simple: user/assistant text; full: every part of every message."
+        "simple",
+        description="simple: user/assistant text (and the user's mentions and images); full: "
+        "every part of every message.",
     )
 
 
@@ -279,11 +283,40 @@ class TextInput(Body):
     text: str
 
 
+_ONE_SOURCE: JsonDict = {  # JSON Schema: an image's bytes or its URL, exactly one of them
+    "oneOf": [
+        {"properties": {key: {"type": "string"}}, "required": [key]}
+        for key in ("data_base64", "url")
+    ]
+}
+
+
 class ImageInput(Body):
+    """An image attached to the message: its bytes in base64 (a PNG, JPEG, GIF or WebP image
+    of at most 5 MB, read from its bytes; scaled down and stored as an ``image`` artifact the
+    message names), or a URL the model fetches. A message holds at most 4 images, for a model
+    that reads images (else ``MODEL_READS_NO_IMAGES``)."""
+
+    model_config = ConfigDict(json_schema_extra=_ONE_SOURCE)
+
     type: Literal["image"]
-    mime: str
-    data_base64: str | None = None
-    url: str | None = None
+    mime: str = Field(description="As sent; the stored type is the one read from the bytes.")
+    data_base64: str | None = Field(
+        None,
+        max_length=MAX_ATTACHED_BASE64,
+        pattern=BASE64,
+        description="The image's bytes in base64 (a PNG, JPEG, GIF or WebP image; other "
+        "bytes are refused: ATTACHMENT_REFUSED, 422).",
+    )
+    url: str | None = Field(
+        None, pattern=r"^https?://", max_length=8_000, description="An http(s) URL."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if (self.data_base64 is None) == (self.url is None):
+            raise ValueError("an image is given by its data_base64 or by its url (one of them)")
+        return self
 
 
 InputPart = Annotated[Union[TextInput, ImageInput], Field(discriminator="type")]  # noqa: UP007
@@ -333,9 +366,14 @@ _ON_A_SERVER: JsonDict = {  # JSON Schema: a resource or a prompt names its MCP 
     "if": {"properties": {"kind": {"enum": ["resource", "prompt"]}}},
     "then": {"properties": {"server": {"type": "string"}}, "required": ["server"]},
 }
-_MENTIONS_NEED_INPUT: JsonDict = {  # JSON Schema: a run's mentions go with its input
-    "if": {"properties": {"mentions": {"minItems": 1}}, "required": ["mentions"]},
-    "then": {"properties": {"input": {"type": "string"}}, "required": ["input"]},
+_NEED_AN_INPUT: JsonDict = {  # JSON Schema: a run's mentions and images go with its input
+    "allOf": [
+        {
+            "if": {"properties": {key: {"minItems": 1}}, "required": [key]},
+            "then": {"properties": {"input": {"type": "string"}}, "required": ["input"]},
+        }
+        for key in ("mentions", "images")
+    ]
 }
 
 
@@ -540,11 +578,14 @@ class RunInput(RunOptions):
     input_message_id: str | None = None
     system_prompt: str | None = None
     mentions: Mentions = Field(default_factory=list)
+    images: list[ImageInput] = Field(
+        default_factory=list, description="Images attached to the prompt (see ImageInput)."
+    )
 
     @model_validator(mode="after")
     def _mentions_go_with_an_input(self) -> Self:
-        if self.mentions and self.input is None:
-            raise ValueError("mentions go with an input (the prompt they belong to)")
+        if (self.mentions or self.images) and self.input is None:
+            raise ValueError("mentions and images go with an input (the prompt they belong to)")
         return self
 
 
@@ -552,7 +593,7 @@ class RunCreate(RunInput):
     """A background run: an agent run, or a deep research run."""
 
     model_config = ConfigDict(
-        json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _RESEARCH_MODELS, _MENTIONS_NEED_INPUT]}
+        json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _RESEARCH_MODELS, _NEED_AN_INPUT]}
     )
 
     type: Literal["agent", "deep_research"] = "agent"
@@ -562,9 +603,7 @@ class RunCreate(RunInput):
 class RunStreamCreate(RunInput):
     """A foreground run whose events are streamed."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _MENTIONS_NEED_INPUT]}
-    )
+    model_config = ConfigDict(json_schema_extra={"allOf": [_INPUT_OR_MESSAGE, _NEED_AN_INPUT]})
 
     type: Literal["agent"] = "agent"
 

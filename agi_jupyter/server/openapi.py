@@ -19,7 +19,7 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from agi_jupyter import __version__
-from agi_jupyter.errors import ErrorCode
+from agi_jupyter.errors import AgiError, ErrorCode
 from agi_jupyter.kinds import (
     DecisionDoor,
     MentionKind,
@@ -61,6 +61,7 @@ STATUS_OF_CODE: dict[ErrorCode, tuple[int, ...]] = {
     ErrorCode.HOSTED_TOOL_UNSUPPORTED: (409,),  # it conflicts with the session's model
     ErrorCode.PATH_OUTSIDE_PROJECT: (403,),
     ErrorCode.PAYLOAD_TOO_LARGE: (413,),
+    ErrorCode.ATTACHMENT_TOO_LARGE: (413,),
     ErrorCode.RATE_LIMITED: (429,),
     ErrorCode.STORE_UNAVAILABLE: (503,),
 }
@@ -296,10 +297,23 @@ def error_codes(route: Route) -> tuple[ErrorCode, ...]:
     return tuple(dict.fromkeys(codes + route.errors))
 
 
+@functools.cache
+def _statuses_of_classes() -> dict[ErrorCode, tuple[int, ...]]:
+    """The status of each code an ``AgiError`` class declares (``STATUS_OF_CODE`` adds the
+    codes answered without one of them, and those answered with two statuses)."""
+    found: dict[ErrorCode, tuple[int, ...]] = {}
+    classes: list[type[AgiError]] = [AgiError]
+    while classes:
+        kind = classes.pop()
+        classes.extend(kind.__subclasses__())
+        found.setdefault(ErrorCode(kind.code), (kind.http_status,))
+    return found
+
+
 def _errors(route: Route) -> dict[str, Any]:
     by_status: dict[int, list[str]] = {}
     for code in error_codes(route):
-        for status in STATUS_OF_CODE.get(code, (400,)):
+        for status in STATUS_OF_CODE.get(code) or _statuses_of_classes().get(code, (400,)):
             by_status.setdefault(status, []).append(code)
     answers: dict[str, Any] = {}
     for status, found in sorted(by_status.items()):

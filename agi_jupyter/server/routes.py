@@ -152,6 +152,9 @@ MENTIONS = (
     ErrorCode.NO_KERNEL,
     ErrorCode.PATH_OUTSIDE_PROJECT,
 )
+# A message's attached images: not an image taken, too many, a text-only model (one too large
+# is a validation error: the schema bounds its base64).
+IMAGES = (ErrorCode.ATTACHMENT_REFUSED, ErrorCode.MODEL_READS_NO_IMAGES)
 WEBHOOK_HEADERS = (
     ("webhook-id", "The delivery's id (the same for every retry of it)."),
     ("webhook-timestamp", "Unix time of the delivery (at most five minutes away from now)."),
@@ -207,7 +210,7 @@ ROUTES: tuple[Route, ...] = (
           "Send a user message; the reply streams as SSE or NDJSON (by Accept) or returns as JSON",
           "messages", body=MessageCreate, response=RunResultResponse, streams=("ndjson", "sse"),
           also=((201, Message, "run: false: the message, appended without a run"),),
-          errors=(*SESSION, *START, ErrorCode.RUN_ACTIVE, *MENTIONS)),
+          errors=(*SESSION, *START, ErrorCode.RUN_ACTIVE, *MENTIONS, *IMAGES)),
     Route("GET", f"{V1}/sessions/{{session_id}}/history", HistoryHandler, "getHistory",
           "The session's history, simple or full view", "messages", query=HistoryQuery,
           response=History, errors=SESSION),
@@ -227,11 +230,11 @@ ROUTES: tuple[Route, ...] = (
           errors=SESSION),
     Route("POST", f"{V1}/sessions/{{session_id}}/runs", SessionRunsHandler, "createRun",
           "Queue a background run (agent or deep_research)", "runs", body=RunCreate,
-          response=RunResponse, status=202, errors=SESSION + START + INPUT + MENTIONS),
+          response=RunResponse, status=202, errors=SESSION + START + INPUT + MENTIONS + IMAGES),
     Route("POST", f"{V1}/sessions/{{session_id}}/runs:stream", SessionRunsStreamHandler,
           "streamRun", "Start a run and stream its events (NDJSON by default)", "runs",
           body=RunStreamCreate, response=RunResultResponse, streams=("ndjson", "sse"),
-          stream_default=True, errors=SESSION + START + INPUT + MENTIONS),
+          stream_default=True, errors=SESSION + START + INPUT + MENTIONS + IMAGES),
     Route("GET", f"{V1}/runs/{{run_id}}", RunHandler, "getRun", "Get a run", "runs",
           response=RunResponse, errors=RUN),
     Route("POST", f"{V1}/runs/{{run_id}}/cancel", RunCancelHandler, "cancelRun",

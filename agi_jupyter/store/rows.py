@@ -326,8 +326,14 @@ def _parts(datas: list[dict[str, Any]]) -> list[Part]:
 
 
 def _texts_of(datas: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The stored dicts of the non-empty text parts (and of the ``@`` mentions)."""
-    return [d for d in datas if d.get("text") and d.get("type") in ("text", "mention")]
+    """The stored dicts of the non-empty text parts (and of the ``@`` mentions and the images
+    attached to a user message: those whose bytes are an artifact)."""
+    return [
+        d
+        for d in datas
+        if (d.get("text") and d.get("type") in ("text", "mention"))
+        or (d.get("type") == "image" and d.get("artifact_id"))
+    ]
 
 
 def decode_message(stored: str, text_only: bool) -> tuple[records.JSON, list[Part]]:

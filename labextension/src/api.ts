@@ -10,6 +10,7 @@
  * Errors come back as `ApiError` with the server's code and message.
  */
 
+import type { MessageContent } from './attachments';
 import { type components, ErrorCode, type paths } from './openapi';
 import { formatOf, readEvents } from './stream';
 import type {
@@ -165,11 +166,12 @@ export class AgiClient {
 
   /** Post a user message and stream the run's events (NDJSON); `where` says which notebook
    * and cell the user is in (the run's notebook for the notebook tools and the outline);
-   * `mentions`: its `@` mentions (resolved and stored by the server). */
+   * `mentions`: its `@` mentions (resolved and stored by the server); `content`: its text, or
+   * its text and attached images as parts (`attachments.messageContent`). */
   sendMessage(
     project: string,
     sessionId: string,
-    content: string,
+    content: MessageContent,
     signal?: AbortSignal,
     where: Whereabouts = {},
     mentions: components['schemas']['MentionInput'][] = []
@@ -276,6 +278,12 @@ export class AgiClient {
   async artifactContent(project: string, id: string): Promise<string> {
     const parts = { path: { artifact_id: id }, query: { project } };
     return (await this.send('get', '/agi/v1/artifacts/{artifact_id}/content', parts, '*/*')).text();
+  }
+
+  /** An artifact's bytes (an attached image, shown in the transcript). */
+  async artifactBlob(project: string, id: string): Promise<Blob> {
+    const parts = { path: { artifact_id: id }, query: { project } };
+    return (await this.send('get', '/agi/v1/artifacts/{artifact_id}/content', parts, '*/*')).blob();
   }
 
   async agents(project: string): Promise<AgentInfo[]> {

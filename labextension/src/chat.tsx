@@ -160,7 +160,11 @@ function BlockView(props: { block: Block; model: PanelModel; runId: string | nul
         </div>
       );
     case 'image':
-      return <img className="jp-AgiImage" src={block.src} alt={trans.__('image from the conversation')} />;
+      return block.src || !block.artifactId ? (
+        <img className="jp-AgiImage" src={block.src} alt={trans.__('image from the conversation')} />
+      ) : (
+        <ArtifactImage id={block.artifactId} model={props.model} />
+      );
     case 'mention':
       return <MentionChip kind={block.mentionKind} label={block.ref.split('#').pop() ?? block.ref} title={block.ref} />;
   }
@@ -288,6 +292,42 @@ export function ApprovalBar(props: { runId: string; toolCallId?: string; model: 
         onChange={event => setMessage(event.target.value)}
       />
     </div>
+  );
+}
+
+/** An image whose bytes are an artifact (one attached to a message), loaded when shown. */
+function ArtifactImage(props: { id: string; model: PanelModel }): JSX.Element {
+  const trans = useTrans();
+  const [src, setSrc] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    let live = true;
+    let url: string | null = null;
+    props.model
+      .artifactImageUrl(props.id)
+      .then(made => {
+        url = made;
+        if (live) {
+          setSrc(made);
+        } else {
+          URL.revokeObjectURL(made);
+        }
+      })
+      .catch(e => live && setError(errorText(e)));
+    return () => {
+      live = false;
+      if (url) {
+        URL.revokeObjectURL(url);
+      }
+    };
+  }, [props.id]);
+  if (error) {
+    return <div className="jp-AgiBlockError">{error}</div>;
+  }
+  return src ? (
+    <img className="jp-AgiImage" src={src} alt={trans.__('image attached to the message')} data-artifact={props.id} />
+  ) : (
+    <div className="jp-AgiDim">{trans.__('Loading image…')}</div>
   );
 }
 

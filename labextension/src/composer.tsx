@@ -1,13 +1,15 @@
-/** The message box with Send and Stop, and its `@` mentions (`mentions.ts`): typing `@`
- * opens a list of what may be named, the MCP servers' under a heading each (arrows move,
- * Enter or Tab picks, Escape closes); a file
- * dragged from the file browser becomes an `@file` mention. Picked mentions show as chips
- * and go with the message as structured data. */
+/** The message box with Send and Stop, its `@` mentions (`mentions.ts`) and attached images
+ * (`attachments.ts`): typing `@` opens a list of what may be named, the MCP servers' under a
+ * heading each (arrows move, Enter or Tab picks, Escape closes); a file dragged from the file
+ * browser becomes an `@file` mention, an image file (from the file browser or the desktop) or
+ * a pasted image an attachment. Picked mentions and attached images show as chips and go with
+ * the message as structured data. */
 
 import { Button, runIcon, stopIcon } from '@jupyterlab/ui-components';
 import React, { useEffect, useRef, useState } from 'react';
 
-import { useTrans } from './i18n';
+import { type Attachment, attach, dataUrl, fromBase64, imageFiles, imageTypeOf, readImage, type Refusal } from './attachments';
+import { type Trans, useTrans } from './i18n';
 import { type Candidate, inProject, type Mention, mentionAt, mentionsToSend, pick, type Typed, withHeadings } from './mentions';
 import type { PanelModel } from './model';
 import { cellsNote, mayHaveCellsRunning } from './runningcells';
@@ -42,6 +44,29 @@ export function MentionChip(props: { kind: string; label: string; title?: string
       ) : null}
     </span>
   );
+}
+
+/** An attached image as a chip: its thumbnail, its name and a remove button. */
+export function ImageChip(props: { image: Attachment; onRemove: () => void }): JSX.Element {
+  const trans = useTrans();
+  const { image } = props;
+  return (
+    <span className="jp-AgiImageChip" title={image.name}>
+      <img className="jp-AgiImageChip-thumb" src={dataUrl(image)} alt={image.name} />
+      <span className="jp-AgiImageChip-name">{image.name}</span>
+      <button type="button" className="jp-AgiMentionChip-remove" aria-label={trans.__('Remove %1', image.name)} onClick={props.onRemove}>
+        ×
+      </button>
+    </span>
+  );
+}
+
+function refusalText(refused: Refusal[], trans: Trans): string {
+  return refused
+    .map(r =>
+      r.reason === 'too-large' ? trans.__('%1 is larger than 5 MB', r.name) : trans.__('%1 left out: a message holds at most 4 images', r.name)
+    )
+    .join('; ');
 }
 
 function MentionMenu(props: { menu: Menu; choose: (c: Candidate) => void }): JSX.Element {
@@ -86,6 +111,8 @@ export function Composer(props: { snap: Snapshot; model: PanelModel }): JSX.Elem
   const [text, setText] = useState('');
   const [picked, setPicked] = useState<Mention[]>([]);
   const [menu, setMenu] = useState<Menu | null>(null);
+  const [images, setImages] = useState<Attachment[]>([]);
+  const [note, setNote] = useState<string | null>(null);
   const area = useRef<HTMLTextAreaElement>(null);
   const box = useRef<HTMLDivElement>(null);
   const asked = useRef(0);
@@ -143,6 +170,30 @@ export function Composer(props: { snap: Snapshot; model: PanelModel }): JSX.Elem
     setText(current => `${current}${current && !current.endsWith(' ') ? ' ' : ''}@${ref} `);
   };
 
+  const addImages = (added: Attachment[]): void => {
+    setImages(current => {
+      const { attached, refused } = attach(current, added);
+      setNote(refused.length ? refusalText(refused, trans) : null);
+      return attached;
+    });
+  };
+
+  const addPath = (path: string): void => {
+    const mime = imageTypeOf(path);
+    const read = model.readFile;
+    if (!mime || !read) {
+      addFile(path);
+      return;
+    }
+    void read(path)
+      .then(data => addImages([fromBase64(path.split('/').pop() ?? path, mime, data)]))
+      .catch(() => setNote(trans.__('%1 could not be read', path)));
+  };
+
+  const addFiles = (files: File[]): void => {
+    void Promise.all(files.map(readImage)).then(addImages);
+  };
+
   useEffect(() => {
     const el = box.current;
     if (!el) {
@@ -163,7 +214,7 @@ export function Composer(props: { snap: Snapshot; model: PanelModel }): JSX.Elem
       }
       over(event);
       const paths = drag.mimeData.getData(CONTENTS_MIME);
-      (Array.isArray(paths) ? paths : [paths]).filter(p => typeof p === 'string').forEach(p => addFile(p as string));
+      (Array.isArray(paths) ? paths : [paths]).filter(p => typeof p === 'string').forEach(p => addPath(p as string));
     };
     const events: [string, (e: Event) => void][] = [
       ['lm-dragenter', over],
@@ -182,16 +233,20 @@ export function Composer(props: { snap: Snapshot; model: PanelModel }): JSX.Elem
     const mentions = mentionsToSend(prompt, picked);
     const kept = picked;
     setStopped('');
+    const attached = images;
     setText('');
     setPicked([]);
+    setImages([]);
+    setNote(null);
     setMenu(null);
     if (snap.tab !== 'chat') {
       model.setTab('chat');
     }
-    void model.send(prompt, {}, mentions).then(sent => {
+    void model.send(prompt, {}, mentions, attached).then(sent => {
       if (!sent) {
         setText(current => current || prompt); // not taken: give the text back to fix and resend
         setPicked(current => (current.length ? current : kept));
+        setImages(current => (current.length ? current : attached));
       }
     });
   };
@@ -223,7 +278,34 @@ export function Composer(props: { snap: Snapshot; model: PanelModel }): JSX.Elem
     : trans.__('Ask to start a new session…');
   const shown = picked.filter((m, i) => text.includes(`@${m.label}`) && picked.findIndex(o => o.label === m.label && o.kind === m.kind) === i);
   return (
-    <div className="jp-AgiComposer" ref={box}>
+    <div
+      className="jp-AgiComposer"
+      ref={box}
+      onDragOver={e => {
+        if (Array.from(e.dataTransfer.types).includes('Files')) {
+          e.preventDefault(); // a file from the desktop may be dropped here
+        }
+      }}
+      onDrop={e => {
+        const files = imageFiles(e.dataTransfer);
+        if (files.length) {
+          e.preventDefault();
+          addFiles(files);
+        }
+      }}
+    >
+      {images.length ? (
+        <div className="jp-AgiImageChips">
+          {images.map(image => (
+            <ImageChip key={image.key} image={image} onRemove={() => setImages(current => current.filter(o => o !== image))} />
+          ))}
+        </div>
+      ) : null}
+      {note ? (
+        <div className="jp-AgiComposer-note jp-AgiDim" role="status">
+          {note}
+        </div>
+      ) : null}
       {shown.length ? (
         <div className="jp-AgiMentionChips">
           {shown.map(m => (
@@ -252,6 +334,13 @@ export function Composer(props: { snap: Snapshot; model: PanelModel }): JSX.Elem
         onChange={e => {
           setText(e.target.value);
           lookUp(e.target.value, e.target.selectionStart ?? e.target.value.length);
+        }}
+        onPaste={e => {
+          const files = imageFiles(e.clipboardData);
+          if (files.length) {
+            e.preventDefault(); // the image is attached, not pasted as text
+            addFiles(files);
+          }
         }}
         onBlur={() => {
           asked.current += 1;

@@ -102,6 +102,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     model.activeCell = () => notebook.activeCellId();
     model.mentionSource = new MentionSource(client, () => openNotebooks(tracker));
+    model.readFile = async path => {
+      const file = await app.serviceManager.contents.get(path, { type: 'file', format: 'base64', content: true });
+      return String(file.content);
+    };
     if (labShell) {
       const follow = (): void => {
         const path = notebook.track(labShell.currentWidget);
@@ -118,7 +122,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       caption: trans.__('Show the AGI side panel and focus its message box'),
       execute: () => {
         app.shell.activateById(PANEL_ID);
-        requestAnimationFrame(() => panel.focusPrompt());
+        panel.focusPrompt();
       }
     });
     palette?.addItem({ command: OPEN_COMMAND, category: 'AGI' });

@@ -46,7 +46,7 @@ export type Block =
   | { kind: 'error'; code: string; message: string }
   | { kind: 'notice'; code: string; message: string }
   | { kind: 'artifact'; artifactId: string; artifactKind: string; title: string | null }
-  | { kind: 'image'; mime: string; src: string }
+  | { kind: 'image'; mime: string; src: string; artifactId?: string }
   | { kind: 'mention'; mentionKind: string; ref: string };
 
 export type ItemStatus = 'pending' | 'streaming' | 'complete' | 'error' | 'cancelled';
@@ -73,7 +73,8 @@ export interface ChatItem {
   createdAt: string | null;
 }
 
-/** What the simple view shows of an item: its text (and errors, and the user's mentions);
+/** What the simple view shows of an item: its text (and errors, and the user's mentions and
+ * images);
  * null hides the item. */
 export function visibleBlocks(item: ChatItem, view: 'simple' | 'full'): Block[] | null {
   if (view === 'full') {
@@ -82,7 +83,8 @@ export function visibleBlocks(item: ChatItem, view: 'simple' | 'full'): Block[] 
   if (item.role !== 'user' && item.role !== 'assistant' && !item.blocks.some(b => b.kind === 'notice')) {
     return null;
   }
-  const blocks = item.blocks.filter(b => b.kind === 'text' || b.kind === 'error' || b.kind === 'notice' || b.kind === 'mention');
+  const shown = new Set(['text', 'error', 'notice', 'mention', 'image']);
+  const blocks = item.blocks.filter(b => shown.has(b.kind));
   return blocks.length || item.status === 'streaming' ? blocks : null;
 }
 
@@ -210,8 +212,10 @@ function partBlocks(part: Part): Block[] {
     case 'artifact_ref':
       return [{ kind: 'artifact', artifactId: part.artifact_id, artifactKind: part.kind, title: part.title }];
     case 'image': {
+      // An attached image's bytes are an artifact (loaded when shown).
       const src = part.url ?? (part.data_base64 ? `data:${part.mime};base64,${part.data_base64}` : '');
-      return src ? [{ kind: 'image', mime: part.mime, src }] : [];
+      const artifactId = part.artifact_id ?? undefined;
+      return src || artifactId ? [{ kind: 'image', mime: part.mime, src, ...(artifactId ? { artifactId } : {}) }] : [];
     }
     default:
       return [];

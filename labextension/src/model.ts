@@ -11,6 +11,7 @@
 
 import { ApiError, type AgiClient, type Whereabouts } from './api';
 import { collectArtifacts, openArtifact } from './artifacts';
+import { type Attachment, messageContent } from './attachments';
 import { loadCatalogue } from './catalogue';
 import type { MentionInput, MentionSource } from './mentions';
 import { isNotebookSession, sessionToShow } from './follow';
@@ -36,6 +37,9 @@ export class PanelModel extends PanelStore {
   activeCell: () => string | null = () => null;
   /** What `@` mentions in the composer may name (set by the plugin: the open notebooks). */
   mentionSource: MentionSource | null = null;
+  /** A file's bytes in base64, from the server's contents (set by the plugin): an image
+   * dragged from the file browser is attached with them. */
+  readFile: ((path: string) => Promise<string>) | null = null;
   /** Told when the panel undid a run's changes (the notebook's highlights follow). */
   changesUndone: () => void = () => {};
 
@@ -322,7 +326,7 @@ export class PanelModel extends PanelStore {
    * Send a prompt (creating a session first if none is selected) and stream the reply.
    * Resolves false when the server did not take the message (the error is shown).
    */
-  async send(text: string, newSession: NewSession = {}, mentions: MentionInput[] = []): Promise<boolean> {
+  async send(text: string, newSession: NewSession = {}, mentions: MentionInput[] = [], images: Attachment[] = []): Promise<boolean> {
     const prompt = text.trim();
     if (!prompt) {
       return false;
@@ -343,7 +347,8 @@ export class PanelModel extends PanelStore {
     signal.addEventListener('abort', () => reader.abort());
     let runId: string | null = null;
     try {
-      const events = this.client.sendMessage(this.state.project, sessionId, prompt, reader.signal, this.whereabouts(), mentions);
+      const content = messageContent(prompt, images);
+      const events = this.client.sendMessage(this.state.project, sessionId, content, reader.signal, this.whereabouts(), mentions);
       for await (const event of events) {
         if (signal.aborted) {
           break;
@@ -464,6 +469,11 @@ export class PanelModel extends PanelStore {
   }
 
   /** An artifact with its text (from the row, or from `/content` for large ones). */
+  /** An image artifact as a URL an `<img>` shows (revoke it when done). */
+  async artifactImageUrl(id: string): Promise<string> {
+    return URL.createObjectURL(await this.client.artifactBlob(this.state.project, id));
+  }
+
   async openArtifact(id: string): Promise<{ artifact: Artifact; text: string | null }> {
     return openArtifact(this.client, this.state.project, id);
   }

@@ -1675,7 +1675,7 @@ export interface components {
          * @description Every error code, by what raises it. A member is its string on the wire.
          * @enum {string}
          */
-        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "HOSTED_TOOL_UNSUPPORTED" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "CELL_PROTECTED" | "EXECUTION_NOT_FOUND" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT" | "COMPLETION_DISABLED" | "MENTION_NOT_FOUND" | "MENTIONS_TOO_LARGE" | "MCP_SERVER_NOT_FOUND";
+        ErrorCode: "AGI_ERROR" | "VALIDATION_ERROR" | "SDK_MODEL_MISMATCH" | "HOSTED_TOOL_UNSUPPORTED" | "BUDGET_NOT_RAISED" | "CONFIG_ERROR" | "PROVIDER_NOT_CONFIGURED" | "SDK_NOT_AVAILABLE" | "PROVIDER_ERROR" | "PROVIDER_HTTP_ERROR" | "PROVIDER_DISCONNECTED" | "TOOL_ERROR" | "TOOL_DENIED" | "PATH_OUTSIDE_PROJECT" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "RUN_NOT_FOUND" | "ARTIFACT_NOT_FOUND" | "AGENT_NOT_FOUND" | "CONFLICT" | "RUN_TERMINAL" | "NO_USER_MESSAGE" | "RUN_LOST" | "NO_PENDING_APPROVAL" | "RUN_CANCELLED" | "BUDGET_EXCEEDED" | "STORE_UNAVAILABLE" | "MESSAGE_NOT_FOUND" | "TASK_NOT_FOUND" | "TOOL_CALL_NOT_FOUND" | "BLOB_NOT_FOUND" | "WEBHOOK_EVENT_NOT_FOUND" | "PROJECT_NOT_FOUND" | "CURSOR_NOT_FOUND" | "REQUEST_NOT_FOUND" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "HTTP_ERROR" | "BAD_RESPONSE" | "INVALID_SIGNATURE" | "WEBHOOK_NOT_CONFIGURED" | "RUN_ACTIVE" | "CHANGE_NOT_FOUND" | "RUN_STATE_UNREADABLE" | "RUN_ABANDONED" | "MAX_ITERATIONS_REACHED" | "DEEP_RESEARCH_FAILED" | "INVALID_ARGUMENTS" | "TOOL_TIMEOUT" | "PATCH_FAILED" | "CELL_NOT_FOUND" | "HASH_MISMATCH" | "INDEX_OUT_OF_RANGE" | "NOT_A_CODE_CELL" | "CELL_PROTECTED" | "EXECUTION_NOT_FOUND" | "NOTEBOOK_NOT_FOUND" | "NOTEBOOK_CHANGED_ON_DISK" | "INVALID_NOTEBOOK" | "NO_KERNEL" | "SERVER_NOT_READY" | "NOTEBOOK_TAB_ERROR" | "NOTEBOOK_TAB_GONE" | "NOTEBOOK_TAB_TIMEOUT" | "UNDO_CONFLICT" | "COMPLETION_DISABLED" | "MENTION_NOT_FOUND" | "MENTIONS_TOO_LARGE" | "MCP_SERVER_NOT_FOUND" | "ATTACHMENT_REFUSED" | "ATTACHMENT_TOO_LARGE" | "MODEL_READS_NO_IMAGES";
         /** ErrorDetail */
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
@@ -1806,26 +1806,41 @@ export interface components {
              */
             type: "hosted_tool";
         };
-        /** ImageInput */
+        /**
+         * ImageInput
+         * @description An image attached to the message: its bytes in base64 (a PNG, JPEG, GIF or WebP image
+         *     of at most 5 MB, read from its bytes; scaled down and stored as an ``image`` artifact the
+         *     message names), or a URL the model fetches. A message holds at most 4 images, for a model
+         *     that reads images (else ``MODEL_READS_NO_IMAGES``).
+         */
         ImageInput: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
             type: "image";
-            /** Mime */
+            /**
+             * Mime
+             * @description As sent; the stored type is the one read from the bytes.
+             */
             mime: string;
             /**
              * Data Base64
+             * @description The image's bytes in base64 (a PNG, JPEG, GIF or WebP image; other bytes are refused: ATTACHMENT_REFUSED, 422).
              * @default null
              */
             data_base64?: string | null;
             /**
              * Url
+             * @description An http(s) URL.
              * @default null
              */
             url?: string | null;
-        };
+        } & ({
+            data_base64: string;
+        } | {
+            url: string;
+        });
         /**
          * ImagePart
          * @description An image: inline (``data_base64``), at a ``url``, or stored as an artifact
@@ -2919,6 +2934,11 @@ export interface components {
              */
             mentions?: components["schemas"]["MentionInput"][];
             /**
+             * Images
+             * @description Images attached to the prompt (see ImageInput).
+             */
+            images?: components["schemas"]["ImageInput"][];
+            /**
              * Type
              * @default agent
              * @enum {string}
@@ -2930,7 +2950,7 @@ export interface components {
              * @constant
              */
             execution_mode?: "background";
-        } & (unknown & unknown & unknown);
+        } & (unknown & unknown & (unknown & unknown));
         /** RunEvents */
         RunEvents: {
             /** Events */
@@ -3106,12 +3126,17 @@ export interface components {
              */
             mentions?: components["schemas"]["MentionInput"][];
             /**
+             * Images
+             * @description Images attached to the prompt (see ImageInput).
+             */
+            images?: components["schemas"]["ImageInput"][];
+            /**
              * Type
              * @default agent
              * @constant
              */
             type?: "agent";
-        } & (unknown & unknown);
+        } & (unknown & (unknown & unknown));
         /**
          * RunningCells
          * @description A run's ``notebook.run`` job still running: its handle, notebook, the cell running
@@ -4941,7 +4966,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, MENTION_NOT_FOUND, MENTIONS_TOO_LARGE, NO_KERNEL */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, NO_KERNEL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4970,7 +4995,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND, MENTION_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4979,7 +5004,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, RUN_ACTIVE */
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, RUN_ACTIVE, MODEL_READS_NO_IMAGES */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4988,8 +5013,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            /** @description Error codes: PAYLOAD_TOO_LARGE, MENTIONS_TOO_LARGE */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: ATTACHMENT_REFUSED */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5015,7 +5049,7 @@ export interface operations {
             query?: {
                 /** @description The project folder, relative to the server root (default: the configured default project). It picks the store: <project>/.agi/agi.sqlite, or the project's schema in a shared PostgreSQL database. A value that names no folder under the root is PROJECT_NOT_FOUND. */
                 project?: string;
-                /** @description simple: user/assistant text; full: every part of every message. */
+                /** @description simple: user/assistant text (and the user's mentions and images); full: every part of every message. */
                 view?: "simple" | "full";
             };
             header?: never;
@@ -5109,7 +5143,7 @@ export interface operations {
                     "application/json": components["schemas"]["CompactionResponse"];
                 };
             };
-            /** @description Error codes: PROVIDER_NOT_CONFIGURED, PROVIDER_ERROR, PROVIDER_HTTP_ERROR, PROVIDER_DISCONNECTED */
+            /** @description Error codes: PROVIDER_NOT_CONFIGURED */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5140,6 +5174,15 @@ export interface operations {
             };
             /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROVIDER_ERROR, PROVIDER_HTTP_ERROR, PROVIDER_DISCONNECTED */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5346,7 +5389,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunResponse"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, MENTION_NOT_FOUND, MENTIONS_TOO_LARGE, NO_KERNEL */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, NO_KERNEL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5375,7 +5418,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND, MESSAGE_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND, MESSAGE_NOT_FOUND, MENTION_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5384,7 +5427,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, NO_USER_MESSAGE */
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, NO_USER_MESSAGE, MODEL_READS_NO_IMAGES */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5393,8 +5436,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            /** @description Error codes: PAYLOAD_TOO_LARGE, MENTIONS_TOO_LARGE */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: ATTACHMENT_REFUSED */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5449,7 +5501,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, MENTION_NOT_FOUND, MENTIONS_TOO_LARGE, NO_KERNEL */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED, SDK_MODEL_MISMATCH, NO_KERNEL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5478,7 +5530,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND, MESSAGE_NOT_FOUND */
+            /** @description Error codes: PROJECT_NOT_FOUND, SESSION_NOT_FOUND, AGENT_NOT_FOUND, MESSAGE_NOT_FOUND, MENTION_NOT_FOUND */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5487,7 +5539,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, NO_USER_MESSAGE */
+            /** @description Error codes: SDK_NOT_AVAILABLE, SDK_MODEL_MISMATCH, NO_USER_MESSAGE, MODEL_READS_NO_IMAGES */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5496,8 +5548,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Error codes: PAYLOAD_TOO_LARGE */
+            /** @description Error codes: PAYLOAD_TOO_LARGE, MENTIONS_TOO_LARGE */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: ATTACHMENT_REFUSED */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6968,7 +7029,7 @@ export interface operations {
                     "application/x-ndjson": components["schemas"]["CompletionChunk"];
                 };
             };
-            /** @description Error codes: VALIDATION_ERROR, COMPLETION_DISABLED, BUDGET_EXCEEDED, PROVIDER_NOT_CONFIGURED, PROVIDER_ERROR, PROVIDER_HTTP_ERROR, PROVIDER_DISCONNECTED */
+            /** @description Error codes: VALIDATION_ERROR, PROVIDER_NOT_CONFIGURED */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7006,8 +7067,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Error codes: COMPLETION_DISABLED, BUDGET_EXCEEDED */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Error codes: PAYLOAD_TOO_LARGE */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error codes: PROVIDER_ERROR, PROVIDER_HTTP_ERROR, PROVIDER_DISCONNECTED */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8111,6 +8190,9 @@ export const ErrorCode = {
     MENTION_NOT_FOUND: "MENTION_NOT_FOUND",
     MENTIONS_TOO_LARGE: "MENTIONS_TOO_LARGE",
     MCP_SERVER_NOT_FOUND: "MCP_SERVER_NOT_FOUND",
+    ATTACHMENT_REFUSED: "ATTACHMENT_REFUSED",
+    ATTACHMENT_TOO_LARGE: "ATTACHMENT_TOO_LARGE",
+    MODEL_READS_NO_IMAGES: "MODEL_READS_NO_IMAGES",
 } as const;
 export type ErrorCode = components["schemas"]["ErrorCode"];
 

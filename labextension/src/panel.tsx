@@ -46,9 +46,22 @@ export class AgiPanel extends ReactWidget {
     this.model.setVisible(false);
   }
 
-  /** Put the keyboard focus in the message box. */
+  /**
+   * Put the keyboard focus in the message box. The box is rendered once the panel is shown and
+   * its sessions are loaded, which can take a few frames after the panel is activated: it is
+   * looked for on each frame, for at most two seconds.
+   */
   focusPrompt(): void {
-    this.node.querySelector<HTMLTextAreaElement>('.jp-AgiPrompt')?.focus();
+    const until = performance.now() + 2000;
+    const attempt = (): void => {
+      const box = this.node.querySelector<HTMLTextAreaElement>('.jp-AgiPrompt');
+      if (box && this.isVisible) {
+        box.focus();
+      } else if (!this.isDisposed && performance.now() < until) {
+        requestAnimationFrame(attempt);
+      }
+    };
+    attempt();
   }
 
   override dispose(): void {

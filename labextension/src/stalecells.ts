@@ -67,15 +67,24 @@ export class StaleCells {
     for (const widget of panel.content.widgets) {
       const cell = stale.get(widget.model.id);
       widget.node.classList.toggle(STALE_CLASS, cell !== undefined);
-      const prompt = widget.node.querySelector<HTMLElement>('.jp-InputArea-prompt');
       if (cell) {
         widget.node.dataset.agiStale = cell.reason;
-        if (prompt) {
-          prompt.title = staleText(cell, this.trans);
-        }
       } else {
         delete widget.node.dataset.agiStale;
       }
+      // A cell not yet rendered (JupyterLab renders long notebooks lazily) has no prompt yet:
+      // its tooltip is set once it is, unless a later answer changed the mark meanwhile.
+      const reason = cell?.reason;
+      void widget.ready.then(() => {
+        const prompt = widget.node.querySelector<HTMLElement>('.jp-InputArea-prompt');
+        if (prompt && !widget.isDisposed && widget.node.dataset.agiStale === reason) {
+          if (cell) {
+            prompt.title = staleText(cell, this.trans);
+          } else {
+            prompt.removeAttribute('title');
+          }
+        }
+      });
     }
     panel.node.dataset.agiStaleCells = `${cells.length}`; // (what was loaded last: tests wait on it)
   }

@@ -282,3 +282,59 @@ def test_the_footer_shows_the_session_budget(
     info = widget.transcript[-1]
     assert info["role"] == "info"
     assert info["text"].endswith(" · session budget: 10/100 tokens")
+
+
+def test_images_pasted_into_the_widget_go_with_the_message(
+    project: Path,
+    fake_llm: FakeLLMServer,
+    request: pytest.FixtureRequest,
+    dummy_comm: None,
+    kernel_env: dict[str, str],
+) -> None:
+    """The front end sends pasted images as the message's buffers: refused (in the status,
+    nothing run) for a model that reads no images, sent to one that does, and counted on
+    the user's entry and in the history."""
+    import base64
+    import io
+    import json
+
+    from PIL import Image
+
+    from agi_jupyter import chat
+    from agi_jupyter.kernel.widget import history_entries
+
+    out = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 30, 30)).save(out, format="PNG")
+    png = out.getvalue()
+    config = {"models": {"fake:vision": {"vision": True}}}
+    (project / ".agi" / "config.json").write_text(json.dumps(config))
+    request.getfixturevalue("shell")  # (after the config: the runtime reads it when loaded)
+    widget = chat()
+    try:
+        widget._interval = 0.0
+
+        def send(text: str) -> None:
+            message = {
+                "content": {"data": {"method": "custom", "content": {"type": "send", "text": text}}}
+            }
+            widget._handle_msg({**message, "buffers": [memoryview(png)]})
+
+        send("what is this?")
+        assert widget.status.startswith("error: fake:echo reads no images")
+        assert widget.transcript == []
+        assert fake_llm.requests == []
+
+        widget.model = "fake:vision"
+        fake_llm.enqueue(Turn(text="a red dot"))
+        send("what is this?")
+        widget.wait(10)
+        user = widget.transcript[0]
+        assert (user["text"], user["images"]) == ("what is this?", 1)
+        (last,) = [m for m in fake_llm.requests[-1].body["messages"] if m["role"] == "user"]
+        urls = [b["image_url"]["url"] for b in last["content"] if b["type"] == "image_url"]
+        assert urls == ["data:image/png;base64," + base64.b64encode(png).decode()]
+        (entry, _) = history_entries(widget._ctx.agi.messages(widget.session_id))
+        assert entry["images"] == 1
+    finally:
+        widget.wait(10)
+        widget.close()

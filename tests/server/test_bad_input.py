@@ -42,8 +42,9 @@ BODY_ROUTES = [r for r in ROUTES if r.body is not None and r.authenticated]
         (b"[1]", "VALIDATION_ERROR"),
         (b'{"title": "\\ud800"}', "VALIDATION_ERROR"),  # a lone surrogate
         (b"\xff\xfe", "VALIDATION_ERROR"),
+        (b" \n", "VALIDATION_ERROR"),  # blanks are not JSON (an empty body is no body)
     ],
-    ids=["deep", "nested", "null", "array", "surrogate", "not-utf8"],
+    ids=["deep", "nested", "null", "array", "surrogate", "not-utf8", "blanks"],
 )
 async def test_bad_bodies_are_400(fetch: Fetch, route: Route, body: bytes, code: str) -> None:
     ids = {"session_id": "ses_x", "run_id": "run_x"}  # bodies are checked before ids

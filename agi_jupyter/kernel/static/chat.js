@@ -9,6 +9,8 @@
 
 const THROTTLE_MS = 80;
 
+const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
@@ -277,9 +279,44 @@ export default {
     const stop = el("button", { class: "jp-mod-styled jp-mod-reject agi-stop", type: "button" }, "Stop");
     const status = el("div", { class: "agi-status-line" });
 
+    // Images pasted into the box: sent as the message's buffers (the kernel checks and stores
+    // them: app.attachments), at most 4 (the server's bound).
+    const attached = [];
+    const attachedRow = el("div", { class: "agi-attached" });
+    function renderAttached() {
+      attachedRow.replaceChildren(
+        ...attached.map((image) =>
+          el(
+            "span",
+            { class: "agi-attached-image", title: image.file.name },
+            el("img", { src: image.url, alt: image.file.name }),
+            el("button", {
+              type: "button",
+              "aria-label": `Remove ${image.file.name}`,
+              onclick: () => {
+                attached.splice(attached.indexOf(image), 1);
+                URL.revokeObjectURL(image.url);
+                renderAttached();
+              },
+            }, "×"),
+          ),
+        ),
+      );
+    }
+    input.addEventListener("paste", (event) => {
+      const files = Array.from(event.clipboardData?.files || []).filter((f) => IMAGE_TYPES.includes(f.type));
+      if (!files.length) return;
+      event.preventDefault();
+      for (const file of files.slice(0, Math.max(0, 4 - attached.length))) {
+        attached.push({ file, url: URL.createObjectURL(file) });
+      }
+      renderAttached();
+    });
+
     root.append(
       el("div", { class: "agi-header" }, sessionSelect, agentSelect, modelSelect, newButton),
       log,
+      attachedRow,
       el("div", { class: "agi-footer" }, input, el("div", { class: "agi-buttons" }, send, stop)),
       status,
     );
@@ -301,6 +338,9 @@ export default {
         if (entry.stop) node.append(el("div", { class: "agi-label agi-truncated" }, entry.stop));
       } else {
         node.textContent = entry.text ?? "";
+        if (entry.images) {
+          node.append(el("div", { class: "agi-label" }, `${entry.images} image${entry.images > 1 ? "s" : ""} attached`));
+        }
       }
       return node;
     }
@@ -365,8 +405,13 @@ export default {
     function submit() {
       const text = input.value.trim();
       if (!text || model.get("running")) return;
-      model.send({ type: "send", text });
+      const images = attached.splice(0);
       input.value = "";
+      renderAttached();
+      Promise.all(images.map((image) => image.file.arrayBuffer())).then((buffers) => {
+        model.send({ type: "send", text }, undefined, buffers);
+        images.forEach((image) => URL.revokeObjectURL(image.url));
+      });
     }
 
     send.addEventListener("click", submit);

@@ -20,8 +20,9 @@ MISSING = object()  # no body at all (not JSON null)
 
 
 def parse_json_body(raw: bytes) -> Any:
-    """The JSON value of a request body; an empty body is ``MISSING``."""
-    if not raw.strip():
+    """The JSON value of a request body; an empty body is ``MISSING`` (one of blanks only is
+    not JSON, and is refused as such)."""
+    if not raw:
         return MISSING
     try:
         value = json.loads(raw)

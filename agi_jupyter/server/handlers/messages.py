@@ -2,20 +2,57 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from agi_jupyter.errors import NotFound
-from agi_jupyter.records import ImagePart, Part, TextPart
+from pydantic import BaseModel
+
+from agi_jupyter.errors import ErrorCode, NotFound
+from agi_jupyter.records import (
+    MAX_ATTACHED_BASE64,
+    MAX_ATTACHED_IMAGES,
+    ImagePart,
+    Part,
+    TextPart,
+)
 from agi_jupyter.runtime.follow import is_new
-from agi_jupyter.server.handlers.base import AgiHandler, cursor_not_found, protected
+from agi_jupyter.server.handlers.base import AgiHandler, ApiError, B, cursor_not_found, protected
 from agi_jupyter.server.handlers.replies import reply_to_run
 from agi_jupyter.server.mentions import mention_parts
 from agi_jupyter.server.models import ImageInput, MessageCreate, PageQuery, TextInput
 from agi_jupyter.server.responses import Message, MessagePage
 
+# What a body's attached images may add to it: each image's base64 at its bound.
+IMAGES_ALLOWANCE = MAX_ATTACHED_IMAGES * MAX_ATTACHED_BASE64
 
-def input_parts(content: str | list[TextInput | ImageInput]) -> list[Part]:
+
+class ImagesBodyHandler(AgiHandler):
+    """A handler whose body may hold attached images (base64 image parts, a run body's
+    ``images``): the body takes ``max_body_size`` bytes besides its images' base64, which
+    ``app.attachments`` bounds on its own (``ATTACHMENT_TOO_LARGE``)."""
+
+    @property
+    def limit(self) -> int:
+        return self.agi_app.max_body_size + IMAGES_ALLOWANCE
+
+    def body(self, model: type[B]) -> B:
+        parsed = super().body(model)
+        images = sum(len(image.data_base64 or "") for image in _images_of(parsed))
+        limit = self.agi_app.max_body_size
+        if self._body_size - images > limit:
+            message = f"the request body is over {limit} bytes besides its images"
+            raise ApiError(413, ErrorCode.PAYLOAD_TOO_LARGE, message)
+        return parsed
+
+
+def _images_of(body: BaseModel) -> list[ImageInput]:
+    content = getattr(body, "content", None)
+    parts = content if isinstance(content, list) else getattr(body, "images", [])
+    return [p for p in parts if isinstance(p, ImageInput)]
+
+
+def input_parts(content: str | Sequence[TextInput | ImageInput]) -> list[Part]:
     """The message parts of a request's ``content``."""
     if isinstance(content, str):
         return [TextPart(text=content)]
@@ -27,7 +64,7 @@ def input_parts(content: str | list[TextInput | ImageInput]) -> list[Part]:
     ]
 
 
-class MessagesHandler(AgiHandler):
+class MessagesHandler(ImagesBodyHandler):
     @protected
     async def get(self, session_id: str) -> None:
         query = self.query(PageQuery)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from agi_jupyter.records import MentionPart, Part, Run
 from agi_jupyter.runtime.follow import is_new, stored_event_to_dict
 from agi_jupyter.server.handlers.base import AgiHandler, protected
+from agi_jupyter.server.handlers.messages import ImagesBodyHandler, input_parts
 from agi_jupyter.server.handlers.replies import events_of, reply_to_run, seq_of
 from agi_jupyter.server.mentions import mention_parts
 from agi_jupyter.server.models import (
@@ -49,12 +50,12 @@ def _options(body: RunCreate | RunStreamCreate) -> dict[str, Any]:
 def _input(
     agi: Agi, session_id: str, body: RunCreate | RunStreamCreate, mentioned: Sequence[MentionPart]
 ) -> tuple[list[Part], dict[str, Any]]:
-    """The run's prompt and its mentions' parts (the model lets mentions come only with an
-    ``input``)."""
+    """The run's prompt, its images and its mentions' parts (the model lets images and
+    mentions come only with an ``input``)."""
     parts, fields = agi.run_input(
         session_id, input=body.input, input_message_id=body.input_message_id
     )
-    return [*parts, *mentioned], fields
+    return [*parts, *input_parts(body.images), *mentioned], fields
 
 
 def _create(agi: Agi, session_id: str, body: RunCreate, mentioned: Sequence[MentionPart]) -> Run:
@@ -72,7 +73,7 @@ def _start_stream(
     return agi.submit(parts, session=session_id, **_options(body), **fields)
 
 
-class SessionRunsHandler(AgiHandler):
+class SessionRunsHandler(ImagesBodyHandler):
     @protected
     async def get(self, session_id: str) -> None:
         query = self.query(PageQuery)
@@ -90,7 +91,7 @@ class SessionRunsHandler(AgiHandler):
         self.reply(RunResponse(run=run), status=202)
 
 
-class SessionRunsStreamHandler(AgiHandler):
+class SessionRunsStreamHandler(ImagesBodyHandler):
     @protected
     async def post(self, session_id: str) -> None:
         body = self.body(RunStreamCreate)
