@@ -105,6 +105,13 @@ class _Layer(BaseModel):
         description="Seconds notebook.run waits for its cells before it answers with an "
         "execution handle and leaves them running (notebook.wait, notebook.interrupt).",
     )
+    notebook_park_limit: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds at most a run parked on cells still running "
+        "(notebook.wait {park: true}) waits for them before it resumes anyway (the cells "
+        "are not interrupted; it is told they still run).",
+    )
     max_attempts: int | None = Field(default=None, ge=1, le=100)
     retry_backoff: list[float] | None = None
     stale_after: float | None = Field(
@@ -233,6 +240,8 @@ class Config:
     tool_timeout: float = 120.0
     # Seconds notebook.run waits before it answers with a handle and leaves the cells running.
     notebook_run_wait: float = 30.0
+    # Seconds at most a run parked on running cells (notebook.wait park) waits for them.
+    notebook_park_limit: float = 86400.0
     max_attempts: int = 4
     retry_backoff: tuple[float, ...] = (2.0, 4.0, 8.0)
     # Seconds without a heartbeat after which a running run counts as abandoned by its
@@ -579,6 +588,7 @@ def _build(
         artifact_threshold=layer.artifact_threshold or defaults.artifact_threshold,
         tool_timeout=layer.tool_timeout or defaults.tool_timeout,
         notebook_run_wait=layer.notebook_run_wait or defaults.notebook_run_wait,
+        notebook_park_limit=layer.notebook_park_limit or defaults.notebook_park_limit,
         max_attempts=layer.max_attempts or defaults.max_attempts,
         retry_backoff=tuple(layer.retry_backoff or defaults.retry_backoff),
         stale_after=layer.stale_after or defaults.stale_after,

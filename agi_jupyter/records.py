@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, get_args
 
 from agi_jupyter.kinds import SdkName
 from agi_jupyter.run_state import LoopState
@@ -32,14 +32,13 @@ RunStatus = Literal[
     "waiting_webhook",
     "processing_webhook",
     "waiting_approval",
+    "waiting_execution",
     "succeeded",
     "failed",
     "cancelled",
 ]
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
-ACTIVE_RUN_STATUSES: frozenset[str] = frozenset(
-    {"queued", "running", "waiting_webhook", "processing_webhook", "waiting_approval"}
-)
+ACTIVE_RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus)) - TERMINAL_RUN_STATUSES
 ToolCallStatus = Literal[
     "pending",
     "waiting_approval",

@@ -10,6 +10,9 @@ resumes it, in this process or another (after a crash, a takeover, a release, a 
   gave it (``BudgetQuestion``; tool calls waiting for approval are ``tool_calls`` rows);
 - ``external_call``: the tool call of an external agent that the run records (``ExternalCall``,
   the ``external`` SDK adapter's input);
+- ``parked_on``: the cells a run waits for in ``waiting_execution`` (``ParkedExecution``: the
+  ``notebook.wait`` call that parked it, the execution handle, who follows it, and once the
+  cells ended or nobody follows them any more, what that call answers);
 - ``extra``: what a newer writer stored that this version does not know, kept as it was and
   written back unchanged.
 
@@ -119,6 +122,35 @@ class ExternalCall:
     arguments: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class ExecutionOutcome:
+    """What the ``notebook.wait`` call of a parked run answers once it resumes: the text the
+    model reads, whether it is an error, and the call's structured data."""
+
+    output: str
+    ok: bool
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParkedExecution:
+    """The cells a run waits for with no owner (``waiting_execution``): the ``notebook.wait``
+    call that parked it (its id and tool name; its row stays ``running``), the execution
+    handle, the notebook and the ledger's rows of the cells, when it parked and until when
+    it waits at most, and the process following the job (``RuntimeDeps.owner``; None: nobody,
+    the process stopped). ``outcome``: set with the run queued again, the call's answer."""
+
+    handle: str
+    path: str
+    tool_call_id: str
+    name: str
+    since: str
+    until: str
+    follower: str | None
+    execution_ids: tuple[str, ...] = ()
+    outcome: ExecutionOutcome | None = None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoopState:
     """A run's state between attempts (see the module's docstring)."""
@@ -128,6 +160,7 @@ class LoopState:
     progress: LoopProgress | None = None
     budget_question: BudgetQuestion | None = None
     external_call: ExternalCall | None = None
+    parked_on: ParkedExecution | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property

@@ -10,7 +10,9 @@ is a flat object, as it was before it carried a version::
      "max_iterations": 8,
      "iteration": 2, "usage": {...}, "cost_usd": 0.01, "last_input_tokens": 900,  # progress
      "budget_question": {"reason", "budgets", "input_tokens_at_least", "decision"},
-     "external_call": {"id", "name", "arguments"}}
+     "external_call": {"id", "name", "arguments"},
+     "parked_on": {"handle", "path", "tool_call_id", "name", "since", "until", "follower",
+                   "execution_ids", "outcome": {"output", "ok", "data"} | null}}
 
 Versions: a row without ``version`` was written before it had one (version 0, the same keys);
 ``decode`` brings older versions up to ``VERSION`` through ``_UPGRADES``. A change that an
@@ -31,9 +33,11 @@ from agi_jupyter.records import JSON, part_from_dict, part_to_dict
 from agi_jupyter.run_state import (
     BudgetDecision,
     BudgetQuestion,
+    ExecutionOutcome,
     ExternalCall,
     LoopProgress,
     LoopState,
+    ParkedExecution,
     UsageTotals,
 )
 
@@ -44,7 +48,15 @@ VERSION = 1
 
 _PROGRESS = ("iteration", "usage", "cost_usd", "last_input_tokens")
 _KNOWN = frozenset(
-    {"version", "input", "max_iterations", "budget_question", "external_call", *_PROGRESS}
+    {
+        "version",
+        "input",
+        "max_iterations",
+        "budget_question",
+        "external_call",
+        "parked_on",
+        *_PROGRESS,
+    }
 )
 
 
@@ -78,9 +90,29 @@ def encode(state: LoopState) -> JSON:
     call = state.external_call
     if call is not None:
         out["external_call"] = {"id": call.id, "name": call.name, "arguments": dict(call.arguments)}
+    if state.parked_on is not None:
+        out["parked_on"] = parked_to_json(state.parked_on)
     for key, value in state.extra.items():
         out.setdefault(key, value)  # (never over a known key)
     return out
+
+
+def parked_to_json(parked: ParkedExecution) -> JSON:
+    """The cells a run waits for, as its state stores them."""
+    outcome = parked.outcome
+    return {
+        "handle": parked.handle,
+        "path": parked.path,
+        "tool_call_id": parked.tool_call_id,
+        "name": parked.name,
+        "since": parked.since,
+        "until": parked.until,
+        "follower": parked.follower,
+        "execution_ids": list(parked.execution_ids),
+        "outcome": None
+        if outcome is None
+        else {"output": outcome.output, "ok": outcome.ok, "data": dict(outcome.data)},
+    }
 
 
 def usage_to_json(usage: UsageTotals) -> JSON:
@@ -148,6 +180,7 @@ def _read(data: JSON) -> LoopState:
         progress=_progress(data) if any(k in data for k in _PROGRESS) else None,
         budget_question=_question(data.get("budget_question")),
         external_call=_call(data.get("external_call")),
+        parked_on=_parked(data.get("parked_on")),
         extra={k: v for k, v in data.items() if k not in _KNOWN},
     )
 
@@ -217,6 +250,28 @@ def _call(raw: Mapping[str, Any] | None) -> ExternalCall | None:
     if raw is None:
         return None
     return ExternalCall(str(raw["id"]), str(raw["name"]), dict(raw.get("arguments") or {}))
+
+
+def _parked(raw: Mapping[str, Any] | None) -> ParkedExecution | None:
+    if raw is None:
+        return None
+    outcome = raw.get("outcome")
+    follower = raw.get("follower")
+    return ParkedExecution(
+        handle=str(raw["handle"]),
+        path=str(raw["path"]),
+        tool_call_id=str(raw["tool_call_id"]),
+        name=str(raw["name"]),
+        since=str(raw["since"]),
+        until=str(raw["until"]),
+        follower=None if follower is None else str(follower),
+        execution_ids=tuple(str(i) for i in raw.get("execution_ids") or ()),
+        outcome=None
+        if outcome is None
+        else ExecutionOutcome(
+            str(outcome["output"]), bool(outcome["ok"]), dict(outcome.get("data") or {})
+        ),
+    )
 
 
 # --- the boundaries: the store's column, REST bodies, redaction -------------------------------

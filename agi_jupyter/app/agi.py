@@ -175,7 +175,7 @@ class Agi:
             store_factory=self._open_store,
             store_thread=StoreThread(),
         )
-        self.runs_manager = RunManager(self.deps)
+        self.runs_manager = RunManager(self.deps, self.executions_running)
         # Agent runs go through the session's SDK adapter (``native`` is our own loop).
         adapters = default_adapters(self.runs_manager.agent_loop, acp=acp)
         self.sdk = SdkDispatch(self.deps, adapters)
@@ -746,8 +746,8 @@ class Agi:
         self.runs_manager.spawn(run.id, created=run)
 
     def _active_runs(self, session_id: str, *, limit: int) -> list[Run]:
-        """The session's runs under way: queued, running, or waiting for a decision."""
-        statuses = ["queued", "running", "waiting_approval"]
+        """The session's runs under way: queued, running, or waiting (a decision, cells)."""
+        statuses = ["queued", "running", "waiting_approval", "waiting_execution"]
         return self.store.list_runs(session_id=session_id, statuses=statuses, limit=limit).items
 
     def _interrupt_active_runs(self, session_id: str, *, keep: str) -> None:

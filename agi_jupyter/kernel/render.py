@@ -357,6 +357,7 @@ _LIVE_STATUS = {
     "queued": "starting…",
     "running": "running…",
     "waiting_approval": "waiting for your approval",
+    "waiting_execution": "waiting for its cells to finish",
 }
 
 

@@ -80,6 +80,7 @@ class CellsJob:
         self.reports: list[str] = []
         self.shown: list[tuple[str, list[dict[str, Any]]]] = []  # the outputs of ended cells
         self.skipped: list[str] = []
+        self.execution_ids: list[str] = []  # the ledger's rows of the cells started so far
         self.task: asyncio.Task[ToolResult] | None = None
 
     def start(self) -> None:
@@ -118,6 +119,8 @@ class CellsJob:
             )
             self.current, self.current_since = run, time.monotonic()
             started = await ledger.agent_started(ctx, self.target.shown, cell.id, cell.source)
+            if started is not None:
+                self.execution_ids.append(started)
             try:
                 execution = await self.access.execute(self.target, run)
             except asyncio.CancelledError:
@@ -243,6 +246,24 @@ class Executions:
 
     def handles(self) -> list[str]:
         return list(self._jobs)
+
+    def find(self, handle: str) -> CellsJob | None:
+        return self._jobs.get(handle)
+
+    def collect(self, job: CellsJob) -> ToolResult:
+        """The result of a job that ended (given once: its handle is forgotten)."""
+        task = job.task
+        assert task is not None, "a job collected was started"
+        assert task.done(), "a job collected has ended"
+        self._jobs.pop(job.handle, None)
+        if task.cancelled():
+            return ToolResult(output="the execution was stopped before it ended", ok=False)
+        error = task.exception()
+        if error is not None:
+            return ToolResult(
+                output=f"the execution failed: {type(error).__name__}: {error}", ok=False
+            )
+        return task.result()
 
     async def wait(
         self, job: CellsJob, seconds: float, emit: Emit, *, interrupt_on_cancel: bool

@@ -75,6 +75,10 @@ class PrivateKernels:
             client.stop_channels()
             await manager.shutdown_kernel(now=True)
             raise NotebookError(f"the kernel of {file.name} did not start: {e}") from None
+        except asyncio.CancelledError:  # nobody waits any more (the Agi closes): no kernel left
+            client.stop_channels()
+            await asyncio.shield(manager.shutdown_kernel(now=True))
+            raise
         self._managers[file], self._clients[file] = manager, client
         return client
 

@@ -31,6 +31,7 @@ from agi_jupyter.notebook.render import render_cells, render_receipt
 from agi_jupyter.records import utc_now
 from agi_jupyter.tools.base import AnyTool, Tool, ToolArgs, ToolContext, ToolResult
 
+PARKED = "the run waits for these cells (parked): it resumes with their result when they end."
 PATH_HELP = "The notebook (.ipynb), relative to the project; default: the notebook of this run."
 RUN_GRACE = 15.0  # beyond a notebook.run's own wait: the kernel's start, the last outputs
 _PROMPT = (
@@ -116,6 +117,14 @@ class WaitArgs(HandleArgs):
         le=3600,
         description="Seconds to wait (default: the project's notebook_run_wait, 30 s); the "
         "cells are not interrupted when it passes.",
+    )
+    park: bool = Field(
+        False,
+        description="Still running after timeout (with park the default timeout is 0: at "
+        "once), the run waits for the cells durably: no model call until they end, then you "
+        "get their result as this call's answer. It also survives a closed browser; if the "
+        "process following the cells stops (a server restart), you are told the kernel is "
+        "gone. Use it for cells that run for minutes or longer.",
     )
 
 
@@ -383,7 +392,9 @@ class NotebookWait(ExecutionTool):
     trait = ToolTrait.READ
     description = (
         "Wait for cells notebook.run left running (by their execution handle): their result "
-        "when they end within timeout, else the output so far (they are not interrupted)."
+        "when they end within timeout, else the output so far (they are not interrupted). "
+        "park: true (for long cells) makes the run itself wait for them, with no model call, "
+        "and resume with their result."
     )
     parameters = WaitArgs
 
@@ -392,6 +403,13 @@ class NotebookWait(ExecutionTool):
 
     async def execute(self, args: WaitArgs, ctx: ToolContext) -> ToolResult:
         job = self.executions.get(args.handle)
+        if args.park and ctx.park is not None:
+            seconds = args.timeout or 0.0
+            result = await self.executions.wait(job, seconds, ctx.emit, interrupt_on_cancel=False)
+            task = job.task
+            if task is not None and not task.done() and ctx.park(job.handle):
+                result.output = f"{PARKED}\n{result.output}"
+            return result
         seconds = wait_of(args.timeout, ctx)
         return await self.executions.wait(job, seconds, ctx.emit, interrupt_on_cancel=False)
 

@@ -41,6 +41,7 @@ from agi_jupyter.research.client import ResponsesClient
 from agi_jupyter.research.report import REPORT_KIND, build_report, failure_message
 from agi_jupyter.research.settings import ResearchSettings
 from agi_jupyter.runtime.agent_loop import message_to_dict
+from agi_jupyter.runtime.run_stops import seconds_until
 
 if TYPE_CHECKING:
     from agi_jupyter.runtime.deps import RuntimeDeps
@@ -158,7 +159,7 @@ class DeepResearch:
             run = await self.deps.stored(get_run, run_id)
             if run.status != PARKED:
                 return
-            await asyncio.sleep(_seconds_until(run.next_attempt_at))
+            await asyncio.sleep(seconds_until(run.next_attempt_at))
             try:
                 await self.poll(await self.deps.stored(get_run, run_id))
             except ProviderError as e:
@@ -323,10 +324,3 @@ class DeepResearch:
             if _older_than(run.updated_at, self.settings.stuck_after):
                 with contextlib.suppress(Exception):
                     store.update_run_if(run.id, run.version, status=PARKED, next_attempt_at=None)
-
-
-def _seconds_until(iso: str | None) -> float:
-    if not iso:
-        return 0.0
-    moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    return max(0.0, (moment - datetime.now(UTC)).total_seconds())

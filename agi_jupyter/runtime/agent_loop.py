@@ -44,7 +44,7 @@ from agi_jupyter.records import (
     session_for_run,
     utc_now,
 )
-from agi_jupyter.run_state import LoopProgress, LoopState, UsageTotals
+from agi_jupyter.run_state import LoopProgress, LoopState, ParkedExecution, UsageTotals
 from agi_jupyter.run_state_codec import usage_to_json
 from agi_jupyter.runtime import tool_images
 from agi_jupyter.runtime.compaction import (
@@ -179,7 +179,8 @@ class AgentLoop:
         await self._reset_after_takeover(run, emitter)
         state = run.loop_state or LoopState()
         self._answered_budget(run, state)
-        state = replace(state, budget_question=None)
+        parked = state.parked_on
+        state = replace(state, budget_question=None, parked_on=None)  # (saved with a turn)
         done = state.progress
         usage_total = UsageTotals() if done is None else done.usage
         cost_total: float | None = 0.0 if done is None else done.cost_usd
@@ -191,6 +192,8 @@ class AgentLoop:
         calls, messages, statuses, compaction = inputs
         # The first model call's inputs, when they were read in that trip.
         first: TurnInputs | None = None if statuses is None else (statuses, messages, compaction)
+        # Resumed from cells it waited for: their answer to the call that parked the run.
+        messages = await self._answer_parked(run, session, parked, messages, emitter)
         waiting = [c for c in calls if c.status == "waiting_approval"]
         if waiting:
             turn_of_calls = None if done is None else done.iteration
@@ -281,6 +284,22 @@ class AgentLoop:
             if not turn.tool_calls and not turn.paused:
                 return AttemptResult(text, usage_to_json(usage_total), cost_total, iteration)
         return AttemptResult(text, usage_to_json(usage_total), cost_total, max_iterations, True)
+
+    async def _answer_parked(
+        self,
+        run: Run,
+        session: Session,
+        parked: ParkedExecution | None,
+        messages: list[Message],
+        emitter: RunEmitter,
+    ) -> list[Message]:
+        """Store the answer of the call that parked the run on cells (``runtime.parking``),
+        if it did; the session's messages after it. (A parked call is unanswered: the
+        attempt's first reads left the first model call's inputs to be read again.)"""
+        if parked is None:
+            return messages
+        await self.tools.answer_parked(run, session, parked, messages, emitter)
+        return await self.deps.stored(self.deps.store.list_messages, session.id)
 
     async def _save_state(self, run: Run, state: LoopState, emitter: RunEmitter) -> None:
         await self.deps.stored(self._write_state, run, state, emitter.fence)

@@ -30,7 +30,7 @@ _Table = dict[str, tuple[Listener, ...]]
 
 KEEP = 60.0  # seconds a run's published events stay replayable after its attempt here ended
 _ENDINGS = frozenset(
-    {"queued", "waiting_webhook", "waiting_approval"}
+    {"queued", "waiting_webhook", "waiting_approval", "waiting_execution"}
 )  # run.status values that end an attempt
 
 

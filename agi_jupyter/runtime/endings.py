@@ -23,6 +23,12 @@ changes nothing. What each ending leaves behind:
   spent, limit, the call's bound) is saved with the run in ``waiting_approval``, no owner, like
   a tool approval; a decision (``Agi.decide``: a larger budget, or deny) is written into it and
   queues the run, and the attempt that resumes it goes on (or fails ``BUDGET_EXCEEDED``).
+- **waiting for cells** (``notebook.wait {park: true}`` on cells still running): the call's
+  row stays ``running`` with no result, and the run goes to ``waiting_execution`` with no
+  owner and the cells in ``LoopState.parked_on`` (``runtime.parking``); it is queued again
+  with the call's answer in that state when the cells end, or when nobody follows them any
+  more, and the attempt that resumes it stores that answer before calling the model. Not an
+  attempt either.
 - **released** (a graceful stop of this process): the tool calls in flight are answered as
   interrupted, ``output.text.reset`` as for a retry, and the run goes back to ``queued`` with
   no owner and ``next_attempt_at`` now, so the next process or any tick resumes it from
@@ -49,7 +55,7 @@ from agi_jupyter.records import (
     ToolResultPart,
     utc_now,
 )
-from agi_jupyter.run_state import LoopState
+from agi_jupyter.run_state import LoopState, ParkedExecution
 from agi_jupyter.run_state_codec import to_json
 
 if TYPE_CHECKING:
@@ -66,6 +72,15 @@ SKIPPED = "The tool call was not run: its run ended first."
 
 class AwaitingApproval(Exception):
     """Raised by an attempt that left tool calls waiting for a person's decision."""
+
+
+class AwaitingExecution(Exception):
+    """Raised by an attempt whose ``notebook.wait`` call parks the run on cells still
+    running: that call (its id and tool name) and the execution handle."""
+
+    def __init__(self, run_id: str, tool_call_id: str, name: str, handle: str) -> None:
+        super().__init__(run_id)
+        self.tool_call_id, self.name, self.handle = tool_call_id, name, handle
 
 
 class AwaitingBudget(AwaitingApproval):
@@ -131,16 +146,7 @@ def await_approval(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> Run:
     """Park the run in ``waiting_approval`` (no owner) until its waiting calls are decided;
     queued at once if they all were decided meanwhile (a decision that came before the park
     found the run still running and could not queue it)."""
-    emitter.emit(ev.RunStatusEvent(status="waiting_approval"))
-    run = deps.store.get_run(run_id)
-    run = deps.store.update_run(
-        run_id,
-        status="waiting_approval",
-        owner=None,
-        next_attempt_at=None,
-        max_attempts=run.max_attempts + 1,
-        fence=emitter.fence,
-    )
+    run = park(deps, run_id, emitter, "waiting_approval")
     undecided = [
         c
         for c in deps.store.list_tool_calls(run_id=run_id)
@@ -156,16 +162,39 @@ def await_approval(deps: RuntimeDeps, run_id: str, emitter: RunEmitter) -> Run:
 def await_budget(deps: RuntimeDeps, run_id: str, emitter: RunEmitter, state: LoopState) -> Run:
     """Park the run in ``waiting_approval`` (no owner) with its budget question in
     ``loop_state``, until a person answers it (``Agi.decide``). Not an attempt either."""
-    emitter.emit(ev.RunStatusEvent(status="waiting_approval"))
+    return park(deps, run_id, emitter, "waiting_approval", loop_state=state)
+
+
+def await_execution(
+    deps: RuntimeDeps, run_id: str, emitter: RunEmitter, parked: ParkedExecution
+) -> Run:
+    """Park the run in ``waiting_execution`` (no owner) with the cells it waits for in
+    ``loop_state``; its heartbeat is the follower's from now on (``runtime.parking``)."""
+    state = deps.store.get_run(run_id).loop_state or LoopState()
+    return park(
+        deps,
+        run_id,
+        emitter,
+        "waiting_execution",
+        loop_state=replace(state, parked_on=parked),
+        heartbeat_at=utc_now(),
+    )
+
+
+def park(deps: RuntimeDeps, run_id: str, emitter: RunEmitter, status: str, **changes: Any) -> Run:
+    """Give the run up in a waiting ``status`` (no owner, not due) with ``changes``: announced
+    first (the fence stops holding with the update); the wait is not an attempt
+    (``max_attempts`` grows by one)."""
+    emitter.emit(ev.RunStatusEvent(status=status))
     run = deps.store.get_run(run_id)
     return deps.store.update_run(
         run_id,
-        status="waiting_approval",
+        status=status,
         owner=None,
         next_attempt_at=None,
-        loop_state=state,
         max_attempts=run.max_attempts + 1,
         fence=emitter.fence,
+        **changes,
     )
 
 

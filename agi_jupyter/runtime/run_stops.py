@@ -28,6 +28,14 @@ def iso_in(seconds: float) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def seconds_until(iso: str | None) -> float:
+    """Seconds from now to the moment ``iso`` (0: none, or past)."""
+    if not iso:
+        return 0.0
+    moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    return max(0.0, (moment - datetime.now(UTC)).total_seconds())
+
+
 def is_stale(run: Run, stale_after: float) -> bool:
     """Whether the run's owner has not heartbeated within ``stale_after`` seconds."""
     if run.heartbeat_at is None:

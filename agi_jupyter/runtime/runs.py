@@ -5,7 +5,9 @@
     running --(this process stops gracefully: release)--> queued (next_attempt_at = now)
     running --(owner silent for stale_after: a tick takes it over)--> queued
     running --(a tool call waits for a person: no owner)--> waiting_approval
+    running --(notebook.wait parks on cells still running: no owner)--> waiting_execution
     waiting_approval --(every waiting call decided: store.decide_tool_calls)--> queued
+    waiting_execution --(the cells ended, or nobody follows them: runtime.parking)--> queued
 
 A run is executed by whoever wins its claim (``store.claim_run`` with the version it read, or a
 tick's ``store.claim_due_runs``), which makes that process the run's owner and gives it a fence
@@ -24,13 +26,13 @@ import asyncio
 import logging
 from collections.abc import Coroutine
 from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agi_jupyter import events as ev
 from agi_jupyter.aio import complete, regardless
 from agi_jupyter.errors import AgiError, ErrorCode, RunLost
 from agi_jupyter.kinds import SdkName
+from agi_jupyter.notebook.detached import Executions
 from agi_jupyter.records import Message, Run, RunFence, Session, session_for_run
 from agi_jupyter.runtime import endings
 from agi_jupyter.runtime.agent_loop import AgentLoop, AttemptInputs, AttemptResult, message_to_dict
@@ -38,12 +40,15 @@ from agi_jupyter.runtime.emitter import RunEmitter
 from agi_jupyter.runtime.endings import cancel_error, run_to_dict
 from agi_jupyter.runtime.lease import LeaseKeeper
 from agi_jupyter.runtime.local_runs import LocalRuns
-from agi_jupyter.runtime.run_stops import RunStops, is_stale, iso_in
+from agi_jupyter.runtime.parking import ParkedRuns
+from agi_jupyter.runtime.run_stops import RunStops, is_stale, iso_in, seconds_until
 
 if TYPE_CHECKING:
     from agi_jupyter.runtime.deps import RuntimeDeps
 
 log = logging.getLogger(__name__)
+# Runs with no owner that hold their session's later runs back (conversation order).
+WAITING = ("waiting_approval", "waiting_execution")
 
 __all__ = ["RunManager", "TickResult", "run_to_dict"]
 
@@ -59,13 +64,6 @@ class TickResult:
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
-
-
-def _seconds_until(iso: str | None) -> float:
-    if not iso:
-        return 0.0
-    moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    return max(0.0, (moment - datetime.now(UTC)).total_seconds())
 
 
 class RunExecutor(Protocol):
@@ -123,7 +121,7 @@ class RunManager:
     executing here: ``local`` (``LocalRuns``); cancelling runs and taking over stale ones:
     ``stops`` (``RunStops``)."""
 
-    def __init__(self, deps: RuntimeDeps) -> None:
+    def __init__(self, deps: RuntimeDeps, executions: Executions | None = None) -> None:
         self.deps = deps
         self.agent_loop = AgentLoop(deps)
         self.agent_runner: AttemptRunner = self.agent_loop
@@ -132,6 +130,8 @@ class RunManager:
         self.local = LocalRuns(deps)
         self.stops = RunStops(deps, self.local, self.executors)
         self._session_locks: dict[str, asyncio.Lock] = {}
+        # Runs parked on cells still running (``notebook.wait {park: true}``), and their jobs.
+        self.parking = ParkedRuns(deps, self, executions or Executions())
 
     # --- driving a run -----------------------------------------------------------------------
 
@@ -216,7 +216,7 @@ class RunManager:
             if run.status != "queued":
                 return run
             try:
-                await asyncio.sleep(_seconds_until(run.next_attempt_at))
+                await asyncio.sleep(seconds_until(run.next_attempt_at))
                 lock = self._session_locks.setdefault(run.session_id, asyncio.Lock())
                 async with lock:
                     # One trip: whether the session is free, the claim, the attempt's setup
@@ -254,7 +254,7 @@ class RunManager:
         """Whether another process is running a run of this session, or an earlier run of it
         waits for an approval (store thread)."""
         found = self.deps.store.list_runs(
-            session_id=run.session_id, statuses=["running", "waiting_approval"], limit=5
+            session_id=run.session_id, statuses=["running", *WAITING], limit=5
         )
         return any(
             r.id != run.id
@@ -264,7 +264,7 @@ class RunManager:
                     and r.owner != self.deps.owner
                     and not is_stale(r, self.deps.stale_after)
                 )
-                or (r.status == "waiting_approval" and r.created_at < run.created_at)
+                or (r.status in WAITING and r.created_at < run.created_at)
             )
             for r in found.items
         )
@@ -372,6 +372,15 @@ class RunManager:
             return await regardless(
                 emitter.section(endings.await_budget, self.deps, run.id, emitter, e.state)
             )
+        except endings.AwaitingExecution as e:
+            parked = self.parking.parked(run.id, e.tool_call_id, e.name, e.handle)
+            try:
+                run = await regardless(
+                    emitter.section(endings.await_execution, self.deps, run.id, emitter, parked)
+                )
+            finally:
+                self.parking.follow(run)  # (not parked: nothing to follow)
+            return run
         except endings.AwaitingApproval:
             return await regardless(
                 emitter.section(endings.await_approval, self.deps, run.id, emitter)
@@ -475,6 +484,8 @@ class RunManager:
         result = TickResult()
         stored = self.deps.stored
         result.recovered, result.failed_stale = await stored(self.stops.recover_stale, max_runs)
+        # Runs parked on cells nobody follows any more: queued, told what became of them.
+        result.recovered += await self.parking.tick(max_runs)
         due = await stored(self.deps.store.due_runs, limit=max_runs)
         result.skipped = sum(1 for run in due if self.is_local(run.id))
         started = 0
@@ -510,6 +521,7 @@ class RunManager:
     async def aclose(self) -> None:
         """Release the runs still executing here (see ``release_all``) and stop."""
         await self.local.release_all()
+        await self.parking.aclose()  # (after: an attempt that parked meanwhile is followed)
         await self.local.close()
         for executor in self.executors.values():
             await executor.aclose()

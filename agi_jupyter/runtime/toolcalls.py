@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from agi_jupyter import events as ev
@@ -43,11 +44,13 @@ async def run_tool(
     turn: int | None = None,
     approved: bool = False,
     record: Callable[[ToolOutcome], Awaitable[None]] | None = None,
+    park: Callable[[str], bool] | None = None,
 ) -> ToolOutcome:
     """Execute one tool call; live chunks go out as ``tool.call.delta``. Never raises for the
     tool's own problems (they come back as an error outcome the model sees). The session's
     tool policy applies: a call that needs a person's decision runs only ``approved``.
-    ``record`` stores the outcome, even when the run is cancelled after the tool ran."""
+    ``record`` stores the outcome, even when the run is cancelled after the tool ran.
+    ``park``: the runner can park the run on this call (``ToolContext.park``)."""
 
     def emit_delta(channel: str, chunk: str) -> None:
         # Live output is best effort: once the run changed hands (a stalled owner), its chunks
@@ -59,6 +62,8 @@ async def run_tool(
 
     agent = deps.agents[session.agent]
     ctx = tool_context(deps, run, session, tool_call_id, turn=turn, emit=emit_delta)
+    if park is not None:
+        ctx = replace(ctx, park=park)
     return await execute_tool_call(
         deps.registry,
         name=name,

@@ -29,11 +29,12 @@ from agi_jupyter.records import (
     ToolResultPart,
     utc_now,
 )
-from agi_jupyter.runtime.endings import INTERRUPTED, AwaitingApproval
+from agi_jupyter.run_state import ExecutionOutcome, ParkedExecution
+from agi_jupyter.runtime.endings import INTERRUPTED, AwaitingApproval, AwaitingExecution
 from agi_jupyter.runtime.history import unanswered_tool_calls
 from agi_jupyter.runtime.toolcalls import preview_call, run_tool
 from agi_jupyter.tools.diffs import DIFF_KINDS
-from agi_jupyter.tools.executor import ToolOutcome
+from agi_jupyter.tools.executor import OutcomeStatus, ToolOutcome
 from agi_jupyter.tools.policy import ToolPolicy
 from agi_jupyter.tools.registry import is_allowed
 
@@ -102,6 +103,9 @@ class ToolSteps:
                         diff=diff,
                     )
                 )
+        # A call may park the run on cells still running (``notebook.wait {park: true}``):
+        # one per turn, and not beside calls that wait for a person.
+        parks: dict[str, str] = {}
         await self._in_turn_order(
             [
                 (
@@ -118,6 +122,7 @@ class ToolSteps:
                         emitter,
                         iteration,
                         parse_error=call.parse_error,
+                        parks=None if asks else parks,
                     ),
                 )
                 for call, row in zip(calls, rows, strict=True)
@@ -126,6 +131,11 @@ class ToolSteps:
         )
         if asks:
             raise AwaitingApproval(run.id)
+        for call in calls:
+            if call.tool_call_id in parks:
+                raise AwaitingExecution(
+                    run.id, call.tool_call_id, call.name, parks[call.tool_call_id]
+                )
 
     async def _run_one_tool(
         self,
@@ -141,13 +151,25 @@ class ToolSteps:
         *,
         parse_error: str | None = None,
         approved: bool = False,
+        parks: dict[str, str] | None = None,
     ) -> None:
         """Run one call and store its result at once (not when its siblings end): a call
         that completed keeps its result whatever happens to the others, and a call that ran
-        has its result stored even when the run is cancelled (closed) meanwhile."""
+        has its result stored even when the run is cancelled (closed) meanwhile. ``parks``:
+        the turn's parked calls (call id -> execution handle), given when this call may park
+        the run; a call that parked it stores no result (its answer comes when it resumes)."""
         store, fence = self.deps.store, emitter.fence
 
+        def park(handle: str) -> bool:
+            if parks is None or parks:
+                return False
+            parks[tool_call_id] = handle
+            return True
+
         async def record(outcome: ToolOutcome) -> None:
+            if parks and tool_call_id in parks:
+                return  # the row stays running: the run waits for the cells
+
             def finished() -> None:
                 store.update_tool_call(
                     row_id,
@@ -174,6 +196,7 @@ class ToolSteps:
             turn=iteration,
             approved=approved,
             record=record,
+            park=None if parks is None else park,
         )
 
     async def settle_approvals(
@@ -350,6 +373,59 @@ class ToolSteps:
                 artifact=summary,
             )
         )
+
+    async def answer_parked(
+        self,
+        run: Run,
+        session: Session,
+        parked: ParkedExecution,
+        messages: list[Message],
+        emitter: RunEmitter,
+    ) -> bool:
+        """Store the answer of the ``notebook.wait`` call that parked the run: the cells'
+        result, or what became of them (``parked.outcome``; none: interrupted). Once: a call
+        answered already (an attempt that resumed the run before this one) is left as it is.
+        Returns whether it wrote the answer."""
+        unanswered = {call.tool_call_id for _, call in unanswered_tool_calls(messages)}
+        if parked.tool_call_id not in unanswered:
+            return False
+        answer = parked.outcome or ExecutionOutcome(INTERRUPTED, False)
+        store, stored = self.deps.store, self.deps.stored
+        rows = await stored(store.list_tool_calls, run_id=run.id)
+        row = next((c for c in rows if c.tool_call_id == parked.tool_call_id), None)
+        now = utc_now()
+        status: OutcomeStatus = "completed" if answer.ok else "failed"
+        result: JSON = {"ok": answer.ok, "output": answer.output, "data": dict(answer.data)}
+        error: JSON | None = None
+        if not answer.ok:
+            first = answer.output.strip().splitlines()[:1] or ["the execution failed"]
+            error = result["error"] = {"code": ErrorCode.TOOL_ERROR, "message": first[0][:500]}
+        outcome = ToolOutcome(
+            tool_call_id=parked.tool_call_id,
+            name=parked.name,
+            status=status,
+            ok=answer.ok,
+            output=answer.output,
+            result=result,
+            arguments={} if row is None else row.args,
+            error=error,
+            started_at=parked.since,
+            finished_at=now,
+        )
+
+        def finished() -> None:
+            if row is not None:
+                store.update_tool_call(
+                    row.id,
+                    status=status,
+                    result=result,
+                    is_error=not answer.ok,
+                    finished_at=now,
+                    fence=emitter.fence,
+                )
+
+        await self._save_tool_result(run, session, outcome, emitter, before=finished)
+        return True
 
     async def answer_dangling_tool_calls(
         self, run: Run, messages: list[Message], emitter: RunEmitter

@@ -108,7 +108,7 @@ _SQLITE_CLAIMABLE = (
     " AND NOT EXISTS (SELECT 1 FROM runs b WHERE b.session_id = r.session_id"
     "  AND b.status = 'running' AND b.heartbeat_at >= ?)"
     " AND NOT EXISTS (SELECT 1 FROM runs w WHERE w.session_id = r.session_id"
-    "  AND w.status = 'waiting_approval' AND w.rowid < r.rowid)"
+    "  AND w.status IN ('waiting_approval', 'waiting_execution') AND w.rowid < r.rowid)"
     " ORDER BY r.rowid LIMIT ?"
 )
 

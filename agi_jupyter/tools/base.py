@@ -118,6 +118,11 @@ class ToolContext:
     redactor: Redactor | None = None
     """The project's redactor (set by the executor), for what a tool writes outside the store:
     the outputs ``notebook.run`` puts into the notebook."""
+    park: Callable[[str], bool] | None = None
+    """Given by a runner that can park its run on this call (the native loop): called with an
+    execution handle, it says whether the run will wait for that execution with no owner
+    (``notebook.wait {park: true}``); the call's row then stays open and its answer is the
+    execution's, once the run resumes. None: the call must answer now."""
 
     def for_call(self, tool_call_id: str, *, emit: Emit | None = None) -> ToolContext:
         """A copy for one call, with its id and (optionally) its own ``emit``."""

@@ -393,6 +393,7 @@ export function runStatusLabel(status: string, trans: Trans): string {
     waiting_webhook: trans.__('waiting for the provider'),
     processing_webhook: trans.__('finishing'),
     waiting_approval: trans.__('waiting for your approval'),
+    waiting_execution: trans.__('waiting for its cells to finish'),
     succeeded: trans.__('succeeded'),
     failed: trans.__('failed'),
     cancelled: trans.__('cancelled')

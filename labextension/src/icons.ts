@@ -48,6 +48,7 @@ export function statusKind(status: string): string {
       return 'running';
     case 'waiting_webhook':
     case 'waiting_approval':
+    case 'waiting_execution':
       return 'waiting';
     case 'cancelled':
     case 'denied':

@@ -2740,7 +2740,7 @@ export interface components {
              * @default queued
              * @enum {string}
              */
-            status: "queued" | "running" | "waiting_webhook" | "processing_webhook" | "waiting_approval" | "succeeded" | "failed" | "cancelled";
+            status: "queued" | "running" | "waiting_webhook" | "processing_webhook" | "waiting_approval" | "waiting_execution" | "succeeded" | "failed" | "cancelled";
             /**
              * Provider
              * @default null

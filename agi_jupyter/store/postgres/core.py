@@ -169,7 +169,7 @@ _HEADS = (
     " AND NOT EXISTS (SELECT 1 FROM runs b WHERE b.session_id = h.session_id"
     " AND b.status = 'running' AND b.heartbeat_at >= ?)"
     " AND NOT EXISTS (SELECT 1 FROM runs w WHERE w.session_id = h.session_id"
-    " AND w.status = 'waiting_approval' AND w.pos < h.pos)),"
+    " AND w.status IN ('waiting_approval', 'waiting_execution') AND w.pos < h.pos)),"
     " picked AS (SELECT r.id FROM runs r JOIN due ON due.id = r.id ORDER BY due.pos"
     " LIMIT ? FOR UPDATE OF r SKIP LOCKED)"
 )
