@@ -72,7 +72,8 @@ def test_an_approval_over_rest_lets_the_servers_tick_finish_the_run_once(
     )
 
     assert decided["decided"] == [pending[0]["tool_call_id"]]
-    _until("the run to finish", lambda: _runs(project)[0].is_terminal)
+    # (its run.final is stored after the terminal status, by the server's tick: wait for it)
+    _until("the run to finish", lambda: _finals(project, run_id) > 0)
     done = _runs(project)[0]
     assert (done.status, done.error) == ("succeeded", None)
     assert (project / "count.txt").read_text() == "ran\n"  # executed exactly once

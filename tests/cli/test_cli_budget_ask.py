@@ -77,7 +77,8 @@ def test_a_larger_budget_over_rest_lets_the_servers_tick_finish_the_run(
     )
 
     assert decided["decided"] == []
-    _until("the run to finish", lambda: _runs(project)[0].is_terminal)
+    # (its run.final is stored after the terminal status, by the server's tick: wait for it)
+    _until("the run to finish", lambda: _finals(project, run_id) > 0)
     done = _runs(project)[0]
     assert (done.status, done.error) == ("succeeded", None)
     assert len(fake_llm.requests) == 2  # exactly one more model call
