@@ -35,35 +35,22 @@ from agi_jupyter.server.routes import API_VERSION, ROUTES, Route, path_params
 from agi_jupyter.server.streaming import NDJSON, SSE
 
 REF = "#/components/schemas/{model}"
+# The statuses of codes no AgiError class carries, or carries with another status than the
+# one an operation answers (two statuses: 400 on a request, 409 against what a session has).
 STATUS_OF_CODE: dict[ErrorCode, tuple[int, ...]] = {
-    ErrorCode.VALIDATION_ERROR: (400,),
-    ErrorCode.PROVIDER_NOT_CONFIGURED: (400,),
     ErrorCode.SDK_NOT_AVAILABLE: (409,),  # a JSON reply of a run whose SDK this server lacks
     ErrorCode.SDK_MODEL_MISMATCH: (400, 409),  # 409: it conflicts with what the session has
-    ErrorCode.INVALID_SIGNATURE: (401,),
     ErrorCode.UNAUTHORIZED: (401,),
     ErrorCode.FORBIDDEN: (403,),
-    ErrorCode.SESSION_NOT_FOUND: (404,),
-    ErrorCode.RUN_NOT_FOUND: (404,),
-    ErrorCode.ARTIFACT_NOT_FOUND: (404,),
     ErrorCode.MESSAGE_NOT_FOUND: (404,),
-    ErrorCode.AGENT_NOT_FOUND: (404,),
     ErrorCode.PROJECT_NOT_FOUND: (404,),
     ErrorCode.CURSOR_NOT_FOUND: (404,),
-    ErrorCode.WEBHOOK_NOT_CONFIGURED: (404,),
     ErrorCode.REQUEST_NOT_FOUND: (404,),
     ErrorCode.MCP_SERVER_NOT_FOUND: (404,),
-    ErrorCode.RUN_TERMINAL: (409,),
     ErrorCode.UNDO_CONFLICT: (409,),
     ErrorCode.RUN_ACTIVE: (409,),
-    ErrorCode.NO_USER_MESSAGE: (409,),
-    ErrorCode.NO_PENDING_APPROVAL: (409,),
-    ErrorCode.HOSTED_TOOL_UNSUPPORTED: (409,),  # it conflicts with the session's model
-    ErrorCode.PATH_OUTSIDE_PROJECT: (403,),
     ErrorCode.PAYLOAD_TOO_LARGE: (413,),
-    ErrorCode.ATTACHMENT_TOO_LARGE: (413,),
     ErrorCode.RATE_LIMITED: (429,),
-    ErrorCode.STORE_UNAVAILABLE: (503,),
 }
 HEADERS_OF_STATUS = {  # response headers every answer with this status carries
     401: {"WWW-Authenticate": "How to authenticate: the Jupyter token (a webhook: its signature)."},
